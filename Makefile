@@ -1,0 +1,66 @@
+# Tally — the commands of the README. Every target installs what it needs.
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+BUILD ?= build
+CMAKE_FLAGS ?=
+DEB_PACKAGES := build-essential cmake ninja-build pkg-config curl ca-certificates git \
+  libsimdjson-dev libprotobuf-dev protobuf-compiler libboost-dev libboost-system-dev \
+  libssl-dev libyaml-cpp-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev \
+  libbenchmark-dev lcov clang libclang-rt-14-dev openssl golang-go
+
+.PHONY: deps build test test-unit test-sanitizers test-e2e demo demo-down bench coverage cluster-binaries clean
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if command -v go >/dev/null; then missing=$$(echo "$$missing" | grep -v '^golang-go$$'); fi; \
+	missing=$$(echo $$missing); \
+	if [ -n "$$missing" ]; then echo "installing: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "deps: all Debian packages present"; fi
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+cluster-binaries: deps
+	./e2e/cluster/build-binaries.sh
+
+# The test command: every part, plus the sanitizer builds.
+test: deps cluster-binaries build
+	cd $(BUILD) && ctest --output-on-failure -j 1
+	$(MAKE) test-sanitizers
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -LE e2e
+
+test-e2e: cluster-binaries build
+	cd $(BUILD) && ctest --output-on-failure -L e2e
+
+# ASan+UBSan over everything but e2e; TSan over the concurrent parts.
+test-sanitizers: deps
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=address,undefined -DTALLY_E2E=OFF -DTALLY_BENCH=OFF
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -LE 'e2e|bench-smoke'
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_SANITIZE=thread -DTALLY_E2E=OFF -DTALLY_BENCH=OFF
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L concurrent --no-tests=ignore
+
+coverage: deps
+	cmake -S . -B build-cov -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTALLY_COVERAGE=ON -DTALLY_E2E=OFF -DTALLY_BENCH=OFF
+	cmake --build build-cov -j $(JOBS)
+	cd build-cov && ctest -L model --output-on-failure
+	lcov --quiet --capture --directory build-cov --output-file build-cov/all.info --ignore-errors mismatch
+	lcov --quiet --extract build-cov/all.info '*/model/src/*' '*/model/include/*' --output-file build-cov/model.info
+	lcov --summary build-cov/model.info
+
+demo: build
+	./e2e/demo/demo.sh
+
+demo-down:
+	./e2e/demo/demo.sh down
+
+bench: build
+	./bench/run.sh
+
+clean:
+	rm -rf build build-asan build-tsan build-cov

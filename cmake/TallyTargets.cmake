@@ -1,0 +1,30 @@
+# Shared build settings: warnings as errors, sanitizers, coverage, and one way
+# to register a GoogleTest binary with CTest under a part label.
+find_package(PkgConfig REQUIRED)
+find_package(GTest REQUIRED)
+find_package(Threads REQUIRED)
+
+add_library(tally_options INTERFACE)
+target_compile_options(tally_options INTERFACE
+  -Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers)
+if(TALLY_SANITIZE)
+  target_compile_options(tally_options INTERFACE -fsanitize=${TALLY_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(tally_options INTERFACE -fsanitize=${TALLY_SANITIZE})
+endif()
+if(TALLY_COVERAGE)
+  target_compile_options(tally_options INTERFACE --coverage -O0)
+  target_link_options(tally_options INTERFACE --coverage)
+endif()
+
+# tally_add_test(NAME LABEL <part> SOURCES ... LIBS ... [TIMEOUT s])
+function(tally_add_test name)
+  cmake_parse_arguments(T "" "LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} tally_options GTest::gtest GTest::gtest_main Threads::Threads)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  add_test(NAME ${name} COMMAND ${name} --gtest_brief=1)
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABEL}" TIMEOUT ${T_TIMEOUT})
+endfunction()

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds the pinned control plane (etcd, kube-apiserver, kube-scheduler, kwok) from
+# the Go module proxy into a cache outside the repository, keyed by version.
+# Reuses what is already there. Prints the bin directory on its last line.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+cache="${TALLY_CACHE:-$HOME/.cache/tally}"
+bin="$cache/bin/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
+mkdir -p "$bin"
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+
+log() { echo "[build-binaries] $*" >&2; }
+
+build_kubernetes() {
+  local work="$cache/src/kubernetes-${K8S_VERSION}"
+  mkdir -p "$work"
+  cp "$here/tools/kubernetes/main.go" "$work/main.go"
+  if [[ ! -f "$work/go.mod" ]]; then
+    curl -fsSL "https://proxy.golang.org/k8s.io/kubernetes/@v/${K8S_VERSION}.mod" -o "$work/upstream.mod" ||
+      (cd "$work" && go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" >/dev/null &&
+        cp "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/${K8S_VERSION}.mod" "$work/upstream.mod")
+    "$here/tools/kubernetes/gen-go-mod.sh" "$K8S_VERSION" "$work/upstream.mod" "$work/go.mod.tmp"
+    mv "$work/go.mod.tmp" "$work/go.mod"
+  fi
+  local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+  local ld="-s -w -X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor} -X k8s.io/component-base/version.gitTreeState=clean"
+  for cmd in "$@"; do
+    log "building $cmd ${K8S_VERSION}"
+    (cd "$work" && go build -trimpath -ldflags "$ld" -o "$bin/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
+    mv "$bin/$cmd.tmp" "$bin/$cmd"
+  done
+}
+
+build_etcd() {
+  local work="$cache/src/etcd-${ETCD_VERSION}"
+  mkdir -p "$work"
+  cp "$here/tools/etcd/main.go" "$work/main.go"
+  printf 'module tally.dev/e2e/etcd\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" > "$work/go.mod"
+  log "building etcd ${ETCD_VERSION}"
+  (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$bin/etcd.tmp" go.etcd.io/etcd/server/v3)
+  mv "$bin/etcd.tmp" "$bin/etcd"
+}
+
+build_kwok() {
+  local work="$cache/src/kwok-${KWOK_VERSION}"
+  mkdir -p "$work"
+  cp "$here/tools/kwok/main.go" "$work/main.go"
+  printf 'module tally.dev/e2e/kwok\n\ngo 1.26.0\n\nrequire sigs.k8s.io/kwok %s\n' "$KWOK_VERSION" > "$work/go.mod"
+  log "building kwok ${KWOK_VERSION}"
+  (cd "$work" && go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION}" -o "$bin/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok)
+  mv "$bin/kwok.tmp" "$bin/kwok"
+}
+
+start=$(date +%s)
+missing=()
+for b in etcd kube-apiserver kube-scheduler kwok; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
+if ((${#missing[@]})); then
+  log "missing: ${missing[*]} (cache: $bin)"
+  k8s_cmds=()
+  for b in "${missing[@]}"; do
+    case "$b" in
+      etcd) build_etcd ;;
+      kwok) build_kwok ;;
+      *) k8s_cmds+=("$b") ;;
+    esac
+  done
+  ((${#k8s_cmds[@]})) && build_kubernetes "${k8s_cmds[@]}"
+  log "built in $(( $(date +%s) - start ))s"
+else
+  log "all binaries cached in $bin"
+fi
+echo "$bin"
