@@ -1,0 +1,91 @@
+#pragma once
+// Admission and placement decisions (SPEC 3.6), and the per-node filter and
+// score the extender runs. Each refusal names object, quantity and limit.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tally/model/capacity.hpp"
+#include "tally/model/cluster.hpp"
+#include "tally/model/refusal.hpp"
+
+namespace tally::model {
+
+// A device order: one GPUDevice create, or the device set of one VMI.
+struct DeviceOrder {
+  std::string ns;
+  std::string subject;  // "gpudevice/ns/name" or "vmi/ns/name", for messages
+  std::vector<DeviceTemplate> items;
+};
+
+// Every refusal check of an order, none of which writes anything: unknown or
+// deleting class, count above maxCount, pool free units, no single node for the
+// whole set, budgets of the tenant and its ancestors, entitlement, closed gate.
+Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, const DeviceOrder& order);
+
+// Placement of a device set: exactly one node holds the whole set. Chooses
+// deterministically: best fit (least free left), preferring nodes already in
+// use so whole nodes stay free, then by name. Never places on capacity that
+// backs idle reservations of other organizations.
+struct Placement {
+  std::optional<std::string> node;
+  Decision decision;
+};
+Placement placeDeviceSet(const Cluster& cluster, const CapacityView& view, const DeviceOrder& order);
+
+// Add-on reduction on an Organization: refused while HRQ status usage or named
+// holders would exceed the new hard quota.
+Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, const Organization& before,
+                          const Organization& after);
+
+// Holders of a quota key in an organization's subtree, named ("pod/ns/name: 2").
+std::vector<std::string> holdersOf(const Cluster& cluster, std::string_view orgNamespace, std::string_view key);
+
+// --- Pods (extender and raw-pod webhook) -----------------------------------
+
+enum class Verdict { Fits, Unschedulable, Unresolvable };
+
+struct NodeVerdict {
+  Verdict verdict = Verdict::Fits;
+  std::optional<Refusal> reason;
+};
+
+// What one pod asks for, worked out once per request.
+struct PodDemand {
+  const Pod* pod = nullptr;
+  ResourceList capacity;   // raw units it needs on a node, after capacity coverage
+  ResourceList budget;     // by quota key, after budget coverage
+  const VirtualMachineInstance* launcherOf = nullptr;
+  std::string requiredNode;  // a launcher goes only where its devices are
+  const Organization* organization = nullptr;
+  std::vector<Refusal> podWide;          // refusals that hold on every node (resolvable)
+  std::vector<Refusal> podUnresolvable;  // refusals no node can resolve
+};
+
+// Builds the demand of a pod: effective requests, launcher detection through
+// status.activePods, coverage, budgets of the namespace chain, pool gates.
+PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod& pod);
+
+// The filter of one node for a pod: node mode and pool gate (unresolvable), free
+// units after held devices, assumptions and idle reservations of other
+// organizations, launcher pinning, budgets.
+NodeVerdict filterNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand, const Node& node);
+
+enum class ScoreStrategy { BinPack, Spread };
+// 0..10: bin-pack by default (fewest free units left), spread by choice;
+// penalises breaking up whole free devices/nodes and nodes whose free capacity
+// backs idle reservations.
+int scoreNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand, const Node& node,
+              ScoreStrategy strategy);
+
+// Preemption: keeps only victims (in the order given) whose eviction is needed
+// to make the pod fit on the node by the model; empty when none help.
+std::vector<const Pod*> narrowVictims(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
+                                      const Node& node, const std::vector<const Pod*>& candidates);
+
+// Budget check of a raw GPU pod (the validating pod webhook).
+Decision checkPodBudget(const Cluster& cluster, const CapacityView& view, const Pod& pod);
+
+}  // namespace tally::model

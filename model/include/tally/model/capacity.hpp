@@ -1,0 +1,52 @@
+#pragma once
+// Read access to node and tenant usage, implemented both by totals recomputed
+// from scratch and by the incremental index, so every decision is written once.
+
+#include <cstdint>
+#include <string>
+
+#include "tally/model/budget.hpp"
+#include "tally/model/cluster.hpp"
+#include "tally/model/usage.hpp"
+
+namespace tally::model {
+
+class CapacityView : public UsageReader {
+ public:
+  // Units of `resource` in use on the node: held devices + raw pods + assumed.
+  virtual std::int64_t nodeUsed(std::string_view node, std::string_view resource) const = 0;
+  // Units of `resource` held on the node by Bound/Attached devices.
+  virtual std::int64_t nodeHeld(std::string_view node, std::string_view resource) const = 0;
+};
+
+// A view over totals recomputed from scratch (tallyctl, tests, the controller).
+class TotalsCapacityView final : public CapacityView {
+ public:
+  TotalsCapacityView(const Cluster& cluster, UsageTotals totals);
+  std::int64_t nodeUsed(std::string_view node, std::string_view resource) const override;
+  std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override;
+  std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override;
+  std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
+  const UsageTotals& totals() const { return totals_; }
+
+ private:
+  UsageTotals totals_;
+  TotalsUsageReader reader_;
+};
+
+// Free units of the class on the node: served minus used (never negative).
+std::int64_t freeUnits(const Node& node, const DeviceClass& cls, const CapacityView& view);
+
+// The class serving `resource` on a node: same resource name and the node's
+// expected mode. Null when no class does.
+const DeviceClass* classServing(const Cluster& cluster, const Node& node, std::string_view resource);
+
+// The classes selling `resource` (any node mode).
+std::vector<const DeviceClass*> classesFor(const Cluster& cluster, std::string_view resource);
+
+// Units of the pool not held by active reservations of organizations other than
+// `org` that those organizations do not use yet (idle reserved capacity).
+std::int64_t idleReservedByOthers(const Cluster& cluster, const CapacityView& view, const DeviceClass& pool,
+                                  const Organization* org);
+
+}  // namespace tally::model

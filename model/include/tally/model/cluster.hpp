@@ -1,0 +1,68 @@
+#pragma once
+// An immutable picture of everything the model reads. Decisions are functions
+// of one Cluster (plus their input); nothing here is ever mutated by a rule.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tally/model/ledger.hpp"
+#include "tally/model/objects.hpp"
+
+namespace tally::model {
+
+enum class Kind {
+  Node,
+  Pod,
+  Namespace,
+  HierarchicalResourceQuota,
+  ResourceQuota,
+  DeviceClass,
+  GpuDevice,
+  VirtualMachineInstance,
+  Organization,
+  BillingPlans,
+  KubeVirt,
+  Ledger,
+};
+std::string_view toString(Kind kind);
+inline constexpr Kind kAllKinds[] = {Kind::Node,         Kind::Pod,       Kind::Namespace,
+                                     Kind::HierarchicalResourceQuota, Kind::ResourceQuota,
+                                     Kind::DeviceClass,  Kind::GpuDevice, Kind::VirtualMachineInstance,
+                                     Kind::Organization, Kind::BillingPlans, Kind::KubeVirt,
+                                     Kind::Ledger};
+
+// What a cache knows about itself. An unsynced cache makes every answer that
+// depends on it "unknown", which the model refuses closed.
+struct CacheState {
+  bool synced = false;
+  Timestamp lastSynced = 0;  // last time the cache was confirmed current
+};
+
+// "namespace/name" for namespaced objects.
+std::string objectKey(std::string_view ns, std::string_view name);
+
+struct Cluster {
+  Timestamp now = 0;
+  std::map<std::string, Node> nodes;                      // by name
+  std::map<std::string, DeviceClass> classes;             // by name
+  std::map<std::string, Pod> pods;                        // by ns/name
+  std::map<std::string, Namespace> namespaces;            // by name
+  std::map<std::string, HierarchicalResourceQuota> hrqs;  // by ns/name
+  std::map<std::string, ResourceQuota> quotas;            // by ns/name
+  std::map<std::string, GpuDevice> devices;               // by ns/name
+  std::map<std::string, VirtualMachineInstance> vmis;     // by ns/name
+  std::map<std::string, Organization> organizations;      // by ns/name
+  std::optional<BillingPlans> plans;
+  std::optional<std::vector<PermittedHostDevice>> permittedHostDevices;  // KubeVirt CR
+  Ledger ledger;
+  std::vector<ActiveAlert> alerts;
+  std::map<Kind, CacheState> caches;  // missing kind: not synced
+
+  // Marks every kind synced at `now` (offline snapshots are complete by construction).
+  void markAllSynced();
+  bool synced(Kind kind) const;
+};
+
+}  // namespace tally::model

@@ -1,0 +1,65 @@
+#pragma once
+// The incremental usage index: per node per resource, per namespace per quota
+// key, and per subtree, updated in O(depth) per object event from the same
+// per-object contribution rules computeUsage() sums from scratch.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tally/model/capacity.hpp"
+#include "tally/model/cluster.hpp"
+
+namespace tally::model {
+
+class UsageIndex final : public CapacityView {
+ public:
+  UsageIndex();
+  ~UsageIndex() override;
+  UsageIndex(const UsageIndex&);
+  UsageIndex& operator=(const UsageIndex&);
+
+  // Builds the index from a whole cluster (equivalent to replaying every object).
+  static UsageIndex fromCluster(const Cluster& cluster);
+
+  void upsertNode(const Node& node);
+  void removeNode(std::string_view name);
+  void upsertClass(const DeviceClass& cls);
+  void removeClass(std::string_view name);
+  void upsertNamespace(const Namespace& ns);
+  void removeNamespace(std::string_view name);
+  void upsertPod(const Pod& pod);
+  void removePod(std::string_view ns, std::string_view name);
+  void upsertDevice(const GpuDevice& device);
+  void removeDevice(std::string_view ns, std::string_view name);
+  void upsertVmi(const VirtualMachineInstance& vmi);
+  void removeVmi(std::string_view ns, std::string_view name);
+
+  // An in-flight placement the watch has not confirmed yet. Dropped by forget(),
+  // or automatically when the pod is seen bound (or deleted).
+  void assume(const Pod& pod, std::string_view node);
+  void forget(std::string_view podUid);
+  std::size_t assumedCount() const;
+
+  // CapacityView
+  std::int64_t nodeUsed(std::string_view node, std::string_view resource) const override;
+  std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override;
+  std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override;
+  std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
+
+  // The objects the index holds, as a Cluster (the caller adds the kinds the
+  // index does not track: quotas, organizations, plans, ledger, caches).
+  const Cluster& cluster() const;
+  Cluster& mutableClusterForUntrackedKinds();
+
+  // The totals in the form computeUsage() returns (for equality checks).
+  UsageTotals totals() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tally::model

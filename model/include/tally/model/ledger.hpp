@@ -1,0 +1,90 @@
+#pragma once
+// The reservation ledger: GPUReservationRecord documents kept in Git and
+// reviewed by people. Tally reads and validates them; it never writes them.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tally/model/objects.hpp"
+#include "tally/model/refusal.hpp"
+
+namespace tally::model {
+
+enum class ReservationState { Pending, Active, Releasing, Released, Canceled };
+std::string_view toString(ReservationState s);
+std::optional<ReservationState> parseReservationState(std::string_view text);
+
+// Whether the record holds capacity in the invariant (pending or active).
+bool holdsCapacity(ReservationState s);
+// Whether the record is a transaction still in flight (pending or releasing).
+bool inFlight(ReservationState s);
+// The state machine: pending -> active -> releasing -> released; pending -> canceled.
+bool transitionAllowed(ReservationState from, ReservationState to);
+
+struct ReservationRecord {
+  std::string id;
+  std::string organization;
+  std::string project;
+  std::string profileId;
+  std::int64_t devices = 0;
+  ReservationState state = ReservationState::Pending;
+  std::optional<Timestamp> requestedAt;
+  std::optional<Timestamp> startsAt;
+  std::optional<Timestamp> endsAt;
+  std::string addonId;
+  std::string billingReference;
+  std::string approvedByProduct;
+  std::string approvedBySre;
+  std::optional<Timestamp> activatedAt;
+  std::optional<Timestamp> releasedAt;
+  std::string evidenceRevision;
+  std::string reason;
+  std::string source;  // file or ConfigMap key it came from
+  friend bool operator==(const ReservationRecord&, const ReservationRecord&) = default;
+};
+
+// A record that could not be read or failed validation. It still names the
+// pool when it could be read that far, so the audit can close the right gate.
+struct InvalidRecord {
+  std::string source;
+  std::string id;
+  std::string profileId;
+  std::vector<Refusal> problems;
+  friend bool operator==(const InvalidRecord&, const InvalidRecord&) = default;
+};
+
+struct Ledger {
+  std::vector<ReservationRecord> records;
+  std::vector<InvalidRecord> invalid;
+  bool loaded = false;  // a ledger source was configured and read
+  friend bool operator==(const Ledger&, const Ledger&) = default;
+};
+
+// Parses one YAML document into a record and validates it (schema, times,
+// state-dependent fields, forbidden content). Never throws.
+struct ParsedRecord {
+  std::optional<ReservationRecord> record;
+  InvalidRecord invalid;  // filled when record is empty
+};
+ParsedRecord parseReservationRecord(std::string_view yaml, std::string_view source);
+
+// Validation of an already-built record; empty when valid.
+std::vector<Refusal> validateRecord(const ReservationRecord& r);
+
+// Checks a change of one record between two revisions of the ledger.
+std::optional<Refusal> checkRecordTransition(const ReservationRecord& before, const ReservationRecord& after);
+
+// Adds the records of several documents (one file each) to a ledger.
+void addToLedger(Ledger& ledger, std::string_view yaml, std::string_view source);
+
+// Parses an RFC 3339 timestamp ("2026-01-02T03:04:05Z", offsets, fractions).
+std::optional<Timestamp> parseRfc3339(std::string_view text);
+std::string formatRfc3339(Timestamp t);
+
+// Detects content that must never be in a ledger record: device UUIDs, PCI
+// addresses, secrets, payment data, raw HAMi annotations. Returns a description.
+std::optional<std::string> findForbiddenContent(std::string_view text);
+
+}  // namespace tally::model

@@ -1,0 +1,92 @@
+#pragma once
+// Pools, reservations and the capacity invariant (SPEC 3.4):
+//
+//   healthy schedulable devices(P) >= active+pending reserved devices(P)
+//                                   + sum over orgs of non-reserved hard quota(org, P)
+//                                   + operator spare(P)
+//
+// every term in the pool's quota unit (devices; shares for shared pools).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tally/model/cluster.hpp"
+#include "tally/model/refusal.hpp"
+
+namespace tally::model {
+
+// Where a quantity in the equation comes from.
+struct TermSource {
+  std::string object;  // e.g. "node/gpu-1", "record/gpu-res-42", "hrq/acme/plan-quota"
+  std::int64_t quantity = 0;
+  std::string note;
+  friend bool operator==(const TermSource&, const TermSource&) = default;
+};
+
+struct Term {
+  std::int64_t units = 0;
+  std::vector<TermSource> sources;
+  friend bool operator==(const Term&, const Term&) = default;
+};
+
+struct PoolInvariant {
+  std::string pool;
+  std::string quotaKey;
+  std::int64_t unitsPerDevice = 1;
+  std::int64_t healthySchedulableDevices = 0;
+  Term healthy;           // units of eligible nodes of the pool
+  Term reserved;          // active + pending records
+  Term nonReservedHard;   // sum over orgs of HRQ hard minus reservation grants
+  Term spare;             // operator spare
+  std::int64_t headroom = 0;  // healthy - (reserved + nonReservedHard + spare)
+  bool holds() const { return headroom >= 0; }
+  std::string equation() const;  // "8 >= 2 + 5 + 1" style, with the pool named
+  friend bool operator==(const PoolInvariant&, const PoolInvariant&) = default;
+};
+
+// Operator spare in devices: operatorSpareDevices when >= 1; otherwise 1, and 0
+// only for a one-device pool with singleDevicePilotApproved.
+std::int64_t spareDevices(const DeviceClass& cls, std::int64_t poolDevices);
+
+// Units of a reservation-add-on grant for the pool held by an organization
+// (quantity x devices of operator-only, devices-only add-ons of that profile).
+std::int64_t reservationGrantUnits(const Cluster& cluster, const Organization& org, const DeviceClass& pool);
+
+PoolInvariant evaluateInvariant(const Cluster& cluster, const DeviceClass& pool);
+
+// A proposed change to evaluate before it is made.
+struct AddRecordChange {
+  ReservationRecord record;
+};
+struct AddonQuantityChange {
+  std::string organization;  // Organization name (its namespace holds plan-quota)
+  std::string addonId;
+  std::int64_t quantity = 0;  // the new quantity
+};
+struct NodeModeChange {
+  std::string node;
+  NodeMode expectedMode = NodeMode::Unset;
+};
+using Change = std::variant<AddRecordChange, AddonQuantityChange, NodeModeChange>;
+
+struct PlanResult {
+  std::vector<PoolInvariant> before;  // affected pools, before the change
+  std::vector<PoolInvariant> after;   // the same pools, after it
+  Decision decision;                  // refused when an invariant breaks or holders remain
+};
+
+// plan(change): applies the change to a copy of the cluster and evaluates the
+// invariant of every affected pool, with every term and its sources.
+PlanResult plan(const Cluster& cluster, const Change& change);
+
+// Applies a change to a copy of the cluster (what plan() evaluates).
+Cluster applyChange(const Cluster& cluster, const Change& change);
+
+// Holders that keep a node from changing mode: non-terminal pods with a GPU
+// request or resource claims, and held devices on the node. Names them.
+std::vector<std::string> nodeHolders(const Cluster& cluster, std::string_view node);
+
+}  // namespace tally::model

@@ -1,0 +1,65 @@
+#pragma once
+// Decisions carry a machine code and a message a person can act on: the object,
+// the quantity and the limit.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tally::model {
+
+enum class Code {
+  // node eligibility
+  NodeNotReady,
+  NodeCordoned,
+  NodeModeTransition,
+  NodeWrongMode,
+  NodeNoInventory,
+  NodeNotServed,
+  // admission and placement
+  ClassUnknown,
+  ClassDeleting,
+  CountAboveMax,
+  CountInvalid,
+  PoolInsufficient,
+  NoSingleNode,
+  NodeInsufficient,
+  ReservedForOthers,
+  BudgetExceeded,
+  BudgetUnknown,
+  NamespaceUnknown,
+  NotEntitled,
+  GateClosed,
+  LauncherWrongNode,
+  DeviceUnknown,
+  DeviceUnavailable,
+  AddonReductionBlocked,
+  AddonUnknown,
+  ModeTransitionBlocked,
+  InvariantBroken,
+  CacheNotSynced,
+  // ledger records
+  RecordSchema,
+  RecordTime,
+  RecordState,
+  RecordForbiddenContent,
+  RecordTransition,
+};
+
+std::string_view toString(Code code);
+
+struct Refusal {
+  Code code;
+  std::string message;
+  friend bool operator==(const Refusal&, const Refusal&) = default;
+};
+
+// The result of an admission or placement decision.
+struct Decision {
+  std::vector<Refusal> refusals;  // empty: allowed
+  bool allowed() const { return refusals.empty(); }
+  void refuse(Code code, std::string message) { refusals.push_back({code, std::move(message)}); }
+  std::string summary() const;  // refusals joined by "; "
+};
+
+}  // namespace tally::model

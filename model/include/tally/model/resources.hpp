@@ -1,0 +1,46 @@
+#pragma once
+// Integer resource amounts keyed by resource name (e.g. "nvidia.com/gpu" -> 2).
+// GPU resources are counted in whole units; quota keys carry their prefix
+// ("requests.nvidia.com/gpu").
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tally::model {
+
+// A small sorted list of (name, amount); pods and nodes carry few GPU resources,
+// so a flat vector beats a map in size and lookup time.
+class ResourceList {
+ public:
+  using Entry = std::pair<std::string, std::int64_t>;
+
+  ResourceList() = default;
+  ResourceList(std::initializer_list<Entry> entries);
+
+  std::int64_t get(std::string_view name) const;
+  bool contains(std::string_view name) const;
+  void set(std::string_view name, std::int64_t amount);
+  void add(std::string_view name, std::int64_t amount);
+  bool empty() const { return entries_.empty(); }
+  std::size_t size() const { return entries_.size(); }
+  const std::vector<Entry>& entries() const { return entries_; }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+
+  friend bool operator==(const ResourceList&, const ResourceList&) = default;
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+// "requests.<resourceName>", the key quotas use for extended resources.
+std::string quotaKey(std::string_view resourceName);
+
+// Whether a resource name is a GPU resource for holder checks (nvidia.com/,
+// amd.com/gpu, gpu.intel.com/).
+bool isGpuResourceName(std::string_view name);
+
+}  // namespace tally::model

@@ -1,0 +1,26 @@
+#pragma once
+// The tenant tree, read from HNC's namespace labels without extra reads.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tally/model/cluster.hpp"
+
+namespace tally::model {
+
+// The namespace and its ancestors, nearest first (itself, parent, ..., root).
+// Falls back to the namespace alone when it carries no tree labels.
+std::vector<std::string> selfAndAncestors(const Namespace& ns);
+
+// The organization a namespace belongs to: the nearest namespace in its chain
+// that holds an Organization object.
+const Organization* organizationOf(const Cluster& cluster, std::string_view ns);
+
+// The organization's quota: HRQ `plan-quota` in the organization namespace.
+const HierarchicalResourceQuota* organizationQuota(const Cluster& cluster, const Organization& org);
+
+// Whether the namespace or an ancestor carries gpu.tally.dev/entitled-<class>: "true".
+bool entitled(const Cluster& cluster, std::string_view ns, std::string_view className);
+
+}  // namespace tally::model

@@ -1,0 +1,42 @@
+#pragma once
+// Units a node serves for a class (SPEC 3.1). Counted once, here, for the
+// extender, the binder, the webhooks, the pool status and the audit alike.
+
+#include <cstdint>
+#include <optional>
+
+#include "tally/model/cluster.hpp"
+#include "tally/model/refusal.hpp"
+
+namespace tally::model {
+
+// Shares one physical GPU yields for a shared class:
+// min(memoryMiB / share.memoryMiB, 100 / share.corePercent, share.maxSharesPerDevice).
+std::int64_t sharesPerDevice(const DeviceClass& cls);
+
+// Units one device of the class is worth in the pool's quota unit
+// (1 for passthrough and vGPU, sharesPerDevice for shared).
+std::int64_t unitsPerDevice(const DeviceClass& cls);
+
+// Whether the node is a member of the class's pool: its expected mode (or its
+// active mode when no expectation is set) is the class's node mode and it
+// advertises the class's devices. A sequential node is in one pool only.
+bool inPool(const Node& node, const DeviceClass& cls);
+
+struct NodeUnits {
+  std::int64_t units = 0;    // in the pool's unit (devices, or shares)
+  std::int64_t devices = 0;  // whole devices behind those units
+  std::optional<Refusal> notServed;  // why the node serves nothing for the class
+};
+
+// units(node, class): passthrough from allocatable; vGPU from the inventory's
+// healthy parents (created + available slots) or allocatable; shared from the
+// healthy parents in the inventory times sharesPerDevice. Zero unless the node is
+// Ready, schedulable, and active mode == expected mode == class.nodeMode.
+NodeUnits unitsServed(const Node& node, const DeviceClass& cls);
+
+// The first reason the node cannot serve the class at all (mode, readiness,
+// cordon), or nothing when it is eligible.
+std::optional<Refusal> nodeIneligibility(const Node& node, const DeviceClass& cls);
+
+}  // namespace tally::model
