@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the pinned control plane (etcd, kube-apiserver, kube-scheduler, kwok) from
-# the Go module proxy into a cache outside the repository, keyed by version.
-# Reuses what is already there. Prints the bin directory on its last line.
+# Builds the pinned control plane (etcd, kube-apiserver, kube-scheduler, kubectl,
+# kwok) from the Go module proxy into a cache outside the repository, keyed by
+# version, plus Tally's test fixtures tool (tools/fixtures, rebuilt when its
+# source changes). Reuses what is already there. Prints the bin directory on its
+# last line. Concurrent runs wait for each other (flock on the cache).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
@@ -9,6 +11,9 @@ source "$here/versions.env"
 cache="${TALLY_CACHE:-$HOME/.cache/tally}"
 bin="$cache/bin/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 mkdir -p "$bin"
+# One build at a time per cache: a second caller waits, then finds the binaries.
+exec 9>"$cache/.build.lock"
+flock 9
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
 log() { echo "[build-binaries] $*" >&2; }
@@ -25,7 +30,10 @@ build_kubernetes() {
     mv "$work/go.mod.tmp" "$work/go.mod"
   fi
   local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
-  local ld="-s -w -X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${minor} -X k8s.io/component-base/version.gitTreeState=clean"
+  local ld="-s -w" pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $pkg.gitVersion=${K8S_VERSION} -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor} -X $pkg.gitTreeState=clean"
+  done
   for cmd in "$@"; do
     log "building $cmd ${K8S_VERSION}"
     (cd "$work" && go build -trimpath -ldflags "$ld" -o "$bin/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
@@ -53,9 +61,28 @@ build_kwok() {
   mv "$bin/kwok.tmp" "$bin/kwok"
 }
 
+# The fixtures tool is keyed by the hash of its source and the Kubernetes version.
+build_fixtures() {
+  local src="$here/tools/fixtures" sum
+  sum="$(cat "$src/go.mod" "$src"/*.go | sha256sum | cut -c1-16)-${K8S_VERSION}"
+  if [[ -x "$bin/tally-fixtures" && "$(cat "$bin/.tally-fixtures.sum" 2>/dev/null)" == "$sum" ]]; then
+    return 0
+  fi
+  local work="$cache/src/fixtures-${K8S_VERSION}"
+  mkdir -p "$work"
+  rm -f "$work"/*.go
+  cp "$src"/*.go "$work/"
+  # Same module, with the client libraries pinned to this release's staging tag.
+  sed -E "s#^(\s*k8s\.io/(api|apimachinery|client-go)) v[0-9.]+#\1 v0.${K8S_VERSION#v1.}#" "$src/go.mod" > "$work/go.mod"
+  log "building tally-fixtures (client-go v0.${K8S_VERSION#v1.})"
+  (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$bin/tally-fixtures.tmp" .)
+  mv "$bin/tally-fixtures.tmp" "$bin/tally-fixtures"
+  echo "$sum" > "$bin/.tally-fixtures.sum"
+}
+
 start=$(date +%s)
 missing=()
-for b in etcd kube-apiserver kube-scheduler kwok; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
+for b in etcd kube-apiserver kube-scheduler kubectl kwok; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
 if ((${#missing[@]})); then
   log "missing: ${missing[*]} (cache: $bin)"
   k8s_cmds=()
@@ -71,4 +98,5 @@ if ((${#missing[@]})); then
 else
   log "all binaries cached in $bin"
 fi
+build_fixtures
 echo "$bin"

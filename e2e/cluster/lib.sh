@@ -1,0 +1,87 @@
+# Shared by e2e/cluster/up and e2e/cluster/down (sourced, not run).
+# A cluster lives in $TALLY_E2E_ROOT/<name> (default /tmp/tally-e2e/<name>):
+#   env          ports, paths and binary folder of the running cluster
+#   pids/*.pid   one file per process up started
+#   logs/*.log   one log per process, plus up.log
+#   pki/         CA, serving and client certificates, service-account keys
+#   etcd/        etcd data
+#   kubeconfig   admin identity (client certificate, system:masters)
+
+E2E_ROOT="${TALLY_E2E_ROOT:-/tmp/tally-e2e}"
+# Stop order: the consumers first, etcd last.
+COMPONENTS=(kwok kube-scheduler kube-apiserver etcd)
+
+log() { echo "[cluster ${CLUSTER_NAME:-?}] $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+valid_name() { [[ "$1" =~ ^[a-z0-9][a-z0-9._-]{0,62}$ ]]; }
+
+# lock_cluster NAME: serialize up/down of one cluster (fd 8).
+lock_cluster() {
+  mkdir -p "$E2E_ROOT"
+  exec 8>"$E2E_ROOT/$1.lock"
+  flock 8
+}
+
+# pid_of STATE COMPONENT: the recorded pid, or nothing.
+pid_of() {
+  local f="$1/pids/$2.pid"
+  [[ -s "$f" ]] && cat "$f"
+  return 0
+}
+
+# alive STATE PID: the pid runs and is ours (its command line names the state
+# folder). This rejects reused pids and zombies (empty command line).
+alive() {
+  local state="$1" pid="$2" cmd
+  [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
+  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  [[ "$cmd" == *"$state/"* ]]
+}
+
+# stop_pid STATE COMPONENT: TERM, wait up to 15s, then KILL.
+stop_pid() {
+  local state="$1" comp="$2" pid i
+  pid="$(pid_of "$state" "$comp")"
+  [[ -n "$pid" ]] || return 0
+  if alive "$state" "$pid"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 150; i++)); do
+      alive "$state" "$pid" || break
+      sleep 0.1
+    done
+    if alive "$state" "$pid"; then
+      log "$comp (pid $pid) ignored TERM; killing"
+      kill -KILL "$pid" 2>/dev/null || true
+      for ((i = 0; i < 50; i++)); do
+        alive "$state" "$pid" || break
+        sleep 0.1
+      done
+    fi
+    if alive "$state" "$pid"; then
+      log "$comp (pid $pid) is still running"
+      return 1
+    fi
+    log "stopped $comp (pid $pid)"
+  fi
+  rm -f "$state/pids/$comp.pid"
+}
+
+# stop_all STATE: stop every recorded process of the cluster.
+stop_all() {
+  local state="$1" comp rc=0
+  for comp in "${COMPONENTS[@]}"; do
+    stop_pid "$state" "$comp" || rc=1
+  done
+  return $rc
+}
+
+# print_logs STATE [LINES]: tail of every log, for failures.
+print_logs() {
+  local state="$1" lines="${2:-40}" f
+  for f in "$state"/logs/*.log; do
+    [[ -f "$f" ]] || continue
+    echo "----- last $lines lines of $f -----" >&2
+    tail -n "$lines" "$f" >&2
+  done
+}
