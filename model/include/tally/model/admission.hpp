@@ -3,6 +3,7 @@
 // score the extender runs. Each refusal names object, quantity and limit.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,11 +56,13 @@ struct NodeVerdict {
 // What one pod asks for, worked out once per request.
 struct PodDemand {
   const Pod* pod = nullptr;
-  ResourceList capacity;   // raw units it needs on a node, after capacity coverage
   ResourceList budget;     // by quota key, after budget coverage
   const VirtualMachineInstance* launcherOf = nullptr;
   std::string requiredNode;  // a launcher goes only where its devices are
   const Organization* organization = nullptr;
+  ResourceList requests;   // effective GPU requests
+  std::vector<const GpuDevice*> attached;  // devices of its VMI (launchers only)
+  std::map<std::string, std::int64_t> poolAvailable;  // class -> pool free minus others' idle reservations
   std::vector<Refusal> podWide;          // refusals that hold on every node (resolvable)
   std::vector<Refusal> podUnresolvable;  // refusals no node can resolve
 };
@@ -81,8 +84,9 @@ int scoreNode(const Cluster& cluster, const CapacityView& view, const PodDemand&
               ScoreStrategy strategy);
 
 // Preemption: keeps only victims (in the order given) whose eviction is needed
-// to make the pod fit on the node by the model; empty when none help.
-std::vector<const Pod*> narrowVictims(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
+// to make the pod fit on the node by the model; nothing when even evicting every
+// candidate would not make it fit (the node is then no preemption target).
+std::optional<std::vector<const Pod*>> narrowVictims(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
                                       const Node& node, const std::vector<const Pod*>& candidates);
 
 // Budget check of a raw GPU pod (the validating pod webhook).

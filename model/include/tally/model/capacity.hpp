@@ -17,6 +17,9 @@ class CapacityView : public UsageReader {
   virtual std::int64_t nodeUsed(std::string_view node, std::string_view resource) const = 0;
   // Units of `resource` held on the node by Bound/Attached devices.
   virtual std::int64_t nodeHeld(std::string_view node, std::string_view resource) const = 0;
+  // Free units of the whole pool (sum over its nodes). The default scans the
+  // nodes; the incremental index answers from running totals.
+  virtual std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const;
 };
 
 // A view over totals recomputed from scratch (tallyctl, tests, the controller).

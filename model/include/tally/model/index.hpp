@@ -48,6 +48,8 @@ class UsageIndex final : public CapacityView {
   std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override;
   std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override;
   std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
+  // O(1) from running totals when asked about the index's own cluster.
+  std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
 
   // The objects the index holds, as a Cluster (the caller adds the kinds the
   // index does not track: quotas, organizations, plans, ledger, caches).

@@ -55,6 +55,20 @@ std::int64_t spareDevices(const DeviceClass& cls, std::int64_t poolDevices);
 // (quantity x devices of operator-only, devices-only add-ons of that profile).
 std::int64_t reservationGrantUnits(const Cluster& cluster, const Organization& org, const DeviceClass& pool);
 
+// Quota keys and amounts one grant of a profile adds to an organization's HRQ:
+// devices -> requests.<resourceName>; for shared profiles shares, memoryMiB and
+// corePercent -> requests.nvidia.com/gpu, gpumem, gpucores.
+ResourceList grantQuota(const DeviceClass& profile, const GpuGrant& grant);
+
+// What an organization's add-on assignments grant, by quota key (the GPU keys
+// Tally owns in the HRQ plan-quota). Unknown or disabled add-ons grant nothing.
+ResourceList grantedQuota(const Cluster& cluster, const Organization& org);
+
+// The organization's hard quota in the pool's unit. When several pools share one
+// quota key, each pool gets what the add-ons grant for its profile plus any part
+// of the HRQ hard no add-on explains (counted in every such pool: fail closed).
+std::int64_t hardQuotaUnits(const Cluster& cluster, const Organization& org, const DeviceClass& pool);
+
 PoolInvariant evaluateInvariant(const Cluster& cluster, const DeviceClass& pool);
 
 // A proposed change to evaluate before it is made.

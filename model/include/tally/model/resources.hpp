@@ -22,6 +22,8 @@ class ResourceList {
 
   std::int64_t get(std::string_view name) const;
   bool contains(std::string_view name) const;
+  // set() keeps a zero (a quota limit of 0 is a limit); add() accumulates usage
+  // and drops an entry that sums to zero, so equal usage compares equal.
   void set(std::string_view name, std::int64_t amount);
   void add(std::string_view name, std::int64_t amount);
   bool empty() const { return entries_.empty(); }

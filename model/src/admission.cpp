@@ -1,0 +1,415 @@
+#include "tally/model/admission.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <set>
+
+#include "lookup.hpp"
+#include "tally/model/budget.hpp"
+#include "tally/model/pool.hpp"
+#include "tally/model/tenancy.hpp"
+#include "tally/model/units.hpp"
+#include "tally/model/usage.hpp"
+
+namespace tally::model {
+
+using detail::findClass;
+using detail::namespacedRange;
+
+namespace {
+
+std::string joined(const std::vector<std::string>& items, std::size_t limit = 10) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < limit; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > limit) out += fmt::format(" and {} more", items.size() - limit);
+  return out;
+}
+
+std::int64_t poolAvailableFor(const Cluster& cluster, const CapacityView& view, const DeviceClass& cls,
+                              const Organization* org) {
+  return view.poolFreeUnits(cluster, cls) - idleReservedByOthers(cluster, view, cls, org);
+}
+
+// The VMI that lists the pod in status.activePods, looked up within the pod's
+// namespace only, and the devices attached to it.
+const VirtualMachineInstance* findLauncherVmi(const Cluster& cluster, const Pod& pod) {
+  if (pod.uid.empty()) return nullptr;
+  auto [first, last] = namespacedRange(cluster.vmis, pod.ns);
+  for (auto it = first; it != last; ++it) {
+    if (it->second.activePods.contains(pod.uid)) return &it->second;
+  }
+  return nullptr;
+}
+
+std::vector<const GpuDevice*> devicesAttachedTo(const Cluster& cluster, const VirtualMachineInstance& vmi) {
+  std::vector<const GpuDevice*> out;
+  auto [first, last] = namespacedRange(cluster.devices, vmi.ns);
+  for (auto it = first; it != last; ++it) {
+    const GpuDevice& d = it->second;
+    if (d.attachedTo.uid == vmi.uid && countsAgainstBudget(d)) out.push_back(&d);
+  }
+  return out;
+}
+
+bool inSubtree(const Cluster& cluster, std::string_view ns, std::string_view root) {
+  for (const auto& a : detail::chainOf(cluster, ns)) {
+    if (a == root) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, const DeviceOrder& order) {
+  Decision d;
+  for (Kind kind : {Kind::Node, Kind::DeviceClass, Kind::GpuDevice, Kind::Pod}) {
+    if (!cluster.synced(kind)) {
+      d.refuse(Code::CacheNotSynced, fmt::format("{} refused: the {} cache is not synced yet", order.subject, toString(kind)));
+      return d;
+    }
+  }
+  std::map<std::string, std::int64_t> demand;
+  for (const auto& item : order.items) {
+    if (item.count < 1) {
+      d.refuse(Code::CountInvalid, fmt::format("{} asks for {} GPU(s) of class {}; the count must be at least 1",
+                                               order.subject, item.count, item.className));
+      continue;
+    }
+    demand[item.className] += item.count;
+  }
+  const Organization* org = organizationOf(cluster, order.ns);
+  std::vector<const DeviceClass*> classes;
+  for (const auto& [name, count] : demand) {
+    const DeviceClass* cls = findClass(cluster, name);
+    if (!cls) {
+      d.refuse(Code::ClassUnknown, fmt::format("{} names GPU class {}, which does not exist", order.subject, name));
+      continue;
+    }
+    classes.push_back(cls);
+    if (cls->deleting) {
+      d.refuse(Code::ClassDeleting, fmt::format("GPU class {} is being deleted and accepts no new orders", name));
+      continue;
+    }
+    if (count > cls->maxCount) {
+      d.refuse(Code::CountAboveMax, fmt::format("{} asks for {} GPU(s) of class {}; one order may take at most {} (maxCount)",
+                                                order.subject, count, name, cls->maxCount));
+    }
+    if (!cls->gateOpen) {
+      d.refuse(Code::GateClosed, fmt::format("creation in pool {} is closed by a failed audit ({}); existing holders keep "
+                                             "their GPUs",
+                                             name, cls->gateFailureId));
+    }
+    if (cls->requiresEntitlement && !entitled(cluster, order.ns, name)) {
+      d.refuse(Code::NotEntitled, fmt::format("namespace {} is not entitled to licensed class {} (label {}{}=\"true\" on it "
+                                              "or an ancestor)",
+                                              order.ns, name, kEntitlementLabelPrefix, name));
+    }
+    std::int64_t units = count * unitsPerDevice(*cls);
+    if (auto refusal = checkBudget(cluster, view, order.ns, quotaKey(cls->resourceName), units)) {
+      d.refusals.push_back(*refusal);
+    }
+    std::int64_t free = view.poolFreeUnits(cluster, *cls);
+    std::int64_t idle = idleReservedByOthers(cluster, view, *cls, org);
+    if (free < units) {
+      d.refuse(Code::PoolInsufficient, fmt::format("pool {} has {} free unit(s); {} asks for {}", name, free,
+                                                   order.subject, units));
+    } else if (free - idle < units) {
+      d.refuse(Code::ReservedForOthers,
+               fmt::format("pool {} has {} free unit(s) but {} back idle reservations of other organizations; {} asks "
+                           "for {}",
+                           name, free, idle, order.subject, units));
+    }
+  }
+  if (!d.allowed() || classes.empty()) return d;
+  bool oneNode = false;
+  std::int64_t bestFree = 0;
+  for (const auto& [name, node] : cluster.nodes) {
+    bool fits = true;
+    std::int64_t nodeFree = 0;
+    for (const DeviceClass* cls : classes) {
+      std::int64_t free = freeUnits(node, *cls, view);
+      nodeFree += free;
+      if (free < demand[cls->name] * unitsPerDevice(*cls)) fits = false;
+    }
+    bestFree = std::max(bestFree, nodeFree);
+    if (fits) {
+      oneNode = true;
+      break;
+    }
+  }
+  if (!oneNode) {
+    std::int64_t total = 0;
+    for (const auto& [name, count] : demand) total += count;
+    d.refuse(Code::NoSingleNode, fmt::format("no single node has {} free GPU(s) for the whole set of {}; the most free on "
+                                             "one node is {}",
+                                             total, order.subject, bestFree));
+  }
+  return d;
+}
+
+Placement placeDeviceSet(const Cluster& cluster, const CapacityView& view, const DeviceOrder& order) {
+  Placement p;
+  p.decision = checkDeviceOrder(cluster, view, order);
+  if (!p.decision.allowed()) return p;
+  std::map<std::string, std::int64_t> demand;
+  for (const auto& item : order.items) demand[item.className] += item.count;
+  struct Candidate {
+    std::int64_t leftover;
+    bool wholeNodeFree;
+    std::string name;
+  };
+  std::optional<Candidate> best;
+  for (const auto& [name, node] : cluster.nodes) {
+    std::int64_t leftover = 0;
+    bool fits = true, untouched = true;
+    for (const auto& [className, count] : demand) {
+      const DeviceClass* cls = findClass(cluster, className);
+      std::int64_t served = unitsServed(node, *cls).units;
+      std::int64_t used = view.nodeUsed(name, cls->resourceName);
+      std::int64_t need = count * unitsPerDevice(*cls);
+      if (served - used < need) {
+        fits = false;
+        break;
+      }
+      leftover += served - used - need;
+      untouched = untouched && used == 0;
+    }
+    if (!fits) continue;
+    Candidate c{leftover, untouched, name};
+    // Best fit first; among equals keep untouched nodes whole; then by name.
+    if (!best || std::tie(c.leftover, c.wholeNodeFree, c.name) < std::tie(best->leftover, best->wholeNodeFree, best->name)) {
+      best = c;
+    }
+  }
+  if (best) p.node = best->name;
+  return p;
+}
+
+std::vector<std::string> holdersOf(const Cluster& cluster, std::string_view orgNamespace, std::string_view key) {
+  std::vector<std::string> holders;
+  for (const auto& [k, pod] : cluster.pods) {
+    if (!inSubtree(cluster, pod.ns, orgNamespace)) continue;
+    const VirtualMachineInstance* vmi = findLauncherVmi(cluster, pod);
+    std::vector<const GpuDevice*> attached = vmi ? devicesAttachedTo(cluster, *vmi) : std::vector<const GpuDevice*>{};
+    PodUsage u = podUsage(pod, vmi, attached, cluster);
+    if (std::int64_t n = u.budget.get(key)) holders.push_back(fmt::format("pod/{}: {}", k, n));
+  }
+  for (const auto& [k, d] : cluster.devices) {
+    if (!inSubtree(cluster, d.ns, orgNamespace)) continue;
+    DeviceUsage u = deviceUsage(d, cluster);
+    if (std::int64_t n = u.budget.get(key)) {
+      std::string vmi = d.attachedTo.empty() ? "" : fmt::format(" (attached to vmi/{}/{})", d.attachedTo.ns, d.attachedTo.name);
+      holders.push_back(fmt::format("gpudevice/{}: {}{}", k, n, vmi));
+    }
+  }
+  return holders;
+}
+
+Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, const Organization& before,
+                          const Organization& after) {
+  Decision d;
+  for (const auto& a : after.addons) {
+    bool known = cluster.plans && cluster.plans->addons.contains(a.addonId);
+    bool unchanged = std::any_of(before.addons.begin(), before.addons.end(), [&](const AddonAssignment& b) {
+      return b.addonId == a.addonId && b.quantity == a.quantity;
+    });
+    if (!known && !unchanged) {
+      d.refuse(Code::AddonUnknown, fmt::format("organization {}: add-on {} is not defined in billing-plans", after.name, a.addonId));
+    }
+    if (a.quantity < 0) {
+      d.refuse(Code::CountInvalid, fmt::format("organization {}: add-on {} quantity {} is negative", after.name, a.addonId, a.quantity));
+    }
+  }
+  ResourceList was = grantedQuota(cluster, before);
+  ResourceList will = grantedQuota(cluster, after);
+  const HierarchicalResourceQuota* hrq = organizationQuota(cluster, before);
+  std::set<std::string> keys;
+  for (const auto& [k, v] : was) keys.insert(k);
+  for (const auto& [k, v] : will) keys.insert(k);
+  for (const auto& key : keys) {
+    std::int64_t delta = will.get(key) - was.get(key);
+    if (delta >= 0) continue;
+    std::int64_t currentHard = hrq ? hrq->hard.get(key) : was.get(key);
+    std::int64_t newHard = currentHard + delta;
+    std::int64_t statusUsed = hrq ? hrq->statusUsed.get(key) : 0;
+    std::int64_t modelUsed = view.subtreeUsed(before.ns, key);
+    std::int64_t used = std::max(statusUsed, modelUsed);
+    if (used > newHard) {
+      d.refuse(Code::AddonReductionBlocked,
+               fmt::format("organization {}: the change lowers {} from {} to {} but {} are in use (HRQ status {}, "
+                           "holders {}); stop them first: {}",
+                           after.name, key, currentHard, newHard, used, statusUsed, modelUsed,
+                           joined(holdersOf(cluster, before.ns, key))));
+    }
+  }
+  return d;
+}
+
+PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod& pod) {
+  PodDemand demand;
+  demand.pod = &pod;
+  demand.requests = effectiveRequests(pod);
+  demand.organization = organizationOf(cluster, pod.ns);
+  for (Kind kind : {Kind::Node, Kind::Pod, Kind::GpuDevice, Kind::DeviceClass, Kind::VirtualMachineInstance}) {
+    if (!cluster.synced(kind)) {
+      demand.podUnresolvable.push_back({Code::CacheNotSynced, fmt::format("the {} cache is not synced yet", toString(kind))});
+    }
+  }
+  demand.launcherOf = findLauncherVmi(cluster, pod);
+  if (demand.launcherOf) {
+    demand.attached = devicesAttachedTo(cluster, *demand.launcherOf);
+    for (const GpuDevice* d : demand.attached) {
+      if (holdsNodeUnits(*d)) {
+        demand.requiredNode = d->node;
+        break;
+      }
+    }
+  }
+  // A pod already in the cache is already counted in its namespace's usage.
+  auto existing = cluster.pods.find(objectKey(pod.ns, pod.name));
+  bool counted = existing != cluster.pods.end() && existing->second.uid == pod.uid && !isTerminal(existing->second);
+  for (const auto& [resource, amount] : demand.requests) {
+    std::int64_t need = amount - budgetCoverage(demand.attached, cluster, resource);
+    if (need <= 0) continue;
+    std::string key = budgetKeyFor(resource);
+    demand.budget.add(key, need);
+    if (auto refusal = checkBudget(cluster, view, pod.ns, key, counted ? 0 : need)) {
+      if (refusal->code == Code::BudgetUnknown) {
+        demand.podUnresolvable.push_back(*refusal);
+      } else {
+        demand.podWide.push_back(*refusal);
+      }
+    }
+    for (const DeviceClass* cls : classesFor(cluster, resource)) {
+      demand.poolAvailable[cls->name] = poolAvailableFor(cluster, view, *cls, demand.organization);
+    }
+  }
+  return demand;
+}
+
+NodeVerdict filterNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand, const Node& node) {
+  if (!demand.podUnresolvable.empty()) return {Verdict::Unresolvable, demand.podUnresolvable.front()};
+  const Pod& pod = *demand.pod;
+  if (demand.launcherOf && !demand.requiredNode.empty() && node.name != demand.requiredNode) {
+    return {Verdict::Unresolvable,
+            Refusal{Code::LauncherWrongNode,
+                    fmt::format("pod {}/{} launches VMI {} whose GPUs are held on node {}", pod.ns, pod.name,
+                                demand.launcherOf->name, demand.requiredNode)}};
+  }
+  for (const auto& [resource, amount] : demand.requests) {
+    std::int64_t need = amount - capacityCoverage(demand.attached, cluster, resource, node.name);
+    if (need <= 0) continue;
+    const DeviceClass* cls = classServing(cluster, node, resource);
+    if (!cls) {
+      // Memory and core figures of shared pods ride along with nvidia.com/gpu.
+      if (resource == "nvidia.com/gpumem" || resource == "nvidia.com/gpucores") continue;
+      return {Verdict::Unresolvable,
+              Refusal{Code::NodeNotServed, fmt::format("node {} (GPU mode '{}') serves no GPU class for {}", node.name,
+                                                       toString(node.expectedMode == NodeMode::Unset ? node.activeMode
+                                                                                                     : node.expectedMode),
+                                                       resource)}};
+    }
+    if (auto why = nodeIneligibility(node, *cls)) {
+      bool transient = why->code == Code::NodeNotReady || why->code == Code::NodeCordoned;
+      return {transient ? Verdict::Unschedulable : Verdict::Unresolvable, *why};
+    }
+    if (!cls->gateOpen) {
+      return {Verdict::Unresolvable,
+              Refusal{Code::GateClosed, fmt::format("pool {} is closed to new GPU workloads by a failed audit ({})",
+                                                    cls->name, cls->gateFailureId)}};
+    }
+    NodeUnits served = unitsServed(node, *cls);
+    std::int64_t used = view.nodeUsed(node.name, resource);
+    std::int64_t free = std::max<std::int64_t>(0, served.units - used);
+    if (free < need) {
+      return {Verdict::Unschedulable,
+              Refusal{Code::NodeInsufficient,
+                      fmt::format("node {} has {} of {} {} free ({} held by GPUDevices); pod needs {}", node.name, free,
+                                  served.units, resource, view.nodeHeld(node.name, resource), need)}};
+    }
+    auto pool = demand.poolAvailable.find(cls->name);
+    if (pool != demand.poolAvailable.end() && pool->second < need) {
+      return {Verdict::Unschedulable,
+              Refusal{Code::ReservedForOthers,
+                      fmt::format("pool {} has {} unit(s) left after idle reservations of other organizations; pod "
+                                  "needs {}",
+                                  cls->name, std::max<std::int64_t>(0, pool->second), need)}};
+    }
+  }
+  if (!demand.podWide.empty()) return {Verdict::Unschedulable, demand.podWide.front()};
+  return {Verdict::Fits, std::nullopt};
+}
+
+int scoreNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand, const Node& node,
+              ScoreStrategy strategy) {
+  std::int64_t served = 0, leftover = 0, used = 0;
+  bool reservationsIdle = false;
+  for (const auto& [resource, amount] : demand.requests) {
+    std::int64_t need = amount - capacityCoverage(demand.attached, cluster, resource, node.name);
+    const DeviceClass* cls = classServing(cluster, node, resource);
+    if (!cls) continue;
+    std::int64_t s = unitsServed(node, *cls).units;
+    std::int64_t u = view.nodeUsed(node.name, resource);
+    served += s;
+    used += u;
+    leftover += std::max<std::int64_t>(0, s - u - std::max<std::int64_t>(0, need));
+    reservationsIdle = reservationsIdle || idleReservedByOthers(cluster, view, *cls, demand.organization) > 0;
+  }
+  if (served <= 0) return 0;
+  if (strategy == ScoreStrategy::Spread) return static_cast<int>((10 * leftover) / served);
+  int score = static_cast<int>((10 * (served - leftover)) / served);
+  // Breaking into an untouched node spends a whole free node that a whole-set VM
+  // order (or another organization's idle reservation) may need.
+  if (used == 0 && leftover > 0) score -= reservationsIdle ? 4 : 2;
+  return std::clamp(score, 0, 10);
+}
+
+std::optional<std::vector<const Pod*>> narrowVictims(const Cluster& cluster, const CapacityView& view,
+                                                     const PodDemand& demand, const Node& node,
+                                                     const std::vector<const Pod*>& candidates) {
+  std::map<std::string, std::int64_t> deficit;
+  for (const auto& [resource, amount] : demand.requests) {
+    std::int64_t need = amount - capacityCoverage(demand.attached, cluster, resource, node.name);
+    if (need <= 0) continue;
+    const DeviceClass* cls = classServing(cluster, node, resource);
+    if (!cls) {
+      if (resource == "nvidia.com/gpumem" || resource == "nvidia.com/gpucores") continue;
+      return std::nullopt;
+    }
+    if (nodeIneligibility(node, *cls) || !cls->gateOpen) return std::nullopt;
+    std::int64_t free = unitsServed(node, *cls).units - view.nodeUsed(node.name, resource);
+    if (free < need) deficit[resource] = need - free;
+  }
+  std::vector<const Pod*> kept;
+  for (const Pod* victim : candidates) {
+    if (deficit.empty()) break;
+    if (victim->nodeName != node.name) continue;
+    const VirtualMachineInstance* vmi = findLauncherVmi(cluster, *victim);
+    std::vector<const GpuDevice*> attached = vmi ? devicesAttachedTo(cluster, *vmi) : std::vector<const GpuDevice*>{};
+    PodUsage u = podUsage(*victim, vmi, attached, cluster);
+    bool helps = false;
+    for (auto it = deficit.begin(); it != deficit.end();) {
+      std::int64_t freed = u.capacity.get(it->first);
+      if (freed > 0) {
+        helps = true;
+        it->second -= freed;
+      }
+      it = it->second <= 0 ? deficit.erase(it) : std::next(it);
+    }
+    if (helps) kept.push_back(victim);
+  }
+  if (!deficit.empty()) return std::nullopt;
+  return kept;
+}
+
+Decision checkPodBudget(const Cluster& cluster, const CapacityView& view, const Pod& pod) {
+  Decision d;
+  PodDemand demand = podDemand(cluster, view, pod);
+  for (const auto& r : demand.podUnresolvable) {
+    if (r.code == Code::BudgetUnknown || r.code == Code::CacheNotSynced) d.refusals.push_back(r);
+  }
+  for (const auto& r : demand.podWide) d.refusals.push_back(r);
+  return d;
+}
+
+}  // namespace tally::model

@@ -1,0 +1,71 @@
+#include "tally/model/budget.hpp"
+
+#include <fmt/format.h>
+
+#include "tally/model/tenancy.hpp"
+#include "lookup.hpp"
+
+namespace tally::model {
+
+using detail::chainOf;
+using detail::namespacedRange;
+
+
+TotalsUsageReader::TotalsUsageReader(const Cluster& cluster, const UsageTotals& totals) : totals_(totals) {
+  for (const auto& [ns, used] : totals.namespaceUsed) {
+    for (const auto& ancestor : chainOf(cluster, ns)) {
+      for (const auto& [key, amount] : used) subtree_[ancestor].add(key, amount);
+    }
+  }
+}
+
+std::int64_t TotalsUsageReader::subtreeUsed(std::string_view ns, std::string_view key) const {
+  auto it = subtree_.find(std::string(ns));
+  return it == subtree_.end() ? 0 : it->second.get(key);
+}
+
+std::int64_t TotalsUsageReader::namespaceUsed(std::string_view ns, std::string_view key) const {
+  auto it = totals_.namespaceUsed.find(std::string(ns));
+  return it == totals_.namespaceUsed.end() ? 0 : it->second.get(key);
+}
+
+std::optional<Refusal> checkBudget(const Cluster& cluster, const UsageReader& usage, std::string_view ns,
+                                   std::string_view key, std::int64_t amount) {
+  for (Kind kind : {Kind::Namespace, Kind::HierarchicalResourceQuota, Kind::ResourceQuota}) {
+    if (!cluster.synced(kind)) {
+      return Refusal{Code::BudgetUnknown,
+                     fmt::format("budget of namespace {} for {} is unknown: the {} cache is not synced", ns, key,
+                                 toString(kind))};
+    }
+  }
+  for (const auto& scope : chainOf(cluster, ns)) {
+    auto [first, last] = namespacedRange(cluster.hrqs, scope);
+    for (auto it = first; it != last; ++it) {
+      const auto& hrq = it->second;
+      if (!hrq.hard.contains(key)) continue;
+      std::int64_t used = usage.subtreeUsed(scope, key);
+      std::int64_t hard = hrq.hard.get(key);
+      if (used + amount > hard) {
+        return Refusal{Code::BudgetExceeded,
+                       fmt::format("hierarchicalresourcequota {}/{} limits {} to {} for the subtree of {}: {} in use + "
+                                   "{} requested = {}",
+                                   hrq.ns, hrq.name, key, hard, scope, used, amount, used + amount)};
+      }
+    }
+  }
+  auto [first, last] = namespacedRange(cluster.quotas, ns);
+  for (auto it = first; it != last; ++it) {
+    const auto& rq = it->second;
+    if (!rq.hard.contains(key)) continue;
+    std::int64_t used = usage.namespaceUsed(ns, key);
+    std::int64_t hard = rq.hard.get(key);
+    if (used + amount > hard) {
+      return Refusal{Code::BudgetExceeded,
+                     fmt::format("resourcequota {}/{} limits {} to {}: {} in use + {} requested = {}", rq.ns, rq.name, key,
+                                 hard, used, amount, used + amount)};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace tally::model

@@ -1,0 +1,82 @@
+#include "tally/model/capacity.hpp"
+
+#include <algorithm>
+
+#include "lookup.hpp"
+#include "tally/model/units.hpp"
+
+namespace tally::model {
+
+TotalsCapacityView::TotalsCapacityView(const Cluster& cluster, UsageTotals totals)
+    : totals_(std::move(totals)), reader_(cluster, totals_) {}
+
+std::int64_t TotalsCapacityView::nodeUsed(std::string_view node, std::string_view resource) const {
+  auto it = totals_.nodeUsed.find(std::string(node));
+  return it == totals_.nodeUsed.end() ? 0 : it->second.get(resource);
+}
+
+std::int64_t TotalsCapacityView::nodeHeld(std::string_view node, std::string_view resource) const {
+  auto it = totals_.nodeHeld.find(std::string(node));
+  return it == totals_.nodeHeld.end() ? 0 : it->second.get(resource);
+}
+
+std::int64_t TotalsCapacityView::subtreeUsed(std::string_view ns, std::string_view key) const {
+  return reader_.subtreeUsed(ns, key);
+}
+
+std::int64_t TotalsCapacityView::namespaceUsed(std::string_view ns, std::string_view key) const {
+  return reader_.namespaceUsed(ns, key);
+}
+
+std::int64_t freeUnits(const Node& node, const DeviceClass& cls, const CapacityView& view) {
+  NodeUnits served = unitsServed(node, cls);
+  return std::max<std::int64_t>(0, served.units - view.nodeUsed(node.name, cls.resourceName));
+}
+
+const DeviceClass* classServing(const Cluster& cluster, const Node& node, std::string_view resource) {
+  NodeMode mode = node.expectedMode == NodeMode::Unset ? node.activeMode : node.expectedMode;
+  for (const auto& [name, cls] : cluster.classes) {
+    if (cls.resourceName == resource && cls.nodeMode == mode) return &cls;
+  }
+  return nullptr;
+}
+
+std::vector<const DeviceClass*> classesFor(const Cluster& cluster, std::string_view resource) {
+  std::vector<const DeviceClass*> out;
+  for (const auto& [name, cls] : cluster.classes) {
+    if (cls.resourceName == resource) out.push_back(&cls);
+  }
+  return out;
+}
+
+std::int64_t idleReservedByOthers(const Cluster& cluster, const CapacityView& view, const DeviceClass& pool,
+                                  const Organization* org) {
+  std::map<std::string, std::int64_t> reservedByOrg;
+  for (const auto& r : cluster.ledger.records) {
+    if (r.state != ReservationState::Active || r.profileId != pool.name) continue;
+    if (org && r.organization == org->name) continue;
+    reservedByOrg[r.organization] += r.devices * unitsPerDevice(pool);
+  }
+  std::int64_t idle = 0;
+  const std::string key = quotaKey(pool.resourceName);
+  for (const auto& [orgName, reserved] : reservedByOrg) {
+    const Organization* holder = detail::findOrganization(cluster, orgName);
+    std::int64_t used = holder ? view.subtreeUsed(holder->ns, key) : 0;
+    idle += std::max<std::int64_t>(0, reserved - used);
+  }
+  return idle;
+}
+
+}  // namespace tally::model
+
+namespace tally::model {
+
+std::int64_t CapacityView::poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const {
+  std::int64_t free = 0;
+  for (const auto& [name, node] : cluster.nodes) {
+    if (inPool(node, pool)) free += freeUnits(node, pool, *this);
+  }
+  return free;
+}
+
+}  // namespace tally::model

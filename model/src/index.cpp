@@ -1,0 +1,380 @@
+#include "tally/model/index.hpp"
+
+#include <set>
+
+#include "lookup.hpp"
+#include "tally/model/units.hpp"
+#include "tally/model/usage.hpp"
+
+namespace tally::model {
+
+namespace {
+
+struct Charged {
+  std::string node;
+  ResourceList capacity;
+  std::string ns;
+  std::vector<std::string> chain;  // the namespaces the budget was charged to
+  ResourceList budget;
+  ResourceList held;  // devices only
+};
+
+void addTo(std::unordered_map<std::string, ResourceList>& sums, const std::string& key, const ResourceList& amounts,
+           int sign) {
+  if (amounts.empty()) return;
+  auto& list = sums[key];
+  for (const auto& [name, amount] : amounts) list.add(name, sign * amount);
+  if (list.empty()) sums.erase(key);
+}
+
+std::int64_t lookup(const std::unordered_map<std::string, ResourceList>& sums, std::string_view key,
+                    std::string_view name) {
+  auto it = sums.find(std::string(key));
+  return it == sums.end() ? 0 : it->second.get(name);
+}
+
+}  // namespace
+
+struct UsageIndex::State {
+  Cluster cluster;
+  std::unordered_map<std::string, Charged> podCharges;     // pod key
+  std::unordered_map<std::string, Charged> deviceCharges;  // device key
+  std::unordered_map<std::string, std::string> podKeyByUid;
+  std::unordered_map<std::string, std::string> vmiKeyByUid;
+  std::unordered_map<std::string, std::string> vmiKeyByPodUid;              // status.activePods
+  std::unordered_map<std::string, std::set<std::string>> deviceKeysByVmiUid;  // attachedTo.uid
+  std::unordered_map<std::string, ResourceList> nodeUsed, nodeHeld, assumedUsed;
+  std::unordered_map<std::string, ResourceList> namespaceUsed, subtreeUsed;
+  std::unordered_map<std::string, std::pair<std::string, ResourceList>> assumed;  // pod uid -> node, units
+  std::unordered_map<std::string, std::unordered_map<std::string, std::int64_t>> nodeFree;  // node -> class -> free
+  std::unordered_map<std::string, std::int64_t> poolFree;                                   // class -> free
+
+  std::int64_t usedOn(std::string_view node, std::string_view resource) const {
+    return lookup(nodeUsed, node, resource) + lookup(assumedUsed, node, resource);
+  }
+
+  void charge(const Charged& c, int sign) {
+    if (!c.node.empty()) {
+      addTo(nodeUsed, c.node, c.capacity, sign);
+      addTo(nodeHeld, c.node, c.held, sign);
+    }
+    addTo(namespaceUsed, c.ns, c.budget, sign);
+    for (const auto& a : c.chain) addTo(subtreeUsed, a, c.budget, sign);
+  }
+
+  void refreshNodeFree(const std::string& nodeName) {
+    auto node = cluster.nodes.find(nodeName);
+    auto& perClass = nodeFree[nodeName];
+    for (const auto& [className, cls] : cluster.classes) {
+      std::int64_t free = 0;
+      if (node != cluster.nodes.end() && inPool(node->second, cls)) {
+        free = std::max<std::int64_t>(0, unitsServed(node->second, cls).units - usedOn(nodeName, cls.resourceName));
+      }
+      std::int64_t& old = perClass[className];
+      poolFree[className] += free - old;
+      old = free;
+    }
+  }
+
+  void refreshAllNodeFree() {
+    nodeFree.clear();
+    poolFree.clear();
+    for (const auto& [name, node] : cluster.nodes) refreshNodeFree(name);
+  }
+
+  std::vector<const GpuDevice*> attachedTo(const std::string& vmiUid) const {
+    std::vector<const GpuDevice*> out;
+    auto it = deviceKeysByVmiUid.find(vmiUid);
+    if (it == deviceKeysByVmiUid.end()) return out;
+    for (const auto& key : it->second) {
+      auto d = cluster.devices.find(key);
+      if (d != cluster.devices.end() && countsAgainstBudget(d->second)) out.push_back(&d->second);
+    }
+    return out;
+  }
+
+  const VirtualMachineInstance* launcherVmi(const Pod& pod) const {
+    auto it = vmiKeyByPodUid.find(pod.uid);
+    if (pod.uid.empty() || it == vmiKeyByPodUid.end()) return nullptr;
+    auto vmi = cluster.vmis.find(it->second);
+    if (vmi == cluster.vmis.end() || vmi->second.ns != pod.ns) return nullptr;
+    return &vmi->second;
+  }
+
+  void uncharge(std::unordered_map<std::string, Charged>& charges, const std::string& key) {
+    auto it = charges.find(key);
+    if (it == charges.end()) return;
+    Charged old = std::move(it->second);
+    charges.erase(it);
+    charge(old, -1);
+    if (!old.node.empty()) refreshNodeFree(old.node);
+  }
+
+  void refreshPod(const std::string& key) {
+    uncharge(podCharges, key);
+    auto it = cluster.pods.find(key);
+    if (it == cluster.pods.end()) return;
+    const Pod& pod = it->second;
+    const VirtualMachineInstance* vmi = launcherVmi(pod);
+    PodUsage u = podUsage(pod, vmi, vmi ? attachedTo(vmi->uid) : std::vector<const GpuDevice*>{}, cluster);
+    Charged c{u.node, std::move(u.capacity), pod.ns, detail::chainOf(cluster, pod.ns), std::move(u.budget), {}};
+    charge(c, +1);
+    std::string node = c.node;
+    podCharges.emplace(key, std::move(c));
+    if (!node.empty()) refreshNodeFree(node);
+  }
+
+  void refreshDevice(const std::string& key) {
+    uncharge(deviceCharges, key);
+    auto it = cluster.devices.find(key);
+    if (it == cluster.devices.end()) return;
+    const GpuDevice& d = it->second;
+    DeviceUsage u = deviceUsage(d, cluster);
+    Charged c{u.node, u.capacity, d.ns, detail::chainOf(cluster, d.ns), std::move(u.budget), u.capacity};
+    charge(c, +1);
+    std::string node = c.node;
+    deviceCharges.emplace(key, std::move(c));
+    if (!node.empty()) refreshNodeFree(node);
+  }
+
+  void refreshLaunchersOf(const std::string& vmiUid) {
+    auto vmiKey = vmiKeyByUid.find(vmiUid);
+    if (vmiKey == vmiKeyByUid.end()) return;
+    auto vmi = cluster.vmis.find(vmiKey->second);
+    if (vmi == cluster.vmis.end()) return;
+    for (const auto& [podUid, node] : vmi->second.activePods) {
+      auto pod = podKeyByUid.find(podUid);
+      if (pod != podKeyByUid.end()) refreshPod(pod->second);
+    }
+  }
+
+  void refreshNamespaceObjects(std::string_view ns) {
+    auto [pFirst, pLast] = detail::namespacedRange(cluster.pods, ns);
+    std::vector<std::string> pods;
+    for (auto it = pFirst; it != pLast; ++it) pods.push_back(it->first);
+    for (const auto& k : pods) refreshPod(k);
+    auto [dFirst, dLast] = detail::namespacedRange(cluster.devices, ns);
+    std::vector<std::string> devices;
+    for (auto it = dFirst; it != dLast; ++it) devices.push_back(it->first);
+    for (const auto& k : devices) refreshDevice(k);
+  }
+
+  void refreshEverything() {
+    for (const auto& [key, d] : cluster.devices) refreshDevice(key);
+    for (const auto& [key, p] : cluster.pods) refreshPod(key);
+    refreshAllNodeFree();
+  }
+
+  void dropAssumption(const std::string& uid) {
+    auto it = assumed.find(uid);
+    if (it == assumed.end()) return;
+    std::string node = it->second.first;
+    addTo(assumedUsed, node, it->second.second, -1);
+    assumed.erase(it);
+    refreshNodeFree(node);
+  }
+};
+
+UsageIndex::UsageIndex() : state_(std::make_unique<State>()) {}
+UsageIndex::~UsageIndex() = default;
+UsageIndex::UsageIndex(const UsageIndex& other) : state_(std::make_unique<State>(*other.state_)) {}
+UsageIndex& UsageIndex::operator=(const UsageIndex& other) {
+  if (this != &other) state_ = std::make_unique<State>(*other.state_);
+  return *this;
+}
+
+UsageIndex UsageIndex::fromCluster(const Cluster& cluster) {
+  UsageIndex index;
+  State& s = *index.state_;
+  s.cluster = cluster;
+  for (const auto& [key, pod] : cluster.pods) s.podKeyByUid[pod.uid] = key;
+  for (const auto& [key, vmi] : cluster.vmis) {
+    s.vmiKeyByUid[vmi.uid] = key;
+    for (const auto& [podUid, node] : vmi.activePods) s.vmiKeyByPodUid[podUid] = key;
+  }
+  for (const auto& [key, d] : cluster.devices) {
+    if (!d.attachedTo.uid.empty()) s.deviceKeysByVmiUid[d.attachedTo.uid].insert(key);
+  }
+  s.refreshEverything();
+  return index;
+}
+
+void UsageIndex::upsertNode(const Node& node) {
+  state_->cluster.nodes[node.name] = node;
+  state_->refreshNodeFree(node.name);
+}
+
+void UsageIndex::removeNode(std::string_view name) {
+  state_->cluster.nodes.erase(std::string(name));
+  state_->refreshNodeFree(std::string(name));
+  state_->nodeFree.erase(std::string(name));
+}
+
+void UsageIndex::upsertClass(const DeviceClass& cls) {
+  auto it = state_->cluster.classes.find(cls.name);
+  bool sameRules = it != state_->cluster.classes.end() && it->second.resourceName == cls.resourceName &&
+                   it->second.allocation == cls.allocation && it->second.nodeMode == cls.nodeMode &&
+                   it->second.share == cls.share && it->second.memoryMiB == cls.memoryMiB;
+  state_->cluster.classes[cls.name] = cls;
+  // A status-only change (gate, acknowledgements) moves no unit.
+  if (!sameRules) state_->refreshEverything();
+}
+
+void UsageIndex::removeClass(std::string_view name) {
+  state_->cluster.classes.erase(std::string(name));
+  state_->refreshEverything();
+}
+
+void UsageIndex::upsertNamespace(const Namespace& ns) {
+  auto it = state_->cluster.namespaces.find(ns.name);
+  bool sameTree = it != state_->cluster.namespaces.end() && it->second.tree == ns.tree;
+  state_->cluster.namespaces[ns.name] = ns;
+  if (!sameTree) state_->refreshNamespaceObjects(ns.name);
+}
+
+void UsageIndex::removeNamespace(std::string_view name) {
+  state_->cluster.namespaces.erase(std::string(name));
+  state_->refreshNamespaceObjects(name);
+}
+
+void UsageIndex::upsertPod(const Pod& pod) {
+  State& s = *state_;
+  std::string key = objectKey(pod.ns, pod.name);
+  auto old = s.cluster.pods.find(key);
+  if (old != s.cluster.pods.end() && old->second.uid != pod.uid) s.podKeyByUid.erase(old->second.uid);
+  s.cluster.pods[key] = pod;
+  s.podKeyByUid[pod.uid] = key;
+  if (!pod.nodeName.empty() || isTerminal(pod)) s.dropAssumption(pod.uid);
+  s.refreshPod(key);
+}
+
+void UsageIndex::removePod(std::string_view ns, std::string_view name) {
+  State& s = *state_;
+  std::string key = objectKey(ns, name);
+  auto it = s.cluster.pods.find(key);
+  if (it == s.cluster.pods.end()) return;
+  std::string uid = it->second.uid;
+  s.cluster.pods.erase(it);
+  s.podKeyByUid.erase(uid);
+  s.dropAssumption(uid);
+  s.refreshPod(key);
+}
+
+void UsageIndex::upsertDevice(const GpuDevice& device) {
+  State& s = *state_;
+  std::string key = objectKey(device.ns, device.name);
+  std::string oldVmi;
+  auto old = s.cluster.devices.find(key);
+  if (old != s.cluster.devices.end()) oldVmi = old->second.attachedTo.uid;
+  if (!oldVmi.empty()) s.deviceKeysByVmiUid[oldVmi].erase(key);
+  s.cluster.devices[key] = device;
+  if (!device.attachedTo.uid.empty()) s.deviceKeysByVmiUid[device.attachedTo.uid].insert(key);
+  s.refreshDevice(key);
+  if (!oldVmi.empty()) s.refreshLaunchersOf(oldVmi);
+  if (!device.attachedTo.uid.empty() && device.attachedTo.uid != oldVmi) s.refreshLaunchersOf(device.attachedTo.uid);
+}
+
+void UsageIndex::removeDevice(std::string_view ns, std::string_view name) {
+  State& s = *state_;
+  std::string key = objectKey(ns, name);
+  auto it = s.cluster.devices.find(key);
+  if (it == s.cluster.devices.end()) return;
+  std::string vmi = it->second.attachedTo.uid;
+  s.cluster.devices.erase(it);
+  if (!vmi.empty()) s.deviceKeysByVmiUid[vmi].erase(key);
+  s.refreshDevice(key);
+  if (!vmi.empty()) s.refreshLaunchersOf(vmi);
+}
+
+void UsageIndex::upsertVmi(const VirtualMachineInstance& vmi) {
+  State& s = *state_;
+  std::string key = objectKey(vmi.ns, vmi.name);
+  std::set<std::string> affected;
+  auto old = s.cluster.vmis.find(key);
+  if (old != s.cluster.vmis.end()) {
+    for (const auto& [podUid, node] : old->second.activePods) {
+      affected.insert(podUid);
+      auto m = s.vmiKeyByPodUid.find(podUid);
+      if (m != s.vmiKeyByPodUid.end() && m->second == key) s.vmiKeyByPodUid.erase(m);
+    }
+    if (old->second.uid != vmi.uid) s.vmiKeyByUid.erase(old->second.uid);
+  }
+  s.cluster.vmis[key] = vmi;
+  s.vmiKeyByUid[vmi.uid] = key;
+  for (const auto& [podUid, node] : vmi.activePods) {
+    affected.insert(podUid);
+    s.vmiKeyByPodUid[podUid] = key;
+  }
+  for (const auto& uid : affected) {
+    auto pod = s.podKeyByUid.find(uid);
+    if (pod != s.podKeyByUid.end()) s.refreshPod(pod->second);
+  }
+}
+
+void UsageIndex::removeVmi(std::string_view ns, std::string_view name) {
+  State& s = *state_;
+  std::string key = objectKey(ns, name);
+  auto it = s.cluster.vmis.find(key);
+  if (it == s.cluster.vmis.end()) return;
+  VirtualMachineInstance old = std::move(it->second);
+  s.cluster.vmis.erase(it);
+  s.vmiKeyByUid.erase(old.uid);
+  for (const auto& [podUid, node] : old.activePods) {
+    auto m = s.vmiKeyByPodUid.find(podUid);
+    if (m != s.vmiKeyByPodUid.end() && m->second == key) s.vmiKeyByPodUid.erase(m);
+    auto pod = s.podKeyByUid.find(podUid);
+    if (pod != s.podKeyByUid.end()) s.refreshPod(pod->second);
+  }
+}
+
+void UsageIndex::assume(const Pod& pod, std::string_view node) {
+  State& s = *state_;
+  s.dropAssumption(pod.uid);
+  Pod placed = pod;
+  placed.nodeName = std::string(node);
+  const VirtualMachineInstance* vmi = s.launcherVmi(pod);
+  PodUsage u = podUsage(placed, vmi, vmi ? s.attachedTo(vmi->uid) : std::vector<const GpuDevice*>{}, s.cluster);
+  if (u.capacity.empty()) return;
+  addTo(s.assumedUsed, placed.nodeName, u.capacity, +1);
+  s.assumed[pod.uid] = {placed.nodeName, u.capacity};
+  s.refreshNodeFree(placed.nodeName);
+}
+
+void UsageIndex::forget(std::string_view podUid) { state_->dropAssumption(std::string(podUid)); }
+
+std::size_t UsageIndex::assumedCount() const { return state_->assumed.size(); }
+
+std::int64_t UsageIndex::nodeUsed(std::string_view node, std::string_view resource) const {
+  return state_->usedOn(node, resource);
+}
+
+std::int64_t UsageIndex::nodeHeld(std::string_view node, std::string_view resource) const {
+  return lookup(state_->nodeHeld, node, resource);
+}
+
+std::int64_t UsageIndex::subtreeUsed(std::string_view ns, std::string_view key) const {
+  return lookup(state_->subtreeUsed, ns, key);
+}
+
+std::int64_t UsageIndex::namespaceUsed(std::string_view ns, std::string_view key) const {
+  return lookup(state_->namespaceUsed, ns, key);
+}
+
+std::int64_t UsageIndex::poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const {
+  if (&cluster != &state_->cluster) return CapacityView::poolFreeUnits(cluster, pool);
+  auto it = state_->poolFree.find(pool.name);
+  return it == state_->poolFree.end() ? 0 : it->second;
+}
+
+const Cluster& UsageIndex::cluster() const { return state_->cluster; }
+Cluster& UsageIndex::mutableClusterForUntrackedKinds() { return state_->cluster; }
+
+UsageTotals UsageIndex::totals() const {
+  UsageTotals t;
+  for (const auto& [k, v] : state_->nodeUsed) t.nodeUsed.emplace(k, v);
+  for (const auto& [k, v] : state_->nodeHeld) t.nodeHeld.emplace(k, v);
+  for (const auto& [k, v] : state_->namespaceUsed) t.namespaceUsed.emplace(k, v);
+  return t;
+}
+
+}  // namespace tally::model

@@ -1,0 +1,52 @@
+#include "tally/model/refusal.hpp"
+
+namespace tally::model {
+
+std::string_view toString(Code code) {
+  switch (code) {
+    case Code::NodeNotReady: return "NodeNotReady";
+    case Code::NodeCordoned: return "NodeCordoned";
+    case Code::NodeModeTransition: return "NodeModeTransition";
+    case Code::NodeWrongMode: return "NodeWrongMode";
+    case Code::NodeNoInventory: return "NodeNoInventory";
+    case Code::NodeNotServed: return "NodeNotServed";
+    case Code::ClassUnknown: return "ClassUnknown";
+    case Code::ClassDeleting: return "ClassDeleting";
+    case Code::CountAboveMax: return "CountAboveMax";
+    case Code::CountInvalid: return "CountInvalid";
+    case Code::PoolInsufficient: return "PoolInsufficient";
+    case Code::NoSingleNode: return "NoSingleNode";
+    case Code::NodeInsufficient: return "NodeInsufficient";
+    case Code::ReservedForOthers: return "ReservedForOthers";
+    case Code::BudgetExceeded: return "BudgetExceeded";
+    case Code::BudgetUnknown: return "BudgetUnknown";
+    case Code::NamespaceUnknown: return "NamespaceUnknown";
+    case Code::NotEntitled: return "NotEntitled";
+    case Code::GateClosed: return "GateClosed";
+    case Code::LauncherWrongNode: return "LauncherWrongNode";
+    case Code::DeviceUnknown: return "DeviceUnknown";
+    case Code::DeviceUnavailable: return "DeviceUnavailable";
+    case Code::AddonReductionBlocked: return "AddonReductionBlocked";
+    case Code::AddonUnknown: return "AddonUnknown";
+    case Code::ModeTransitionBlocked: return "ModeTransitionBlocked";
+    case Code::InvariantBroken: return "InvariantBroken";
+    case Code::CacheNotSynced: return "CacheNotSynced";
+    case Code::RecordSchema: return "RecordSchema";
+    case Code::RecordTime: return "RecordTime";
+    case Code::RecordState: return "RecordState";
+    case Code::RecordForbiddenContent: return "RecordForbiddenContent";
+    case Code::RecordTransition: return "RecordTransition";
+  }
+  return "Unknown";
+}
+
+std::string Decision::summary() const {
+  std::string out;
+  for (const auto& r : refusals) {
+    if (!out.empty()) out += "; ";
+    out += r.message;
+  }
+  return out;
+}
+
+}  // namespace tally::model

@@ -1,0 +1,108 @@
+#include "tally/model/units.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace tally::model {
+
+namespace {
+
+NodeMode effectiveExpectedMode(const Node& node) {
+  return node.expectedMode == NodeMode::Unset ? node.activeMode : node.expectedMode;
+}
+
+bool advertises(const Node& node, const DeviceClass& cls) {
+  if (node.allocatable.contains(cls.resourceName)) return true;
+  if (!node.inventory) return false;
+  if (cls.allocation == Allocation::Shared) return !node.inventory->empty();
+  return std::any_of(node.inventory->begin(), node.inventory->end(),
+                     [&](const InventoryParent& p) { return p.types.contains(cls.resourceName); });
+}
+
+}  // namespace
+
+std::int64_t sharesPerDevice(const DeviceClass& cls) {
+  if (!cls.share || cls.share->memoryMiB <= 0 || cls.share->corePercent <= 0) return 0;
+  std::int64_t byMemory = cls.memoryMiB / cls.share->memoryMiB;
+  std::int64_t byCores = 100 / cls.share->corePercent;
+  std::int64_t limit = cls.share->maxSharesPerDevice > 0 ? cls.share->maxSharesPerDevice : byCores;
+  return std::max<std::int64_t>(0, std::min({byMemory, byCores, limit}));
+}
+
+std::int64_t unitsPerDevice(const DeviceClass& cls) {
+  return cls.allocation == Allocation::Shared ? sharesPerDevice(cls) : 1;
+}
+
+bool inPool(const Node& node, const DeviceClass& cls) {
+  return effectiveExpectedMode(node) == cls.nodeMode && advertises(node, cls);
+}
+
+std::optional<Refusal> nodeIneligibility(const Node& node, const DeviceClass& cls) {
+  NodeMode expected = effectiveExpectedMode(node);
+  if (expected != cls.nodeMode) {
+    return Refusal{Code::NodeWrongMode,
+                   fmt::format("node {} is in GPU mode '{}', class {} needs '{}'", node.name, toString(expected),
+                               cls.name, toString(cls.nodeMode))};
+  }
+  if (node.activeMode != expected) {
+    return Refusal{Code::NodeModeTransition,
+                   fmt::format("node {} is switching GPU mode from '{}' to '{}'", node.name, toString(node.activeMode),
+                               toString(expected))};
+  }
+  if (!node.ready) return Refusal{Code::NodeNotReady, fmt::format("node {} is not Ready", node.name)};
+  if (node.unschedulable) return Refusal{Code::NodeCordoned, fmt::format("node {} is cordoned", node.name)};
+  return std::nullopt;
+}
+
+NodeUnits unitsServed(const Node& node, const DeviceClass& cls) {
+  NodeUnits out;
+  if (auto why = nodeIneligibility(node, cls)) {
+    out.notServed = std::move(why);
+    return out;
+  }
+  switch (cls.allocation) {
+    case Allocation::Passthrough:
+      out.units = out.devices = std::max<std::int64_t>(0, node.allocatable.get(cls.resourceName));
+      break;
+    case Allocation::Vgpu:
+      if (node.inventory) {
+        // Slots of healthy parents keep serving when another function of the
+        // node is unhealthy: the mdev parent's remaining slots still count.
+        for (const auto& parent : *node.inventory) {
+          if (!parent.healthy) continue;
+          auto it = parent.types.find(cls.resourceName);
+          if (it != parent.types.end()) out.units += std::max<std::int64_t>(0, it->second.created + it->second.available);
+        }
+      } else {
+        out.units = std::max<std::int64_t>(0, node.allocatable.get(cls.resourceName));
+      }
+      out.devices = out.units;
+      break;
+    case Allocation::Shared: {
+      if (!node.inventory) {
+        out.notServed = Refusal{Code::NodeNoInventory,
+                                fmt::format("node {} has no {} annotation, so it serves no shared units of {}", node.name,
+                                            kAnnotationInventory, cls.name)};
+        return out;
+      }
+      std::int64_t healthy =
+          std::count_if(node.inventory->begin(), node.inventory->end(), [](const InventoryParent& p) { return p.healthy; });
+      out.devices = healthy;
+      out.units = healthy * sharesPerDevice(cls);
+      // The device plugin's advertisement bounds what the node can really hand out.
+      if (node.allocatable.contains(cls.resourceName)) {
+        out.units = std::min(out.units, std::max<std::int64_t>(0, node.allocatable.get(cls.resourceName)));
+      } else {
+        out.units = 0;
+      }
+      break;
+    }
+  }
+  if (out.units == 0 && !out.notServed) {
+    out.notServed = Refusal{Code::NodeNotServed,
+                            fmt::format("node {} advertises no healthy {} for class {}", node.name, cls.resourceName, cls.name)};
+  }
+  return out;
+}
+
+}  // namespace tally::model
