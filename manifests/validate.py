@@ -342,6 +342,16 @@ for kind, ok, o in CASES:
     else:
         check(bool(errs), f"CRD {kind} sample", f"invalid object accepted: {what}")
 
+samples = os.path.join(MANIFESTS, "samples")
+if os.path.isdir(samples):
+    for fname in sorted(os.listdir(samples)):
+        if not fname.endswith(".yaml"):
+            continue
+        for o in load_all(os.path.join(samples, fname)):
+            if o.get("kind") in crd_schemas:
+                errs = validate(crd_schemas[o["kind"]], o)
+                check(not errs, f"samples/{fname}", f"{o['kind']}/{o['metadata']['name']}: {errs}")
+
 # 4. Scheduler configuration.
 cm = prefixed("ConfigMap", "tally-scheduler-config", "tally-system")
 if check(cm is not None, "scheduler", "ConfigMap tally-scheduler-config missing"):
