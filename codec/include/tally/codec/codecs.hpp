@@ -1,0 +1,35 @@
+#pragma once
+// One codec type per kind, the shape an informer takes as its template
+// argument: the object type it caches, the kind it watches, and fromJson.
+
+#include <string_view>
+#include <vector>
+
+#include "tally/codec/objects.hpp"
+
+namespace tally::codec {
+
+#define TALLY_CODEC_KIND(CodecName, ObjectType, KindName, Decoder)                                    \
+  struct CodecName {                                                                                  \
+    using Object = ObjectType;                                                                        \
+    static constexpr std::string_view kKind = KindName;                                               \
+    static Result<Object> fromJson(simdjson::ondemand::value json) { return Decoder(json); }          \
+  };
+
+TALLY_CODEC_KIND(NodeCodec, model::Node, "Node", decodeNode)
+TALLY_CODEC_KIND(PodCodec, model::Pod, "Pod", decodePod)
+TALLY_CODEC_KIND(NamespaceCodec, model::Namespace, "Namespace", decodeNamespace)
+TALLY_CODEC_KIND(HierarchicalResourceQuotaCodec, model::HierarchicalResourceQuota, "HierarchicalResourceQuota",
+                 decodeHierarchicalResourceQuota)
+TALLY_CODEC_KIND(ResourceQuotaCodec, model::ResourceQuota, "ResourceQuota", decodeResourceQuota)
+TALLY_CODEC_KIND(DeviceClassCodec, model::DeviceClass, "GPUDeviceClass", decodeDeviceClass)
+TALLY_CODEC_KIND(GpuDeviceCodec, model::GpuDevice, "GPUDevice", decodeGpuDevice)
+TALLY_CODEC_KIND(VirtualMachineInstanceCodec, model::VirtualMachineInstance, "VirtualMachineInstance",
+                 decodeVirtualMachineInstance)
+TALLY_CODEC_KIND(OrganizationCodec, model::Organization, "Organization", decodeOrganization)
+TALLY_CODEC_KIND(KubeVirtCodec, std::vector<model::PermittedHostDevice>, "KubeVirt", decodeKubeVirt)
+TALLY_CODEC_KIND(BillingPlansCodec, std::optional<model::BillingPlans>, "ConfigMap", decodeBillingPlansConfigMap)
+
+#undef TALLY_CODEC_KIND
+
+}  // namespace tally::codec

@@ -1,0 +1,50 @@
+#pragma once
+// simdjson on-demand decoders from Kubernetes JSON objects into the model's
+// value types. One function per kind, free of I/O and of any List wrapper: the
+// snapshot loader of tallyctl and the informers call the same functions.
+//
+// Each decoder reads only the fields the model needs, in whatever order they
+// come, and fails with a DecodeError naming the object and the field path.
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include <simdjson.h>
+
+#include "tally/codec/result.hpp"
+#include "tally/model/objects.hpp"
+
+namespace tally::codec {
+
+Result<model::Node> decodeNode(simdjson::ondemand::value json);
+Result<model::Pod> decodePod(simdjson::ondemand::value json);
+Result<model::Namespace> decodeNamespace(simdjson::ondemand::value json);
+Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(simdjson::ondemand::value json);
+Result<model::ResourceQuota> decodeResourceQuota(simdjson::ondemand::value json);
+Result<model::DeviceClass> decodeDeviceClass(simdjson::ondemand::value json);
+Result<model::GpuDevice> decodeGpuDevice(simdjson::ondemand::value json);
+Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(simdjson::ondemand::value json);
+Result<model::Organization> decodeOrganization(simdjson::ondemand::value json);
+// The permittedHostDevices of a KubeVirt CR (PCI and mediated, in that order).
+Result<std::vector<model::PermittedHostDevice>> decodeKubeVirt(simdjson::ondemand::value json);
+
+// A ConfigMap: the add-on catalogue when it is `billing-plans` in namespace
+// `kube-dc` (key `plans.yaml`), nothing for any other ConfigMap.
+Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(simdjson::ondemand::value json);
+
+// The `plans.yaml` document of the billing-plans ConfigMap.
+Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml);
+
+// The node annotation gpu.tally.dev/inventory: {"parents":[{id, healthy, types}]}.
+Result<std::vector<model::InventoryParent>> decodeInventory(std::string_view json);
+
+// VMI annotations: gpu.tally.dev/devices (a JSON list of names, or names
+// separated by commas) and gpu.tally.dev/device-templates (JSON [{class, count}]).
+Result<std::vector<std::string>> decodeDeviceNames(std::string_view text);
+Result<std::vector<model::DeviceTemplate>> decodeDeviceTemplates(std::string_view json);
+
+// Organization annotation billing.kube-dc.com/addons: JSON [{addonId, quantity}].
+Result<std::vector<model::AddonAssignment>> decodeAddonAssignments(std::string_view json);
+
+}  // namespace tally::codec

@@ -1,0 +1,114 @@
+#include "json_reader.hpp"
+
+#include <string>
+
+#include "tally/codec/quantity.hpp"
+
+namespace tally::codec::detail {
+
+DecodeError fieldError(std::string_view field, std::string message) {
+  DecodeError error;
+  error.field = std::string(field);
+  error.message = std::move(message);
+  return error;
+}
+
+DecodeError jsonError(simdjson::error_code code, std::string_view field, std::string_view expected) {
+  switch (code) {
+    case simdjson::INCORRECT_TYPE:
+      return fieldError(field, "expected " + std::string(expected));
+    case simdjson::NUMBER_OUT_OF_RANGE:
+      return fieldError(field, "number out of range");
+    case simdjson::NUMBER_ERROR:
+      return fieldError(field, "malformed number");
+    default:
+      return fieldError(field, std::string("malformed JSON: ") + simdjson::error_message(code));
+  }
+}
+
+std::string keyField(std::string_view key) {
+  if (key.find_first_of("./[] ") == std::string_view::npos && !key.empty()) return std::string(key);
+  std::string field = "[";
+  field += key;
+  field += ']';
+  return field;
+}
+
+std::string indexField(std::size_t index) { return "[" + std::to_string(index) + "]"; }
+
+Result<bool> isNull(od::value& value, std::string_view field) {
+  bool null = false;
+  if (auto code = value.is_null().get(null)) return jsonError(code, field, "a value");
+  return null;
+}
+
+Status readString(od::value value, std::string_view field, std::string& out) {
+  auto null = isNull(value, field);
+  if (!null) return std::move(null).error();
+  if (*null) {
+    out.clear();
+    return {};
+  }
+  std::string_view text;
+  if (auto code = value.get_string().get(text)) return jsonError(code, field, "a string");
+  out.assign(text);
+  return {};
+}
+
+Status readBool(od::value value, std::string_view field, bool& out) {
+  auto null = isNull(value, field);
+  if (!null) return std::move(null).error();
+  if (*null) {
+    out = false;
+    return {};
+  }
+  if (auto code = value.get_bool().get(out)) return jsonError(code, field, "true or false");
+  return {};
+}
+
+Status readInteger(od::value value, std::string_view field, std::int64_t& out) {
+  auto null = isNull(value, field);
+  if (!null) return std::move(null).error();
+  if (*null) return {};
+  if (auto code = value.get_int64().get(out)) return jsonError(code, field, "an integer");
+  return {};
+}
+
+Status readCount(od::value value, std::string_view field, std::int64_t& out) {
+  od::json_type type;
+  if (auto code = value.type().get(type)) return jsonError(code, field, "a whole number");
+  std::int64_t amount = 0;
+  if (type == od::json_type::null) return {};
+  if (type == od::json_type::number) {
+    if (auto code = value.get_int64().get(amount)) return jsonError(code, field, "a whole number");
+  } else if (type == od::json_type::string) {
+    std::string_view text;
+    if (auto code = value.get_string().get(text)) return jsonError(code, field, "a quantity");
+    auto parsed = parseWholeQuantity(text);
+    if (auto* why = std::get_if<std::string>(&parsed)) return fieldError(field, *why);
+    amount = std::get<std::int64_t>(parsed);
+  } else {
+    return fieldError(field, "expected a whole number or a quantity string");
+  }
+  if (amount < 0) return fieldError(field, "negative amount " + std::to_string(amount));
+  out = amount;
+  return {};
+}
+
+Status readPresence(od::value value, std::string_view field, bool& out) {
+  auto null = isNull(value, field);
+  if (!null) return std::move(null).error();
+  out = !*null;
+  return {};
+}
+
+bool keepGpuResource(std::string_view name) { return model::isGpuResourceName(name); }
+
+bool keepGpuQuotaKey(std::string_view key) {
+  for (std::string_view prefix : {std::string_view("requests."), std::string_view("limits.")}) {
+    if (key.starts_with(prefix)) return model::isGpuResourceName(key.substr(prefix.size()));
+  }
+  return model::isGpuResourceName(key);
+}
+
+}  // namespace tally::codec::detail

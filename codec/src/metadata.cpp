@@ -1,0 +1,50 @@
+#include "metadata.hpp"
+
+namespace tally::codec::detail {
+
+std::string Metadata::describe(std::string_view kind) const {
+  std::string text(kind);
+  if (name.empty()) return text;
+  text += ' ';
+  if (!ns.empty()) text.append(ns).append("/");
+  text += name;
+  return text;
+}
+
+namespace {
+
+using StringHook = std::function<Status(std::string_view, std::string_view)>;
+
+Status readStringMap(od::value value, std::string_view field, const StringHook& hook) {
+  return forEachField(value, field, [&](std::string_view key, od::value entry) -> Status {
+    if (!hook) return {};
+    const std::string entryField = "[" + std::string(key) + "]";
+    std::string_view text;
+    if (auto code = entry.get_string().get(text)) return jsonError(code, entryField, "a string");
+    Status status = hook(key, text);
+    if (!status) return std::move(status).error().under(entryField);
+    return {};
+  });
+}
+
+}  // namespace
+
+Status readMetadata(od::value value, Metadata& meta, const MetadataHooks& hooks) {
+  return forEachField(value, "metadata", [&](std::string_view key, od::value field) -> Status {
+    if (key == "name") return readString(field, key, meta.name);
+    if (key == "namespace") return readString(field, key, meta.ns);
+    if (key == "uid") return readString(field, key, meta.uid);
+    if (key == "creationTimestamp") return readString(field, key, meta.creationTimestamp);
+    if (key == "deletionTimestamp") return readPresence(field, key, meta.deleting);
+    if (key == "labels") return readStringMap(field, key, hooks.label);
+    if (key == "annotations") return readStringMap(field, key, hooks.annotation);
+    if (key == "ownerReferences" && hooks.ownerReferences) return hooks.ownerReferences(field);
+    return {};
+  });
+}
+
+DecodeError inObject(DecodeError error, std::string_view kind, const Metadata& meta) {
+  return std::move(error).within(meta.describe(kind));
+}
+
+}  // namespace tally::codec::detail

@@ -1,0 +1,112 @@
+#include <string>
+
+#include "metadata.hpp"
+#include "tally/codec/objects.hpp"
+
+namespace tally::codec {
+namespace {
+
+using namespace detail;
+
+// Kubernetes defaults a container's request to its limit when only the limit
+// is set, per resource; extended resources (all GPUs) must set both equal.
+Status readContainerResources(od::value value, model::ResourceList& requests) {
+  model::ResourceList limits;
+  Status status = forEachField(value, "resources", [&](std::string_view key, od::value field) -> Status {
+    if (key == "requests") return readResources(field, key, keepGpuResource, requests);
+    if (key == "limits") return readResources(field, key, keepGpuResource, limits);
+    return {};
+  });
+  if (!status) return status;
+  for (const auto& [name, amount] : limits) {
+    if (!requests.contains(name)) requests.set(name, amount);
+  }
+  return {};
+}
+
+Status readContainer(od::value value, model::ResourceList& requests, std::string* restartPolicy) {
+  return forEachField(value, "", [&](std::string_view key, od::value field) -> Status {
+    if (key == "resources") return readContainerResources(field, requests);
+    if (key == "restartPolicy" && restartPolicy != nullptr) return readString(field, key, *restartPolicy);
+    return {};
+  });
+}
+
+Status readSpec(od::value value, model::Pod& pod) {
+  return forEachField(value, "spec", [&](std::string_view key, od::value field) -> Status {
+    if (key == "nodeName") return readString(field, key, pod.nodeName);
+    if (key == "schedulerName") return readString(field, key, pod.schedulerName);
+    if (key == "overhead") return readResources(field, key, keepGpuResource, pod.overhead);
+    if (key == "containers") {
+      return forEachElement(field, key, [&](std::size_t index, od::value element) -> Status {
+        Status read = readContainer(element, pod.containers.emplace_back(), nullptr);
+        if (!read) return std::move(read).error().under(indexField(index));
+        return {};
+      });
+    }
+    if (key == "initContainers") {
+      return forEachElement(field, key, [&](std::size_t index, od::value element) -> Status {
+        model::InitContainer& init = pod.initContainers.emplace_back();
+        std::string restartPolicy;
+        Status read = readContainer(element, init.requests, &restartPolicy);
+        if (!read) return std::move(read).error().under(indexField(index));
+        init.restartable = restartPolicy == "Always";
+        return {};
+      });
+    }
+    if (key == "resourceClaims") {
+      return forEachElement(field, key, [&](std::size_t, od::value) -> Status {
+        pod.hasResourceClaims = true;
+        return {};
+      });
+    }
+    return {};
+  });
+}
+
+Status readOwner(od::value value, model::OwnerReference& owner) {
+  return forEachField(value, "", [&](std::string_view key, od::value field) -> Status {
+    if (key == "kind") return readString(field, key, owner.kind);
+    if (key == "name") return readString(field, key, owner.name);
+    if (key == "uid") return readString(field, key, owner.uid);
+    if (key == "controller") return readBool(field, key, owner.controller);
+    return {};
+  });
+}
+
+}  // namespace
+
+Result<model::Pod> decodePod(od::value json) {
+  model::Pod pod;
+  Metadata meta;
+  MetadataHooks hooks;
+  hooks.ownerReferences = [&](od::value owners) -> Status {
+    return forEachElement(owners, "ownerReferences", [&](std::size_t index, od::value element) -> Status {
+      Status read = readOwner(element, pod.owners.emplace_back());
+      if (!read) return std::move(read).error().under(indexField(index));
+      return {};
+    });
+  };
+  Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
+    if (key == "metadata") return readMetadata(field, meta, hooks);
+    if (key == "spec") return readSpec(field, pod);
+    if (key == "status") {
+      return forEachField(field, key, [&](std::string_view statusKey, od::value statusField) -> Status {
+        if (statusKey != "phase") return {};
+        std::string phase;
+        if (auto read = readString(statusField, statusKey, phase); !read) return read;
+        pod.phase = model::parsePodPhase(phase);
+        return {};
+      });
+    }
+    return {};
+  });
+  if (!status) return inObject(std::move(status).error(), "Pod", meta);
+  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Pod", meta);
+  pod.ns = std::move(meta.ns);
+  pod.name = std::move(meta.name);
+  pod.uid = std::move(meta.uid);
+  return pod;
+}
+
+}  // namespace tally::codec

@@ -1,0 +1,56 @@
+#include <string>
+
+#include "metadata.hpp"
+#include "tally/codec/objects.hpp"
+
+namespace tally::codec {
+namespace {
+
+using namespace detail;
+
+// spec.hard or status.{hard,used}: only the GPU keys are kept.
+Status readQuotaSection(od::value value, std::string_view section,
+                        std::initializer_list<std::pair<std::string_view, model::ResourceList*>> lists) {
+  return forEachField(value, section, [&](std::string_view key, od::value field) -> Status {
+    for (const auto& [name, list] : lists) {
+      if (key == name) return readResources(field, key, keepGpuQuotaKey, *list);
+    }
+    return {};
+  });
+}
+
+}  // namespace
+
+Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(od::value json) {
+  model::HierarchicalResourceQuota hrq;
+  Metadata meta;
+  Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
+    if (key == "metadata") return readMetadata(field, meta);
+    if (key == "spec") return readQuotaSection(field, key, {{"hard", &hrq.hard}});
+    if (key == "status") return readQuotaSection(field, key, {{"hard", &hrq.statusHard}, {"used", &hrq.statusUsed}});
+    return {};
+  });
+  if (!status) return inObject(std::move(status).error(), "HierarchicalResourceQuota", meta);
+  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "HierarchicalResourceQuota", meta);
+  hrq.ns = std::move(meta.ns);
+  hrq.name = std::move(meta.name);
+  return hrq;
+}
+
+Result<model::ResourceQuota> decodeResourceQuota(od::value json) {
+  model::ResourceQuota quota;
+  Metadata meta;
+  Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
+    if (key == "metadata") return readMetadata(field, meta);
+    if (key == "spec") return readQuotaSection(field, key, {{"hard", &quota.hard}});
+    if (key == "status") return readQuotaSection(field, key, {{"used", &quota.used}});
+    return {};
+  });
+  if (!status) return inObject(std::move(status).error(), "ResourceQuota", meta);
+  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "ResourceQuota", meta);
+  quota.ns = std::move(meta.ns);
+  quota.name = std::move(meta.name);
+  return quota;
+}
+
+}  // namespace tally::codec

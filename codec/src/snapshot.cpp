@@ -1,0 +1,188 @@
+#include "tally/codec/snapshot.hpp"
+
+#include <string>
+
+#include "json_reader.hpp"
+#include "tally/codec/objects.hpp"
+
+namespace tally::codec {
+namespace {
+
+using namespace detail;
+
+std::string_view groupOf(std::string_view apiVersion) {
+  auto slash = apiVersion.find('/');
+  return slash == std::string_view::npos ? std::string_view() : apiVersion.substr(0, slash);
+}
+
+// Reads apiVersion and kind wherever they are in the object, then rewinds it
+// so a decoder can read the object from its first field.
+Status readTypeMeta(od::value& json, TypeMeta& type) {
+  od::object object;
+  if (auto code = json.get_object().get(object)) return jsonError(code, "", "an object");
+  for (auto [name, out] : {std::pair<std::string_view, std::string*>{"apiVersion", &type.apiVersion},
+                           std::pair<std::string_view, std::string*>{"kind", &type.kind}}) {
+    od::value field;
+    auto code = object.find_field_unordered(name).get(field);
+    if (code == simdjson::NO_SUCH_FIELD) continue;
+    if (code) return jsonError(code, name, "a string");
+    if (auto read = readString(field, name, *out); !read) return read;
+  }
+  bool hasFields = false;
+  if (auto code = object.reset().get(hasFields)) return jsonError(code, "", "an object");
+  return {};
+}
+
+template <class T>
+Status insertUnique(std::map<std::string, T>& objects, std::string key, T object, std::string_view kind) {
+  auto [it, inserted] = objects.try_emplace(key, std::move(object));
+  if (!inserted) {
+    DecodeError error = fieldError("metadata.name", "duplicate object in the snapshot");
+    error.item = std::string(kind) + " " + key;
+    return error;
+  }
+  return {};
+}
+
+// The cluster's key: "namespace/name" for namespaced kinds, the name otherwise.
+template <class T>
+std::string keyOf(const T& object) {
+  if constexpr (requires { object.ns; }) {
+    return model::objectKey(object.ns, object.name);
+  } else {
+    return object.name;
+  }
+}
+
+template <class T, class Decoder>
+Status decodeKeyed(std::map<std::string, T>& objects, od::value json, Decoder decode, std::string_view kind) {
+  auto object = decode(json);
+  if (!object) return std::move(object).error();
+  std::string key = keyOf(*object);
+  return insertUnique(objects, std::move(key), std::move(object).value(), kind);
+}
+
+void count(std::map<std::string, std::size_t>& counts, std::string_view kind) {
+  ++counts[kind.empty() ? std::string("(no kind)") : std::string(kind)];
+}
+
+Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied);
+
+}  // namespace
+
+Status addObject(Snapshot& snapshot, od::value json, const TypeMeta& implied) {
+  TypeMeta type = implied;
+  if (auto read = readTypeMeta(json, type); !read) return read;
+  if (type.kind.empty()) return fieldError("kind", "missing");
+  const std::string_view group = groupOf(type.apiVersion);
+  const std::string_view kind = type.kind;
+  model::Cluster& cluster = snapshot.cluster;
+
+  Status status;
+  if (group.empty() && kind == "Node") {
+    status = decodeKeyed(cluster.nodes, json, decodeNode, kind);
+  } else if (group.empty() && kind == "Pod") {
+    status = decodeKeyed(cluster.pods, json, decodePod, kind);
+  } else if (group.empty() && kind == "Namespace") {
+    status = decodeKeyed(cluster.namespaces, json, decodeNamespace, kind);
+  } else if (group.empty() && kind == "ResourceQuota") {
+    status = decodeKeyed(cluster.quotas, json, decodeResourceQuota, kind);
+  } else if (group == "hnc.x-k8s.io" && kind == "HierarchicalResourceQuota") {
+    status = decodeKeyed(cluster.hrqs, json, decodeHierarchicalResourceQuota, kind);
+  } else if (group == "gpu.tally.dev" && kind == "GPUDeviceClass") {
+    status = decodeKeyed(cluster.classes, json, decodeDeviceClass, kind);
+  } else if (group == "gpu.tally.dev" && kind == "GPUDevice") {
+    status = decodeKeyed(cluster.devices, json, decodeGpuDevice, kind);
+  } else if (group == "kubevirt.io" && kind == "VirtualMachineInstance") {
+    status = decodeKeyed(cluster.vmis, json, decodeVirtualMachineInstance, kind);
+  } else if (group == "kube-dc.com" && kind == "Organization") {
+    status = decodeKeyed(cluster.organizations, json, decodeOrganization, kind);
+  } else if (group == "kubevirt.io" && kind == "KubeVirt") {
+    auto devices = decodeKubeVirt(json);
+    if (!devices) return std::move(devices).error();
+    auto& permitted = cluster.permittedHostDevices;
+    if (!permitted) permitted.emplace();
+    permitted->insert(permitted->end(), devices->begin(), devices->end());
+  } else if (group.empty() && kind == "ConfigMap") {
+    auto plans = decodeBillingPlansConfigMap(json);
+    if (!plans) return std::move(plans).error();
+    if (!plans->has_value()) {
+      count(snapshot.skipped, kind);
+      return {};
+    }
+    if (cluster.plans) {
+      DecodeError error = fieldError("metadata.name", "duplicate object in the snapshot");
+      error.item = "ConfigMap kube-dc/billing-plans";
+      return error;
+    }
+    cluster.plans = std::move(plans->value());
+  } else {
+    count(snapshot.skipped, kind);
+    return {};
+  }
+  if (!status) return status;
+  count(snapshot.decoded, kind);
+  return {};
+}
+
+namespace {
+
+Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied) {
+  auto null = isNull(items, "items");
+  if (!null) return std::move(null).error();
+  if (*null) return {};
+  od::array array;
+  if (auto code = items.get_array().get(array)) return jsonError(code, "items", "an array");
+  std::size_t index = 0;
+  for (auto entry : array) {
+    const std::string place = "items" + indexField(index);
+    od::value item;
+    if (auto code = std::move(entry).get(item)) return jsonError(code, "", "an object").within(place);
+    Status added = addObject(snapshot, item, implied);
+    if (!added) return std::move(added).error().within(place);
+    ++index;
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<Snapshot> loadSnapshot(std::string_view json) {
+  Snapshot snapshot;
+  simdjson::padded_string padded(json);
+  od::parser parser;
+  od::document document;
+  if (auto code = parser.iterate(padded).get(document)) return jsonError(code, "", "JSON");
+  od::value root;
+  if (auto code = document.get_value().get(root)) return jsonError(code, "", "a JSON object");
+
+  TypeMeta listType;
+  if (auto read = readTypeMeta(root, listType); !read) return std::move(read).error().within("snapshot");
+  const bool isList = listType.kind.ends_with("List");
+  if (isList) {
+    // Items of a typed list (NodeList) carry no kind of their own.
+    TypeMeta implied;
+    if (listType.kind != "List") {
+      implied.apiVersion = listType.apiVersion;
+      implied.kind = listType.kind.substr(0, listType.kind.size() - 4);
+    }
+    bool sawItems = false;
+    Status status = forEachField(root, "", [&](std::string_view key, od::value field) -> Status {
+      if (key != "items") return {};
+      sawItems = true;
+      return addItems(snapshot, field, implied);
+    });
+    if (!status) {
+      DecodeError error = std::move(status).error();
+      if (error.item.empty()) error.item = "snapshot";
+      return error;
+    }
+    if (!sawItems) return fieldError("items", "missing").within("snapshot " + listType.kind);
+  } else {
+    if (auto added = addObject(snapshot, root); !added) return std::move(added).error();
+  }
+  if (!atDocumentEnd(document)) return fieldError("", "unexpected content after the JSON value").within("snapshot");
+  return snapshot;
+}
+
+}  // namespace tally::codec
