@@ -1,0 +1,23 @@
+#pragma once
+// tallyctl's commands. Each returns the process exit code:
+// 0 done, 1 the input is valid but fails its check, 2 the input is unusable.
+
+#include <string>
+
+#include "inputs.hpp"
+
+namespace tally::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;
+inline constexpr int kExitBadInput = 2;
+
+struct ReportOptions {
+  InputOptions input;
+  std::string output = "json";  // json | table
+};
+int runReport(const ReportOptions& options);
+
+int runLedgerValidate(const std::string& directory);
+
+}  // namespace tally::cli
