@@ -1,0 +1,176 @@
+#pragma once
+// Small builders that make test clusters read like the scenario they set up.
+
+#include <string>
+
+#include "tally/model/cluster.hpp"
+
+namespace tally::model::testing {
+
+inline constexpr std::string_view kH200 = "nvidia.com/GH100_H200_SXM_141GB";
+inline constexpr std::string_view kA100Vgpu = "nvidia.com/A100-10C";
+inline constexpr std::string_view kHamiGpu = "nvidia.com/gpu";
+
+inline DeviceClass passthroughClass(std::string name = "h200", std::string resource = std::string(kH200)) {
+  DeviceClass c;
+  c.name = std::move(name);
+  c.workload = Workload::Vm;
+  c.allocation = Allocation::Passthrough;
+  c.resourceName = std::move(resource);
+  c.nodeMode = NodeMode::VmPassthrough;
+  c.memoryMiB = 144384;
+  c.maxCount = 8;
+  return c;
+}
+
+inline DeviceClass vgpuClass(std::string name = "a100-10c") {
+  DeviceClass c;
+  c.name = std::move(name);
+  c.workload = Workload::Vm;
+  c.allocation = Allocation::Vgpu;
+  c.resourceName = std::string(kA100Vgpu);
+  c.nodeMode = NodeMode::VmVgpu;
+  c.memoryMiB = 10240;
+  c.maxCount = 4;
+  return c;
+}
+
+// A V100-class shared product: 8 GiB and 25% of a 16 GiB GPU -> 2 shares per GPU
+// unless maxShares says fewer.
+inline DeviceClass sharedClass(std::string name = "v100-8g", std::int64_t deviceMiB = 16384, std::int64_t shareMiB = 8192,
+                               std::int64_t corePercent = 25, std::int64_t maxShares = 4) {
+  DeviceClass c;
+  c.name = std::move(name);
+  c.workload = Workload::Pod;
+  c.allocation = Allocation::Shared;
+  c.resourceName = std::string(kHamiGpu);
+  c.nodeMode = NodeMode::PodHami;
+  c.memoryMiB = deviceMiB;
+  c.maxCount = 4;
+  c.share = SharePolicy{shareMiB, corePercent, maxShares};
+  return c;
+}
+
+inline Node gpuNode(std::string name, NodeMode mode, std::string_view resource, std::int64_t count) {
+  Node n;
+  n.name = std::move(name);
+  n.activeMode = mode;
+  n.expectedMode = mode;
+  n.ready = true;
+  n.allocatable.set(resource, count);
+  return n;
+}
+
+inline InventoryParent parent(std::string id, bool healthy, std::string_view type = kA100Vgpu, std::int64_t total = 4,
+                              std::int64_t created = 1, std::int64_t available = 3) {
+  InventoryParent p;
+  p.id = std::move(id);
+  p.healthy = healthy;
+  p.types[std::string(type)] = VgpuSlots{total, created, available};
+  return p;
+}
+
+inline Namespace ns(std::string name, std::vector<std::string> ancestorsNearestFirst = {}) {
+  Namespace n;
+  n.name = name;
+  n.tree[name] = 0;
+  int depth = 1;
+  for (auto& a : ancestorsNearestFirst) n.tree[a] = depth++;
+  return n;
+}
+
+inline Pod gpuPod(std::string nsName, std::string name, std::string_view resource, std::int64_t count,
+                  std::string node = "", PodPhase phase = PodPhase::Running) {
+  Pod p;
+  p.ns = std::move(nsName);
+  p.name = name;
+  p.uid = "uid-" + name;
+  p.nodeName = std::move(node);
+  p.phase = node.empty() && phase == PodPhase::Running ? phase : phase;
+  p.containers.push_back(ResourceList{{std::string(resource), count}});
+  return p;
+}
+
+inline GpuDevice device(std::string nsName, std::string name, std::string className, std::int64_t count,
+                        DevicePhase phase, std::string node = "") {
+  GpuDevice d;
+  d.ns = std::move(nsName);
+  d.name = name;
+  d.uid = "uid-" + name;
+  d.className = std::move(className);
+  d.count = count;
+  d.phase = phase;
+  d.node = std::move(node);
+  return d;
+}
+
+inline HierarchicalResourceQuota hrq(std::string nsName, std::string name, std::string key, std::int64_t hard) {
+  HierarchicalResourceQuota q;
+  q.ns = std::move(nsName);
+  q.name = std::move(name);
+  q.hard.set(key, hard);
+  return q;
+}
+
+inline ReservationRecord record(std::string id, std::string org, std::string profile, std::int64_t devices,
+                                ReservationState state, std::string addonId = "h200-reserved") {
+  ReservationRecord r;
+  r.id = std::move(id);
+  r.organization = std::move(org);
+  r.profileId = std::move(profile);
+  r.devices = devices;
+  r.state = state;
+  r.requestedAt = 1'700'000'000;
+  r.startsAt = 1'700'000'000;
+  r.addonId = std::move(addonId);
+  r.billingReference = "TICKET-1";
+  if (state != ReservationState::Pending && state != ReservationState::Canceled) {
+    r.approvedByProduct = "pat@product";
+    r.approvedBySre = "sam@sre";
+    r.activatedAt = 1'700'000'100;
+    r.evidenceRevision = "evidence-1";
+  }
+  if (state == ReservationState::Released) r.releasedAt = 1'700'100'000;
+  return r;
+}
+
+// A cluster with synced caches at a fixed time.
+inline Cluster syncedCluster(Timestamp now = 1'800'000'000) {
+  Cluster c;
+  c.now = now;
+  c.markAllSynced();
+  c.plans = BillingPlans{};
+  return c;
+}
+
+template <typename T>
+void put(Cluster& c, T obj);
+
+template <>
+inline void put(Cluster& c, Node n) { c.nodes[n.name] = std::move(n); }
+template <>
+inline void put(Cluster& c, DeviceClass d) { c.classes[d.name] = std::move(d); }
+template <>
+inline void put(Cluster& c, Namespace n) { c.namespaces[n.name] = std::move(n); }
+template <>
+inline void put(Cluster& c, Pod p) { c.pods[objectKey(p.ns, p.name)] = std::move(p); }
+template <>
+inline void put(Cluster& c, GpuDevice d) { c.devices[objectKey(d.ns, d.name)] = std::move(d); }
+template <>
+inline void put(Cluster& c, VirtualMachineInstance v) { c.vmis[objectKey(v.ns, v.name)] = std::move(v); }
+template <>
+inline void put(Cluster& c, HierarchicalResourceQuota q) { c.hrqs[objectKey(q.ns, q.name)] = std::move(q); }
+template <>
+inline void put(Cluster& c, ResourceQuota q) { c.quotas[objectKey(q.ns, q.name)] = std::move(q); }
+template <>
+inline void put(Cluster& c, Organization o) { c.organizations[objectKey(o.ns, o.name)] = std::move(o); }
+
+inline Organization org(std::string name, std::vector<AddonAssignment> addons = {}) {
+  Organization o;
+  o.ns = name;
+  o.name = std::move(name);
+  o.addons = std::move(addons);
+  return o;
+}
+
+}  // namespace tally::model::testing

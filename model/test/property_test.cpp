@@ -1,0 +1,965 @@
+// Property tests over random clusters and random event sequences (issue 2):
+//  * the incremental UsageIndex always equals a recomputation from scratch
+//    (totals, per-node lookups, pool free units, namespace and subtree usage);
+//  * no placement ever takes a node past the units it serves;
+//  * budgets never exceed their hard limits after admitted orders.
+// Every run is deterministic: one std::mt19937_64 per seed, seeds listed below.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "tally/model/admission.hpp"
+#include "tally/model/budget.hpp"
+#include "tally/model/capacity.hpp"
+#include "tally/model/index.hpp"
+#include "tally/model/units.hpp"
+#include "tally/model/usage.hpp"
+
+namespace tally::model {
+namespace {
+
+namespace fx = tally::model::testing;
+
+const std::string kPassthrough(fx::kH200);
+const std::string kVgpu(fx::kA100Vgpu);
+const std::string kShared(fx::kHamiGpu);
+const std::string kGpuMem = "nvidia.com/gpumem";
+// Every resource name the random clusters use; "cpu" is no GPU resource and must never count.
+const std::vector<std::string> kResources = {kPassthrough, kVgpu, kShared, kGpuMem};
+const std::vector<std::string> kPodResources = {kPassthrough, kVgpu, kShared, kGpuMem, "cpu"};
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : gen_(seed) {}
+  std::int64_t between(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(gen_);
+  }
+  bool chance(double p) { return std::bernoulli_distribution(p)(gen_); }
+  template <typename C>
+  const auto& pick(const C& items) {
+    auto it = items.begin();
+    std::advance(it, between(0, static_cast<std::int64_t>(items.size()) - 1));
+    return *it;
+  }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+// ---------------------------------------------------------------------------
+// Random objects
+// ---------------------------------------------------------------------------
+
+// The class catalogue: one class per allocation, each selling its own resource.
+// `secondClassOnPassthrough` adds a licensed class selling the same resource on
+// the same nodes (two pools sharing one resource name and one quota key).
+std::vector<DeviceClass> catalogue(bool secondClassOnPassthrough) {
+  std::vector<DeviceClass> out = {fx::passthroughClass("h200"), fx::vgpuClass("a100-10c"), fx::sharedClass("v100-8g")};
+  if (secondClassOnPassthrough) out.push_back(fx::passthroughClass("h200-licensed"));
+  return out;
+}
+
+InventoryParent randomParent(Rng& rng, const std::string& id, bool withVgpuSlots) {
+  InventoryParent p;
+  p.id = id;
+  p.healthy = rng.chance(0.8);
+  if (withVgpuSlots) {
+    std::int64_t created = rng.between(0, 4);
+    p.types[kVgpu] = VgpuSlots{4, created, rng.between(0, 4 - created)};
+  }
+  return p;
+}
+
+NodeMode randomMode(Rng& rng) {
+  static const std::vector<NodeMode> gpuModes = {NodeMode::VmPassthrough, NodeMode::VmVgpu, NodeMode::PodHami};
+  static const std::vector<NodeMode> otherModes = {NodeMode::Disabled, NodeMode::Unset, NodeMode::PodHamiDra};
+  return rng.chance(0.9) ? rng.pick(gpuModes) : rng.pick(otherModes);
+}
+
+// A node of one of the three modes with allocatable and (usually) inventory;
+// sometimes NotReady, cordoned, or switching modes.
+Node randomNode(Rng& rng, const std::string& name, double trouble = 0.1) {
+  Node n;
+  n.name = name;
+  n.expectedMode = randomMode(rng);
+  n.activeMode = n.expectedMode;
+  if (rng.chance(trouble)) n.activeMode = randomMode(rng);  // mid-transition (or not, when equal)
+  if (rng.chance(trouble / 2)) n.expectedMode = NodeMode::Unset;  // no expectation: active mode rules
+  n.ready = !rng.chance(trouble);
+  n.unschedulable = rng.chance(trouble);
+  NodeMode mode = n.expectedMode == NodeMode::Unset ? n.activeMode : n.expectedMode;
+  switch (mode) {
+    case NodeMode::VmPassthrough:
+      n.allocatable.set(kPassthrough, rng.between(0, 8));
+      break;
+    case NodeMode::VmVgpu:
+      n.allocatable.set(kVgpu, rng.between(0, 12));
+      if (rng.chance(0.7)) {
+        n.inventory.emplace();
+        for (int i = 0, k = static_cast<int>(rng.between(1, 3)); i < k; ++i) {
+          n.inventory->push_back(randomParent(rng, name + "-gpu" + std::to_string(i), true));
+        }
+      }
+      break;
+    case NodeMode::PodHami:
+      n.allocatable.set(kShared, rng.between(0, 16));
+      if (rng.chance(0.85)) {
+        n.inventory.emplace();
+        for (int i = 0, k = static_cast<int>(rng.between(1, 4)); i < k; ++i) {
+          n.inventory->push_back(randomParent(rng, name + "-gpu" + std::to_string(i), false));
+        }
+      }
+      break;
+    default:
+      if (rng.chance(0.5)) n.allocatable.set(kPassthrough, rng.between(0, 4));  // advertised, but wrong mode
+      break;
+  }
+  return n;
+}
+
+// An HNC tree: 1-3 roots and up to 7 children, at most 3 levels deep. Each
+// namespace carries its own and its ancestors' tree labels (itself at depth 0).
+std::vector<Namespace> randomTree(Rng& rng) {
+  std::vector<Namespace> out;
+  for (int r = 0, roots = static_cast<int>(rng.between(1, 3)); r < roots; ++r) out.push_back(fx::ns("org" + std::to_string(r)));
+  for (int i = 0, more = static_cast<int>(rng.between(1, 7)); i < more; ++i) {
+    std::vector<const Namespace*> parents;
+    for (const auto& n : out) {
+      if (n.tree.size() < 3) parents.push_back(&n);
+    }
+    Namespace child;
+    const Namespace& parentNs = *rng.pick(parents);
+    child.name = parentNs.name + "-" + std::to_string(i);
+    for (const auto& [ancestor, depth] : parentNs.tree) child.tree[ancestor] = depth + 1;
+    child.tree[child.name] = 0;
+    out.push_back(std::move(child));
+  }
+  return out;
+}
+
+PodPhase randomPhase(Rng& rng) {
+  static const std::vector<PodPhase> phases = {PodPhase::Pending,   PodPhase::Running, PodPhase::Running, PodPhase::Running,
+                                               PodPhase::Succeeded, PodPhase::Failed,  PodPhase::Unknown};
+  return rng.pick(phases);
+}
+
+ResourceList randomRequests(Rng& rng, int maxNames) {
+  ResourceList l;
+  for (int i = 0, k = static_cast<int>(rng.between(0, maxNames)); i < k; ++i) {
+    const std::string& name = rng.pick(kPodResources);
+    l.set(name, name == kGpuMem ? rng.between(1, 8) * 1024 : rng.between(0, 3));
+  }
+  return l;
+}
+
+// Containers, init containers (some restartable sidecars) and overhead.
+void randomiseRequests(Rng& rng, Pod& p) {
+  p.containers.clear();
+  p.initContainers.clear();
+  p.overhead = ResourceList{};
+  for (int i = 0, k = static_cast<int>(rng.between(1, 3)); i < k; ++i) p.containers.push_back(randomRequests(rng, 2));
+  for (int i = 0, k = static_cast<int>(rng.between(0, 2)); i < k; ++i) {
+    p.initContainers.push_back(InitContainer{randomRequests(rng, 2), rng.chance(0.3)});
+  }
+  if (rng.chance(0.1)) p.overhead.set(rng.pick(kResources), 1);
+}
+
+const char* phaseName(PodPhase p) {
+  switch (p) {
+    case PodPhase::Pending: return "Pending";
+    case PodPhase::Running: return "Running";
+    case PodPhase::Succeeded: return "Succeeded";
+    case PodPhase::Failed: return "Failed";
+    case PodPhase::Unknown: return "Unknown";
+  }
+  return "?";
+}
+
+std::string describe(const ResourceList& l) {
+  std::string out = "{";
+  for (const auto& [k, v] : l) out += (out.size() > 1 ? ", " : "") + k + ": " + std::to_string(v);
+  return out + "}";
+}
+
+std::string describe(const Pod& p) {
+  std::ostringstream s;
+  s << "pod " << p.ns << "/" << p.name << " uid=" << p.uid << " node='" << p.nodeName << "' phase=" << phaseName(p.phase)
+    << " containers=[";
+  for (const auto& c : p.containers) s << describe(c);
+  s << "] init=[";
+  for (const auto& c : p.initContainers) s << describe(c.requests) << (c.restartable ? "(sidecar)" : "");
+  s << "] overhead=" << describe(p.overhead);
+  return s.str();
+}
+
+std::string describe(const GpuDevice& d) {
+  std::ostringstream s;
+  s << "gpudevice " << d.ns << "/" << d.name << " class=" << d.className << " count=" << d.count
+    << " phase=" << toString(d.phase) << " node='" << d.node << "' attachedTo=" << d.attachedTo.ns << "/"
+    << d.attachedTo.name << "(" << d.attachedTo.uid << ")";
+  return s.str();
+}
+
+std::string describe(const VirtualMachineInstance& v) {
+  std::string s = "vmi " + v.ns + "/" + v.name + " uid=" + v.uid + " activePods=[";
+  for (const auto& [uid, node] : v.activePods) s += uid + "@" + node + " ";
+  return s + "]";
+}
+
+std::string describe(const Node& n) {
+  std::ostringstream s;
+  s << "node " << n.name << " active=" << toString(n.activeMode) << " expected=" << toString(n.expectedMode)
+    << " ready=" << n.ready << " cordoned=" << n.unschedulable << " allocatable=" << describe(n.allocatable)
+    << " inventory=" << (n.inventory ? std::to_string(n.inventory->size()) + " parent(s)" : "none");
+  return s.str();
+}
+
+// ---------------------------------------------------------------------------
+// Reference view: usage recomputed from scratch, plus the in-flight placements
+// the test itself keeps track of (computeUsage knows nothing of assumptions).
+// ---------------------------------------------------------------------------
+
+using Assumed = std::map<std::string, std::pair<std::string, ResourceList>>;  // pod uid -> node, units
+
+class ReferenceView final : public CapacityView {
+ public:
+  ReferenceView(const Cluster& cluster, const Assumed& assumed) : totals_(cluster, computeUsage(cluster)), assumed_(assumed) {}
+  std::int64_t nodeUsed(std::string_view node, std::string_view resource) const override {
+    std::int64_t used = totals_.nodeUsed(node, resource);
+    for (const auto& [uid, placed] : assumed_) {
+      if (placed.first == node) used += placed.second.get(resource);
+    }
+    return used;
+  }
+  std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override {
+    return totals_.nodeHeld(node, resource);
+  }
+  std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override { return totals_.subtreeUsed(ns, key); }
+  std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override {
+    return totals_.namespaceUsed(ns, key);
+  }
+  const TotalsCapacityView& totalsView() const { return totals_; }
+
+ private:
+  TotalsCapacityView totals_;
+  const Assumed& assumed_;
+};
+
+std::string firstDifference(const std::map<std::string, ResourceList>& index,
+                            const std::map<std::string, ResourceList>& scratch) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : index) keys.insert(k);
+  for (const auto& [k, v] : scratch) keys.insert(k);
+  for (const auto& k : keys) {
+    auto a = index.find(k);
+    auto b = scratch.find(k);
+    ResourceList la = a == index.end() ? ResourceList{} : a->second;
+    ResourceList lb = b == scratch.end() ? ResourceList{} : b->second;
+    bool presentA = a != index.end(), presentB = b != scratch.end();
+    if (la != lb || presentA != presentB) {
+      return k + ": index " + (presentA ? describe(la) : "(absent)") + " vs scratch " + (presentB ? describe(lb) : "(absent)");
+    }
+  }
+  return "";
+}
+
+std::string totalsDifference(const UsageTotals& index, const UsageTotals& scratch) {
+  if (auto d = firstDifference(index.nodeUsed, scratch.nodeUsed); !d.empty()) return "nodeUsed " + d;
+  if (auto d = firstDifference(index.nodeHeld, scratch.nodeHeld); !d.empty()) return "nodeHeld " + d;
+  if (auto d = firstDifference(index.namespaceUsed, scratch.namespaceUsed); !d.empty()) return "namespaceUsed " + d;
+  return "";
+}
+
+// Every namespace name a cluster mentions (objects, tree labels), plus `extra`.
+std::set<std::string> namespacesMentioned(const Cluster& c, const std::vector<std::string>& extra) {
+  std::set<std::string> out(extra.begin(), extra.end());
+  for (const auto& [name, n] : c.namespaces) {
+    out.insert(name);
+    for (const auto& [a, depth] : n.tree) out.insert(a);
+  }
+  for (const auto& [k, p] : c.pods) out.insert(p.ns);
+  for (const auto& [k, d] : c.devices) out.insert(d.ns);
+  return out;
+}
+
+// The whole equality the index promises, checked against `truth` (the same
+// events applied to a plain Cluster) and the test's own record of assumptions.
+::testing::AssertionResult indexEqualsRecomputation(const UsageIndex& index, const Cluster& truth, const Assumed& assumed,
+                                                     const std::vector<std::string>& namespaceNames) {
+  const Cluster& held = index.cluster();
+  if (held.nodes != truth.nodes || held.classes != truth.classes || held.namespaces != truth.namespaces ||
+      held.pods != truth.pods || held.devices != truth.devices || held.vmis != truth.vmis) {
+    return ::testing::AssertionFailure() << "index.cluster() holds other objects than the events applied";
+  }
+  UsageTotals scratch = computeUsage(held);
+  if (auto d = totalsDifference(index.totals(), scratch); !d.empty()) {
+    return ::testing::AssertionFailure() << "totals() != computeUsage(cluster()): " << d;
+  }
+  if (index.assumedCount() != assumed.size()) {
+    return ::testing::AssertionFailure() << "assumedCount() " << index.assumedCount() << " but " << assumed.size()
+                                         << " placement(s) are in flight";
+  }
+  ReferenceView ref(truth, assumed);
+  std::set<std::string> nodes;
+  for (const auto& [name, n] : truth.nodes) nodes.insert(name);
+  for (const auto& [name, l] : scratch.nodeUsed) nodes.insert(name);
+  for (const auto& [uid, placed] : assumed) nodes.insert(placed.first);
+  for (const auto& node : nodes) {
+    for (const auto& r : kResources) {
+      if (index.nodeUsed(node, r) != ref.nodeUsed(node, r)) {
+        return ::testing::AssertionFailure() << "nodeUsed(" << node << ", " << r << "): index " << index.nodeUsed(node, r)
+                                             << ", scratch+assumed " << ref.nodeUsed(node, r);
+      }
+      if (index.nodeHeld(node, r) != ref.nodeHeld(node, r)) {
+        return ::testing::AssertionFailure() << "nodeHeld(" << node << ", " << r << "): index " << index.nodeHeld(node, r)
+                                             << ", scratch " << ref.nodeHeld(node, r);
+      }
+    }
+  }
+  for (const auto& [name, cls] : truth.classes) {
+    std::int64_t fast = index.poolFreeUnits(held, cls);
+    std::int64_t scan = ref.poolFreeUnits(truth, cls);  // CapacityView's default: a scan of the nodes
+    if (fast != scan) {
+      return ::testing::AssertionFailure() << "poolFreeUnits(" << name << "): index running total " << fast
+                                           << ", scan over recomputed usage " << scan;
+    }
+    if (assumed.empty() && fast != ref.totalsView().poolFreeUnits(truth, cls)) {
+      return ::testing::AssertionFailure() << "poolFreeUnits(" << name << "): index " << fast << ", TotalsCapacityView scan "
+                                           << ref.totalsView().poolFreeUnits(truth, cls);
+    }
+  }
+  for (const auto& ns : namespacesMentioned(truth, namespaceNames)) {
+    for (const auto& r : kResources) {
+      std::string key = quotaKey(r);
+      if (index.subtreeUsed(ns, key) != ref.subtreeUsed(ns, key)) {
+        return ::testing::AssertionFailure() << "subtreeUsed(" << ns << ", " << key << "): index " << index.subtreeUsed(ns, key)
+                                             << ", scratch " << ref.subtreeUsed(ns, key);
+      }
+      if (index.namespaceUsed(ns, key) != ref.namespaceUsed(ns, key)) {
+        return ::testing::AssertionFailure() << "namespaceUsed(" << ns << ", " << key << "): index "
+                                             << index.namespaceUsed(ns, key) << ", scratch " << ref.namespaceUsed(ns, key);
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// ---------------------------------------------------------------------------
+// The random world: a truth Cluster and an index fed the same events.
+// ---------------------------------------------------------------------------
+
+struct Shape {
+  int nodes = 8;
+  int pods = 30;
+  int devices = 10;
+  int vmis = 5;
+  double nodeTrouble = 0.1;       // NotReady / cordoned / mode transition
+  bool secondClassOnPassthrough = false;
+};
+
+class World {
+ public:
+  World(std::uint64_t seed, const Shape& shape) : rng(seed), shape_(shape) {
+    truth.now = 1'800'000'000;
+    truth.markAllSynced();
+    truth.plans = BillingPlans{};
+    for (auto& cls : catalogue(shape.secondClassOnPassthrough)) {
+      classNames.push_back(cls.name);
+      fx::put(truth, cls);
+    }
+    for (int i = 0; i < shape.nodes; ++i) {
+      std::string name = "node" + std::to_string(i);
+      nodeNames.push_back(name);
+      fx::put(truth, randomNode(rng, name, shape.nodeTrouble));
+    }
+    for (auto& n : randomTree(rng)) {
+      namespaceNames.push_back(n.name);
+      fx::put(truth, std::move(n));
+    }
+    namespaceNames.push_back("stray");  // pods and devices in a namespace the cache does not hold
+    for (int i = 0; i < shape.vmis; ++i) fx::put(truth, newVmi());
+    for (int i = 0; i < shape.pods; ++i) fx::put(truth, newPod());
+    for (int i = 0; i < shape.devices; ++i) fx::put(truth, newDevice());
+    // A few VMIs listing the pods created after them.
+    for (auto& [key, vmi] : truth.vmis) vmi.activePods = chooseActivePods(vmi.ns, key);
+  }
+
+  std::string fresh(const std::string& prefix) { return prefix + std::to_string(++serial_); }
+
+  // Pod uids listed by VMIs other than `exceptVmi` (a uid appears in at most one VMI).
+  std::set<std::string> claimedPodUids(const std::string& exceptVmi) const {
+    std::set<std::string> out;
+    for (const auto& [key, vmi] : truth.vmis) {
+      if (key == exceptVmi) continue;
+      for (const auto& [uid, node] : vmi.activePods) out.insert(uid);
+    }
+    return out;
+  }
+
+  std::map<std::string, std::string> chooseActivePods(const std::string& ns, const std::string& vmiKey) {
+    std::map<std::string, std::string> out;
+    std::set<std::string> claimed = claimedPodUids(vmiKey);
+    std::vector<const Pod*> sameNs, others;
+    for (const auto& [k, p] : truth.pods) {
+      if (claimed.contains(p.uid)) continue;
+      (p.ns == ns ? sameNs : others).push_back(&p);
+    }
+    for (int i = 0, k = static_cast<int>(rng.between(0, 2)); i < k; ++i) {
+      if (!sameNs.empty() && rng.chance(0.85)) {
+        const Pod* p = rng.pick(sameNs);
+        out[p->uid] = p->nodeName;
+      } else if (!others.empty() && rng.chance(0.5)) {
+        const Pod* p = rng.pick(others);  // a VMI never launches a pod of another namespace
+        out[p->uid] = p->nodeName;
+      } else {
+        out[fresh("pod-uid-future-")] = rng.pick(nodeNames);  // a launcher the pod cache has not seen yet
+      }
+    }
+    return out;
+  }
+
+  VirtualMachineInstance newVmi() {
+    VirtualMachineInstance v;
+    v.ns = rng.pick(namespaceNames);
+    v.name = fresh("vmi");
+    v.uid = fresh("vmi-uid-");
+    v.phase = "Running";
+    return v;
+  }
+
+  Pod newPod() {
+    Pod p;
+    p.ns = rng.pick(namespaceNames);
+    p.name = fresh("pod");
+    p.uid = fresh("pod-uid-");
+    placePod(p);
+    p.phase = randomPhase(rng);
+    randomiseRequests(rng, p);
+    if (rng.chance(0.2) && !truth.vmis.empty()) {
+      const auto& [key, vmi] = *std::next(truth.vmis.begin(), rng.between(0, static_cast<std::int64_t>(truth.vmis.size()) - 1));
+      p.owners.push_back(OwnerReference{"VirtualMachineInstance", vmi.name, vmi.uid, true});  // proves nothing
+    }
+    return p;
+  }
+
+  void placePod(Pod& p) {
+    double roll = static_cast<double>(rng.between(0, 99)) / 100.0;
+    p.nodeName = roll < 0.7 ? rng.pick(nodeNames) : roll < 0.8 ? "ghost-node" : "";
+  }
+
+  void attach(GpuDevice& d) {
+    d.attachedTo = ObjectRef{};
+    double roll = static_cast<double>(rng.between(0, 99)) / 100.0;
+    if (roll < 0.45 && !truth.vmis.empty()) {
+      std::vector<const VirtualMachineInstance*> sameNs, all;
+      for (const auto& [k, v] : truth.vmis) {
+        all.push_back(&v);
+        if (v.ns == d.ns) sameNs.push_back(&v);
+      }
+      const VirtualMachineInstance* v = !sameNs.empty() && rng.chance(0.9) ? rng.pick(sameNs) : rng.pick(all);
+      d.attachedTo = ObjectRef{v->ns, v->name, v->uid};
+    } else if (roll < 0.5) {
+      d.attachedTo = ObjectRef{d.ns, "gone", rng.chance(0.5) && !oldVmiUids.empty() ? rng.pick(oldVmiUids) : fresh("vmi-uid-gone-")};
+    }
+  }
+
+  void placeDevice(GpuDevice& d) {
+    static const std::vector<DevicePhase> phases = {DevicePhase::Pending, DevicePhase::Bound, DevicePhase::Attached,
+                                                    DevicePhase::Attached, DevicePhase::Lost, DevicePhase::Released};
+    d.phase = rng.pick(phases);
+    bool holds = d.phase == DevicePhase::Bound || d.phase == DevicePhase::Attached;
+    d.node = rng.chance(holds ? 0.9 : 0.4) ? rng.pick(nodeNames) : "";
+  }
+
+  GpuDevice newDevice() {
+    GpuDevice d;
+    d.ns = rng.pick(namespaceNames);
+    d.name = fresh("dev");
+    d.uid = fresh("dev-uid-");
+    d.className = rng.chance(0.05) ? "no-such-class" : rng.pick(classNames);
+    d.count = rng.between(1, 3);
+    placeDevice(d);
+    attach(d);
+    return d;
+  }
+
+  template <typename M>
+  const typename M::mapped_type* anyOf(const M& m) {
+    if (m.empty()) return nullptr;
+    return &std::next(m.begin(), rng.between(0, static_cast<std::int64_t>(m.size()) - 1))->second;
+  }
+
+  Rng rng;
+  Cluster truth;
+  std::vector<std::string> classNames, nodeNames, namespaceNames, oldVmiUids;
+
+ protected:
+  Shape shape_;
+  int serial_ = 0;
+};
+
+// Applies random events to the index and to the truth cluster alike.
+class EventDriver : public World {
+ public:
+  EventDriver(std::uint64_t seed, const Shape& shape) : World(seed, shape), index(UsageIndex::fromCluster(truth)) {}
+
+  // One random event; returns what it did, for failure messages.
+  std::string step() {
+    static const std::vector<int> weights = {4, 1, 1, 1, 2, 1, 14, 4, 10, 3, 6, 2, 4, 2};
+    std::discrete_distribution<int> which(weights.begin(), weights.end());
+    std::uniform_int_distribution<std::uint64_t> any;
+    std::mt19937_64 local(any(engine_));
+    switch (which(local)) {
+      case 0: return upsertNode();
+      case 1: return removeNode();
+      case 2: return upsertClass();
+      case 3: return removeClass();
+      case 4: return upsertNamespace();
+      case 5: return removeNamespace();
+      case 6: return upsertPod();
+      case 7: return removePod();
+      case 8: return upsertDevice();
+      case 9: return removeDevice();
+      case 10: return upsertVmi();
+      case 11: return removeVmi();
+      case 12: return assume();
+      default: return forget();
+    }
+  }
+
+  UsageIndex index;
+  Assumed assumed;
+
+ private:
+  std::string upsertNode() {
+    const std::string& name = rng.pick(nodeNames);
+    Node n;
+    auto it = truth.nodes.find(name);
+    if (it != truth.nodes.end() && rng.chance(0.6)) {
+      n = it->second;  // a status change of a node that exists
+      switch (rng.between(0, 4)) {
+        case 0: n.ready = !n.ready; break;
+        case 1: n.unschedulable = !n.unschedulable; break;
+        case 2: n.expectedMode = randomMode(rng); break;  // a mode transition starts
+        case 3: n.activeMode = n.expectedMode; break;     // ... and completes
+        default:
+          if (n.inventory && !n.inventory->empty()) {
+            auto& p = (*n.inventory)[static_cast<std::size_t>(rng.between(0, static_cast<std::int64_t>(n.inventory->size()) - 1))];
+            p.healthy = !p.healthy;
+          } else {
+            n.allocatable.set(rng.pick(kResources), rng.between(0, 8));
+          }
+      }
+    } else {
+      n = randomNode(rng, name, 0.2);
+    }
+    index.upsertNode(n);
+    std::string what = "upsertNode " + describe(n);
+    fx::put(truth, std::move(n));
+    return what;
+  }
+
+  std::string removeNode() {
+    const std::string& name = rng.pick(nodeNames);
+    index.removeNode(name);
+    truth.nodes.erase(name);
+    return "removeNode " + name;
+  }
+
+  std::string upsertClass() {
+    std::vector<DeviceClass> all = catalogue(shape_.secondClassOnPassthrough);
+    DeviceClass cls = rng.pick(all);
+    auto it = truth.classes.find(cls.name);
+    if (it != truth.classes.end()) {
+      cls = it->second;
+      switch (rng.between(0, 3)) {
+        case 0: cls.gateOpen = !cls.gateOpen; cls.gateFailureId = cls.gateOpen ? "" : "audit-1"; break;  // status only
+        case 1: cls.memoryMiB = rng.pick(std::vector<std::int64_t>{8192, 16384, 32768}); break;
+        case 2:
+          if (cls.share) cls.share->maxSharesPerDevice = rng.between(1, 4);
+          else cls.maxCount = rng.between(1, 8);
+          break;
+        default: cls.nodeMode = rng.chance(0.5) ? defaultNodeMode(cls.allocation) : randomMode(rng); break;
+      }
+    }
+    index.upsertClass(cls);
+    std::string what = "upsertClass " + cls.name;
+    fx::put(truth, std::move(cls));
+    return what;
+  }
+
+  std::string removeClass() {
+    const std::string& name = rng.pick(classNames);
+    index.removeClass(name);
+    truth.classes.erase(name);
+    return "removeClass " + name;
+  }
+
+  std::string upsertNamespace() {
+    std::string name = rng.pick(namespaceNames);
+    Namespace n;
+    auto it = truth.namespaces.find(name);
+    if (it != truth.namespaces.end() && rng.chance(0.3)) {
+      n = it->second;  // a label change outside the tree
+      n.entitledClasses = {rng.pick(classNames)};
+    } else {
+      // Re-parented under a root (or made a root); its own descendants keep their labels.
+      n.name = name;
+      n.tree[name] = 0;
+      std::vector<const Namespace*> parents;
+      for (const auto& [k, cand] : truth.namespaces) {
+        if (k != name && !cand.tree.contains(name) && cand.tree.size() < 3) parents.push_back(&cand);
+      }
+      if (!parents.empty() && rng.chance(0.7)) {
+        for (const auto& [a, depth] : rng.pick(parents)->tree) n.tree[a] = depth + 1;
+      }
+    }
+    index.upsertNamespace(n);
+    std::string what = "upsertNamespace " + name + " depth " + std::to_string(n.tree.size());
+    fx::put(truth, std::move(n));
+    return what;
+  }
+
+  std::string removeNamespace() {
+    const std::string& name = rng.pick(namespaceNames);
+    index.removeNamespace(name);
+    truth.namespaces.erase(name);
+    return "removeNamespace " + name;
+  }
+
+  void dropAssumed(const Pod& pod) {
+    if (!pod.nodeName.empty() || isTerminal(pod)) assumed.erase(pod.uid);
+  }
+
+  std::string upsertPod() {
+    const Pod* existing = anyOf(truth.pods);
+    Pod p;
+    if (existing && rng.chance(0.7)) {
+      p = *existing;
+      switch (rng.between(0, 4)) {
+        case 0: placePod(p); break;  // bound, moved between nodes, or unbound
+        case 1: p.phase = randomPhase(rng); break;
+        case 2: randomiseRequests(rng, p); break;
+        case 3: p.uid = fresh("pod-uid-"); break;  // deleted and re-created under the same name
+        default: placePod(p); p.phase = PodPhase::Running; break;
+      }
+    } else if (rng.chance(0.3) && !truth.vmis.empty()) {
+      // The launcher a VMI already announced in status.activePods arrives.
+      const VirtualMachineInstance* vmi = anyOf(truth.vmis);
+      std::set<std::string> present;
+      for (const auto& [k, pod] : truth.pods) present.insert(pod.uid);
+      p = newPod();
+      p.ns = vmi->ns;
+      for (const auto& [uid, node] : vmi->activePods) {
+        if (!present.contains(uid)) {
+          p.uid = uid;
+          p.nodeName = node;
+          break;
+        }
+      }
+    } else {
+      p = newPod();
+    }
+    index.upsertPod(p);
+    dropAssumed(p);
+    std::string what = "upsertPod " + describe(p);
+    fx::put(truth, std::move(p));
+    return what;
+  }
+
+  std::string removePod() {
+    const Pod* existing = anyOf(truth.pods);
+    if (!existing) return "removePod (none)";
+    Pod p = *existing;
+    index.removePod(p.ns, p.name);
+    assumed.erase(p.uid);
+    truth.pods.erase(objectKey(p.ns, p.name));
+    return "removePod " + p.ns + "/" + p.name + " uid=" + p.uid;
+  }
+
+  std::string upsertDevice() {
+    const GpuDevice* existing = anyOf(truth.devices);
+    GpuDevice d;
+    if (existing && rng.chance(0.7)) {
+      d = *existing;
+      switch (rng.between(0, 4)) {
+        case 0: placeDevice(d); break;  // Bound, Attached, Lost, Released, ...
+        case 1: attach(d); break;       // attached to another VMI, or detached
+        case 2: d.count = rng.between(1, 4); break;
+        case 3: d.className = rng.pick(classNames); break;
+        default:
+          d.phase = DevicePhase::Attached;
+          if (d.node.empty()) d.node = rng.pick(nodeNames);
+          attach(d);
+          break;
+      }
+    } else {
+      d = newDevice();
+    }
+    index.upsertDevice(d);
+    std::string what = "upsertDevice " + describe(d);
+    fx::put(truth, std::move(d));
+    return what;
+  }
+
+  std::string removeDevice() {
+    const GpuDevice* existing = anyOf(truth.devices);
+    if (!existing) return "removeDevice (none)";
+    std::string ns = existing->ns, name = existing->name;
+    index.removeDevice(ns, name);
+    truth.devices.erase(objectKey(ns, name));
+    return "removeDevice " + ns + "/" + name;
+  }
+
+  std::string upsertVmi() {
+    const VirtualMachineInstance* existing = anyOf(truth.vmis);
+    VirtualMachineInstance v;
+    if (existing && rng.chance(0.7)) {
+      v = *existing;
+      if (rng.chance(0.1)) {
+        oldVmiUids.push_back(v.uid);
+        v.uid = fresh("vmi-uid-");  // deleted and re-created under the same name
+      }
+    } else {
+      v = newVmi();
+    }
+    v.activePods = chooseActivePods(v.ns, objectKey(v.ns, v.name));
+    index.upsertVmi(v);
+    std::string what = "upsertVmi " + describe(v);
+    fx::put(truth, std::move(v));
+    return what;
+  }
+
+  std::string removeVmi() {
+    const VirtualMachineInstance* existing = anyOf(truth.vmis);
+    if (!existing) return "removeVmi (none)";
+    std::string ns = existing->ns, name = existing->name;
+    oldVmiUids.push_back(existing->uid);
+    index.removeVmi(ns, name);
+    truth.vmis.erase(objectKey(ns, name));
+    return "removeVmi " + ns + "/" + name;
+  }
+
+  std::string assume() {
+    const Pod* existing = anyOf(truth.pods);
+    Pod p = existing && rng.chance(0.7) ? *existing : newPod();
+    std::string node = rng.chance(0.9) ? rng.pick(nodeNames) : "ghost-node";
+    index.assume(p, node);
+    // What the assumption should hold: the pod's usage as if bound to `node`.
+    LauncherIndex launchers(truth);
+    Pod placed = p;
+    placed.nodeName = node;
+    const VirtualMachineInstance* vmi = launchers.launcherOf(p);
+    PodUsage u = podUsage(placed, vmi, vmi ? launchers.attachedDevices(*vmi) : std::vector<const GpuDevice*>{}, truth);
+    assumed.erase(p.uid);
+    if (!u.capacity.empty()) assumed[p.uid] = {node, u.capacity};
+    return "assume " + describe(p) + " on " + node;
+  }
+
+  std::string forget() {
+    std::string uid;
+    if (!assumed.empty() && rng.chance(0.8)) {
+      uid = std::next(assumed.begin(), rng.between(0, static_cast<std::int64_t>(assumed.size()) - 1))->first;
+    } else if (const Pod* p = anyOf(truth.pods)) {
+      uid = p->uid;
+    }
+    index.forget(uid);
+    assumed.erase(uid);
+    return "forget " + uid;
+  }
+
+  std::mt19937_64 engine_{0x5eed};
+};
+
+// ---------------------------------------------------------------------------
+// The incremental index equals a recomputation from scratch
+// ---------------------------------------------------------------------------
+
+constexpr std::uint64_t kSeeds[] = {1,  2,  3,  5,  8,  13, 21, 34,  55,  89,  144, 233, 377, 610,
+                                    987, 1597, 2584, 4181, 6765, 10946, 17711, 28657, 46368, 75025};
+
+TEST(PropertyIndex, FromClusterEqualsRecomputationOnRandomClusters) {
+  for (std::uint64_t seed : kSeeds) {
+    for (double trouble : {0.0, 0.1, 0.4}) {
+      Shape shape;
+      shape.nodeTrouble = trouble;
+      shape.nodes = 6 + static_cast<int>(seed % 7);
+      World world(seed, shape);
+      UsageIndex index = UsageIndex::fromCluster(world.truth);
+      ASSERT_TRUE(indexEqualsRecomputation(index, world.truth, {}, world.namespaceNames))
+          << "seed " << seed << " trouble " << trouble;
+    }
+  }
+}
+
+TEST(PropertyIndex, EveryEventKeepsIndexEqualToRecomputation) {
+  for (std::uint64_t seed : kSeeds) {
+    Shape shape;
+    shape.secondClassOnPassthrough = seed % 3 == 0;
+    EventDriver driver(seed, shape);
+    ASSERT_TRUE(indexEqualsRecomputation(driver.index, driver.truth, driver.assumed, driver.namespaceNames)) << "seed " << seed;
+    std::vector<std::string> recent;
+    for (int step = 0; step < 300; ++step) {
+      recent.push_back(driver.step());
+      if (recent.size() > 4) recent.erase(recent.begin());
+      auto ok = indexEqualsRecomputation(driver.index, driver.truth, driver.assumed, driver.namespaceNames);
+      if (!ok) {
+        std::string trail;
+        for (const auto& e : recent) trail += "\n  " + e;
+        FAIL() << "seed " << seed << " step " << step << ": " << ok.message() << "\nlast events:" << trail;
+      }
+    }
+  }
+}
+
+TEST(PropertyIndex, RebuildAndCopyAgreeWithIncrementalIndexAfterEvents) {
+  for (std::uint64_t seed : kSeeds) {
+    EventDriver driver(seed, Shape{});
+    for (int round = 0; round < 4; ++round) {
+      for (int step = 0; step < 60; ++step) driver.step();
+      // Assumptions live only in the index; a rebuild from the cluster has none.
+      UsageIndex rebuilt = UsageIndex::fromCluster(driver.truth);
+      ASSERT_TRUE(indexEqualsRecomputation(rebuilt, driver.truth, {}, driver.namespaceNames)) << "seed " << seed;
+      EXPECT_EQ(totalsDifference(rebuilt.totals(), driver.index.totals()), "") << "seed " << seed << " round " << round;
+      UsageIndex copy = driver.index;
+      ASSERT_TRUE(indexEqualsRecomputation(copy, driver.truth, driver.assumed, driver.namespaceNames)) << "seed " << seed;
+      for (const auto& [name, cls] : driver.truth.classes) {
+        EXPECT_EQ(copy.poolFreeUnits(copy.cluster(), cls), driver.index.poolFreeUnits(driver.index.cluster(), cls))
+            << "seed " << seed << " class " << name;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Placements never exceed a node's units
+// ---------------------------------------------------------------------------
+
+// An index over a random cluster with healthy nodes and some raw pods and held
+// devices already on them; no budgets, so only capacity decides.
+struct Placer : World {
+  Placer(std::uint64_t seed, const Shape& shape) : World(seed, shape) {
+    truth.hrqs.clear();
+    truth.quotas.clear();
+    for (auto& [name, cls] : truth.classes) cls.maxCount = 4;
+    index = UsageIndex::fromCluster(truth);
+  }
+
+  DeviceOrder randomOrder(int maxItems) {
+    DeviceOrder order;
+    order.ns = rng.pick(namespaceNames);
+    order.subject = "vmi/" + order.ns + "/" + fresh("order");
+    for (int i = 0, k = static_cast<int>(rng.between(1, maxItems)); i < k; ++i) {
+      order.items.push_back(DeviceTemplate{rng.pick(classNames), rng.between(1, 4)});
+    }
+    return order;
+  }
+
+  // Adds the order's devices Bound on the chosen node, as the binder would.
+  void bind(const DeviceOrder& order, const std::string& node) {
+    for (const auto& item : order.items) {
+      GpuDevice d = fx::device(order.ns, fresh("ordered"), item.className, item.count, DevicePhase::Bound, node);
+      index.upsertDevice(d);
+      fx::put(truth, std::move(d));
+    }
+  }
+
+  // Units of the class in use on the node, and served by it.
+  std::pair<std::int64_t, std::int64_t> usedAndServed(const Node& node, const DeviceClass& cls) const {
+    return {index.nodeUsed(node.name, cls.resourceName), unitsServed(node, cls).units};
+  }
+
+  // Whether some node has room for the whole set (by a scan of recomputed usage).
+  bool someNodeFits(const DeviceOrder& order) const {
+    TotalsCapacityView view(truth, computeUsage(truth));
+    std::map<std::string, std::int64_t> demand;
+    for (const auto& item : order.items) demand[item.className] += item.count;
+    for (const auto& [name, node] : truth.nodes) {
+      bool fits = true;
+      for (const auto& [className, count] : demand) {
+        const DeviceClass& cls = truth.classes.at(className);
+        fits = fits && freeUnits(node, cls, view) >= count * unitsPerDevice(cls);
+      }
+      if (fits) return true;
+    }
+    return false;
+  }
+
+  UsageIndex index;
+};
+
+Shape placementShape(std::uint64_t seed, bool secondClass) {
+  Shape shape;
+  shape.nodes = 5 + static_cast<int>(seed % 6);
+  shape.pods = 12;
+  shape.devices = 6;
+  shape.vmis = 3;
+  shape.nodeTrouble = 0.1;
+  shape.secondClassOnPassthrough = secondClass;
+  return shape;
+}
+
+// Repeatedly places random device sets and binds them on the chosen node; no
+// node that started within its units ever goes past them, and one that started
+// past them (raw pods bound over capacity) never gains more.
+void placeUntilFull(std::uint64_t seed, bool secondClass, int orders) {
+  Placer p(seed, placementShape(seed, secondClass));
+  std::map<std::pair<std::string, std::string>, std::int64_t> ceiling;  // (node, class) -> max allowed used
+  for (const auto& [nodeName, node] : p.truth.nodes) {
+    for (const auto& [className, cls] : p.truth.classes) {
+      auto [used, served] = p.usedAndServed(node, cls);
+      ceiling[{nodeName, className}] = std::max(used, served);
+    }
+  }
+  int placed = 0;
+  for (int i = 0; i < orders; ++i) {
+    DeviceOrder order = p.randomOrder(2);
+    bool fits = p.someNodeFits(order);
+    Placement placement = placeDeviceSet(p.index.cluster(), p.index, order);
+    if (placement.node) {
+      ASSERT_TRUE(placement.decision.allowed()) << "seed " << seed;
+      p.bind(order, *placement.node);
+      ++placed;
+    }
+    for (const auto& [nodeName, node] : p.truth.nodes) {
+      for (const auto& [className, cls] : p.truth.classes) {
+        auto [used, served] = p.usedAndServed(node, cls);
+        ASSERT_LE(used, (ceiling[{nodeName, className}]))
+            << "seed " << seed << " order " << i << ": node " << nodeName << " uses " << used << " " << cls.resourceName
+            << " but serves " << served << " for class " << className << " after placing " << order.subject << " on "
+            << placement.node.value_or("(none)");
+      }
+    }
+    if (!secondClass && fits) {
+      // With no budgets, gates or reservations in the way, a set that fits somewhere is placed.
+      bool countsValid = std::all_of(order.items.begin(), order.items.end(), [&](const DeviceTemplate& t) {
+        return t.count <= p.truth.classes.at(t.className).maxCount;
+      });
+      std::map<std::string, std::int64_t> perClass;
+      for (const auto& item : order.items) perClass[item.className] += item.count;
+      for (const auto& [c, n] : perClass) countsValid = countsValid && n <= p.truth.classes.at(c).maxCount;
+      if (countsValid) {
+        EXPECT_TRUE(placement.node.has_value()) << "seed " << seed << " order " << i << " fits a node but was refused: "
+                                                << placement.decision.summary();
+      }
+    }
+  }
+  EXPECT_GT(placed, 0) << "seed " << seed << ": nothing was ever placed; the property was not exercised";
+}
+
+TEST(PropertyPlacement, PlacedDeviceSetsNeverExceedANodesUnits) {
+  for (std::uint64_t seed : kSeeds) placeUntilFull(seed, false, 60);
+}
+
+}  // namespace
+}  // namespace tally::model
