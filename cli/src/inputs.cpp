@@ -53,7 +53,7 @@ codec::Result<codec::Snapshot> loadInputs(const InputOptions& options) {
 
 void printSkipped(const codec::Snapshot& snapshot) {
   for (const auto& [kind, count] : snapshot.skipped) {
-    std::cerr << "skipped " << count << ' ' << kind << (count == 1 ? "" : " items") << '\n';
+    std::cerr << "skipped " << kind << ": " << count << '\n';
   }
 }
 

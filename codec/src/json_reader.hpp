@@ -94,25 +94,44 @@ bool keepGpuResource(std::string_view name);
 // Quota keys of GPUs: requests.<gpu>, limits.<gpu> or a bare GPU name.
 bool keepGpuQuotaKey(std::string_view key);
 
-// Whether the whole document was consumed (nothing follows its root value).
-inline bool atDocumentEnd(od::document& document) {
-  return document.current_location().error() == simdjson::OUT_OF_BOUNDS;
-}
-
-// Parses a JSON document held in a string (an annotation) with its own parser.
-// f(value) decodes it; the document must hold nothing after the value.
+// Parses one JSON value held in a string and calls f(value). The text is
+// wrapped in "[...]" so the value is never a document root: simdjson treats
+// root values specially, and every decoder here reads nested values. Anything
+// after the value (a second value, a stray bracket) is an error.
 template <class F>
-Status withEmbeddedJson(std::string_view text, std::string_view field, F&& f) {
+Status withJsonValue(std::string_view text, std::string_view field, F&& f) {
+  std::string wrapped;
+  wrapped.reserve(text.size() + 2);
+  wrapped.append("[").append(text).append("]");
+  simdjson::padded_string padded(wrapped);
   od::parser parser;
-  simdjson::padded_string padded(text);
   od::document document;
   if (auto code = parser.iterate(padded).get(document)) return jsonError(code, field, "JSON");
-  od::value root;
-  if (auto code = document.get_value().get(root)) return jsonError(code, field, "JSON");
-  Status status = f(root);
-  if (!status) return std::move(status).error().under(field);
-  if (!atDocumentEnd(document)) return fieldError(field, "unexpected content after the JSON value");
+  od::array array;
+  if (auto code = document.get_array().get(array)) return jsonError(code, field, "JSON");
+  std::size_t values = 0;
+  for (auto entry : array) {
+    od::value value;
+    if (auto code = std::move(entry).get(value)) return jsonError(code, field, "JSON");
+    if (values++ > 0) return fieldError(field, "unexpected content after the JSON value");
+    Status status = f(value);
+    if (!status) return status;
+  }
+  if (values == 0) return fieldError(field, "empty, expected JSON");
+  if (document.current_location().error() != simdjson::OUT_OF_BOUNDS) {
+    return fieldError(field, "unexpected content after the JSON value");
+  }
   return {};
+}
+
+// withJsonValue for JSON held in an annotation: errors fall under `field`.
+template <class F>
+Status withEmbeddedJson(std::string_view text, std::string_view field, F&& f) {
+  return withJsonValue(text, field, [&](od::value value) -> Status {
+    Status status = f(value);
+    if (!status) return std::move(status).error().under(field);
+    return {};
+  });
 }
 
 }  // namespace tally::codec::detail

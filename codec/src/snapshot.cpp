@@ -149,17 +149,10 @@ Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied) {
 
 Result<Snapshot> loadSnapshot(std::string_view json) {
   Snapshot snapshot;
-  simdjson::padded_string padded(json);
-  od::parser parser;
-  od::document document;
-  if (auto code = parser.iterate(padded).get(document)) return jsonError(code, "", "JSON");
-  od::value root;
-  if (auto code = document.get_value().get(root)) return jsonError(code, "", "a JSON object");
-
-  TypeMeta listType;
-  if (auto read = readTypeMeta(root, listType); !read) return std::move(read).error().within("snapshot");
-  const bool isList = listType.kind.ends_with("List");
-  if (isList) {
+  Status status = withJsonValue(json, "", [&](od::value root) -> Status {
+    TypeMeta listType;
+    if (auto read = readTypeMeta(root, listType); !read) return std::move(read).error().within("snapshot");
+    if (!listType.kind.ends_with("List")) return addObject(snapshot, root);
     // Items of a typed list (NodeList) carry no kind of their own.
     TypeMeta implied;
     if (listType.kind != "List") {
@@ -167,21 +160,20 @@ Result<Snapshot> loadSnapshot(std::string_view json) {
       implied.kind = listType.kind.substr(0, listType.kind.size() - 4);
     }
     bool sawItems = false;
-    Status status = forEachField(root, "", [&](std::string_view key, od::value field) -> Status {
+    Status items = forEachField(root, "", [&](std::string_view key, od::value field) -> Status {
       if (key != "items") return {};
       sawItems = true;
       return addItems(snapshot, field, implied);
     });
-    if (!status) {
-      DecodeError error = std::move(status).error();
-      if (error.item.empty()) error.item = "snapshot";
-      return error;
-    }
+    if (!items) return items;
     if (!sawItems) return fieldError("items", "missing").within("snapshot " + listType.kind);
-  } else {
-    if (auto added = addObject(snapshot, root); !added) return std::move(added).error();
+    return {};
+  });
+  if (!status) {
+    DecodeError error = std::move(status).error();
+    if (error.item.empty()) error.item = "snapshot";
+    return error;
   }
-  if (!atDocumentEnd(document)) return fieldError("", "unexpected content after the JSON value").within("snapshot");
   return snapshot;
 }
 
