@@ -6,9 +6,14 @@
 # webhooks are consistent. Exits non-zero on any problem.
 #
 #   manifests/validate.sh            offline checks
-#   manifests/validate.sh --server   also `kubectl apply --dry-run=server` against
-#                                    $KUBECONFIG (an API server that has the
-#                                    platform CRDs, e.g. e2e/cluster/up)
+#   manifests/validate.sh --server   also, against $KUBECONFIG (an API server with
+#                                    the platform CRDs, e.g. e2e/cluster/up):
+#                                    installs Tally's namespace, CRDs and RBAC, runs
+#                                    `kubectl apply --dry-run=server -k manifests/`,
+#                                    and checks the CEL rules, immutability and
+#                                    status rules, webhook routing and RBAC with
+#                                    scratch objects it removes
+#                                    (in the namespace tally-validate, left empty)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -55,14 +60,193 @@ python3 "$here/validate.py" "$root" "$rendered" "$rendered_kind" || rc=1
 
 if (( server )); then
   [[ -n "$kubectl" ]] || { echo "FAIL --server: no kubectl"; exit 1; }
-  # The base binds a Role in the platform namespace kube-dc: it must exist.
-  "$kubectl" get namespace kube-dc >/dev/null 2>&1 ||
+  k() { "$kubectl" "$@"; }
+  # Real writes, all idempotent: Tally's namespace and CRDs (dry-run cannot
+  # register a CRD or create the namespace the rest lives in), and a scratch
+  # namespace for the custom-resource checks, removed at the end.
+  k get namespace kube-dc >/dev/null 2>&1 ||
     echo "note: namespace kube-dc is missing; the kube-dc RoleBinding will be refused"
-  if "$kubectl" apply --dry-run=server -k "$here" > "$tmp/server" 2>&1; then
-    echo "server dry-run: $(wc -l < "$tmp/server") objects accepted"
+  k apply --server-side -f "$here/namespace.yaml" -f "$here/crds/" >/dev/null
+  k wait --for=condition=Established --timeout=60s \
+    crd/gpudeviceclasses.gpu.tally.dev crd/gpudevices.gpu.tally.dev >/dev/null
+  if k apply --dry-run=server -k "$here" > "$tmp/server" 2>&1; then
+    echo "server dry-run: $(grep -c "(server dry run)" "$tmp/server") objects accepted"
   else
     echo "FAIL server dry-run:"; cat "$tmp/server"; rc=1
   fi
+  scratch=tally-validate
+  # With Tally's own webhooks installed, custom resources would be judged by a
+  # running (or absent) Tally instead of by the schemas under test.
+  if k get validatingwebhookconfiguration tally-validating >/dev/null 2>&1 ||
+     k get mutatingwebhookconfiguration tally-mutating >/dev/null 2>&1; then
+    echo "note: Tally's webhook configurations are installed here; skipping the object checks"
+    if (( rc == 0 )); then echo "validate.sh: OK"; else echo "validate.sh: FAILED"; fi
+    exit "$rc"
+  fi
+  k create namespace "$scratch" --dry-run=client -o yaml | k apply -f - >/dev/null
+  server_checks=0
+  expect() { # ok|refused what verb... (object on stdin when the verb reads -f -)
+    local want="$1" what="$2"; shift 2
+    server_checks=$((server_checks + 1))
+    if "$kubectl" "$@" > "$tmp/out" 2>&1; then got=ok; else got=refused; fi
+    if [[ "$got" != "$want" ]]; then
+      echo "FAIL server: $what: expected $want, got $got: $(tr '\n' ' ' < "$tmp/out")"; rc=1
+    fi
+  }
+  cls() { # name spec-yaml (indented two spaces)
+    printf 'apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDeviceClass\nmetadata:\n  name: %s\nspec:\n%s\n' "$1" "$2"
+  }
+  expect_cls() { # ok|refused what name spec-yaml
+    cls "$3" "$4" > "$tmp/obj.yaml"
+    expect "$1" "$2" create --dry-run=server -f "$tmp/obj.yaml"
+  }
+  base='  workload: vm
+  allocation: passthrough
+  resourceName: nvidia.com/GH100_H200_SXM_141GB'
+  shared='  workload: pod
+  allocation: shared
+  resourceName: nvidia.com/gpu
+  memoryMiB: 16384'
+  share='  share: {memoryMiB: 8192, corePercent: 25, maxSharesPerDevice: 4}'
+  sed "s/namespace: tenant-a/namespace: $scratch/" "$here/samples/gpudevice.yaml" > "$tmp/device.yaml"
+  expect ok "samples accepted" create --dry-run=server -f "$here/samples/gpudeviceclasses.yaml" -f "$tmp/device.yaml"
+  expect_cls refused "shared class without share" v-shared-no-share "$shared"
+  expect_cls refused "shared class without memoryMiB" v-shared-no-mem "$(printf '  workload: pod\n  allocation: shared\n  resourceName: nvidia.com/gpu\n%s' "$share")"
+  expect_cls refused "passthrough class with share" v-pt-share "$(printf '%s\n%s' "$base" "$share")"
+  expect_cls refused "shared class for VMs" v-shared-vm "$(printf '%s\n%s' "${shared/workload: pod/workload: vm}" "$share")"
+  expect_cls refused "vgpu class for pods" v-vgpu-pod "$(printf '  workload: pod\n  allocation: vgpu\n  resourceName: nvidia.com/A100-10C')"
+  expect_cls refused "vm class on pod-hami nodes" v-mode "$(printf '%s\n  nodeMode: pod-hami' "$base")"
+  expect_cls refused "share larger than the GPU" v-big-share "$(printf '%s\n  share: {memoryMiB: 32768, corePercent: 25, maxSharesPerDevice: 4}' "$shared")"
+  expect_cls refused "spare 0 without pilot approval" v-spare0 "$(printf '%s\n  operatorSpareDevices: 0' "$base")"
+  expect_cls ok "spare 0 with pilot approval" v-spare0-pilot "$(printf '%s\n  operatorSpareDevices: 0\n  singleDevicePilotApproved: true' "$base")"
+  expect_cls refused "bad pciVendorSelector" v-pci "$(printf '%s\n  pciVendorSelector: 10de:2335x' "$base")"
+  expect_cls refused "resourceName without a domain" v-name "$(printf '  workload: vm\n  allocation: passthrough\n  resourceName: GH100')"
+  expect_cls refused "two sre acknowledgements of one failure" v-acks "$(printf '%s\n  gateAcknowledgements:\n  - {failureId: f1, role: sre, identity: a}\n  - {failureId: f1, role: sre, identity: b}' "$base")"
+  expect_cls ok "product and sre acknowledgements" v-acks-ok "$(printf '%s\n  gateAcknowledgements:\n  - {failureId: f1, role: sre, identity: a}\n  - {failureId: f1, role: product, identity: b, at: "2026-01-01T00:00:00Z"}' "$base")"
+  # Immutability and status rules need real objects.
+  k delete gpudeviceclass tally-validate-class --ignore-not-found >/dev/null
+  cls tally-validate-class "$base" | k create -f - >/dev/null
+  expect refused "class allocation immutable" patch gpudeviceclass tally-validate-class --type=merge -p '{"spec":{"allocation":"vgpu"}}'
+  expect refused "class resourceName immutable" patch gpudeviceclass tally-validate-class --type=merge -p '{"spec":{"resourceName":"nvidia.com/x"}}'
+  expect ok "class maxCount mutable" patch gpudeviceclass tally-validate-class --type=merge -p '{"spec":{"maxCount":4}}'
+  expect ok "class status with negative headroom" patch gpudeviceclass tally-validate-class --subresource=status --type=merge \
+    -p '{"status":{"headroom":-3,"healthySchedulableDevices":4,"conditions":[{"type":"InvariantHolds","status":"False","reason":"Oversold","message":"4 < 7","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}'
+  k -n "$scratch" delete gpudevice h200-pair --ignore-not-found >/dev/null
+  k -n "$scratch" create -f "$tmp/device.yaml" >/dev/null
+  expect refused "device class immutable" -n "$scratch" patch gpudevice h200-pair --type=merge -p '{"spec":{"class":"other"}}'
+  expect refused "device count immutable" -n "$scratch" patch gpudevice h200-pair --type=merge -p '{"spec":{"count":3}}'
+  expect refused "device count 65" -n "$scratch" patch gpudevice h200-pair --type=merge -p '{"spec":{"count":65}}'
+  expect refused "Bound without node" -n "$scratch" patch gpudevice h200-pair --subresource=status --type=merge -p '{"status":{"phase":"Bound"}}'
+  expect refused "Attached without attachedTo" -n "$scratch" patch gpudevice h200-pair --subresource=status --type=merge -p '{"status":{"phase":"Attached","node":"n1"}}'
+  expect refused "unknown phase" -n "$scratch" patch gpudevice h200-pair --subresource=status --type=merge -p '{"status":{"phase":"Running","node":"n1"}}'
+  expect ok "Attached with node and VMI" -n "$scratch" patch gpudevice h200-pair --subresource=status --type=merge \
+    -p '{"status":{"phase":"Attached","node":"n1","attachedTo":{"namespace":"'"$scratch"'","name":"vm1","uid":"u1"}}}'
+  # Webhook routing: copies of Tally's webhook configurations, limited to the
+  # scratch namespace and pointing at a Service that does not exist, play "Tally
+  # is down". Objects the matchConditions send must be refused (fail closed);
+  # everything else must pass untouched.
+  python3 - "$rendered" "$scratch" > "$tmp/probe.yaml" <<'PY'
+import sys, yaml
+src, ns = sys.argv[1], sys.argv[2]
+out = []
+for d in yaml.safe_load_all(open(src)):
+    if d and d.get("kind") in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        d["metadata"] = {"name": "tally-validate-probe-" + d["metadata"]["name"]}
+        for w in d["webhooks"]:
+            w["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": ns}}
+            w["clientConfig"]["service"].update({"name": "tally-validate-absent", "namespace": ns})
+        out.append(d)
+yaml.safe_dump_all(out, sys.stdout)
+PY
+  if [[ -n "$rendered" ]] && k apply -f "$tmp/probe.yaml" >/dev/null; then
+    pod() { # name labels-json resources-json [init-resources-json]
+      local init=""
+      [[ -n "${4:-}" ]] && init=',"initContainers":[{"name":"i","image":"x","resources":'"$4"'}]'
+      printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"%s","labels":%s},"spec":{"containers":[{"name":"c","image":"x","resources":%s}]%s}}' \
+        "$1" "$scratch" "$2" "$3" "$init" > "$tmp/obj.yaml"
+    }
+    vmi() { # name annotations-json devices-json
+      printf '{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"%s","namespace":"%s","annotations":%s},"spec":{"domain":{"devices":%s}}}' \
+        "$1" "$scratch" "$2" "$3" > "$tmp/obj.yaml"
+    }
+    sleep 2 # the API server picks webhook configurations up from its informer
+    pod plain '{}' '{"requests":{"cpu":"1"}}'
+    expect ok "ordinary pod not sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    pod gpu '{}' '{"limits":{"nvidia.com/gpu":"1"}}'
+    expect refused "GPU pod sent to Tally (fail closed)" create --dry-run=server -f "$tmp/obj.yaml"
+    pod vgpu '{}' '{"requests":{"cpu":"1"}}' '{"requests":{"nvidia.com/A100-10C":"1"},"limits":{"nvidia.com/A100-10C":"1"}}'
+    expect refused "GPU in an init container sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    pod launcher '{"kubevirt.io":"virt-launcher"}' '{"requests":{"memory":"1Gi"}}'
+    expect ok "launcher pod without GPUs not sent" create --dry-run=server -f "$tmp/obj.yaml"
+    pod launcher-gpu '{"kubevirt.io":"virt-launcher"}' '{"limits":{"nvidia.com/GH100_H200_SXM_141GB":"1"}}'
+    expect refused "launcher pod with GPUs sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    vmi plain '{}' '{"disks":[]}'
+    expect ok "VMI without GPUs not sent" create --dry-run=server -f "$tmp/obj.yaml"
+    vmi nodevices '{}' 'null'
+    expect ok "VMI without spec.domain.devices not sent" create --dry-run=server -f "$tmp/obj.yaml"
+    vmi gpus '{}' '{"gpus":[{"name":"g1","deviceName":"nvidia.com/GH100_H200_SXM_141GB"}]}'
+    expect refused "VMI with gpus sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    vmi held '{"gpu.tally.dev/devices":"h200-pair"}' '{}'
+    expect refused "VMI with held devices sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    expect refused "GPUDevice order sent to Tally" -n "$scratch" create --dry-run=server -f "$tmp/device.yaml"
+    k delete -f "$tmp/probe.yaml" --ignore-not-found >/dev/null
+  else
+    echo "FAIL server: could not install the webhook probe configurations"; rc=1
+  fi
+  # RBAC as the API server's authorizer sees it (the roles are applied for real;
+  # they are exactly what `kubectl apply -k` creates).
+  if k get namespace kube-dc >/dev/null 2>&1 && k apply --server-side -k "$here/rbac" >/dev/null; then
+    can() { # yes|no account verb resource [flags...]
+      local want="$1" sa="$2" got; shift 2
+      server_checks=$((server_checks + 1))
+      got="$("$kubectl" auth can-i --as="system:serviceaccount:tally-system:$sa" "$@" 2>/dev/null || true)"
+      [[ "$got" == "$want" ]] || { echo "FAIL server: rbac: $sa $*: expected $want, got $got"; rc=1; }
+    }
+    can yes tally-extender list nodes
+    can yes tally-extender watch pods -A
+    can yes tally-extender create pods --subresource=binding -n "$scratch"
+    can yes tally-extender list hierarchicalresourcequotas.hnc.x-k8s.io -A
+    can yes tally-extender watch virtualmachineinstances.kubevirt.io -A
+    can yes tally-extender watch gpudeviceclasses.gpu.tally.dev
+    can yes tally-extender create events -n "$scratch"
+    can no tally-extender update gpudevices.gpu.tally.dev -n "$scratch"
+    can no tally-extender create pods -n "$scratch"
+    can no tally-extender get secrets -n tally-system
+    can no tally-extender create leases.coordination.k8s.io -n tally-system
+    can yes tally-controller patch gpudevices.gpu.tally.dev --subresource=status -n "$scratch"
+    can yes tally-controller update gpudeviceclasses.gpu.tally.dev --subresource=status
+    can yes tally-controller create gpudevices.gpu.tally.dev -n "$scratch"
+    can no tally-controller delete gpudevices.gpu.tally.dev -n "$scratch"
+    can yes tally-controller patch hierarchicalresourcequotas.hnc.x-k8s.io/plan-quota -n "$scratch"
+    can no tally-controller create hierarchicalresourcequotas.hnc.x-k8s.io -n "$scratch"
+    can yes tally-controller patch organizations.kube-dc.com --subresource=status -n "$scratch"
+    can no tally-controller patch organizations.kube-dc.com -n "$scratch"
+    can yes tally-controller patch validatingwebhookconfigurations/tally-validating
+    can yes tally-controller patch mutatingwebhookconfigurations/tally-mutating
+    can no tally-controller patch validatingwebhookconfigurations/someone-else
+    can yes tally-controller update leases.coordination.k8s.io/tally-controller -n tally-system
+    can no tally-controller update leases.coordination.k8s.io/tally-scheduler -n tally-system
+    can yes tally-controller get secrets/tally-webhook-tls -n tally-system
+    can no tally-controller get secrets/someone-else -n tally-system
+    can yes tally-controller watch configmaps -n kube-dc
+    can no tally-controller watch configmaps -n "$scratch"
+    can yes tally-controller list kubevirts.kubevirt.io -A
+    can no tally-controller create pods --subresource=binding -n "$scratch"
+    can yes tally-scheduler create pods --subresource=binding -n "$scratch"
+    can yes tally-scheduler update leases.coordination.k8s.io/tally-scheduler -n tally-system
+    can yes tally-scheduler get configmaps/extension-apiserver-authentication -n kube-system
+    can yes tally-scheduler list gpudevices.gpu.tally.dev -A
+    can no tally-scheduler update gpudevices.gpu.tally.dev -n "$scratch"
+  else
+    echo "note: RBAC checks skipped (namespace kube-dc missing or rbac/ not applied)"
+  fi
+  k get gpudeviceclass tally-validate-class > "$tmp/columns" 2>&1 && k -n "$scratch" get gpudevice h200-pair >> "$tmp/columns" 2>&1
+  echo "printer columns:"; sed 's/^/  /' "$tmp/columns"
+  k delete gpudeviceclass tally-validate-class --ignore-not-found >/dev/null
+  # The scratch namespace stays (empty): a control plane without
+  # kube-controller-manager would never finish deleting it.
+  k -n "$scratch" delete gpudevice h200-pair --ignore-not-found >/dev/null
+  echo "server checks: $server_checks"
 fi
 
 if (( rc == 0 )); then echo "validate.sh: OK"; else echo "validate.sh: FAILED"; fi
