@@ -266,8 +266,7 @@ PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod&
     }
   }
   // A pod already in the cache is already counted in its namespace's usage.
-  auto existing = cluster.pods.find(objectKey(pod.ns, pod.name));
-  bool counted = existing != cluster.pods.end() && existing->second.uid == pod.uid && !isTerminal(existing->second);
+  bool counted = view.counts(pod);
   for (const auto& [resource, amount] : demand.requests) {
     std::int64_t need = amount - budgetCoverage(demand.attached, cluster, resource);
     if (need <= 0) continue;

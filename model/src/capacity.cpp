@@ -8,7 +8,12 @@
 namespace tally::model {
 
 TotalsCapacityView::TotalsCapacityView(const Cluster& cluster, UsageTotals totals)
-    : totals_(std::move(totals)), reader_(cluster, totals_) {}
+    : cluster_(&cluster), totals_(std::move(totals)), reader_(cluster, totals_) {}
+
+bool TotalsCapacityView::counts(const Pod& pod) const {
+  auto it = cluster_->pods.find(objectKey(pod.ns, pod.name));
+  return it != cluster_->pods.end() && it->second.uid == pod.uid && !isTerminal(it->second);
+}
 
 std::int64_t TotalsCapacityView::nodeUsed(std::string_view node, std::string_view resource) const {
   auto it = totals_.nodeUsed.find(std::string(node));

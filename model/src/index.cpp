@@ -366,6 +366,49 @@ std::int64_t UsageIndex::poolFreeUnits(const Cluster& cluster, const DeviceClass
   return it == state_->poolFree.end() ? 0 : it->second;
 }
 
+bool UsageIndex::counts(const Pod& pod) const {
+  auto it = state_->cluster.pods.find(objectKey(pod.ns, pod.name));
+  return it != state_->cluster.pods.end() && it->second.uid == pod.uid && !isTerminal(it->second);
+}
+
+UsageSnapshot UsageIndex::snapshot() const {
+  const State& s = *state_;
+  UsageSnapshot snap;
+  snap.nodeUsed_ = s.nodeUsed;
+  for (const auto& [node, list] : s.assumedUsed) {
+    for (const auto& [name, amount] : list) snap.nodeUsed_[node].add(name, amount);
+  }
+  snap.nodeHeld_ = s.nodeHeld;
+  snap.namespaceUsed_ = s.namespaceUsed;
+  snap.subtreeUsed_ = s.subtreeUsed;
+  snap.poolFree_ = s.poolFree;
+  for (const auto& [key, pod] : s.cluster.pods) {
+    if (pod.nodeName.empty() && !isTerminal(pod)) snap.unboundPods_.emplace(key, pod.uid);
+  }
+  return snap;
+}
+
+std::int64_t UsageSnapshot::nodeUsed(std::string_view node, std::string_view resource) const {
+  return lookup(nodeUsed_, node, resource);
+}
+std::int64_t UsageSnapshot::nodeHeld(std::string_view node, std::string_view resource) const {
+  return lookup(nodeHeld_, node, resource);
+}
+std::int64_t UsageSnapshot::subtreeUsed(std::string_view ns, std::string_view key) const {
+  return lookup(subtreeUsed_, ns, key);
+}
+std::int64_t UsageSnapshot::namespaceUsed(std::string_view ns, std::string_view key) const {
+  return lookup(namespaceUsed_, ns, key);
+}
+bool UsageSnapshot::counts(const Pod& pod) const {
+  auto it = unboundPods_.find(objectKey(pod.ns, pod.name));
+  return it != unboundPods_.end() && it->second == pod.uid;
+}
+std::int64_t UsageSnapshot::poolFreeUnits(const Cluster&, const DeviceClass& pool) const {
+  auto it = poolFree_.find(pool.name);
+  return it == poolFree_.end() ? 0 : it->second;
+}
+
 const Cluster& UsageIndex::cluster() const { return state_->cluster; }
 Cluster& UsageIndex::mutableClusterForUntrackedKinds() { return state_->cluster; }
 

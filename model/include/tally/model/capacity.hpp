@@ -17,6 +17,9 @@ class CapacityView : public UsageReader {
   virtual std::int64_t nodeUsed(std::string_view node, std::string_view resource) const = 0;
   // Units of `resource` held on the node by Bound/Attached devices.
   virtual std::int64_t nodeHeld(std::string_view node, std::string_view resource) const = 0;
+  // Whether the pod's own usage is already part of these totals (a pending pod
+  // the cache has seen), so a budget check does not charge it twice.
+  virtual bool counts(const Pod& pod) const = 0;
   // Free units of the whole pool (sum over its nodes). The default scans the
   // nodes; the incremental index answers from running totals.
   virtual std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const;
@@ -30,9 +33,11 @@ class TotalsCapacityView final : public CapacityView {
   std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override;
   std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override;
   std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
+  bool counts(const Pod& pod) const override;
   const UsageTotals& totals() const { return totals_; }
 
  private:
+  const Cluster* cluster_;
   UsageTotals totals_;
   TotalsUsageReader reader_;
 };

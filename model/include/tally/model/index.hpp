@@ -14,6 +14,8 @@
 
 namespace tally::model {
 
+class UsageSnapshot;
+
 class UsageIndex final : public CapacityView {
  public:
   UsageIndex();
@@ -48,6 +50,7 @@ class UsageIndex final : public CapacityView {
   std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override;
   std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override;
   std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
+  bool counts(const Pod& pod) const override;
   // O(1) from running totals when asked about the index's own cluster.
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
 
@@ -59,9 +62,31 @@ class UsageIndex final : public CapacityView {
   // The totals in the form computeUsage() returns (for equality checks).
   UsageTotals totals() const;
 
+  // An immutable copy of the sums (not of the pods), cheap enough to publish to
+  // lock-free readers after every batch of events.
+  UsageSnapshot snapshot() const;
+
  private:
   struct State;
   std::unique_ptr<State> state_;
+};
+
+// The index's sums frozen at one moment. Pair it with a copy of the cluster
+// taken at the same moment; it answers for that cluster only.
+class UsageSnapshot final : public CapacityView {
+ public:
+  std::int64_t nodeUsed(std::string_view node, std::string_view resource) const override;
+  std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override;
+  std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override;
+  std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
+  bool counts(const Pod& pod) const override;
+  std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
+
+ private:
+  friend class UsageIndex;
+  std::unordered_map<std::string, ResourceList> nodeUsed_, nodeHeld_, namespaceUsed_, subtreeUsed_;
+  std::unordered_map<std::string, std::int64_t> poolFree_;
+  std::unordered_map<std::string, std::string> unboundPods_;  // pod key -> uid, pods without a node
 };
 
 }  // namespace tally::model
