@@ -62,20 +62,22 @@ build_kwok() {
 }
 
 # The fixtures tool is keyed by the hash of its source and the Kubernetes version.
+# It is compiled as a package of the kubernetes wrapper module: client-go and
+# every dependency then resolve to the versions kube-apiserver was built with,
+# so nothing new is downloaded and the compiled packages are reused.
 build_fixtures() {
   local src="$here/tools/fixtures" sum
   sum="$(cat "$src/go.mod" "$src"/*.go | sha256sum | cut -c1-16)-${K8S_VERSION}"
   if [[ -x "$bin/tally-fixtures" && "$(cat "$bin/.tally-fixtures.sum" 2>/dev/null)" == "$sum" ]]; then
     return 0
   fi
-  local work="$cache/src/fixtures-${K8S_VERSION}"
-  mkdir -p "$work"
-  rm -f "$work"/*.go
-  cp "$src"/*.go "$work/"
-  # Same module, with the client libraries pinned to this release's staging tag.
-  sed -E "s#^(\s*k8s\.io/(api|apimachinery|client-go)) v[0-9.]+#\1 v0.${K8S_VERSION#v1.}#" "$src/go.mod" > "$work/go.mod"
-  log "building tally-fixtures (client-go v0.${K8S_VERSION#v1.})"
-  (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$bin/tally-fixtures.tmp" .)
+  local work="$cache/src/kubernetes-${K8S_VERSION}"
+  [[ -f "$work/go.mod" ]] || build_kubernetes # writes the wrapper's go.mod
+  rm -rf "$work/fixtures"
+  mkdir -p "$work/fixtures"
+  cp "$src"/*.go "$work/fixtures/"
+  log "building tally-fixtures (client-go of ${K8S_VERSION})"
+  (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$bin/tally-fixtures.tmp" ./fixtures)
   mv "$bin/tally-fixtures.tmp" "$bin/tally-fixtures"
   echo "$sum" > "$bin/.tally-fixtures.sum"
 }

@@ -35,7 +35,7 @@ pid_of() {
 alive() {
   local state="$1" pid="$2" cmd
   [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
-  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" || return 1
   [[ "$cmd" == *"$state/"* ]]
 }
 

@@ -77,7 +77,7 @@ state="$TALLY_E2E_STATE"
 declare -A pids
 for comp in etcd kube-apiserver kube-scheduler kwok; do
   pids[$comp]="$(cat "$state/pids/$comp.pid" 2>/dev/null)"
-  if [[ -n "${pids[$comp]}" ]] && tr '\0' ' ' <"/proc/${pids[$comp]}/cmdline" 2>/dev/null | grep -qF "$state/"; then
+  if [[ -n "${pids[$comp]}" ]] && tr "\\0" " " 2>/dev/null <"/proc/${pids[$comp]}/cmdline" | grep -qF "$state/"; then
     pass "$comp runs (pid ${pids[$comp]})"
   else
     fail "$comp is not running (pid '${pids[$comp]}')"
@@ -214,7 +214,7 @@ check_eq "down exits 0" 0 "$rc"
 say "down took $((SECONDS - t1))s"
 for comp in etcd kube-apiserver kube-scheduler kwok; do
   pid="${pids[$comp]}"
-  if [[ -n "$pid" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$state/"; then
+  if [[ -n "$pid" ]] && tr "\\0" " " 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$state/"; then
     fail "$comp (pid $pid) still running after down"
   else
     pass "$comp (pid $pid) gone"
