@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # Tally image: tally-extender, tally-controller and tallyctl on Debian bookworm.
 #   docker build -t tally:dev .
 # The build stage installs the same Debian -dev packages as `make deps` (keep the

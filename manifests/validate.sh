@@ -14,14 +14,20 @@
 #                                    status rules, webhook routing and RBAC with
 #                                    scratch objects it removes
 #                                    (in the namespace tally-validate, left empty)
+#   manifests/validate.sh --scheduler  --server, then check-scheduler.sh: the real
+#                                    kube-scheduler with the scheduler config under
+#                                    the tally-scheduler account and a recording
+#                                    stand-in extender
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 server=0
+sched=0
 for arg in "$@"; do
   case "$arg" in
     --server) server=1 ;;
-    *) echo "usage: $0 [--server]" >&2; exit 2 ;;
+    --scheduler) server=1; sched=1 ;;
+    *) echo "usage: $0 [--server] [--scheduler]" >&2; exit 2 ;;
   esac
 done
 
@@ -247,6 +253,9 @@ PY
   # kube-controller-manager would never finish deleting it.
   k -n "$scratch" delete gpudevice h200-pair --ignore-not-found >/dev/null
   echo "server checks: $server_checks"
+  if (( sched )); then
+    KUBECONFIG="${KUBECONFIG:-}" "$here/check-scheduler.sh" || rc=1
+  fi
 fi
 
 if (( rc == 0 )); then echo "validate.sh: OK"; else echo "validate.sh: FAILED"; fi

@@ -88,6 +88,9 @@ dump_diagnostics() {
 
 mkdir -p "$state"
 
+# 0. The manifests pass the offline checks before anything is built.
+"$root/manifests/validate.sh" >&2 || die "manifests/validate.sh failed"
+
 # 1. Cluster (reused when it already exists).
 if kind get clusters 2>/dev/null | grep -qx "$name"; then
   log "reusing kind cluster $name"
