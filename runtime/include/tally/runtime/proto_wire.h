@@ -1,0 +1,130 @@
+#pragma once
+// A bounds-checked reader for the protobuf wire format. Decoders walk the
+// fields they need and skip the rest without materialising them; any
+// malformed input ends the walk with an error instead of reading past the end.
+
+#include <cstdint>
+#include <string_view>
+
+namespace tally::runtime::proto {
+
+enum WireType : uint8_t { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
+
+class Reader {
+ public:
+  explicit Reader(std::string_view data)
+      : p_(reinterpret_cast<const uint8_t*>(data.data())), end_(p_ + data.size()) {}
+
+  // Advances to the next field; false at the end or on malformed input
+  // (check failed() to tell the two apart).
+  bool next() {
+    if (p_ == end_ || failed_) return false;
+    uint64_t tag = 0;
+    if (!varint(tag)) return fail();
+    field_ = static_cast<uint32_t>(tag >> 3);
+    type_ = static_cast<uint8_t>(tag & 7);
+    if (field_ == 0) return fail();
+    switch (type_) {
+      case kVarint:
+        if (!varint(value_)) return fail();
+        break;
+      case kFixed64:
+        if (end_ - p_ < 8) return fail();
+        value_ = load(8);
+        break;
+      case kFixed32:
+        if (end_ - p_ < 4) return fail();
+        value_ = load(4);
+        break;
+      case kBytes: {
+        uint64_t len = 0;
+        if (!varint(len) || len > static_cast<uint64_t>(end_ - p_)) return fail();
+        bytes_ = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
+        p_ += len;
+        break;
+      }
+      default:  // groups are not used by Kubernetes
+        return fail();
+    }
+    return true;
+  }
+
+  uint32_t field() const { return field_; }
+  uint8_t type() const { return type_; }
+  bool failed() const { return failed_; }
+  bool isBytes() const { return type_ == kBytes; }
+  bool isVarint() const { return type_ == kVarint; }
+  // Valid for length-delimited fields.
+  std::string_view bytes() const { return bytes_; }
+  uint64_t varintValue() const { return value_; }
+  int64_t int64Value() const { return static_cast<int64_t>(value_); }
+
+ private:
+  bool fail() {
+    failed_ = true;
+    return false;
+  }
+  bool varint(uint64_t& out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ == end_) return false;
+      const uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        out = v;
+        return true;
+      }
+    }
+    return false;
+  }
+  uint64_t load(int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p_[i]) << (8 * i);
+    p_ += n;
+    return v;
+  }
+
+  const uint8_t* p_;
+  const uint8_t* end_;
+  std::string_view bytes_;
+  uint64_t value_ = 0;
+  uint32_t field_ = 0;
+  uint8_t type_ = 0;
+  bool failed_ = false;
+};
+
+// The "k8s\0" prefix in front of runtime.Unknown in protobuf bodies.
+inline constexpr std::string_view kMagic{"k8s\0", 4};
+
+struct Unknown {
+  std::string_view apiVersion;
+  std::string_view kind;
+  std::string_view raw;  // the object message, e.g. a Pod
+  std::string_view contentType;
+};
+
+// Parses magic + runtime.Unknown. False when the bytes are not such an envelope.
+inline bool parseEnvelope(std::string_view data, Unknown& out) {
+  if (data.substr(0, kMagic.size()) != kMagic) return false;
+  Reader r(data.substr(kMagic.size()));
+  while (r.next()) {
+    if (!r.isBytes()) continue;
+    switch (r.field()) {
+      case 1: {
+        Reader tm(r.bytes());
+        while (tm.next()) {
+          if (tm.field() == 1 && tm.isBytes()) out.apiVersion = tm.bytes();
+          if (tm.field() == 2 && tm.isBytes()) out.kind = tm.bytes();
+        }
+        if (tm.failed()) return false;
+        break;
+      }
+      case 2: out.raw = r.bytes(); break;
+      case 4: out.contentType = r.bytes(); break;
+      default: break;
+    }
+  }
+  return !r.failed();
+}
+
+}  // namespace tally::runtime::proto

@@ -1,0 +1,154 @@
+#include "connection.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+
+#include <charconv>
+
+namespace tally::runtime::detail {
+
+Result<std::unique_ptr<TlsContext>> makeTlsContext(const ClusterConfig& cfg) {
+  auto tls = std::make_unique<TlsContext>();
+  beast::error_code ec;
+  if (cfg.insecureSkipTlsVerify) {
+    tls->ctx.set_verify_mode(asio::ssl::verify_none);
+  } else {
+    tls->ctx.set_verify_mode(asio::ssl::verify_peer);
+    if (cfg.caPem.empty()) {
+      tls->ctx.set_default_verify_paths(ec);
+    } else {
+      tls->ctx.add_certificate_authority(asio::buffer(cfg.caPem), ec);
+    }
+    if (ec) return Error(ErrorCode::kTls, "loading CA: " + ec.message());
+  }
+  if (!cfg.clientCertPem.empty()) {
+    tls->ctx.use_certificate_chain(asio::buffer(cfg.clientCertPem), ec);
+    if (ec) return Error(ErrorCode::kTls, "loading client certificate: " + ec.message());
+    tls->ctx.use_private_key(asio::buffer(cfg.clientKeyPem), asio::ssl::context::pem, ec);
+    if (ec) return Error(ErrorCode::kTls, "loading client key: " + ec.message());
+  }
+  return tls;
+}
+
+Connection::Connection(TlsContext& tls, const ClusterConfig& cfg) : cfg_(cfg), stream_(ioc_, tls.ctx) {}
+
+Connection::~Connection() {
+  beast::error_code ec;
+  beast::get_lowest_layer(stream_).socket().close(ec);
+}
+
+template <class Start>
+beast::error_code Connection::run(Start&& start, std::chrono::milliseconds timeout) {
+  if (cancelled_.load()) return asio::error::operation_aborted;
+  beast::error_code result = asio::error::would_block;
+  beast::get_lowest_layer(stream_).expires_after(timeout);
+  start([&result](beast::error_code ec, auto&&...) { result = ec; });
+  ioc_.restart();
+  ioc_.run();
+  if (result && result != http::error::need_buffer) broken_ = true;
+  return result;
+}
+
+Error Connection::netError(const beast::error_code& ec, std::string_view op) const {
+  ErrorCode code = ErrorCode::kNetwork;
+  if (ec == beast::error::timeout) code = ErrorCode::kTimeout;
+  if (ec == asio::error::operation_aborted || cancelled_.load()) code = ErrorCode::kCancelled;
+  if (ec.category() == asio::error::get_ssl_category()) code = ErrorCode::kTls;
+  return Error(code, std::string(op) + " " + cfg_.host + ":" + cfg_.port + ": " + ec.message());
+}
+
+Status Connection::connect() {
+  asio::ip::tcp::resolver resolver(ioc_);
+  beast::error_code ec;
+  auto endpoints = resolver.resolve(cfg_.host, cfg_.port, ec);
+  if (ec) return netError(ec, "resolve");
+  ec = run([&](auto handler) { beast::get_lowest_layer(stream_).async_connect(endpoints, handler); },
+           cfg_.connectTimeout);
+  if (ec) return netError(ec, "connect");
+  beast::get_lowest_layer(stream_).socket().set_option(asio::ip::tcp::no_delay(true), ec);
+
+  const std::string& name = cfg_.tlsServerName.empty() ? cfg_.host : cfg_.tlsServerName;
+  SSL* ssl = stream_.native_handle();
+  asio::ip::make_address(name, ec);
+  const bool isIp = !ec;
+  if (!isIp) SSL_set_tlsext_host_name(ssl, name.c_str());
+  if (!cfg_.insecureSkipTlsVerify) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    const int set = isIp ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
+                         : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
+    if (set != 1) return Error(ErrorCode::kTls, "cannot verify server name " + name);
+  }
+  ec = run([&](auto handler) { stream_.async_handshake(asio::ssl::stream_base::client, handler); },
+           cfg_.connectTimeout);
+  if (ec) return netError(ec, "TLS handshake with");
+  return {};
+}
+
+Status Connection::write(http::request<http::string_body>& req) {
+  auto ec = run([&](auto handler) { http::async_write(stream_, req, handler); }, cfg_.requestTimeout);
+  if (ec) return netError(ec, "write to");
+  return {};
+}
+
+Result<http::response<http::string_body>> Connection::readResponse(std::chrono::milliseconds timeout) {
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1ull << 31);
+  auto ec = run([&](auto handler) { http::async_read(stream_, buffer_, parser, handler); }, timeout);
+  if (ec) return netError(ec, "read from");
+  return parser.release();
+}
+
+Result<ResponseHead> Connection::readHead(std::chrono::milliseconds timeout) {
+  streamParser_.emplace();
+  streamParser_->body_limit(boost::none);
+  auto ec = run([&](auto handler) { http::async_read_header(stream_, buffer_, *streamParser_, handler); },
+                timeout);
+  if (ec) return netError(ec, "read from");
+  const auto& msg = streamParser_->get();
+  ResponseHead head;
+  head.status = static_cast<int>(msg.result_int());
+  head.contentType = std::string(msg[http::field::content_type]);
+  head.keepAlive = msg.keep_alive();
+  const auto ra = msg[http::field::retry_after];
+  std::from_chars(ra.data(), ra.data() + ra.size(), head.retryAfter);
+  return head;
+}
+
+Result<size_t> Connection::readBody(char* buf, size_t size, std::chrono::milliseconds idleTimeout) {
+  if (!streamParser_ || streamParser_->is_done()) return size_t{0};
+  auto& body = streamParser_->get().body();
+  body.data = buf;
+  body.size = size;
+  auto ec = run([&](auto handler) { http::async_read_some(stream_, buffer_, *streamParser_, handler); },
+                idleTimeout);
+  if (ec && ec != http::error::need_buffer) {
+    if (ec == http::error::end_of_stream) return size_t{0};
+    return netError(ec, "watch read from");
+  }
+  const size_t got = size - body.size;
+  if (got == 0 && !streamParser_->is_done()) {
+    // Header-only progress (e.g. a chunk header); ask again.
+    return readBody(buf, size, idleTimeout);
+  }
+  return got;
+}
+
+void Connection::cancel() {
+  cancelled_.store(true);
+  asio::post(ioc_, [this] { beast::get_lowest_layer(stream_).socket().cancel(); });
+}
+
+bool Connection::reusable() {
+  if (broken_ || cancelled_.load() || buffer_.size() != 0) return false;
+  auto& sock = beast::get_lowest_layer(stream_).socket();
+  if (!sock.is_open()) return false;
+  pollfd pfd{sock.native_handle(), POLLIN, 0};
+  // Readable while idle means EOF, a reset or stray bytes: not reusable.
+  return ::poll(&pfd, 1, 0) == 0;
+}
+
+}  // namespace tally::runtime::detail

@@ -1,0 +1,72 @@
+#pragma once
+// One TLS connection to the API server. Operations are synchronous for the
+// caller but run as Asio async operations on a private io_context so each has
+// a deadline; cancel() may be called from another thread.
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "tally/runtime/config.h"
+#include "tally/runtime/result.h"
+
+namespace tally::runtime::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+struct TlsContext {
+  asio::ssl::context ctx{asio::ssl::context::tls_client};
+};
+
+Result<std::unique_ptr<TlsContext>> makeTlsContext(const ClusterConfig& cfg);
+
+struct ResponseHead {
+  int status = 0;
+  std::string contentType;
+  int retryAfter = 0;
+  bool keepAlive = false;
+};
+
+class Connection {
+ public:
+  Connection(TlsContext& tls, const ClusterConfig& cfg);
+  ~Connection();
+
+  Status connect();
+  Status write(http::request<http::string_body>& req);
+  // Reads a whole response (status line, headers, body).
+  Result<http::response<http::string_body>> readResponse(std::chrono::milliseconds timeout);
+  // Streaming: headers first, then body pieces.
+  Result<ResponseHead> readHead(std::chrono::milliseconds timeout);
+  // Returns the number of body bytes placed in buf; 0 at the end of the body.
+  Result<size_t> readBody(char* buf, size_t size, std::chrono::milliseconds idleTimeout);
+
+  void cancel();  // thread-safe
+  // False when the peer closed the idle connection or sent unexpected bytes.
+  bool reusable();
+  bool reused = false;
+
+ private:
+  template <class Start>
+  beast::error_code run(Start&& start, std::chrono::milliseconds timeout);
+  Error netError(const beast::error_code& ec, std::string_view op) const;
+
+  const ClusterConfig& cfg_;
+  asio::io_context ioc_;
+  beast::ssl_stream<beast::tcp_stream> stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::response_parser<http::buffer_body>> streamParser_;
+  std::atomic<bool> cancelled_{false};
+  bool broken_ = false;
+};
+
+}  // namespace tally::runtime::detail
