@@ -1,0 +1,116 @@
+#include "tally/observability/log.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <mutex>
+
+#include "tally/observability/metrics.hpp"
+
+namespace tally::observability {
+namespace {
+
+std::atomic<int> gLevel{static_cast<int>(Level::Info)};
+std::mutex gMu;
+std::ostream* gOut = nullptr;
+
+}  // namespace
+
+std::string_view toString(Level level) {
+  switch (level) {
+    case Level::Debug: return "debug";
+    case Level::Info: return "info";
+    case Level::Warning: return "warning";
+    case Level::Error: return "error";
+  }
+  return "info";
+}
+
+bool parseLevel(std::string_view text, Level& out) {
+  for (Level l : {Level::Debug, Level::Info, Level::Warning, Level::Error}) {
+    if (toString(l) == text) {
+      out = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+void setLogLevel(Level level) { gLevel.store(static_cast<int>(level)); }
+
+void setLogStream(std::ostream* out) {
+  std::lock_guard lock(gMu);
+  gOut = out;
+}
+
+void appendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view message,
+                          std::initializer_list<Field> fields) {
+  std::time_t secs = static_cast<std::time_t>(unixMillis / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char ts[96];
+  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(unixMillis % 1000));
+  std::string line = "{\"ts\":\"";
+  line += ts;
+  line += "\",\"level\":\"";
+  line += toString(level);
+  line += "\",\"msg\":";
+  appendJsonString(line, message);
+  for (const Field& f : fields) {
+    line += ',';
+    appendJsonString(line, f.key);
+    line += ':';
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::string_view>) appendJsonString(line, v);
+          else if constexpr (std::is_same_v<T, bool>) line += v ? "true" : "false";
+          else if constexpr (std::is_same_v<T, double>) {
+            std::string text = formatValue(v);
+            line += (text == "NaN" || text == "+Inf" || text == "-Inf") ? "null" : text;
+          } else line += std::to_string(v);
+        },
+        f.value);
+  }
+  line += '}';
+  return line;
+}
+
+void log(Level level, std::string_view message, std::initializer_list<Field> fields) {
+  if (static_cast<int>(level) < gLevel.load(std::memory_order_relaxed)) return;
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  std::string line =
+      formatLogLine(std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), level, message, fields);
+  line += '\n';
+  std::lock_guard lock(gMu);
+  std::ostream& out = gOut ? *gOut : std::cerr;
+  out << line;
+  out.flush();
+}
+
+}  // namespace tally::observability

@@ -1,0 +1,33 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tally/observability/log.hpp"
+
+using namespace tally::observability;
+
+TEST(Log, LineIsOneJsonObjectWithTimestampLevelMessageAndFields) {
+  std::string line = formatLogLine(1767323045678, Level::Warning, "bind \"failed\"",
+                                   {{"pod", "ns/a"}, {"attempt", 2}, {"ok", false}, {"ms", 1.5}});
+  EXPECT_EQ(line,
+            "{\"ts\":\"2026-01-02T03:04:05.678Z\",\"level\":\"warning\",\"msg\":\"bind \\\"failed\\\"\","
+            "\"pod\":\"ns/a\",\"attempt\":2,\"ok\":false,\"ms\":1.5}");
+}
+
+TEST(Log, ControlCharactersAreEscaped) {
+  std::string out;
+  appendJsonString(out, std::string_view("a\x01\n", 3));
+  EXPECT_EQ(out, "\"a\\u0001\\n\"");
+}
+
+TEST(Log, LevelBelowThresholdIsDropped) {
+  std::ostringstream sink;
+  setLogStream(&sink);
+  setLogLevel(Level::Warning);
+  logInfo("quiet");
+  logError("loud", {{"k", "v"}});
+  setLogStream(nullptr);
+  setLogLevel(Level::Info);
+  EXPECT_EQ(sink.str().find("quiet"), std::string::npos);
+  EXPECT_NE(sink.str().find("\"msg\":\"loud\",\"k\":\"v\"}\n"), std::string::npos);
+}
