@@ -75,8 +75,12 @@ if (( server )); then
   k apply --server-side -f "$here/namespace.yaml" -f "$here/crds/" >/dev/null
   k wait --for=condition=Established --timeout=60s \
     crd/gpudeviceclasses.gpu.tally.dev crd/gpudevices.gpu.tally.dev >/dev/null
-  if k apply --dry-run=server -k "$here" > "$tmp/server" 2>&1; then
+  if k apply --server-side --dry-run=server -k "$here" > "$tmp/server" 2>&1; then
     echo "server dry-run: $(grep -c "(server dry run)" "$tmp/server") objects accepted"
+    # tally-system enforces and warns Pod Security "restricted".
+    if grep -i "warning" "$tmp/server"; then
+      echo "FAIL server dry-run: warnings (Pod Security or deprecations) above"; rc=1
+    fi
   else
     echo "FAIL server dry-run:"; cat "$tmp/server"; rc=1
   fi
