@@ -31,8 +31,14 @@ for arg in "$@"; do
   esac
 done
 
-command -v python3 >/dev/null || { echo "validate.sh: python3 is required" >&2; exit 2; }
-python3 -c 'import yaml' 2>/dev/null || { echo "validate.sh: python3-yaml is required (apt-get install python3-yaml)" >&2; exit 2; }
+# A python3 with PyYAML: the one on PATH, else Debian's (python3-yaml).
+python=""
+for candidate in python3 /usr/bin/python3; do
+  if command -v "$candidate" >/dev/null && "$candidate" -c 'import yaml' 2>/dev/null; then
+    python="$candidate"; break
+  fi
+done
+[[ -n "$python" ]] || { echo "validate.sh: needs python3 with PyYAML (apt-get install python3-yaml)" >&2; exit 2; }
 
 # Prefer the pinned kubectl built for the local control plane, then PATH.
 kubectl=""
@@ -62,7 +68,7 @@ else
   echo "kustomize: no kubectl found; checking the kustomization trees directly"
 fi
 
-python3 "$here/validate.py" "$root" "$rendered" "$rendered_kind" || rc=1
+"$python" "$here/validate.py" "$root" "$rendered" "$rendered_kind" || rc=1
 
 if (( server )); then
   [[ -n "$kubectl" ]] || { echo "FAIL --server: no kubectl"; exit 1; }
@@ -155,7 +161,7 @@ if (( server )); then
   # scratch namespace and pointing at a Service that does not exist, play "Tally
   # is down". Objects the matchConditions send must be refused (fail closed);
   # everything else must pass untouched.
-  python3 - "$rendered" "$scratch" > "$tmp/probe.yaml" <<'PY'
+  "$python" - "$rendered" "$scratch" > "$tmp/probe.yaml" <<'PY'
 import sys, yaml
 src, ns = sys.argv[1], sys.argv[2]
 out = []
