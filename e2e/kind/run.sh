@@ -46,7 +46,7 @@ for arg in "$@"; do
   case "$arg" in
     down) action=down ;;
     --no-tests) run_tests=0 ;;
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $arg" ;;
   esac
 done
@@ -92,8 +92,10 @@ mkdir -p "$state"
 "$root/manifests/validate.sh" >&2 || die "manifests/validate.sh failed"
 
 # 1. Cluster (reused when it already exists).
+reused=0
 if kind get clusters 2>/dev/null | grep -qx "$name"; then
   log "reusing kind cluster $name"
+  reused=1
   kind get kubeconfig --name "$name" > "$kubeconfig"
 else
   log "creating kind cluster $name ($node_image)"
@@ -133,6 +135,10 @@ k -n kube-system rollout status deployment/kwok-controller --timeout=180s
 log "applying manifests/ (kind overlay)"
 k apply --server-side -k "$here"
 k wait --for=condition=Established crd/gpudeviceclasses.gpu.tally.dev crd/gpudevices.gpu.tally.dev --timeout=60s
+# A reused cluster keeps pods of the previous tally:dev; the tag did not change.
+if (( reused )); then
+  k -n tally-system rollout restart deployment -l app.kubernetes.io/name=tally
+fi
 for d in tally-controller tally-extender tally-scheduler; do
   if ! k -n tally-system rollout status "deployment/$d" --timeout=300s; then
     dump_diagnostics
