@@ -80,7 +80,7 @@ stop_all() {
 print_logs() {
   local state="$1" lines="${2:-40}" f
   for f in "$state"/logs/*.log; do
-    [[ -f "$f" ]] || continue
+    [[ -f "$f" && "$f" != */up.log ]] || continue
     echo "----- last $lines lines of $f -----" >&2
     tail -n "$lines" "$f" >&2
   done

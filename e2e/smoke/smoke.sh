@@ -93,8 +93,9 @@ check_eq "RBAC denies an unbound service account" "no" \
   "$(k auth can-i list nodes --as=system:serviceaccount:default:nobody 2>/dev/null)"
 
 # --------------------------------------------------------------- nodes
+# --ready=false: the nodes start without conditions and kwok's node stage makes them Ready.
 fix_out="$("$fixtures" nodes --count 100 --prefix smoke-gpu- --resource nvidia.com/gpu=4 \
-  --mode pod-hami --wait-ready --timeout 120s 2>&1)"
+  --mode pod-hami --ready=false --wait-ready --timeout 120s 2>&1)"
 rc=$?
 say "$fix_out"
 check_eq "fixtures created 100 nodes" 0 "$rc"
@@ -154,6 +155,48 @@ check_has "FailedScheduling event carries the reason" "Insufficient nvidia.com/g
 sleep 2
 check_eq "gpu-too-big stays Pending and unbound" "Pending/" \
   "$(k get pod gpu-too-big -o jsonpath='{.status.phase}/{.spec.nodeName}')"
+
+# ------------------------------ restarting the scheduler with an extender
+# An extender nobody serves (port 9 on loopback) and that may not be ignored:
+# GPU pods then fail with the extender's error, which proves the new config is
+# the one running; back on the default config they schedule again.
+ext_cfg="$(mktemp)"
+cat >"$ext_cfg" <<'EOF'
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: __KUBECONFIG__
+leaderElection:
+  leaderElect: false
+extenders:
+- urlPrefix: http://127.0.0.1:9/tally
+  filterVerb: filter
+  nodeCacheCapable: true
+  ignorable: false
+  httpTimeout: 2s
+  managedResources:
+  - name: nvidia.com/gpu
+EOF
+old_sched="${pids[kube-scheduler]}"
+"$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$ext_cfg" >/dev/null || fail "restart with the extender config"
+rm -f "$ext_cfg"
+pids[kube-scheduler]="$(cat "$state/pids/kube-scheduler.pid" 2>/dev/null)"
+[[ -n "${pids[kube-scheduler]}" && "${pids[kube-scheduler]}" != "$old_sched" ]] &&
+  pass "kube-scheduler restarted (pid $old_sched -> ${pids[kube-scheduler]})" ||
+  fail "kube-scheduler pid did not change ($old_sched -> '${pids[kube-scheduler]}')"
+tr "\\0" " " 2>/dev/null <"/proc/$old_sched/cmdline" | grep -qF "$state/" && fail "old kube-scheduler $old_sched still runs" ||
+  pass "old kube-scheduler is gone"
+check_eq "the API server was not restarted" "${pids[kube-apiserver]}" "$(cat "$state/pids/kube-apiserver.pid")"
+check_has "__KUBECONFIG__ was substituted" "kubeconfig: $state/scheduler.kubeconfig" "$(cat "$state/scheduler-config.yaml")"
+gpu_pod gpu-ext 1 | k apply -f - >/dev/null || fail "creating pod gpu-ext"
+ext_msg() { k get pod gpu-ext -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}' 2>/dev/null; }
+ext_refused() { [[ "$(ext_msg)" == *"127.0.0.1:9/tally/filter"* ]]; }
+wait_until 60 ext_refused || true
+check_has "the extender is called for a GPU pod" "127.0.0.1:9/tally/filter" "$(ext_msg)"
+"$cluster/up" --name "$name" --restart-scheduler >/dev/null || fail "restart with the default config"
+wait_until 90 phase_is gpu-ext Running || true
+check_eq "back on the default config gpu-ext runs" Running "$(k get pod gpu-ext -o jsonpath='{.status.phase}')"
+pids[kube-scheduler]="$(cat "$state/pids/kube-scheduler.pid" 2>/dev/null)"
 
 k delete pod gpu-fits --wait=true --timeout=60s >/dev/null 2>&1 || true
 check_eq "a deleted pod is gone (kwok finishes the deletion)" "" "$(k get pod gpu-fits --ignore-not-found -o name 2>/dev/null)"
