@@ -66,12 +66,14 @@ Status readBool(od::value value, std::string_view field, bool& out) {
   return {};
 }
 
-Status readInteger(od::value value, std::string_view field, std::int64_t& out) {
-  auto null = isNull(value, field);
-  if (!null) return std::move(null).error();
-  if (*null) return {};
-  if (auto code = value.get_int64().get(out)) return jsonError(code, field, "an integer");
-  return {};
+// Why a JSON number is no int64: a fraction or exponent, or too many digits.
+DecodeError numberError(od::value& value, std::string_view field) {
+  std::string_view token = value.raw_json_token();
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
+    token.remove_suffix(1);
+  }
+  const bool fractional = token.find_first_of(".eE") != std::string_view::npos;
+  return fieldError(field, "number " + std::string(token) + (fractional ? " is not a whole number" : " is out of range"));
 }
 
 Status readCount(od::value value, std::string_view field, std::int64_t& out) {
@@ -80,7 +82,7 @@ Status readCount(od::value value, std::string_view field, std::int64_t& out) {
   std::int64_t amount = 0;
   if (type == od::json_type::null) return {};
   if (type == od::json_type::number) {
-    if (auto code = value.get_int64().get(amount)) return jsonError(code, field, "a whole number");
+    if (value.get_int64().get(amount)) return numberError(value, field);
   } else if (type == od::json_type::string) {
     std::string_view text;
     if (auto code = value.get_string().get(text)) return jsonError(code, field, "a quantity");

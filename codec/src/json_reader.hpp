@@ -10,6 +10,7 @@
 
 #include <simdjson.h>
 
+#include "tally/codec/json_text.hpp"
 #include "tally/codec/result.hpp"
 #include "tally/model/resources.hpp"
 
@@ -30,8 +31,6 @@ Result<bool> isNull(od::value& value, std::string_view field);
 // null reads as "" / false / unchanged.
 Status readString(od::value value, std::string_view field, std::string& out);
 Status readBool(od::value value, std::string_view field, bool& out);
-// A JSON integer (no fraction, no exponent beyond the integer range).
-Status readInteger(od::value value, std::string_view field, std::int64_t& out);
 // A non-negative whole amount: a JSON integer or a Kubernetes quantity string.
 Status readCount(od::value value, std::string_view field, std::int64_t& out);
 // A present, non-null value means the object is being deleted.
@@ -93,36 +92,6 @@ Status readResources(od::value value, std::string_view field, Keep&& keep, model
 bool keepGpuResource(std::string_view name);
 // Quota keys of GPUs: requests.<gpu>, limits.<gpu> or a bare GPU name.
 bool keepGpuQuotaKey(std::string_view key);
-
-// Parses one JSON value held in a string and calls f(value). The text is
-// wrapped in "[...]" so the value is never a document root: simdjson treats
-// root values specially, and every decoder here reads nested values. Anything
-// after the value (a second value, a stray bracket) is an error.
-template <class F>
-Status withJsonValue(std::string_view text, std::string_view field, F&& f) {
-  std::string wrapped;
-  wrapped.reserve(text.size() + 2);
-  wrapped.append("[").append(text).append("]");
-  simdjson::padded_string padded(wrapped);
-  od::parser parser;
-  od::document document;
-  if (auto code = parser.iterate(padded).get(document)) return jsonError(code, field, "JSON");
-  od::array array;
-  if (auto code = document.get_array().get(array)) return jsonError(code, field, "JSON");
-  std::size_t values = 0;
-  for (auto entry : array) {
-    od::value value;
-    if (auto code = std::move(entry).get(value)) return jsonError(code, field, "JSON");
-    if (values++ > 0) return fieldError(field, "unexpected content after the JSON value");
-    Status status = f(value);
-    if (!status) return status;
-  }
-  if (values == 0) return fieldError(field, "empty, expected JSON");
-  if (document.current_location().error() != simdjson::OUT_OF_BOUNDS) {
-    return fieldError(field, "unexpected content after the JSON value");
-  }
-  return {};
-}
 
 // withJsonValue for JSON held in an annotation: errors fall under `field`.
 template <class F>
