@@ -419,6 +419,7 @@ struct Shape {
   int vmis = 5;
   double nodeTrouble = 0.1;       // NotReady / cordoned / mode transition
   bool secondClassOnPassthrough = false;
+  double crossNamespaceAttach = 0.1;  // share of attachments to a VMI of another namespace
 };
 
 class World {
@@ -520,8 +521,13 @@ class World {
         all.push_back(&v);
         if (v.ns == d.ns) sameNs.push_back(&v);
       }
-      const VirtualMachineInstance* v = !sameNs.empty() && rng.chance(0.9) ? rng.pick(sameNs) : rng.pick(all);
-      d.attachedTo = ObjectRef{v->ns, v->name, v->uid};
+      const VirtualMachineInstance* v = nullptr;
+      if (!sameNs.empty() && rng.chance(1.0 - shape_.crossNamespaceAttach)) {
+        v = rng.pick(sameNs);
+      } else if (shape_.crossNamespaceAttach > 0) {
+        v = rng.pick(all);  // a device of one namespace attached to a VMI of another
+      }
+      if (v) d.attachedTo = ObjectRef{v->ns, v->name, v->uid};
     } else if (roll < 0.5) {
       d.attachedTo = ObjectRef{d.ns, "gone", rng.chance(0.5) && !oldVmiUids.empty() ? rng.pick(oldVmiUids) : fresh("vmi-uid-gone-")};
     }
@@ -1198,6 +1204,49 @@ TEST(PropertyBudget, AdmittedOrdersAndPodsNeverTakeASubtreePastItsHardLimit) {
   EXPECT_GT(total.admitted, 50) << "too few admitted orders: the property was hardly exercised";
   EXPECT_GT(total.refusedForBudget, 50) << "budgets hardly ever refused: the property was hardly exercised";
 }
+
+// ---------------------------------------------------------------------------
+// The extender and the webhooks charge a pod what the usage totals charge it
+// ---------------------------------------------------------------------------
+
+// podDemand (extender filter, pod webhook) finds the launcher and its devices
+// itself; its budget charge must be the one podUsage gives through
+// status.activePods, or a decision and the usage it is checked against disagree.
+::testing::AssertionResult demandAgreesWithUsage(const Cluster& c) {
+  TotalsCapacityView view(c, computeUsage(c));
+  LauncherIndex launchers(c);
+  for (const auto& [key, pod] : c.pods) {
+    if (isTerminal(pod)) continue;
+    const VirtualMachineInstance* vmi = launchers.launcherOf(pod);
+    PodUsage usage = podUsage(pod, vmi, vmi ? launchers.attachedDevices(*vmi) : std::vector<const GpuDevice*>{}, c);
+    PodDemand demand = podDemand(c, view, pod);
+    if (demand.budget != usage.budget || (demand.launcherOf != nullptr) != usage.isLauncher) {
+      return ::testing::AssertionFailure() << describe(pod) << ": podDemand charges " << describe(demand.budget)
+                                           << (demand.launcherOf ? " as launcher of " + demand.launcherOf->name : "")
+                                           << " with " << demand.attached.size() << " attached device(s); podUsage charges "
+                                           << describe(usage.budget) << (usage.isLauncher ? " as a launcher" : "") << " with "
+                                           << (vmi ? launchers.attachedDevices(*vmi).size() : 0) << " attached device(s)";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+void demandAgreesAlongEvents(double crossNamespaceAttach) {
+  for (std::uint64_t seed : kEventSeeds) {
+    Shape shape;
+    shape.crossNamespaceAttach = crossNamespaceAttach;
+    shape.devices = 16;
+    EventDriver driver(seed, shape);
+    for (int step = 0; step < kEventsPerSeed; ++step) {
+      std::string what = driver.step();
+      if (step % 5 != 0) continue;
+      auto ok = demandAgreesWithUsage(driver.truth);
+      if (!ok) FAIL() << "seed " << seed << " step " << step << " after " << what << ":\n" << ok.message();
+    }
+  }
+}
+
+TEST(PropertyAdmission, PodDemandChargesEveryPodWhatUsageCharges) { demandAgreesAlongEvents(0.0); }
 
 }  // namespace
 }  // namespace tally::model
