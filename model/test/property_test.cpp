@@ -1239,7 +1239,7 @@ void demandAgreesAlongEvents(double crossNamespaceAttach) {
     EventDriver driver(seed, shape);
     for (int step = 0; step < kEventsPerSeed; ++step) {
       std::string what = driver.step();
-      if (step % 5 != 0) continue;
+      if (step % 10 != 0) continue;
       auto ok = demandAgreesWithUsage(driver.truth);
       if (!ok) FAIL() << "seed " << seed << " step " << step << " after " << what << ":\n" << ok.message();
     }
