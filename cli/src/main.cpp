@@ -18,6 +18,17 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"json", "table"}));
   reportCommand->add_option("--now", report.input.now, "Evaluate at this RFC 3339 time (default: now)");
 
+  PlanOptions plan;
+  auto* planCommand = app.add_subcommand("plan", "Evaluate the invariant after a proposed change, before making it");
+  planCommand->add_option("--snapshot", plan.input.snapshotFile, "Kubernetes List JSON (kubectl get ... -o json)")
+      ->required();
+  planCommand->add_option("--ledger", plan.input.ledgerDirectory, "Directory of GPUReservationRecord YAML files");
+  planCommand->add_option("--now", plan.input.now, "Evaluate at this RFC 3339 time (default: now)");
+  planCommand->add_option("--record", plan.recordFile, "A new GPUReservationRecord YAML file");
+  planCommand->add_option("--addon", plan.addon, "An add-on quantity change: <organization>/<add-on>=<quantity>");
+  planCommand->add_option("--node-mode", plan.nodeMode, "A node mode change: <node>=<mode>");
+  planCommand->add_option("--output,-o", plan.output, "text or json")->check(CLI::IsMember({"text", "json"}));
+
   std::string ledgerDirectory;
   auto* ledgerCommand = app.add_subcommand("ledger", "Reservation ledger tools");
   ledgerCommand->require_subcommand(1);
@@ -33,5 +44,6 @@ int main(int argc, char** argv) {
 
   if (*reportCommand) return runReport(report);
   if (*validateCommand) return runLedgerValidate(ledgerDirectory);
+  if (*planCommand) return runPlan(plan);
   return kExitBadInput;
 }
