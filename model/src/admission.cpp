@@ -46,7 +46,7 @@ std::vector<const GpuDevice*> devicesAttachedTo(const Cluster& cluster, const Vi
   auto [first, last] = namespacedRange(cluster.devices, vmi.ns);
   for (auto it = first; it != last; ++it) {
     const GpuDevice& d = it->second;
-    if (d.attachedTo.uid == vmi.uid && countsAgainstBudget(d)) out.push_back(&d);
+    if (attachableTo(d, vmi)) out.push_back(&d);
   }
   return out;
 }
@@ -79,6 +79,7 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
   }
   const Organization* org = organizationOf(cluster, order.ns);
   std::vector<const DeviceClass*> classes;
+  ResourceList budgetDemand;  // classes sharing a quota key are checked together
   for (const auto& [name, count] : demand) {
     const DeviceClass* cls = findClass(cluster, name);
     if (!cls) {
@@ -104,10 +105,9 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
                                               "or an ancestor)",
                                               order.ns, name, kEntitlementLabelPrefix, name));
     }
-    std::int64_t units = count * unitsPerDevice(*cls);
-    if (auto refusal = checkBudget(cluster, view, order.ns, quotaKey(cls->resourceName), units)) {
-      d.refusals.push_back(*refusal);
-    }
+    // A GPUDevice of count N holds N units of its class (see deviceUsage).
+    std::int64_t units = count;
+    budgetDemand.add(quotaKey(cls->resourceName), units);
     std::int64_t free = view.poolFreeUnits(cluster, *cls);
     std::int64_t idle = idleReservedByOthers(cluster, view, *cls, org);
     if (free < units) {
@@ -120,16 +120,22 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
                            name, free, idle, order.subject, units));
     }
   }
+  for (const auto& [key, units] : budgetDemand) {
+    if (auto refusal = checkBudget(cluster, view, order.ns, key, units)) d.refusals.push_back(*refusal);
+  }
   if (!d.allowed() || classes.empty()) return d;
   bool oneNode = false;
   std::int64_t bestFree = 0;
+  // Classes of one resource name draw on the same units of a node.
+  ResourceList perResource;
+  for (const DeviceClass* cls : classes) perResource.add(cls->resourceName, demand[cls->name]);
   for (const auto& [name, node] : cluster.nodes) {
     bool fits = true;
     std::int64_t nodeFree = 0;
     for (const DeviceClass* cls : classes) {
       std::int64_t free = freeUnits(node, *cls, view);
       nodeFree += free;
-      if (free < demand[cls->name] * unitsPerDevice(*cls)) fits = false;
+      if (free < perResource.get(cls->resourceName)) fits = false;
     }
     bestFree = std::max(bestFree, nodeFree);
     if (fits) {
@@ -148,11 +154,12 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
 }
 
 Placement placeDeviceSet(const Cluster& cluster, const CapacityView& view, const DeviceOrder& order) {
+  auto served = [](const Node& node, const DeviceClass& cls) { return unitsServed(node, cls).units; };
   Placement p;
   p.decision = checkDeviceOrder(cluster, view, order);
   if (!p.decision.allowed()) return p;
-  std::map<std::string, std::int64_t> demand;
-  for (const auto& item : order.items) demand[item.className] += item.count;
+  ResourceList perResource;
+  for (const auto& item : order.items) perResource.add(findClass(cluster, item.className)->resourceName, item.count);
   struct Candidate {
     std::int64_t leftover;
     bool wholeNodeFree;
@@ -162,16 +169,15 @@ Placement placeDeviceSet(const Cluster& cluster, const CapacityView& view, const
   for (const auto& [name, node] : cluster.nodes) {
     std::int64_t leftover = 0;
     bool fits = true, untouched = true;
-    for (const auto& [className, count] : demand) {
-      const DeviceClass* cls = findClass(cluster, className);
-      std::int64_t served = unitsServed(node, *cls).units;
-      std::int64_t used = view.nodeUsed(name, cls->resourceName);
-      std::int64_t need = count * unitsPerDevice(*cls);
-      if (served - used < need) {
-        fits = false;
-        break;
-      }
-      leftover += served - used - need;
+    for (const auto& item : order.items) {
+      const DeviceClass* cls = findClass(cluster, item.className);
+      if (served(node, *cls) - view.nodeUsed(name, cls->resourceName) < perResource.get(cls->resourceName)) fits = false;
+    }
+    for (const auto& [resource, need] : perResource) {
+      std::int64_t used = view.nodeUsed(name, resource);
+      const DeviceClass* cls = classServing(cluster, node, resource);
+      std::int64_t total = cls ? served(node, *cls) : 0;
+      leftover += std::max<std::int64_t>(0, total - used - need);
       untouched = untouched && used == 0;
     }
     if (!fits) continue;

@@ -82,13 +82,13 @@ struct UsageIndex::State {
     for (const auto& [name, node] : cluster.nodes) refreshNodeFree(name);
   }
 
-  std::vector<const GpuDevice*> attachedTo(const std::string& vmiUid) const {
+  std::vector<const GpuDevice*> attachedTo(const VirtualMachineInstance& vmi) const {
     std::vector<const GpuDevice*> out;
-    auto it = deviceKeysByVmiUid.find(vmiUid);
+    auto it = deviceKeysByVmiUid.find(vmi.uid);
     if (it == deviceKeysByVmiUid.end()) return out;
     for (const auto& key : it->second) {
       auto d = cluster.devices.find(key);
-      if (d != cluster.devices.end() && countsAgainstBudget(d->second)) out.push_back(&d->second);
+      if (d != cluster.devices.end() && attachableTo(d->second, vmi)) out.push_back(&d->second);
     }
     return out;
   }
@@ -116,7 +116,7 @@ struct UsageIndex::State {
     if (it == cluster.pods.end()) return;
     const Pod& pod = it->second;
     const VirtualMachineInstance* vmi = launcherVmi(pod);
-    PodUsage u = podUsage(pod, vmi, vmi ? attachedTo(vmi->uid) : std::vector<const GpuDevice*>{}, cluster);
+    PodUsage u = podUsage(pod, vmi, vmi ? attachedTo(*vmi) : std::vector<const GpuDevice*>{}, cluster);
     Charged c{u.node, std::move(u.capacity), pod.ns, detail::chainOf(cluster, pod.ns), std::move(u.budget), {}};
     charge(c, +1);
     std::string node = c.node;
@@ -333,7 +333,7 @@ void UsageIndex::assume(const Pod& pod, std::string_view node) {
   Pod placed = pod;
   placed.nodeName = std::string(node);
   const VirtualMachineInstance* vmi = s.launcherVmi(pod);
-  PodUsage u = podUsage(placed, vmi, vmi ? s.attachedTo(vmi->uid) : std::vector<const GpuDevice*>{}, s.cluster);
+  PodUsage u = podUsage(placed, vmi, vmi ? s.attachedTo(*vmi) : std::vector<const GpuDevice*>{}, s.cluster);
   if (u.capacity.empty()) return;
   addTo(s.assumedUsed, placed.nodeName, u.capacity, +1);
   s.assumed[pod.uid] = {placed.nodeName, u.capacity};

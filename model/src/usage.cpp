@@ -57,7 +57,9 @@ LauncherIndex::LauncherIndex(const Cluster& cluster) : cluster_(&cluster) {
     for (const auto& [podUid, node] : vmi.activePods) byPodUid_[podUid] = &vmi;
   }
   for (const auto& [key, d] : cluster.devices) {
-    if (!d.attachedTo.uid.empty() && countsAgainstBudget(d)) devicesByVmiUid_[d.attachedTo.uid].push_back(&d);
+    if (d.attachedTo.uid.empty()) continue;
+    auto vmi = cluster.vmis.find(objectKey(d.ns, d.attachedTo.name));
+    if (vmi != cluster.vmis.end() && attachableTo(d, vmi->second)) devicesByVmiUid_[d.attachedTo.uid].push_back(&d);
   }
 }
 
@@ -71,6 +73,10 @@ const VirtualMachineInstance* LauncherIndex::launcherOf(const Pod& pod) const {
 const std::vector<const GpuDevice*>& LauncherIndex::attachedDevices(const VirtualMachineInstance& vmi) const {
   auto it = devicesByVmiUid_.find(vmi.uid);
   return it == devicesByVmiUid_.end() ? kNoDevices : it->second;
+}
+
+bool attachableTo(const GpuDevice& d, const VirtualMachineInstance& vmi) {
+  return d.attachedTo.uid == vmi.uid && d.ns == vmi.ns && countsAgainstBudget(d);
 }
 
 std::int64_t budgetCoverage(const std::vector<const GpuDevice*>& attached, const Cluster& cluster,

@@ -36,6 +36,10 @@ class LauncherIndex {
   const Cluster* cluster_;
 };
 
+// A device covers a VMI's launcher only when attached to that VMI (by uid), in
+// the VMI's own namespace, and not released. Devices of another namespace never do.
+bool attachableTo(const GpuDevice& d, const VirtualMachineInstance& vmi);
+
 // Coverage for budgets: every device attached to the VMI covers its launcher,
 // because a Lost device still counts itself against the budget.
 std::int64_t budgetCoverage(const std::vector<const GpuDevice*>& attached, const Cluster& cluster,
