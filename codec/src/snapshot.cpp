@@ -16,8 +16,9 @@ std::string_view groupOf(std::string_view apiVersion) {
 }
 
 // Reads apiVersion and kind wherever they are in the object, then rewinds it
-// so a decoder can read the object from its first field.
-Status readTypeMeta(od::value& json, TypeMeta& type) {
+// so a decoder can read the object again from its first field. An empty object
+// cannot be rewound (simdjson has already left it), so it is reported instead.
+Status readTypeMeta(od::value& json, TypeMeta& type, bool& empty) {
   od::object object;
   if (auto code = json.get_object().get(object)) return jsonError(code, "", "an object");
   for (auto [name, out] : {std::pair<std::string_view, std::string*>{"apiVersion", &type.apiVersion},
@@ -30,6 +31,7 @@ Status readTypeMeta(od::value& json, TypeMeta& type) {
   }
   bool hasFields = false;
   if (auto code = object.reset().get(hasFields)) return jsonError(code, "", "an object");
+  empty = !hasFields;
   return {};
 }
 
@@ -70,13 +72,35 @@ Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied);
 
 }  // namespace
 
-Status addObject(Snapshot& snapshot, od::value json, const TypeMeta& implied) {
-  TypeMeta type = implied;
-  if (auto read = readTypeMeta(json, type); !read) return read;
+namespace {
+
+bool isKnownKind(std::string_view group, std::string_view kind) {
+  if (group.empty()) {
+    return kind == "Node" || kind == "Pod" || kind == "Namespace" || kind == "ResourceQuota" || kind == "ConfigMap";
+  }
+  if (group == "hnc.x-k8s.io") return kind == "HierarchicalResourceQuota";
+  if (group == "gpu.tally.dev") return kind == "GPUDeviceClass" || kind == "GPUDevice";
+  if (group == "kubevirt.io") return kind == "VirtualMachineInstance" || kind == "KubeVirt";
+  if (group == "kube-dc.com") return kind == "Organization";
+  return false;
+}
+
+// Decodes an object whose type is already known. `json` has been rewound by
+// readTypeMeta; an empty object is never read again.
+Status addTypedObject(Snapshot& snapshot, od::value json, const TypeMeta& type, bool empty) {
   if (type.kind.empty()) return fieldError("kind", "missing");
   const std::string_view group = groupOf(type.apiVersion);
   const std::string_view kind = type.kind;
   model::Cluster& cluster = snapshot.cluster;
+  if (!isKnownKind(group, kind)) {
+    count(snapshot.skipped, kind);
+    return {};
+  }
+  if (empty) {
+    DecodeError error = fieldError("metadata.name", "missing");
+    error.item = std::string(kind);
+    return error;
+  }
 
   Status status;
   if (group.empty() && kind == "Node") {
@@ -125,6 +149,15 @@ Status addObject(Snapshot& snapshot, od::value json, const TypeMeta& implied) {
   return {};
 }
 
+}  // namespace
+
+Status addObject(Snapshot& snapshot, od::value json, const TypeMeta& implied) {
+  TypeMeta type = implied;
+  bool empty = false;
+  if (auto read = readTypeMeta(json, type, empty); !read) return read;
+  return addTypedObject(snapshot, json, type, empty);
+}
+
 namespace {
 
 Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied) {
@@ -151,8 +184,10 @@ Result<Snapshot> loadSnapshot(std::string_view json) {
   Snapshot snapshot;
   Status status = withJsonValue(json, "", [&](od::value root) -> Status {
     TypeMeta listType;
-    if (auto read = readTypeMeta(root, listType); !read) return std::move(read).error().within("snapshot");
-    if (!listType.kind.ends_with("List")) return addObject(snapshot, root);
+    bool empty = false;
+    if (auto read = readTypeMeta(root, listType, empty); !read) return std::move(read).error().within("snapshot");
+    if (!listType.kind.ends_with("List")) return addTypedObject(snapshot, root, listType, empty);
+    if (empty) return fieldError("items", "missing").within("snapshot " + listType.kind);
     // Items of a typed list (NodeList) carry no kind of their own.
     TypeMeta implied;
     if (listType.kind != "List") {

@@ -181,6 +181,18 @@ TEST(Snapshot, DeeplyNestedReadValuesAreAnError) {
   EXPECT_EQ(snapshot.error().field, "metadata.labels");
 }
 
+// simdjson cannot rewind an empty object it has already left; it must not be read twice.
+TEST(Snapshot, EmptyObjectsAreNeverReadTwice) {
+  EXPECT_EQ(loadError("{}").describe(), "snapshot: kind: missing");
+  auto typed = loadError(R"({"kind": "NodeList", "apiVersion": "v1", "items": [{}]})");
+  EXPECT_EQ(typed.item, "items[0] Node");
+  EXPECT_EQ(typed.field, "metadata.name");
+  auto skipped = loadSnapshot(R"({"kind": "ServiceList", "apiVersion": "v1", "items": [{}, {}]})");
+  ASSERT_TRUE(skipped);
+  EXPECT_EQ(skipped->skipped.at("Service"), 2u);
+  EXPECT_FALSE(loadSnapshot(std::string("{}") + std::string(50, '}') + R"("kind": "Node"}]y)"));
+}
+
 TEST(Snapshot, ExampleSnapshotDecodes) {
   std::ifstream in(std::string(TALLY_EXAMPLES_DIR) + "/snapshot.json");
   ASSERT_TRUE(in);
