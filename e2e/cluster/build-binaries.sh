@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the pinned control plane (etcd, kube-apiserver, kube-scheduler, kubectl,
+# Builds the pinned control plane (etcd, kube-apiserver, kube-scheduler,
+# kube-controller-manager, kubectl,
 # kwok) from the Go module proxy into a cache outside the repository, keyed by
 # version, plus Tally's test fixtures tool (tools/fixtures, rebuilt when its
 # source changes). Reuses what is already there. Prints the bin directory on its
@@ -84,7 +85,7 @@ build_fixtures() {
 
 start=$(date +%s)
 missing=()
-for b in etcd kube-apiserver kube-scheduler kubectl kwok; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
+for b in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
 if ((${#missing[@]})); then
   log "missing: ${missing[*]} (cache: $bin)"
   k8s_cmds=()

@@ -9,7 +9,10 @@
 
 E2E_ROOT="${TALLY_E2E_ROOT:-/tmp/tally-e2e}"
 # Stop order: the consumers first, etcd last.
-COMPONENTS=(kwok kube-scheduler kube-apiserver etcd)
+COMPONENTS=(kwok kube-controller-manager kube-scheduler kube-apiserver etcd)
+# Every cluster has these; kube-controller-manager is optional
+# (TALLY_E2E_CONTROLLER_MANAGER=0, or clusters started before it was added).
+REQUIRED_COMPONENTS=(etcd kube-apiserver kube-scheduler kwok)
 
 log() { echo "[cluster ${CLUSTER_NAME:-?}] $*" >&2; }
 die() { log "error: $*"; exit 1; }

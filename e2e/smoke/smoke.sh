@@ -3,8 +3,10 @@
 #   up (own cluster name) -> up again is a no-op -> 100 kwok GPU nodes ->
 #   a pod asking for nvidia.com/gpu is scheduled by kube-scheduler and Running ->
 #   a pod asking for more than any node has stays Pending with the scheduler's
-#   reason -> the platform CRDs accept what Tally writes -> down -> nothing of
-#   the cluster is left running -> down again is a no-op.
+#   reason -> the scheduler restarts with an extender config and back ->
+#   the platform CRDs accept what Tally writes -> ResourceQuota, garbage
+#   collection and namespace deletion work (kube-controller-manager) -> down ->
+#   nothing of the cluster is left running -> down again is a no-op.
 # Every check prints PASS or FAIL; the script exits non-zero on any FAIL.
 #
 # Environment: TALLY_E2E_SMOKE_NAME (cluster name, default smoke-<pid>),
@@ -75,7 +77,7 @@ fixtures="$TALLY_E2E_BIN/tally-fixtures"
 state="$TALLY_E2E_STATE"
 
 declare -A pids
-for comp in etcd kube-apiserver kube-scheduler kwok; do
+for comp in etcd kube-apiserver kube-scheduler kube-controller-manager kwok; do
   pids[$comp]="$(cat "$state/pids/$comp.pid" 2>/dev/null)"
   if [[ -n "${pids[$comp]}" ]] && tr "\\0" " " 2>/dev/null <"/proc/${pids[$comp]}/cmdline" | grep -qF "$state/"; then
     pass "$comp runs (pid ${pids[$comp]})"
@@ -244,6 +246,44 @@ spec:
 EOF
 check_eq "HRQ spec.hard kept" 8 "$(k get hrq plan-quota -n smoke-org -o jsonpath='{.spec.hard.requests\.nvidia\.com/gpu}' 2>/dev/null)"
 
+# ------------------------------------- kube-controller-manager's share
+# ResourceQuota: the quota controller fills status, then admission enforces it.
+k create namespace smoke-quota >/dev/null || fail "creating namespace smoke-quota"
+k apply -f - >/dev/null <<'EOF' || fail "creating a ResourceQuota"
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: project-quota, namespace: smoke-quota}
+spec:
+  hard: {requests.nvidia.com/gpu: "1"}
+EOF
+rq_synced() { [[ "$(k get resourcequota project-quota -n smoke-quota -o jsonpath='{.status.hard.requests\.nvidia\.com/gpu}' 2>/dev/null)" == 1 ]]; }
+wait_until 60 rq_synced || true
+check_eq "ResourceQuota status filled by the quota controller" 1 \
+  "$(k get resourcequota project-quota -n smoke-quota -o jsonpath='{.status.hard.requests\.nvidia\.com/gpu}' 2>/dev/null)"
+quota_out="$(gpu_pod gpu-over-quota 2 | sed 's/namespace: default/namespace: smoke-quota/' | k apply -f - 2>&1)" &&
+  fail "a pod over the ResourceQuota was admitted" ||
+  check_has "a pod over the ResourceQuota is refused" "exceeded quota" "$quota_out"
+# Garbage collection: a dependent goes with its owner.
+k create configmap gc-owner -n smoke-quota >/dev/null || fail "creating gc-owner"
+owner_uid="$(k get configmap gc-owner -n smoke-quota -o jsonpath='{.metadata.uid}')"
+k apply -f - >/dev/null <<EOF || fail "creating gc-dependent"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: gc-dependent
+  namespace: smoke-quota
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: gc-owner, uid: "$owner_uid"}]
+EOF
+k delete configmap gc-owner -n smoke-quota >/dev/null || fail "deleting gc-owner"
+gc_done() { [[ -z "$(k get configmap gc-dependent -n smoke-quota --ignore-not-found -o name 2>/dev/null)" ]]; }
+wait_until 60 gc_done || true
+check_eq "the garbage collector deleted the dependent" "" "$(k get configmap gc-dependent -n smoke-quota --ignore-not-found -o name 2>/dev/null)"
+# Namespace deletion finishes (content, custom resources included, removed).
+k delete namespace smoke-proj --wait=false >/dev/null || fail "deleting namespace smoke-proj"
+ns_gone() { [[ -z "$(k get namespace smoke-proj --ignore-not-found -o name 2>/dev/null)" ]]; }
+wait_until 90 ns_gone || true
+check_eq "a deleted namespace (with a VMI in it) is gone" "" "$(k get namespace smoke-proj --ignore-not-found -o name 2>/dev/null)"
+
 # ----------------------------------------------------------------- down
 t1=$SECONDS
 if ((failures)) && [[ -n "$log_dir" ]]; then
@@ -255,7 +295,7 @@ rc=$?
 torn_down=1
 check_eq "down exits 0" 0 "$rc"
 say "down took $((SECONDS - t1))s"
-for comp in etcd kube-apiserver kube-scheduler kwok; do
+for comp in etcd kube-apiserver kube-scheduler kube-controller-manager kwok; do
   pid="${pids[$comp]}"
   if [[ -n "$pid" ]] && tr "\\0" " " 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$state/"; then
     fail "$comp (pid $pid) still running after down"
