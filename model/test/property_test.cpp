@@ -1,9 +1,14 @@
 // Property tests over random clusters and random event sequences (issue 2):
 //  * the incremental UsageIndex always equals a recomputation from scratch
-//    (totals, per-node lookups, pool free units, namespace and subtree usage);
-//  * no placement ever takes a node past the units it serves;
-//  * budgets never exceed their hard limits after admitted orders.
-// Every run is deterministic: one std::mt19937_64 per seed, seeds listed below.
+//    (totals, per-node lookups, pool free units, namespace and subtree usage,
+//    the published snapshot), after every event;
+//  * no placement ever takes a node past the units it serves, and a device set
+//    is placed exactly when some node has room for all of it;
+//  * budgets never exceed their hard limits after admitted orders and pods;
+//  * a bound order holds and charges what it was admitted for, and podDemand
+//    charges every pod what the usage totals charge it.
+// Every run is deterministic: std::mt19937_64 with the fixed seeds below; a
+// failure names its seed and step.
 
 #include <gtest/gtest.h>
 
@@ -944,16 +949,18 @@ struct Placer : World {
     return {index.nodeUsed(node.name, cls.resourceName), unitsServed(node, cls).units};
   }
 
-  // Whether some node has room for the whole set (by a scan of recomputed usage).
+  // Whether some node has room for the whole set (by a scan of recomputed usage):
+  // a GPUDevice of count N holds N units of its class's resource, and classes
+  // selling one resource draw on the same units of a node.
   bool someNodeFits(const DeviceOrder& order) const {
     TotalsCapacityView view(truth, computeUsage(truth));
-    std::map<std::string, std::int64_t> demand;
-    for (const auto& item : order.items) demand[item.className] += item.count;
+    std::map<std::string, std::int64_t> perResource;
+    for (const auto& item : order.items) perResource[truth.classes.at(item.className).resourceName] += item.count;
     for (const auto& [name, node] : truth.nodes) {
       bool fits = true;
-      for (const auto& [className, count] : demand) {
-        const DeviceClass& cls = truth.classes.at(className);
-        fits = fits && freeUnits(node, cls, view) >= count * unitsPerDevice(cls);
+      for (const auto& item : order.items) {
+        const DeviceClass& cls = truth.classes.at(item.className);
+        fits = fits && freeUnits(node, cls, view) >= perResource[cls.resourceName];
       }
       if (fits) return true;
     }
@@ -1005,16 +1012,16 @@ void placeUntilFull(std::uint64_t seed, bool secondClass, int orders, int& place
             << placement.node.value_or("(none)");
       }
     }
-    if (!secondClass && fits) {
-      // With no budgets, gates or reservations in the way, a set that fits somewhere is placed.
-      bool countsValid = true;
-      std::map<std::string, std::int64_t> perClass;
-      for (const auto& item : order.items) perClass[item.className] += item.count;
-      for (const auto& [c, n] : perClass) countsValid = countsValid && n <= p.truth.classes.at(c).maxCount;
-      if (countsValid) {
-        EXPECT_TRUE(placement.node.has_value()) << "seed " << seed << " order " << i << " fits a node but was refused: "
-                                                << placement.decision.summary();
-      }
+    // With no budgets, gates or reservations in the way, a set within maxCount is
+    // placed exactly when some node has room for all of it.
+    bool countsValid = true;
+    std::map<std::string, std::int64_t> perClass;
+    for (const auto& item : order.items) perClass[item.className] += item.count;
+    for (const auto& [c, n] : perClass) countsValid = countsValid && n <= p.truth.classes.at(c).maxCount;
+    if (countsValid) {
+      EXPECT_EQ(placement.node.has_value(), fits)
+          << "seed " << seed << " order " << i << (fits ? " fits a node but was refused: " : " fits no node but was placed")
+          << placement.decision.summary();
     }
   }
 }
@@ -1247,6 +1254,91 @@ void demandAgreesAlongEvents(double crossNamespaceAttach) {
 }
 
 TEST(PropertyAdmission, PodDemandChargesEveryPodWhatUsageCharges) { demandAgreesAlongEvents(0.0); }
+
+// ---------------------------------------------------------------------------
+// Two classes selling one resource name (two pools sharing one quota key, as
+// hardQuotaUnits() anticipates); what a bound order holds; coverage by devices
+// of another namespace.
+// ---------------------------------------------------------------------------
+
+TEST(PropertyPlacement, ClassesSellingOneResourceNeverOverfillANode) {
+  for (std::uint64_t seed : kEventSeeds) {
+    int placed = 0;
+    placeUntilFull(seed, true, 60, placed);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(PropertyBudget, ClassesSharingAQuotaKeyNeverTakeASubtreePastItsHardLimit) {
+  for (std::uint64_t seed : kEventSeeds) orderUntilBudgetsBind(seed, true, 80);
+}
+
+// A placed order holds on its node, and charges its tenant, exactly the units it
+// was admitted for, whatever unit a class counts in: the least capacity a node
+// must serve for the order to be placed on it, and the least hard limit that
+// admits it, are what the bound devices take.
+struct Probe {
+  std::int64_t leastUnits = -1;  // least units served by the only node that admit the order
+  std::int64_t held = -1;        // nodeUsed after binding it there
+  std::int64_t leastHard = -1;   // least HRQ hard limit that admits the order
+  std::int64_t charged = -1;     // subtreeUsed after binding it
+};
+
+Probe probeOrder(const DeviceClass& cls, std::int64_t count) {
+  auto clusterServing = [&](std::int64_t units, std::optional<std::int64_t> hard) {
+    Cluster c = fx::syncedCluster();
+    fx::put(c, cls);
+    Node n = fx::gpuNode("n1", cls.nodeMode, cls.resourceName, units);
+    if (cls.allocation == Allocation::Shared) {
+      n.inventory.emplace();  // enough healthy GPUs: the advertised shares decide
+      for (int i = 0; i < 16; ++i) n.inventory->push_back(InventoryParent{"gpu" + std::to_string(i), true, {}});
+    }
+    fx::put(c, n);
+    fx::put(c, fx::ns("team"));
+    if (hard) fx::put(c, fx::hrq("team", "quota", quotaKey(cls.resourceName), *hard));
+    return c;
+  };
+  DeviceOrder order{"team", "vmi/team/vm", {DeviceTemplate{cls.name, count}}};
+  auto placeAndBind = [&](const Cluster& c, std::int64_t& held, std::int64_t& charged) {
+    UsageIndex index = UsageIndex::fromCluster(c);
+    index.mutableClusterForUntrackedKinds().hrqs = c.hrqs;
+    Placement placement = placeDeviceSet(index.cluster(), index, order);
+    if (!placement.node) return false;
+    index.upsertDevice(fx::device("team", "d", cls.name, count, DevicePhase::Bound, *placement.node));
+    held = index.nodeUsed(*placement.node, cls.resourceName);
+    charged = index.subtreeUsed("team", quotaKey(cls.resourceName));
+    return true;
+  };
+  Probe probe;
+  std::int64_t ignored = 0;
+  for (std::int64_t units = 0; units <= 32 && probe.leastUnits < 0; ++units) {
+    if (placeAndBind(clusterServing(units, std::nullopt), probe.held, ignored)) probe.leastUnits = units;
+  }
+  for (std::int64_t hard = 0; hard <= 32 && probe.leastHard < 0; ++hard) {
+    if (placeAndBind(clusterServing(32, hard), ignored, probe.charged)) probe.leastHard = hard;
+  }
+  return probe;
+}
+
+TEST(PropertyPlacement, BoundOrderHoldsTheUnitsItWasAdmittedFor) {
+  for (const DeviceClass& cls : catalogue(false)) {
+    for (std::int64_t count = 1; count <= 4; ++count) {
+      Probe probe = probeOrder(cls, count);
+      SCOPED_TRACE("class " + cls.name + " count " + std::to_string(count));
+      ASSERT_GE(probe.leastUnits, 0) << "never placed";
+      ASSERT_GE(probe.leastHard, 0) << "never admitted";
+      EXPECT_EQ(probe.held, probe.leastUnits) << "placed once the node served " << probe.leastUnits
+                                              << " unit(s); bound, it holds " << probe.held;
+      EXPECT_EQ(probe.charged, probe.leastHard) << "admitted once the hard limit was " << probe.leastHard
+                                                << "; bound, it charges " << probe.charged;
+    }
+  }
+}
+
+// The same, when some devices are attached to a VMI of another namespace.
+TEST(PropertyAdmission, PodDemandChargesWhatUsageChargesWhenDevicesOfAnotherNamespaceAreAttached) {
+  demandAgreesAlongEvents(0.3);
+}
 
 }  // namespace
 }  // namespace tally::model
