@@ -40,7 +40,7 @@ std::string LeaderElector::leaseBody(const std::string& holder, int32_t duration
   return R"({"spec":{"holderIdentity":)" + jsonString(holder) +
          R"(,"leaseDurationSeconds":)" + std::to_string(durationSeconds) +
          R"(,"acquireTime":)" + jsonString(acquireTime) + R"(,"renewTime":)" + jsonString(now) +
-         R"(,"leaseTransitions":)" + std::to_string(transitions) + "}";
+         R"(,"leaseTransitions":)" + std::to_string(transitions) + "}}";
 }
 
 Result<bool> LeaderElector::tryAcquireOrRenew() {

@@ -5,6 +5,14 @@
 #   pods.sh NS N [PREFIX]
 set -euo pipefail
 ns="$1"; n="$2"; prefix="${3:-pod}"
+# OWNER_UIDS: space-separated uids of existing owners (a garbage collector
+# deletes pods whose owner is missing); fixed fake uids otherwise.
+if [[ -n "${OWNER_UIDS:-}" ]]; then
+  read -r -a owner_uids <<<"$OWNER_UIDS"
+else
+  owner_uids=()
+  for ((j = 0; j < 100; j++)); do owner_uids+=("00000000-0000-4000-8000-$(printf '%012d' "$j")"); done
+fi
 for ((i = 0; i < n; i++)); do
   gpus=$((i % 4 + 1))
   cat <<YAML
@@ -20,7 +28,7 @@ metadata:
     prometheus.io/scrape: "true"
     kubectl.kubernetes.io/default-container: main
   ownerReferences:
-  - {apiVersion: batch/v1, kind: Job, name: job-$((i % 100)), uid: 00000000-0000-4000-8000-$(printf '%012d' $((i % 100))), controller: true, blockOwnerDeletion: true}
+  - {apiVersion: batch/v1, kind: Job, name: job-$((i % 100)), uid: ${owner_uids[$((i % ${#owner_uids[@]}))]}, controller: true, blockOwnerDeletion: true}
 spec:
   runtimeClassName: tally-gpu
   schedulerName: default-scheduler
