@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "filter_core.hpp"
 #include "lookup.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/pool.hpp"
@@ -293,56 +294,19 @@ PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod&
 }
 
 NodeVerdict filterNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand, const Node& node) {
-  if (!demand.podUnresolvable.empty()) return {Verdict::Unresolvable, demand.podUnresolvable.front()};
-  const Pod& pod = *demand.pod;
-  if (demand.launcherOf && !demand.requiredNode.empty() && node.name != demand.requiredNode) {
-    return {Verdict::Unresolvable,
-            Refusal{Code::LauncherWrongNode,
-                    fmt::format("pod {}/{} launches VMI {} whose GPUs are held on node {}", pod.ns, pod.name,
-                                demand.launcherOf->name, demand.requiredNode)}};
-  }
-  for (const auto& [resource, amount] : demand.requests) {
-    std::int64_t need = amount - capacityCoverage(demand.attached, cluster, resource, node.name);
-    if (need <= 0) continue;
-    const DeviceClass* cls = classServing(cluster, node, resource);
-    if (!cls) {
-      // Memory and core figures of shared pods ride along with nvidia.com/gpu.
-      if (resource == "nvidia.com/gpumem" || resource == "nvidia.com/gpucores") continue;
-      return {Verdict::Unresolvable,
-              Refusal{Code::NodeNotServed, fmt::format("node {} (GPU mode '{}') serves no GPU class for {}", node.name,
-                                                       toString(node.expectedMode == NodeMode::Unset ? node.activeMode
-                                                                                                     : node.expectedMode),
-                                                       resource)}};
-    }
-    if (auto why = nodeIneligibility(node, *cls)) {
-      bool transient = why->code == Code::NodeNotReady || why->code == Code::NodeCordoned;
-      return {transient ? Verdict::Unschedulable : Verdict::Unresolvable, *why};
-    }
-    if (!cls->gateOpen) {
-      return {Verdict::Unresolvable,
-              Refusal{Code::GateClosed, fmt::format("pool {} is closed to new GPU workloads by a failed audit ({})",
-                                                    cls->name, cls->gateFailureId)}};
-    }
-    NodeUnits served = unitsServed(node, *cls);
-    std::int64_t used = view.nodeUsed(node.name, resource);
-    std::int64_t free = std::max<std::int64_t>(0, served.units - used);
-    if (free < need) {
-      return {Verdict::Unschedulable,
-              Refusal{Code::NodeInsufficient,
-                      fmt::format("node {} has {} of {} {} free ({} held by GPUDevices); pod needs {}", node.name, free,
-                                  served.units, resource, view.nodeHeld(node.name, resource), need)}};
-    }
-    auto pool = demand.poolAvailable.find(cls->name);
-    if (pool != demand.poolAvailable.end() && pool->second < need) {
-      return {Verdict::Unschedulable,
-              Refusal{Code::ReservedForOthers,
-                      fmt::format("pool {} has {} unit(s) left after idle reservations of other organizations; pod "
-                                  "needs {}",
-                                  cls->name, std::max<std::int64_t>(0, pool->second), need)}};
-    }
-  }
-  if (!demand.podWide.empty()) return {Verdict::Unschedulable, demand.podWide.front()};
-  return {Verdict::Fits, std::nullopt};
+  return detail::decideNode(
+      cluster, demand, node.name,
+      [&](std::string_view resource) {
+        detail::ResourceFacts facts;
+        facts.cls = classServing(cluster, node, resource);
+        if (!facts.cls) return facts;
+        facts.eligible = !nodeIneligibility(node, *facts.cls);
+        facts.served = unitsServed(node, *facts.cls).units;
+        facts.used = view.nodeUsed(node.name, resource);
+        facts.held = view.nodeHeld(node.name, resource);
+        return facts;
+      },
+      [&]() -> const Node& { return node; });
 }
 
 int scoreNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand, const Node& node,

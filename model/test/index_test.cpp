@@ -2,6 +2,7 @@
 
 #include "fixtures.hpp"
 #include "tally/model/admission.hpp"
+#include "tally/model/fit_table.hpp"
 #include "tally/model/index.hpp"
 
 namespace tally::model {
@@ -109,6 +110,43 @@ TEST_F(IndexedCluster, FilterOnAnIndexAgreesWithFilterOnRecomputedTotals) {
               filterNode(c, totals, fromTotals, c.nodes.at(name)).verdict)
         << name;
   }
+}
+
+}  // namespace
+}  // namespace tally::model
+
+namespace tally::model {
+namespace {
+using namespace testing;
+
+TEST_F(IndexedCluster, FitTableAgreesWithFilterNodeOnEveryNode) {
+  put(c, sharedClass());
+  auto hami = gpuNode("hami-1", NodeMode::PodHami, kHamiGpu, 8);
+  hami.inventory = std::vector{parent("g0", true, kHamiGpu), parent("g1", true, kHamiGpu)};
+  put(c, hami);
+  put(c, gpuNode("hami-bare", NodeMode::PodHami, kHamiGpu, 8));
+  auto cordoned = gpuNode("gpu-3", NodeMode::VmPassthrough, kH200, 8);
+  cordoned.unschedulable = true;
+  put(c, cordoned);
+  put(c, device("acme", "held", "h200", 3, DevicePhase::Bound, "gpu-2"));
+  put(c, gpuPod("acme-ml", "running", kH200, 2, "gpu-1"));
+  auto index = UsageIndex::fromCluster(c);
+  auto table = FitTable::build(index.cluster(), index);
+  ASSERT_EQ(table.size(), index.cluster().nodes.size());
+  for (const auto& pod : {gpuPod("acme-ml", "a", kH200, 2, "", PodPhase::Pending),
+                          gpuPod("acme-ml", "b", kHamiGpu, 1, "", PodPhase::Pending),
+                          gpuPod("acme-ml", "c", kH200, 5, "", PodPhase::Pending)}) {
+    auto demand = podDemand(index.cluster(), index, pod);
+    for (const auto& [name, node] : index.cluster().nodes) {
+      auto row = table.find(name);
+      ASSERT_TRUE(row);
+      auto fast = table.filter(index.cluster(), demand, *row);
+      auto slow = filterNode(index.cluster(), index, demand, node);
+      EXPECT_EQ(fast.verdict, slow.verdict) << pod.name << " on " << name;
+      EXPECT_EQ(fast.reason, slow.reason) << pod.name << " on " << name;
+    }
+  }
+  EXPECT_FALSE(table.find("no-such-node"));
 }
 
 }  // namespace

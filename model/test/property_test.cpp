@@ -27,6 +27,7 @@
 #include "tally/model/admission.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/capacity.hpp"
+#include "tally/model/fit_table.hpp"
 #include "tally/model/index.hpp"
 #include "tally/model/units.hpp"
 #include "tally/model/usage.hpp"
@@ -1338,6 +1339,41 @@ TEST(PropertyPlacement, BoundOrderHoldsTheUnitsItWasAdmittedFor) {
 // The same, when some devices are attached to a VMI of another namespace.
 TEST(PropertyAdmission, PodDemandChargesWhatUsageChargesWhenDevicesOfAnotherNamespaceAreAttached) {
   demandAgreesAlongEvents(0.3);
+}
+
+}  // namespace
+}  // namespace tally::model
+
+namespace tally::model {
+namespace {
+
+// The extender filters through a FitTable built per snapshot; it must refuse
+// exactly the nodes filterNode refuses, with the same reasons.
+TEST(PropertyFitTable, AgreesWithFilterNodeAlongEvents) {
+  for (std::uint64_t seed : kEventSeeds) {
+    Shape shape;
+    shape.devices = 16;
+    EventDriver driver(seed, shape);
+    for (int step = 0; step < kEventsPerSeed; ++step) {
+      std::string what = driver.step();
+      if (step % 15 != 0) continue;
+      const Cluster& c = driver.index.cluster();
+      FitTable table = FitTable::build(c, driver.index);
+      for (const auto& [key, pod] : c.pods) {
+        if (isTerminal(pod)) continue;
+        PodDemand demand = podDemand(c, driver.index, pod);
+        for (const auto& [name, node] : c.nodes) {
+          auto row = table.find(name);
+          ASSERT_TRUE(row) << name;
+          NodeVerdict fast = table.filter(c, demand, *row);
+          NodeVerdict slow = filterNode(c, driver.index, demand, node);
+          ASSERT_EQ(fast.verdict, slow.verdict) << "seed " << seed << " step " << step << " after " << what << ": "
+                                                << describe(pod) << " on " << describe(node);
+          ASSERT_EQ(fast.reason, slow.reason) << "seed " << seed << " step " << step << ": " << describe(pod);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
