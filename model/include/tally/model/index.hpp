@@ -79,6 +79,8 @@ class UsageSnapshot final : public CapacityView {
   std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override;
   std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override;
   std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
+  // Knows only pods without a node (the pods a scheduler asks about): keeping
+  // every bound pod would make each publish copy all of them.
   bool counts(const Pod& pod) const override;
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
 
