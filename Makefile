@@ -6,6 +6,10 @@ CMAKE_FLAGS ?=
 # ccache keeps compiled objects in $HOME/.cache/ccache, outside the repository,
 # so a second run of the test command (or CI on the same machine) rebuilds fast.
 # (Evaluated by the shell when the recipe runs, i.e. after `deps` installed it.)
+# BASEDIR/NOHASHDIR let a fresh clone in another folder reuse the same objects.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+export CCACHE_MAXSIZE := 5G
 LAUNCHER = $$(command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config curl ca-certificates git \
   libsimdjson-dev libprotobuf-dev protobuf-compiler libboost-dev libboost-system-dev \
