@@ -1,0 +1,1 @@
+# libFuzzer target: see below

@@ -1,0 +1,48 @@
+#pragma once
+// The extender's metrics (prefix tally_extender_), registered once; hot paths
+// hold direct references to their series.
+
+#include <array>
+#include <atomic>
+#include <string_view>
+
+#include "tally/extender/verbs.hpp"
+#include "tally/model/refusal.hpp"
+#include "tally/observability/metrics.hpp"
+
+namespace tally::extender {
+
+inline constexpr std::size_t kCodeCount = static_cast<std::size_t>(model::Code::RecordTransition) + 1;
+
+class ExtenderMetrics {
+ public:
+  explicit ExtenderMetrics(observability::Registry& registry);
+
+  observability::Registry& registry() { return registry_; }
+
+  void response(std::string_view route, int status, double seconds);
+  void rejected(std::string_view kind);  // a bad request, by kind
+  void decisions(const DecisionTally& tally);
+  void bind(std::string_view result);
+
+  observability::Family<observability::Counter>& informerEvents;
+  observability::Family<observability::Gauge>& informerStaleness;
+  observability::Family<observability::Gauge>& cacheSynced;
+  observability::Gauge& snapshotAge;
+  observability::Gauge& snapshotGeneration;
+  observability::Histogram& publishDuration;
+  observability::Gauge& assumedPlacements;
+  observability::Counter& assumptionsExpired;
+
+ private:
+  observability::Registry& registry_;
+  observability::Family<observability::Histogram>& latency_;
+  observability::Family<observability::Counter>& requests_;
+  observability::Family<observability::Counter>& badRequests_;
+  observability::Family<observability::Counter>& binds_;
+  // [result][code]; the last code column is "none".
+  observability::Family<observability::Counter>& decisionFamily_;
+  std::array<std::array<std::atomic<observability::Counter*>, kCodeCount + 1>, kFilterResultKinds> decisions_{};
+};
+
+}  // namespace tally::extender

@@ -1,0 +1,45 @@
+#pragma once
+// The bind verb: record the placement as assumed (so the next filter already
+// counts its units), POST the Binding, and forget the assumption when the POST
+// fails. The watch confirming the pod bound drops it too, and a TTL bounds a
+// lost one. Runs on its own small pool so a slow API server never holds the
+// threads that answer filter.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "tally/extender/cache_writer.hpp"
+#include "tally/extender/wire.hpp"
+
+namespace tally::extender {
+
+class PodBinder {
+ public:
+  // Posts a v1 Binding; returns an error text, empty on success.
+  using PostBinding = std::function<std::string(const wire::BindingArgs&)>;
+  // Called with the outcome label ("bound", "bound_unassumed", "failed") and the error text.
+  using Done = std::function<void(std::string_view outcome, std::string error)>;
+
+  struct Options {
+    unsigned threads = 4;
+    std::chrono::milliseconds publishWait{1000};  // longest wait for the assumption to be visible
+  };
+
+  PodBinder(CacheWriter& writer, PostBinding post, Options options);
+  ~PodBinder();
+  PodBinder(const PodBinder&) = delete;
+  PodBinder& operator=(const PodBinder&) = delete;
+
+  void bind(wire::BindingArgs args, Done done);
+  // Waits for binds in flight and stops the pool.
+  void stop();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tally::extender

@@ -1,0 +1,344 @@
+#include "tally/extender/cache_writer.hpp"
+
+#include <algorithm>
+
+#include "tally/model/usage.hpp"
+
+namespace tally::extender {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+// Pods asking for no GPU (and no resource claims) use no unit the model counts.
+bool gpuRelevant(const model::Pod& pod) { return pod.hasResourceClaims || !model::effectiveRequests(pod).empty(); }
+
+}  // namespace
+
+model::Kind kindOf(const WatchedObject& object) {
+  return std::visit(Overloaded{
+                        [](const model::Node&) { return model::Kind::Node; },
+                        [](const model::Pod&) { return model::Kind::Pod; },
+                        [](const model::Namespace&) { return model::Kind::Namespace; },
+                        [](const model::HierarchicalResourceQuota&) { return model::Kind::HierarchicalResourceQuota; },
+                        [](const model::ResourceQuota&) { return model::Kind::ResourceQuota; },
+                        [](const model::DeviceClass&) { return model::Kind::DeviceClass; },
+                        [](const model::GpuDevice&) { return model::Kind::GpuDevice; },
+                        [](const model::VirtualMachineInstance&) { return model::Kind::VirtualMachineInstance; },
+                        [](const model::Organization&) { return model::Kind::Organization; },
+                        [](const std::optional<model::BillingPlans>&) { return model::Kind::BillingPlans; },
+                        [](const std::vector<model::PermittedHostDevice>&) { return model::Kind::KubeVirt; },
+                        [](const model::Ledger&) { return model::Kind::Ledger; },
+                    },
+                    object);
+}
+
+CacheWriter::CacheWriter(Options options) : options_(std::move(options)) {
+  if (!options_.clock) {
+    options_.clock = [] {
+      return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    };
+  }
+  model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  for (model::Kind kind : model::kAllKinds) {
+    if (!options_.watched.contains(kind)) {
+      synced_.insert(kind);
+      cluster.caches[kind] = {true, options_.clock()};
+    }
+  }
+  // Readers must always find a snapshot, even before the first event.
+  publish();
+}
+
+CacheWriter::~CacheWriter() { stop(); }
+
+void CacheWriter::enqueue(Event event, bool urgent) {
+  {
+    std::lock_guard lock(queueMu_);
+    queue_.push_back(std::move(event));
+    urgent_ = urgent_ || urgent;
+  }
+  queueCv_.notify_one();
+}
+
+void CacheWriter::upsert(WatchedObject object) { enqueue(std::move(object), false); }
+
+void CacheWriter::remove(model::Kind kind, std::string ns, std::string name) {
+  enqueue(Remove{kind, std::move(ns), std::move(name)}, false);
+}
+
+void CacheWriter::setSynced(model::Kind kind, bool synced) { enqueue(Synced{kind, synced}, false); }
+
+std::future<AssumeOutcome> CacheWriter::assume(std::string ns, std::string name, std::string uid, std::string node) {
+  auto done = std::make_shared<std::promise<AssumeOutcome>>();
+  auto future = done->get_future();
+  enqueue(Assume{std::move(ns), std::move(name), std::move(uid), std::move(node), std::move(done)}, true);
+  return future;
+}
+
+void CacheWriter::forget(std::string uid) { enqueue(Forget{std::move(uid)}, true); }
+
+void CacheWriter::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::jthread([this](std::stop_token st) { run(st); });
+}
+
+void CacheWriter::stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  queueCv_.notify_all();
+  thread_.join();
+  std::lock_guard lock(writerMu_);
+  for (auto& p : waitingForPublish_) p->set_value(AssumeOutcome::NotPublished);
+  waitingForPublish_.clear();
+}
+
+void CacheWriter::flush() {
+  std::vector<Event> batch;
+  {
+    std::lock_guard lock(queueMu_);
+    batch.swap(queue_);
+    urgent_ = false;
+  }
+  std::lock_guard lock(writerMu_);
+  applyBatch(batch);
+  expireAssumptions(Clock::now());
+  publish();
+}
+
+std::size_t CacheWriter::queued() const {
+  std::lock_guard lock(queueMu_);
+  return queue_.size();
+}
+
+PublishStats CacheWriter::stats() const {
+  std::lock_guard lock(statsMu_);
+  return stats_;
+}
+
+void CacheWriter::run(std::stop_token stop) {
+  std::vector<Event> batch;
+  while (!stop.stop_requested()) {
+    bool urgent = false;
+    {
+      std::unique_lock lock(queueMu_);
+      auto now = Clock::now();
+      auto wakeAt = now + std::chrono::seconds(1);
+      if (dirty_) wakeAt = std::min(wakeAt, lastPublish_ + options_.publishInterval);
+      for (const auto& [uid, deadline] : assumeDeadline_) wakeAt = std::min(wakeAt, deadline);
+      queueCv_.wait_until(lock, stop, wakeAt, [&] { return urgent_ || (!dirty_ && !queue_.empty()); });
+      batch.swap(queue_);
+      urgent = urgent_;
+      urgent_ = false;
+    }
+    if (stop.stop_requested()) break;
+    std::lock_guard lock(writerMu_);
+    applyBatch(batch);
+    batch.clear();
+    auto now = Clock::now();
+    expireAssumptions(now);
+    if (dirty_ && (urgent || now - lastPublish_ >= options_.publishInterval)) publish();
+  }
+}
+
+void CacheWriter::applyBatch(std::vector<Event>& batch) {
+  if (batch.empty()) return;
+  auto started = Clock::now();
+  for (Event& event : batch) {
+    std::visit([this](auto& e) { apply(e); }, event);
+  }
+  dirty_ = true;
+  std::lock_guard lock(statsMu_);
+  stats_.eventsApplied += batch.size();
+  stats_.lastApply = Clock::now() - started;
+}
+
+void CacheWriter::trackPod(const std::string& key, const std::string& node) {
+  auto old = nodeOfPod_.find(key);
+  if (old != nodeOfPod_.end()) {
+    if (old->second == node) {
+      dirtyRows_.insert(node);  // same node, new content
+      return;
+    }
+    auto& keys = podsOfNode_[old->second];
+    keys.erase(key);
+    if (keys.empty()) podsOfNode_.erase(old->second);
+    dirtyRows_.insert(old->second);
+    nodeOfPod_.erase(old);
+  }
+  if (node.empty()) return;
+  nodeOfPod_[key] = node;
+  podsOfNode_[node].insert(key);
+  dirtyRows_.insert(node);
+}
+
+void CacheWriter::apply(WatchedObject& object) {
+  model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  std::visit(Overloaded{
+                 [&](model::Node& n) { index_.upsertNode(n); },
+                 [&](model::Pod& p) {
+                   std::string key = model::objectKey(p.ns, p.name);
+                   if (!gpuRelevant(p)) {
+                     index_.removePod(p.ns, p.name);
+                     trackPod(key, "");
+                     return;
+                   }
+                   bool bound = !p.nodeName.empty() && !model::isTerminal(p);
+                   std::string node = bound ? p.nodeName : std::string();
+                   index_.upsertPod(p);
+                   trackPod(key, node);
+                 },
+                 [&](model::Namespace& n) { index_.upsertNamespace(n); },
+                 [&](model::HierarchicalResourceQuota& q) { cluster.hrqs[model::objectKey(q.ns, q.name)] = std::move(q); },
+                 [&](model::ResourceQuota& q) { cluster.quotas[model::objectKey(q.ns, q.name)] = std::move(q); },
+                 [&](model::DeviceClass& c) { index_.upsertClass(c); },
+                 [&](model::GpuDevice& d) { index_.upsertDevice(d); },
+                 [&](model::VirtualMachineInstance& v) { index_.upsertVmi(v); },
+                 [&](model::Organization& o) { cluster.organizations[model::objectKey(o.ns, o.name)] = std::move(o); },
+                 [&](std::optional<model::BillingPlans>& p) {
+                   if (p) cluster.plans = std::move(p);
+                 },
+                 [&](std::vector<model::PermittedHostDevice>& d) { cluster.permittedHostDevices = std::move(d); },
+                 [&](model::Ledger& l) { cluster.ledger = std::move(l); },
+             },
+             object);
+}
+
+void CacheWriter::apply(Remove& r) {
+  model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  std::string key = model::objectKey(r.ns, r.name);
+  switch (r.kind) {
+    case model::Kind::Node: index_.removeNode(r.name); break;
+    case model::Kind::Pod:
+      index_.removePod(r.ns, r.name);
+      trackPod(key, "");
+      break;
+    case model::Kind::Namespace: index_.removeNamespace(r.name); break;
+    case model::Kind::HierarchicalResourceQuota: cluster.hrqs.erase(key); break;
+    case model::Kind::ResourceQuota: cluster.quotas.erase(key); break;
+    case model::Kind::DeviceClass: index_.removeClass(r.name); break;
+    case model::Kind::GpuDevice: index_.removeDevice(r.ns, r.name); break;
+    case model::Kind::VirtualMachineInstance: index_.removeVmi(r.ns, r.name); break;
+    case model::Kind::Organization: cluster.organizations.erase(key); break;
+    case model::Kind::BillingPlans: cluster.plans.reset(); break;
+    case model::Kind::KubeVirt: cluster.permittedHostDevices.reset(); break;
+    case model::Kind::Ledger: cluster.ledger = {}; break;
+  }
+}
+
+void CacheWriter::apply(Synced& s) {
+  model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  if (s.synced) {
+    synced_.insert(s.kind);
+    cluster.caches[s.kind] = {true, options_.clock()};
+  } else {
+    synced_.erase(s.kind);
+    cluster.caches[s.kind].synced = false;
+  }
+}
+
+void CacheWriter::apply(Assume& a) {
+  const model::Cluster& cluster = index_.cluster();
+  auto it = cluster.pods.find(model::objectKey(a.ns, a.name));
+  if (it == cluster.pods.end() || (!a.uid.empty() && it->second.uid != a.uid)) {
+    a.done->set_value(AssumeOutcome::PodUnknown);
+    return;
+  }
+  if (it->second.nodeName.empty()) {
+    index_.assume(it->second, a.node);
+    assumeDeadline_[it->second.uid] = Clock::now() + options_.assumeTtl;
+  }
+  waitingForPublish_.push_back(std::move(a.done));
+}
+
+void CacheWriter::apply(Forget& f) {
+  index_.forget(f.uid);
+  assumeDeadline_.erase(f.uid);
+}
+
+void CacheWriter::expireAssumptions(Clock::time_point now) {
+  std::uint64_t expired = 0;
+  for (auto it = assumeDeadline_.begin(); it != assumeDeadline_.end();) {
+    if (it->second <= now) {
+      // A no-op when the watch already confirmed the pod bound.
+      std::size_t before = index_.assumedCount();
+      index_.forget(it->first);
+      if (index_.assumedCount() != before) {
+        ++expired;
+        dirty_ = true;
+      }
+      it = assumeDeadline_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (expired) {
+    std::lock_guard lock(statsMu_);
+    stats_.assumptionsExpired += expired;
+  }
+}
+
+void CacheWriter::publish() {
+  auto started = Clock::now();
+  auto snap = std::make_unique<ExtenderSnapshot>();
+  const model::Cluster& c = index_.cluster();
+  model::Cluster& out = snap->cluster;
+  out.now = options_.clock();
+  out.nodes = c.nodes;
+  out.classes = c.classes;
+  out.namespaces = c.namespaces;
+  out.hrqs = c.hrqs;
+  out.quotas = c.quotas;
+  out.devices = c.devices;
+  out.vmis = c.vmis;
+  out.organizations = c.organizations;
+  out.plans = c.plans;
+  out.permittedHostDevices = c.permittedHostDevices;
+  out.ledger = c.ledger;
+  out.alerts = c.alerts;
+  out.caches = c.caches;
+  snap->usage = index_.snapshot();
+
+  std::size_t rebuilt = dirtyRows_.size();
+  for (const std::string& node : dirtyRows_) {
+    auto keys = podsOfNode_.find(node);
+    if (keys == podsOfNode_.end()) {
+      rows_.erase(node);
+      continue;
+    }
+    auto row = std::make_shared<BoundPods>();
+    row->reserve(keys->second.size());
+    for (const std::string& key : keys->second) {
+      auto pod = c.pods.find(key);
+      if (pod != c.pods.end()) row->push_back(pod->second);
+    }
+    rows_[node] = std::move(row);
+  }
+  dirtyRows_.clear();
+  snap->podsOnNode = rows_;
+  snap->generation = ++generation_;
+  for (model::Kind kind : model::kAllKinds) {
+    if (!synced_.contains(kind)) snap->unsynced.push_back(kind);
+  }
+  snap->assumedPlacements = index_.assumedCount();
+  auto built = Clock::now();
+  snap->publishedAt = built;
+  cell_.publish(std::move(snap));
+  lastPublish_ = built;
+  dirty_ = false;
+  for (auto& p : waitingForPublish_) p->set_value(AssumeOutcome::Recorded);
+  waitingForPublish_.clear();
+  std::lock_guard lock(statsMu_);
+  ++stats_.publishes;
+  stats_.lastPublish = built - started;
+  stats_.lastRowsRebuilt = rebuilt;
+}
+
+}  // namespace tally::extender

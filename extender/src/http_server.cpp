@@ -1,0 +1,298 @@
+#include "tally/extender/http_server.hpp"
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "tally/extender/wire.hpp"
+
+namespace tally::extender {
+
+namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+void Router::add(std::string method, std::string path, std::string label, Handler handler) {
+  Route& route = routes_[path];
+  route.label = std::move(label);
+  route.byMethod[std::move(method)] = std::move(handler);
+}
+
+Router::Match Router::match(std::string_view method, std::string_view path) const {
+  Match m;
+  auto route = routes_.find(path);
+  if (route == routes_.end()) {
+    m.status = 404;
+    return m;
+  }
+  m.label = route->second.label;
+  auto handler = route->second.byMethod.find(method);
+  if (handler == route->second.byMethod.end()) {
+    m.status = 405;
+    for (const auto& [name, h] : route->second.byMethod) m.allow += (m.allow.empty() ? "" : ", ") + name;
+    return m;
+  }
+  m.handler = &handler->second;
+  return m;
+}
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  Router router;
+  HttpObserver observer;
+  net::io_context ioc;
+  std::optional<ssl::context> tlsContext;
+  std::optional<tcp::acceptor> acceptor;
+  std::vector<std::thread> threads;
+  std::atomic<bool> running{false};
+  std::uint16_t boundPort = 0;
+
+  void reject(std::string_view kind) {
+    if (observer.onRejected) observer.onRejected(kind);
+  }
+  void responded(std::string_view route, int status, double seconds) {
+    if (observer.onResponse) observer.onResponse(route, status, seconds);
+  }
+  void accept();
+};
+
+namespace {
+
+HttpResponse errorResponse(int status, std::string_view message) {
+  HttpResponse r;
+  r.status = status;
+  r.body = wire::encodeError(message);
+  return r;
+}
+
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  Session(HttpServer::Impl& server, Stream stream) : server_(server), stream_(std::move(stream)) {}
+
+  void run() {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      readHeader();
+    } else {
+      beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
+      stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+        if (ec) {
+          self->server_.reject("tls_handshake");
+          return self->close();
+        }
+        self->readHeader();
+      });
+    }
+  }
+
+ private:
+  void readHeader() {
+    parser_.emplace();
+    parser_->body_limit(server_.options.maxBodyBytes);
+    parser_->header_limit(static_cast<std::uint32_t>(server_.options.maxHeaderBytes));
+    beast::get_lowest_layer(stream_).expires_after(first_ ? server_.options.readTimeout : server_.options.idleTimeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+  }
+
+  void onHeader(beast::error_code ec) {
+    if (ec) return readFailed(ec);
+    started_ = Clock::now();
+    if (auto length = parser_->content_length()) {
+      if (*length > server_.options.maxBodyBytes) return tooLarge();
+      // Room for simdjson's padding, so the body is parsed where it lands.
+      parser_->get().body().reserve(*length + 64);
+    }
+    beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
+  }
+
+  void readFailed(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+        ec == net::error::operation_aborted) {
+      return close();
+    }
+    if (ec == beast::error::timeout) {
+      // The stream closed the socket when its timer fired; a client that
+      // started a request and stalled is counted, an idle kept-alive one is not.
+      if (first_ || buffer_.size() > 0 || (parser_ && parser_->is_header_done())) server_.reject("timeout");
+      return close();
+    }
+    if (ec == http::error::body_limit || ec == http::error::header_limit) return tooLarge();
+    server_.reject("malformed_http");
+    closeAfter_ = true;
+    write("malformed", errorResponse(400, std::string("malformed HTTP request: ") + ec.message()));
+  }
+
+  void tooLarge() {
+    server_.reject("body_too_large");
+    closeAfter_ = true;
+    write("rejected", errorResponse(413, "request body exceeds the limit of " +
+                                             std::to_string(server_.options.maxBodyBytes) + " bytes"));
+  }
+
+  void onBody(beast::error_code ec) {
+    if (ec) return readFailed(ec);
+    auto& req = parser_->get();
+    keepAlive_ = req.keep_alive();
+    request_.method = std::string(req.method_string());
+    std::string_view target(req.target().data(), req.target().size());
+    request_.path = std::string(target.substr(0, target.find('?')));
+    request_.body = std::move(req.body());
+    Router::Match m = server_.router.match(request_.method, request_.path);
+    if (!m.handler) {
+      server_.reject(m.status == 404 ? "not_found" : "method_not_allowed");
+      HttpResponse r = errorResponse(m.status, m.status == 404 ? "no such path: " + request_.path
+                                                               : request_.method + " is not allowed on " + request_.path);
+      if (m.status == 405) r.headers.emplace_back("Allow", m.allow);
+      return write(m.label, std::move(r));
+    }
+    route_ = std::string(m.label);
+    auto self = this->shared_from_this();
+    Respond respond = [self](HttpResponse response) {
+      net::dispatch(self->stream_.get_executor(),
+                    [self, response = std::move(response)]() mutable { self->write(self->route_, std::move(response)); });
+    };
+    try {
+      (*m.handler)(request_, std::move(respond));
+    } catch (const std::exception& e) {
+      write(route_, errorResponse(500, std::string("internal error: ") + e.what()));
+    } catch (...) {
+      write(route_, errorResponse(500, "internal error"));
+    }
+  }
+
+  void write(std::string_view route, HttpResponse r) {
+    double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+    server_.responded(route, r.status, seconds);
+    response_ = {};
+    response_.version(11);
+    response_.result(static_cast<unsigned>(r.status));
+    response_.set(http::field::server, "tally-extender");
+    response_.set(http::field::content_type, r.contentType);
+    for (auto& [k, v] : r.headers) response_.set(k, v);
+    response_.body() = std::move(r.body);
+    response_.keep_alive(keepAlive_ && !closeAfter_);
+    response_.prepare_payload();
+    beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
+    http::async_write(stream_, response_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec || !self->response_.keep_alive()) return self->close();
+      self->first_ = false;
+      self->readHeader();
+    });
+  }
+
+  void close() {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+      stream_.socket().close(ec);
+    } else {
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(1));
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) {
+        beast::error_code ec;
+        beast::get_lowest_layer(self->stream_).socket().close(ec);
+      });
+    }
+  }
+
+  HttpServer::Impl& server_;
+  Stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> response_;
+  HttpRequest request_;
+  std::string route_;
+  Clock::time_point started_ = Clock::now();
+  bool first_ = true;
+  bool keepAlive_ = true;
+  bool closeAfter_ = false;
+};
+
+}  // namespace
+
+void HttpServer::Impl::accept() {
+  acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (!running.load()) return;
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      if (tlsContext) {
+        std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+            *this, beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *tlsContext))
+            ->run();
+      } else {
+        std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket)))->run();
+      }
+    }
+    accept();
+  });
+}
+
+HttpServer::HttpServer(HttpServerOptions options, Router router, HttpObserver observer)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  impl_->router = std::move(router);
+  impl_->observer = std::move(observer);
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::start() {
+  Impl& s = *impl_;
+  const auto& o = s.options;
+  if (!o.tlsCertFile.empty() || !o.tlsKeyFile.empty()) {
+    if (o.tlsCertFile.empty() || o.tlsKeyFile.empty()) {
+      throw std::runtime_error("TLS needs both --tls-cert-file and --tls-key-file");
+    }
+    s.tlsContext.emplace(ssl::context::tls_server);
+    s.tlsContext->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                              ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+    beast::error_code ec;
+    s.tlsContext->use_certificate_chain_file(o.tlsCertFile, ec);
+    if (ec) throw std::runtime_error("cannot load TLS certificate " + o.tlsCertFile + ": " + ec.message());
+    s.tlsContext->use_private_key_file(o.tlsKeyFile, ssl::context::pem, ec);
+    if (ec) throw std::runtime_error("cannot load TLS key " + o.tlsKeyFile + ": " + ec.message());
+  }
+  beast::error_code ec;
+  auto address = net::ip::make_address(o.address, ec);
+  if (ec) throw std::runtime_error("invalid bind address " + o.address + ": " + ec.message());
+  tcp::endpoint endpoint(address, o.port);
+  s.acceptor.emplace(net::make_strand(s.ioc));
+  s.acceptor->open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor->bind(endpoint, ec);
+  if (!ec) s.acceptor->listen(net::socket_base::max_listen_connections, ec);
+  if (ec) throw std::runtime_error("cannot listen on " + o.address + ":" + std::to_string(o.port) + ": " + ec.message());
+  s.boundPort = s.acceptor->local_endpoint().port();
+  s.running.store(true);
+  s.accept();
+  unsigned n = std::max(1u, o.threads);
+  for (unsigned i = 0; i < n; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
+}
+
+void HttpServer::stop() {
+  Impl& s = *impl_;
+  if (!s.running.exchange(false)) return;
+  net::post(s.acceptor->get_executor(), [&s] {
+    beast::error_code ec;
+    s.acceptor->close(ec);
+  });
+  s.ioc.stop();
+  for (auto& t : s.threads) t.join();
+  s.threads.clear();
+}
+
+std::uint16_t HttpServer::port() const { return impl_->boundPort; }
+bool HttpServer::tls() const { return impl_->tlsContext.has_value(); }
+
+}  // namespace tally::extender

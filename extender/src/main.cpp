@@ -1,0 +1,294 @@
+// tally-extender: the kube-scheduler extender. Informers feed the model's
+// incremental index; requests read immutable snapshots; bind records an
+// assumed placement and posts the Binding.
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "tally/codec/snapshot.hpp"
+#include "tally/extender/cache_writer.hpp"
+#include "tally/extender/http_server.hpp"
+#include "tally/extender/metrics.hpp"
+#include "tally/extender/pod_binder.hpp"
+#include "tally/extender/service.hpp"
+#include "tally/observability/log.hpp"
+#include "tally/runtime/client.h"
+#include "tally/runtime/config.h"
+#include "tally/runtime/log.h"
+#include "watches.hpp"
+
+namespace {
+
+using namespace tally;
+using namespace tally::extender;
+namespace obs = tally::observability;
+
+// "250ms", "10s", "2m", "1h"; a bare number is seconds.
+std::chrono::milliseconds parseDuration(const std::string& text) {
+  std::size_t end = 0;
+  double value = std::stod(text, &end);
+  std::string unit = text.substr(end);
+  double ms = unit == "ms"  ? value
+              : unit == "s" || unit.empty() ? value * 1000
+              : unit == "m" ? value * 60'000
+              : unit == "h" ? value * 3'600'000
+                            : throw std::invalid_argument("unknown duration unit in " + text);
+  if (ms < 0) throw std::invalid_argument("negative duration " + text);
+  return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+}
+
+struct Flags {
+  std::string bindAddress = "127.0.0.1";
+  std::uint16_t port = 8888;
+  std::string urlPrefix = "/tally";
+  std::uint16_t metricsPort = 8889;
+  std::string scoring = "binpack";
+  std::string tlsCert, tlsKey;
+  std::string kubeconfig, context;
+  unsigned threads = std::max(2u, std::thread::hardware_concurrency());
+  std::size_t maxBodyBytes = 16 << 20;
+  std::string readTimeout = "10s", idleTimeout = "90s";
+  std::string publishInterval = "5ms", assumeTtl = "30s";
+  unsigned bindThreads = 4;
+  std::string billingPlans = "kube-dc/billing-plans";
+  bool watchOrganizations = true, watchKubevirt = false;
+  std::string ledgerDir, ledgerInterval = "30s";
+  std::string snapshotFile;
+  std::string logLevel = "info";
+};
+
+void addFlags(CLI::App& app, Flags& f) {
+  app.add_option("--bind-address", f.bindAddress, "Address of the verb listener")->capture_default_str();
+  app.add_option("--port", f.port, "Port of <url-prefix>/{filter,prioritize,preempt,bind}, /healthz, /readyz, /metrics")
+      ->capture_default_str();
+  app.add_option("--url-prefix", f.urlPrefix, "Path prefix of the verbs")->capture_default_str();
+  app.add_option("--metrics-port", f.metricsPort,
+                 "Second listener on all addresses with only /healthz, /readyz, /metrics; 0 disables it")
+      ->capture_default_str();
+  app.add_option("--scoring,--score-strategy", f.scoring, "Prioritize strategy: binpack or spread")
+      ->check(CLI::IsMember({"binpack", "spread"}))
+      ->capture_default_str();
+  app.add_option("--tls-cert-file", f.tlsCert, "Serve the verb listener over HTTPS with this certificate chain (PEM)");
+  app.add_option("--tls-key-file", f.tlsKey, "Private key (PEM) for --tls-cert-file");
+  app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig file; empty: $KUBECONFIG, in-cluster, then ~/.kube/config");
+  app.add_option("--context", f.context, "Kubeconfig context; empty: the current one");
+  app.add_option("--threads", f.threads, "HTTP worker threads")->capture_default_str();
+  app.add_option("--max-body-bytes", f.maxBodyBytes, "Largest request body; larger ones get 413")->capture_default_str();
+  app.add_option("--read-timeout", f.readTimeout, "Time to read one request once it started (and to write the answer)")
+      ->capture_default_str();
+  app.add_option("--idle-timeout", f.idleTimeout, "Time a kept-alive connection may wait for its next request")
+      ->capture_default_str();
+  app.add_option("--publish-interval", f.publishInterval,
+                 "Longest delay between a watch event and the snapshot that shows it (batching)")
+      ->capture_default_str();
+  app.add_option("--assume-ttl", f.assumeTtl,
+                 "How long a placement recorded by bind holds its units without the watch confirming it")
+      ->capture_default_str();
+  app.add_option("--bind-threads", f.bindThreads, "Threads posting Bindings (kept apart from the filter threads)")
+      ->capture_default_str();
+  app.add_option("--billing-plans", f.billingPlans,
+                 "namespace/name of the billing-plans ConfigMap (key plans.yaml); empty: do not watch it")
+      ->capture_default_str();
+  app.add_option("--watch-organizations", f.watchOrganizations,
+                 "Watch Organizations (kube-dc.com/v1): needed to hold idle reservations of other organizations")
+      ->capture_default_str();
+  app.add_option("--watch-kubevirt", f.watchKubevirt, "Watch the KubeVirt CR (permittedHostDevices)")
+      ->capture_default_str();
+  app.add_option("--ledger-dir", f.ledgerDir, "Reservation ledger directory (git-sync volume); empty: no ledger");
+  app.add_option("--ledger-interval", f.ledgerInterval, "How often --ledger-dir is re-read")->capture_default_str();
+  app.add_option("--snapshot-file", f.snapshotFile,
+                 "Serve from a Kubernetes List JSON file instead of an API server (offline: benches, demos); "
+                 "bind is then refused");
+  app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
+}
+
+void bridgeRuntimeLogs() {
+  runtime::setLogSink([](runtime::LogLevel level, std::string_view message) {
+    obs::Level l = level == runtime::LogLevel::kDebug     ? obs::Level::Debug
+                   : level == runtime::LogLevel::kInfo    ? obs::Level::Info
+                   : level == runtime::LogLevel::kWarning ? obs::Level::Warning
+                                                          : obs::Level::Error;
+    obs::log(l, message, {{"component", "runtime"}});
+  });
+}
+
+int loadSnapshotFile(const std::string& path, CacheWriter& writer) {
+  std::ifstream in(path);
+  if (!in) {
+    obs::logError("cannot open --snapshot-file", {{"path", path}});
+    return 2;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto snapshot = codec::loadSnapshot(text.str());
+  if (!snapshot) {
+    obs::logError("cannot decode --snapshot-file", {{"path", path}, {"error", snapshot.error().describe()}});
+    return 2;
+  }
+  const model::Cluster& c = snapshot->cluster;
+  for (const auto& [k, v] : c.nodes) writer.upsert(v);
+  for (const auto& [k, v] : c.classes) writer.upsert(v);
+  for (const auto& [k, v] : c.namespaces) writer.upsert(v);
+  for (const auto& [k, v] : c.hrqs) writer.upsert(v);
+  for (const auto& [k, v] : c.quotas) writer.upsert(v);
+  for (const auto& [k, v] : c.devices) writer.upsert(v);
+  for (const auto& [k, v] : c.vmis) writer.upsert(v);
+  for (const auto& [k, v] : c.organizations) writer.upsert(v);
+  for (const auto& [k, v] : c.pods) writer.upsert(v);
+  if (c.plans) writer.upsert(c.plans);
+  if (c.permittedHostDevices) writer.upsert(*c.permittedHostDevices);
+  writer.flush();
+  obs::logInfo("serving from a snapshot file", {{"path", path}, {"nodes", c.nodes.size()}, {"pods", c.pods.size()}});
+  return 0;
+}
+
+void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
+  auto lastPublishes = std::make_shared<std::uint64_t>(0);
+  auto lastExpired = std::make_shared<std::uint64_t>(0);
+  metrics.registry().onScrape([&writer, &metrics, lastPublishes, lastExpired] {
+    PublishStats s = writer.stats();
+    {
+      auto snap = writer.snapshots().read();
+      metrics.snapshotAge.set(std::chrono::duration<double>(std::chrono::steady_clock::now() - snap->publishedAt).count());
+      metrics.snapshotGeneration.set(static_cast<double>(snap->generation));
+      metrics.assumedPlacements.set(static_cast<double>(snap->assumedPlacements));
+    }
+    if (s.publishes != *lastPublishes) {
+      metrics.publishDuration.observe(std::chrono::duration<double>(s.lastPublish).count());
+      *lastPublishes = s.publishes;
+    }
+    if (s.assumptionsExpired > *lastExpired) {
+      metrics.assumptionsExpired.inc(s.assumptionsExpired - *lastExpired);
+      *lastExpired = s.assumptionsExpired;
+    }
+  });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tally-extender: kube-scheduler extender (filter, prioritize, preempt, bind) deciding by Tally's GPU model"};
+  Flags f;
+  addFlags(app, f);
+  CLI11_PARSE(app, argc, argv);
+
+  obs::Level level = obs::Level::Info;
+  if (!obs::parseLevel(f.logLevel, level)) {
+    std::cerr << "--log-level: unknown level " << f.logLevel << "\n";
+    return 2;
+  }
+  obs::setLogLevel(level);
+  bridgeRuntimeLogs();
+
+  // Signals are waited for by the main thread only.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  try {
+    obs::Registry registry;
+    ExtenderMetrics metrics(registry);
+    WatchOptions watchOptions;
+    watchOptions.billingPlans = f.billingPlans;
+    watchOptions.organizations = f.watchOrganizations;
+    watchOptions.kubevirt = f.watchKubevirt;
+    watchOptions.ledgerDir = f.ledgerDir;
+    watchOptions.ledgerInterval = parseDuration(f.ledgerInterval);
+
+    CacheWriter::Options writerOptions;
+    writerOptions.publishInterval = parseDuration(f.publishInterval);
+    writerOptions.assumeTtl = parseDuration(f.assumeTtl);
+    bool offline = !f.snapshotFile.empty();
+    writerOptions.watched = offline ? std::set<model::Kind>{} : Watches::kinds(watchOptions);
+    CacheWriter writer(writerOptions);
+    exportWriterStats(writer, metrics);
+
+    std::shared_ptr<runtime::Client> client;
+    std::unique_ptr<Watches> watches;
+    std::unique_ptr<PodBinder> binder;
+    if (offline) {
+      if (int rc = loadSnapshotFile(f.snapshotFile, writer)) return rc;
+    } else {
+      auto config = f.kubeconfig.empty() ? runtime::defaultConfig() : runtime::loadKubeconfig(f.kubeconfig, f.context);
+      if (!config) {
+        obs::logError("no Kubernetes configuration", {{"error", config.error().describe()}});
+        return 2;
+      }
+      config->userAgent = "tally-extender/0.1";
+      auto created = runtime::Client::create(std::move(config).value());
+      if (!created) {
+        obs::logError("cannot create the Kubernetes client", {{"error", created.error().describe()}});
+        return 2;
+      }
+      client = std::move(created).value();
+      watches = std::make_unique<Watches>(client, writer, metrics, watchOptions);
+      PodBinder::Options bo;
+      bo.threads = f.bindThreads;
+      binder = std::make_unique<PodBinder>(
+          writer,
+          [client](const wire::BindingArgs& a) -> std::string {
+            auto status = client->bindPod(a.podNamespace, a.podName, a.podUid, a.node);
+            return status ? std::string() : status.error().describe();
+          },
+          bo);
+    }
+    writer.start();
+    if (watches) watches->start();
+
+    ServiceOptions so;
+    so.urlPrefix = f.urlPrefix;
+    so.strategy = f.scoring == "spread" ? model::ScoreStrategy::Spread : model::ScoreStrategy::BinPack;
+    ExtenderService service(writer.snapshots(), metrics, so, binder.get());
+
+    HttpServerOptions ho;
+    ho.address = f.bindAddress;
+    ho.port = f.port;
+    ho.threads = f.threads;
+    ho.maxBodyBytes = f.maxBodyBytes;
+    ho.readTimeout = parseDuration(f.readTimeout);
+    ho.idleTimeout = parseDuration(f.idleTimeout);
+    ho.tlsCertFile = f.tlsCert;
+    ho.tlsKeyFile = f.tlsKey;
+    Router verbs;
+    service.addVerbRoutes(verbs);
+    service.addOperationRoutes(verbs);
+    HttpServer server(ho, std::move(verbs), service.observer());
+    server.start();
+
+    std::unique_ptr<HttpServer> opsServer;
+    if (f.metricsPort != 0) {
+      HttpServerOptions oo = ho;
+      oo.address = "0.0.0.0";
+      oo.port = f.metricsPort;
+      oo.threads = 1;
+      oo.tlsCertFile.clear();
+      oo.tlsKeyFile.clear();
+      Router ops;
+      service.addOperationRoutes(ops);
+      opsServer = std::make_unique<HttpServer>(oo, std::move(ops), service.observer());
+      opsServer->start();
+    }
+    obs::logInfo("tally-extender serving",
+                 {{"address", f.bindAddress}, {"port", server.port()}, {"prefix", f.urlPrefix}, {"tls", server.tls()},
+                  {"metricsPort", opsServer ? opsServer->port() : 0}, {"offline", offline}});
+
+    int signal = 0;
+    sigwait(&signals, &signal);
+    obs::logInfo("shutting down", {{"signal", signal}});
+    server.stop();
+    if (opsServer) opsServer->stop();
+    if (binder) binder->stop();
+    if (watches) watches->stop();
+    writer.stop();
+  } catch (const std::exception& e) {
+    obs::logError("tally-extender failed", {{"error", e.what()}});
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,73 @@
+#include "tally/extender/metrics.hpp"
+
+namespace tally::extender {
+
+namespace obs = tally::observability;
+
+namespace {
+constexpr std::string_view kResultNames[kFilterResultKinds] = {"pass", "failed", "unresolvable", "error"};
+}
+
+ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
+    : informerEvents(registry.counter("tally_extender_informer_events_total",
+                                      "Watch events applied to the extender's cache, by kind.", {"kind"})),
+      informerStaleness(registry.gauge("tally_extender_informer_staleness_seconds",
+                                       "Seconds since the API server was last heard from, by kind.", {"kind"})),
+      cacheSynced(registry.gauge("tally_extender_cache_synced", "1 when the kind's cache has synced.", {"kind"})),
+      snapshotAge(registry.gauge("tally_extender_snapshot_age_seconds",
+                                 "Age of the snapshot requests read now.").with(obs::LabelValues{})),
+      snapshotGeneration(registry.gauge("tally_extender_snapshot_generation",
+                                        "Snapshots published since start.").with(obs::LabelValues{})),
+      publishDuration(registry.histogram("tally_extender_snapshot_publish_duration_seconds",
+                                         "Time to build and publish one snapshot.",
+                                         obs::exponentialBuckets(0.0001, 2, 16)).with(obs::LabelValues{})),
+      assumedPlacements(registry.gauge("tally_extender_assumed_placements",
+                                       "Placements recorded by bind and not yet confirmed by the watch.")
+                            .with(obs::LabelValues{})),
+      assumptionsExpired(registry.counter("tally_extender_assumptions_expired_total",
+                                          "Assumed placements dropped by their TTL (a bind the watch never confirmed).")
+                             .with(obs::LabelValues{})),
+      registry_(registry),
+      latency_(registry.histogram("tally_extender_request_duration_seconds",
+                                  "Server-side time from request read to response ready, by route.",
+                                  obs::exponentialBuckets(0.000025, 2, 18), {"route"})),
+      requests_(registry.counter("tally_extender_requests_total", "Responses by route and HTTP status.",
+                                 {"route", "code"})),
+      badRequests_(registry.counter("tally_extender_bad_requests_total",
+                                    "Requests refused before a decision, by kind.", {"kind"})),
+      binds_(registry.counter("tally_extender_binds_total", "Bind verb outcomes.", {"result"})),
+      decisionFamily_(registry.counter("tally_extender_filter_decisions_total",
+                                       "Per-node filter decisions by result and the model's reason code.",
+                                       {"result", "reason"})) {}
+
+void ExtenderMetrics::response(std::string_view route, int status, double seconds) {
+  latency_.with({route}).observe(seconds);
+  requests_.with({route, std::to_string(status)}).inc();
+}
+
+void ExtenderMetrics::rejected(std::string_view kind) { badRequests_.with({kind}).inc(); }
+
+void ExtenderMetrics::bind(std::string_view result) { binds_.with({result}).inc(); }
+
+void ExtenderMetrics::decisions(const DecisionTally& tally) {
+  std::array<std::array<std::uint64_t, kCodeCount + 1>, kFilterResultKinds> counts{};
+  for (const auto& d : tally.decisions) {
+    std::size_t code = d.code ? static_cast<std::size_t>(*d.code) : kCodeCount;
+    ++counts[static_cast<std::size_t>(d.result)][code];
+  }
+  for (std::size_t r = 0; r < kFilterResultKinds; ++r) {
+    for (std::size_t c = 0; c <= kCodeCount; ++c) {
+      if (!counts[r][c]) continue;
+      // Series appear on first use so the exposition stays short.
+      obs::Counter* counter = decisions_[r][c].load(std::memory_order_acquire);
+      if (!counter) {
+        std::string reason = c == kCodeCount ? "none" : std::string(model::toString(static_cast<model::Code>(c)));
+        counter = &decisionFamily_.with({kResultNames[r], reason});
+        decisions_[r][c].store(counter, std::memory_order_release);
+      }
+      counter->inc(counts[r][c]);
+    }
+  }
+}
+
+}  // namespace tally::extender

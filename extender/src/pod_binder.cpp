@@ -1,0 +1,52 @@
+#include "tally/extender/pod_binder.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "tally/observability/log.hpp"
+
+namespace tally::extender {
+
+struct PodBinder::Impl {
+  CacheWriter& writer;
+  PostBinding post;
+  Options options;
+  boost::asio::thread_pool pool;
+  Impl(CacheWriter& w, PostBinding p, Options o) : writer(w), post(std::move(p)), options(o), pool(std::max(1u, o.threads)) {}
+};
+
+PodBinder::PodBinder(CacheWriter& writer, PostBinding post, Options options)
+    : impl_(std::make_unique<Impl>(writer, std::move(post), options)) {}
+
+PodBinder::~PodBinder() { stop(); }
+
+void PodBinder::stop() { impl_->pool.join(); }
+
+void PodBinder::bind(wire::BindingArgs args, Done done) {
+  boost::asio::post(impl_->pool, [impl = impl_.get(), args = std::move(args), done = std::move(done)] {
+    auto outcome = impl->writer.assume(args.podNamespace, args.podName, args.podUid, args.node);
+    bool assumed = false;
+    if (outcome.wait_for(impl->options.publishWait) == std::future_status::ready) {
+      assumed = outcome.get() == AssumeOutcome::Recorded;
+    }
+    if (!assumed) {
+      observability::logWarning("bind without an assumed placement: the pod is not in the cache yet",
+                                {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}});
+    }
+    std::string error;
+    try {
+      error = impl->post(args);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (!error.empty()) {
+      if (!args.podUid.empty()) impl->writer.forget(args.podUid);
+      observability::logWarning("bind failed",
+                                {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}, {"error", error}});
+      return done("failed", std::move(error));
+    }
+    done(assumed ? "bound" : "bound_unassumed", "");
+  });
+}
+
+}  // namespace tally::extender

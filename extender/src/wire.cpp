@@ -1,0 +1,380 @@
+#include "tally/extender/wire.hpp"
+
+#include <simdjson.h>
+
+#include "tally/codec/objects.hpp"
+#include "tally/observability/log.hpp"
+
+namespace tally::extender::wire {
+namespace {
+
+namespace od = simdjson::ondemand;
+using observability::appendJsonString;
+
+// Reads one request body; the first error stops reading and names its path.
+class Reader {
+ public:
+  explicit Reader(std::string_view root) : root_(root) {}
+
+  bool failed() const { return !errors_.empty(); }
+  std::vector<BadRequest> take() { return std::move(errors_); }
+
+  bool fail(std::string kind, std::string_view path, std::string message) {
+    if (errors_.empty()) errors_.push_back({std::move(kind), std::string(path) + ": " + std::move(message)});
+    return false;
+  }
+  bool check(simdjson::error_code code, std::string_view path, std::string_view expected) {
+    if (!code) return true;
+    if (code == simdjson::INCORRECT_TYPE) return fail("schema", path, "expected " + std::string(expected));
+    return fail("json", path, std::string("malformed JSON (") + simdjson::error_message(code) + ")");
+  }
+
+  // f(key, value) for every member; null counts as an empty object.
+  template <class F>
+  bool forEachField(od::value value, std::string_view path, F&& f) {
+    bool null = false;
+    if (!check(value.is_null().get(null), path, "an object")) return false;
+    if (null) return true;
+    od::object object;
+    if (!check(value.get_object().get(object), path, "an object")) return false;
+    for (auto entry : object) {
+      od::field member;
+      if (!check(std::move(entry).get(member), path, "an object")) return false;
+      std::string_view key;
+      if (!check(member.unescaped_key().get(key), path, "an object")) return false;
+      if (!f(key, member.value())) return false;
+    }
+    return true;
+  }
+
+  template <class F>
+  bool forEachElement(od::value value, std::string_view path, F&& f) {
+    bool null = false;
+    if (!check(value.is_null().get(null), path, "an array")) return false;
+    if (null) return true;
+    od::array array;
+    if (!check(value.get_array().get(array), path, "an array")) return false;
+    std::size_t index = 0;
+    for (auto entry : array) {
+      od::value element;
+      if (!check(std::move(entry).get(element), path, "an array")) return false;
+      if (!f(index++, element)) return false;
+    }
+    return true;
+  }
+
+  bool readString(od::value value, std::string_view path, std::string& out) {
+    bool null = false;
+    if (!check(value.is_null().get(null), path, "a string")) return false;
+    if (null) return true;
+    std::string_view text;
+    if (!check(value.get_string().get(text), path, "a string")) return false;
+    out.assign(text);
+    return true;
+  }
+
+  bool readInteger(od::value value, std::string_view path, std::int64_t& out) {
+    bool null = false;
+    if (!check(value.is_null().get(null), path, "an integer")) return false;
+    if (null) return true;
+    return check(value.get_int64().get(out), path, "an integer");
+  }
+
+  bool readPod(od::value value, std::string_view path, model::Pod& pod, bool& seen) {
+    bool null = false;
+    if (!check(value.is_null().get(null), path, "a Pod object")) return false;
+    if (null) return true;
+    auto decoded = codec::decodePod(value);
+    if (!decoded) return fail("pod", path, decoded.error().describe());
+    pod = std::move(decoded).value();
+    seen = true;
+    return true;
+  }
+
+  // A v1 object's metadata.<field> (keys matched case-insensitively, as Go does).
+  bool readMetadataField(od::value value, std::string_view path, std::string_view field, std::string& out) {
+    return forEachField(value, path, [&](std::string_view key, od::value member) {
+      if (!keyEquals(key, "metadata")) return true;
+      std::string metaPath = std::string(path) + ".metadata";
+      return forEachField(member, metaPath, [&](std::string_view metaKey, od::value metaValue) {
+        if (!keyEquals(metaKey, field)) return true;
+        return readString(metaValue, metaPath + "." + std::string(field), out);
+      });
+    });
+  }
+
+  // Parses `body` as one JSON object and calls f(key, value) per member.
+  template <class F>
+  bool document(std::string& body, F&& f) {
+    thread_local od::parser parser;
+    if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING) body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+    od::document doc;
+    if (!check(parser.iterate(body.data(), body.size(), body.capacity()).get(doc), root_, "an object")) return false;
+    od::object object;
+    if (!check(doc.get_object().get(object), root_, "an object")) return false;
+    for (auto entry : object) {
+      od::field member;
+      if (!check(std::move(entry).get(member), root_, "an object")) return false;
+      std::string_view key;
+      if (!check(member.unescaped_key().get(key), root_, "an object")) return false;
+      if (!f(key, member.value())) return false;
+    }
+    if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
+      return fail("json", root_, "unexpected content after the object");
+    }
+    return true;
+  }
+
+  std::string path(std::string_view field) const { return std::string(root_) + "." + std::string(field); }
+
+ private:
+  std::string_view root_;
+  std::vector<BadRequest> errors_;
+};
+
+std::string indexed(std::string_view path, std::size_t i) { return std::string(path) + "[" + std::to_string(i) + "]"; }
+
+bool readVictims(Reader& r, od::value value, const std::string& path, bool meta,
+                 std::vector<std::pair<std::string, MetaVictims>>& out) {
+  return r.forEachField(value, path, [&](std::string_view node, od::value victims) {
+    std::string nodePath = path + "[" + std::string(node) + "]";
+    auto& entry = out.emplace_back(std::string(node), MetaVictims{}).second;
+    return r.forEachField(victims, nodePath, [&](std::string_view key, od::value member) {
+      if (keyEquals(key, "NumPDBViolations")) {
+        return r.readInteger(member, nodePath + ".NumPDBViolations", entry.numPdbViolations);
+      }
+      if (!keyEquals(key, "Pods")) return true;
+      return r.forEachElement(member, nodePath + ".Pods", [&](std::size_t i, od::value pod) {
+        std::string uid;
+        bool ok = meta ? r.forEachField(pod, indexed(nodePath + ".Pods", i),
+                                        [&](std::string_view k, od::value v) {
+                                          return keyEquals(k, "UID") ? r.readString(v, indexed(nodePath + ".Pods", i) + ".UID", uid)
+                                                                     : true;
+                                        })
+                       : r.readMetadataField(pod, indexed(nodePath + ".Pods", i), "uid", uid);
+        if (ok && !uid.empty()) entry.podUids.push_back(std::move(uid));
+        return ok;
+      });
+    });
+  });
+}
+
+void appendFailures(std::string& out, std::string_view name,
+                    const std::vector<std::pair<std::string_view, std::string>>& failures) {
+  appendJsonString(out, name);
+  out += ":{";
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    if (i) out += ',';
+    appendJsonString(out, failures[i].first);
+    out += ':';
+    appendJsonString(out, failures[i].second);
+  }
+  out += '}';
+}
+
+}  // namespace
+
+bool keyEquals(std::string_view key, std::string_view goName) {
+  if (key.size() != goName.size()) return false;
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    char a = key[i], b = goName[i];
+    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
+    if (b >= 'A' && b <= 'Z') b = static_cast<char>(b - 'A' + 'a');
+    if (a != b) return false;
+  }
+  return true;
+}
+
+Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
+  Parsed<ExtenderArgs> out;
+  Reader r("ExtenderArgs");
+  bool seenPod = false;
+  bool seenNames = false;
+  std::vector<std::string> listed;  // from Nodes.items
+  r.document(body, [&](std::string_view key, od::value value) {
+    if (keyEquals(key, "Pod")) return r.readPod(value, r.path("Pod"), out.value.pod, seenPod);
+    if (keyEquals(key, "NodeNames")) {
+      std::string path = r.path("NodeNames");
+      bool null = false;
+      if (!r.check(value.is_null().get(null), path, "an array")) return false;
+      if (null) return true;
+      seenNames = true;
+      out.value.nodeNames.clear();
+      return r.forEachElement(value, path, [&](std::size_t i, od::value name) {
+        return r.readString(name, indexed(path, i), out.value.nodeNames.emplace_back());
+      });
+    }
+    if (keyEquals(key, "Nodes")) {
+      bool null = false;
+      if (!r.check(value.is_null().get(null), r.path("Nodes"), "a NodeList object")) return false;
+      if (null) return true;
+      out.value.fromNodeList = true;
+      out.value.rawNodes.clear();
+      listed.clear();
+      return r.forEachField(value, r.path("Nodes"), [&](std::string_view listKey, od::value items) {
+        if (!keyEquals(listKey, "items")) return true;
+        std::string path = r.path("Nodes.items");
+        return r.forEachElement(items, path, [&](std::size_t i, od::value item) {
+          od::object node;
+          if (!r.check(item.get_object().get(node), indexed(path, i), "a Node object")) return false;
+          std::string_view raw;
+          if (!r.check(node.raw_json().get(raw), indexed(path, i), "a Node object")) return false;
+          if (!r.check(node.reset().error(), indexed(path, i), "a Node object")) return false;
+          std::string name;
+          // Only metadata.name is read; simdjson skips every other field unparsed.
+          for (auto entry : node) {
+            od::field member;
+            if (!r.check(std::move(entry).get(member), indexed(path, i), "a Node object")) return false;
+            std::string_view k;
+            if (!r.check(member.unescaped_key().get(k), indexed(path, i), "a Node object")) return false;
+            if (!keyEquals(k, "metadata")) continue;
+            std::string metaPath = indexed(path, i) + ".metadata";
+            if (!r.forEachField(member.value(), metaPath, [&](std::string_view mk, od::value mv) {
+                  return keyEquals(mk, "name") ? r.readString(mv, metaPath + ".name", name) : true;
+                }))
+              return false;
+          }
+          if (name.empty()) return r.fail("schema", indexed(path, i) + ".metadata.name", "missing");
+          listed.push_back(std::move(name));
+          out.value.rawNodes.push_back(raw);
+          return true;
+        });
+      });
+    }
+    return true;
+  });
+  if (!r.failed() && !seenPod) r.fail("missing", "ExtenderArgs.Pod", "missing");
+  // NodeNames wins when both are sent (the scheduler sends one of them).
+  if (!seenNames && out.value.fromNodeList) {
+    out.value.nodeNames = std::move(listed);
+  } else if (seenNames) {
+    out.value.fromNodeList = false;
+    out.value.rawNodes.clear();
+  }
+  out.errors = r.take();
+  return out;
+}
+
+Parsed<PreemptionArgs> parsePreemptionArgs(std::string& body) {
+  Parsed<PreemptionArgs> out;
+  Reader r("ExtenderPreemptionArgs");
+  bool seenPod = false;
+  bool meta = false;
+  std::vector<std::pair<std::string, MetaVictims>> full;
+  r.document(body, [&](std::string_view key, od::value value) {
+    if (keyEquals(key, "Pod")) return r.readPod(value, r.path("Pod"), out.value.pod, seenPod);
+    if (keyEquals(key, "NodeNameToMetaVictims")) {
+      bool null = false;
+      if (!r.check(value.is_null().get(null), r.path("NodeNameToMetaVictims"), "an object")) return false;
+      if (null) return true;
+      meta = true;
+      out.value.victims.clear();
+      return readVictims(r, value, r.path("NodeNameToMetaVictims"), true, out.value.victims);
+    }
+    if (keyEquals(key, "NodeNameToVictims")) {
+      full.clear();
+      return readVictims(r, value, r.path("NodeNameToVictims"), false, full);
+    }
+    return true;
+  });
+  if (!r.failed() && !seenPod) r.fail("missing", "ExtenderPreemptionArgs.Pod", "missing");
+  // The meta form wins when both are sent (it is what a nodeCacheCapable extender gets).
+  if (!meta) out.value.victims = std::move(full);
+  out.errors = r.take();
+  return out;
+}
+
+Parsed<BindingArgs> parseBindingArgs(std::string& body) {
+  Parsed<BindingArgs> out;
+  Reader r("ExtenderBindingArgs");
+  r.document(body, [&](std::string_view key, od::value value) {
+    if (keyEquals(key, "PodName")) return r.readString(value, r.path("PodName"), out.value.podName);
+    if (keyEquals(key, "PodNamespace")) return r.readString(value, r.path("PodNamespace"), out.value.podNamespace);
+    if (keyEquals(key, "PodUID")) return r.readString(value, r.path("PodUID"), out.value.podUid);
+    if (keyEquals(key, "Node")) return r.readString(value, r.path("Node"), out.value.node);
+    return true;
+  });
+  if (!r.failed()) {
+    if (out.value.podName.empty()) r.fail("missing", "ExtenderBindingArgs.PodName", "missing");
+    else if (out.value.node.empty()) r.fail("missing", "ExtenderBindingArgs.Node", "missing");
+  }
+  out.errors = r.take();
+  return out;
+}
+
+std::string encode(const FilterResult& result) {
+  std::string out;
+  std::size_t estimate = 96 + result.error.size();
+  for (auto n : result.passed) estimate += n.size() + 3;
+  for (auto n : result.rawPassed) estimate += n.size() + 1;
+  for (const auto& [n, m] : result.failed) estimate += n.size() + m.size() + 8;
+  for (const auto& [n, m] : result.unresolvable) estimate += n.size() + m.size() + 8;
+  out.reserve(estimate);
+  out += '{';
+  if (result.asNodeList) {
+    out += "\"Nodes\":{\"metadata\":{},\"items\":[";
+    for (std::size_t i = 0; i < result.rawPassed.size(); ++i) {
+      if (i) out += ',';
+      out += result.rawPassed[i];
+    }
+    out += "]},\"NodeNames\":null,";
+  } else {
+    out += "\"Nodes\":null,\"NodeNames\":[";
+    for (std::size_t i = 0; i < result.passed.size(); ++i) {
+      if (i) out += ',';
+      appendJsonString(out, result.passed[i]);
+    }
+    out += "],";
+  }
+  appendFailures(out, "FailedNodes", result.failed);
+  out += ',';
+  appendFailures(out, "FailedAndUnresolvableNodes", result.unresolvable);
+  out += ",\"Error\":";
+  appendJsonString(out, result.error);
+  out += '}';
+  return out;
+}
+
+std::string encode(const std::vector<HostPriority>& priorities) {
+  std::string out;
+  out.reserve(priorities.size() * 32 + 2);
+  out += '[';
+  for (std::size_t i = 0; i < priorities.size(); ++i) {
+    if (i) out += ',';
+    out += "{\"Host\":";
+    appendJsonString(out, priorities[i].host);
+    out += ",\"Score\":";
+    out += std::to_string(priorities[i].score);
+    out += '}';
+  }
+  out += ']';
+  return out;
+}
+
+std::string encode(const PreemptionResult& result) {
+  std::string out = "{\"NodeNameToMetaVictims\":{";
+  for (std::size_t i = 0; i < result.victims.size(); ++i) {
+    const auto& [node, v] = result.victims[i];
+    if (i) out += ',';
+    appendJsonString(out, node);
+    out += ":{\"Pods\":[";
+    for (std::size_t j = 0; j < v.podUids.size(); ++j) {
+      if (j) out += ',';
+      out += "{\"UID\":";
+      appendJsonString(out, v.podUids[j]);
+      out += '}';
+    }
+    out += "],\"NumPDBViolations\":" + std::to_string(v.numPdbViolations) + "}";
+  }
+  out += "}}";
+  return out;
+}
+
+std::string encodeError(std::string_view error) {
+  std::string out = "{\"Error\":";
+  appendJsonString(out, error);
+  out += '}';
+  return out;
+}
+
+}  // namespace tally::extender::wire

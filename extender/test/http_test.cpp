@@ -1,0 +1,215 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <filesystem>
+
+#include "fixtures.hpp"
+#include "http_client.hpp"
+#include "tally/extender/service.hpp"
+
+using namespace tally;
+using namespace tally::extender;
+using namespace tally::extender::testing;
+
+namespace {
+
+std::vector<WatchedObject> cluster() {
+  return {passthroughClass(), tenantNamespace("tenant-a"), gpuNode("free", 8), gpuNode("small", 1),
+          gpuPod("tenant-a", "pending", "uid-p", 4)};
+}
+
+// A running extender on a loopback ephemeral port over a synthetic snapshot.
+struct Harness {
+  std::unique_ptr<CacheWriter> writer;
+  observability::Registry registry;
+  ExtenderMetrics metrics{registry};
+  std::unique_ptr<PodBinder> binder;
+  std::unique_ptr<ExtenderService> service;
+  std::unique_ptr<HttpServer> server;
+  std::atomic<int> posts{0};
+  std::string postError;
+
+  explicit Harness(HttpServerOptions options = {}, std::unique_ptr<CacheWriter> w = nullptr) {
+    writer = w ? std::move(w) : loadedWriter(cluster());
+    writer->start();
+    binder = std::make_unique<PodBinder>(
+        *writer,
+        [this](const wire::BindingArgs&) {
+          ++posts;
+          return postError;
+        },
+        PodBinder::Options{});
+    service = std::make_unique<ExtenderService>(writer->snapshots(), metrics, ServiceOptions{}, binder.get());
+    Router router;
+    service->addVerbRoutes(router);
+    service->addOperationRoutes(router);
+    server = std::make_unique<HttpServer>(options, std::move(router), service->observer());
+    server->start();
+  }
+  ~Harness() {
+    server->stop();
+    binder->stop();
+    writer->stop();
+  }
+  std::uint16_t port() const { return server->port(); }
+};
+
+std::string filterBody(const std::vector<std::string>& nodes, std::int64_t count = 2) {
+  return extenderArgs(podJson("tenant-a", "new", "uid-new", count), nodes);
+}
+
+}  // namespace
+
+TEST(Http, FilterAnswersWithNodeNamesAndFailedNodes) {
+  Harness h;
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/filter", filterBody({"free", "small"}));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find(R"("NodeNames":["free"])"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"("FailedNodes":{"small":)"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"("Error":"")"), std::string::npos);
+}
+
+TEST(Http, FilterWithFullNodeListAnswersWithNodeObjects) {
+  Harness h;
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/filter", extenderArgsWithNodeList(podJson("tenant-a", "new", "uid-new", 2), {"free"}));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find(R"("Nodes":{"metadata":{},"items":[{"metadata":{"name":"free")"), std::string::npos) << r.body;
+}
+
+TEST(Http, PrioritizeAnswersWithHostPriorityList) {
+  Harness h;
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/prioritize", filterBody({"free"}));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body.rfind(R"([{"Host":"free","Score":)", 0), 0u) << r.body;
+}
+
+TEST(Http, UnknownPathIs404WrongMethodIs405) {
+  Harness h;
+  TestClient c(h.port());
+  EXPECT_EQ(c.send("POST", "/tally/unknown", "{}").status, 404);
+  auto r = c.send("GET", "/tally/filter");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.allow, "POST");
+  EXPECT_EQ(c.send("POST", "/healthz").status, 405);
+}
+
+TEST(Http, MalformedJsonIs400WithAnErrorAndIsCounted) {
+  Harness h;
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/filter", R"({"Pod": {"metadata": )");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body.rfind(R"({"Error":"ExtenderArgs)", 0), 0u) << r.body;
+  auto m = c.send("GET", "/metrics");
+  EXPECT_NE(m.body.find(R"(tally_extender_bad_requests_total{kind="json"} 1)"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find(R"(tally_extender_requests_total{route="filter",code="400"} 1)"), std::string::npos);
+}
+
+TEST(Http, BodyOverTheLimitIs413) {
+  HttpServerOptions o;
+  o.maxBodyBytes = 1024;
+  Harness h(o);
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/filter", std::string(4096, ' '));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_FALSE(r.keepAlive);
+}
+
+TEST(Http, KeepAliveServesSeveralRequestsOnOneConnection) {
+  Harness h;
+  TestClient c(h.port());
+  for (int i = 0; i < 5; ++i) {
+    auto r = c.send("POST", "/tally/filter", filterBody({"free"}));
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(r.keepAlive);
+  }
+}
+
+TEST(Http, IdleConnectionIsClosedAfterTheIdleTimeout) {
+  HttpServerOptions o;
+  o.idleTimeout = std::chrono::milliseconds(200);
+  Harness h(o);
+  TestClient c(h.port());
+  EXPECT_EQ(c.send("GET", "/healthz").status, 200);
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.closedByServer());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+}
+
+TEST(Http, StalledRequestIsCutOffAtTheReadTimeout) {
+  HttpServerOptions o;
+  o.readTimeout = std::chrono::milliseconds(200);
+  Harness h(o);
+  TestClient c(h.port());
+  c.writeRaw("POST /tally/filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"Pod\":");
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.closedByServer());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  auto m = TestClient(h.port()).send("GET", "/metrics");
+  EXPECT_NE(m.body.find(R"(tally_extender_bad_requests_total{kind="timeout"} 1)"), std::string::npos) << m.body;
+}
+
+TEST(Http, NotSyncedFilterIsAnErrorAndReadyzFails) {
+  CacheWriter::Options o;
+  o.watched = {model::Kind::Pod};
+  auto writer = std::make_unique<CacheWriter>(o);
+  for (auto& obj : cluster()) writer->upsert(obj);
+  writer->flush();
+  Harness h({}, std::move(writer));
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/filter", filterBody({"free"}));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find(R"("NodeNames":[])"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("the Pod cache is not synced"), std::string::npos) << r.body;
+  EXPECT_EQ(c.send("GET", "/readyz").status, 503);
+  EXPECT_EQ(c.send("GET", "/healthz").status, 200);
+}
+
+TEST(Http, BindRecordsTheAssumptionBeforeThePostAndTheNextFilterSeesIt) {
+  Harness h;
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/bind", R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"Error":""})");
+  EXPECT_EQ(h.posts.load(), 1);
+  auto f = c.send("POST", "/tally/filter", filterBody({"free"}, 5));
+  EXPECT_NE(f.body.find(R"("NodeNames":[])"), std::string::npos) << f.body;
+  EXPECT_NE(f.body.find("has 4 of 8"), std::string::npos) << f.body;
+}
+
+TEST(Http, FailedBindForgetsTheAssumption) {
+  Harness h;
+  h.postError = "pods \"pending\" is forbidden";
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/bind", R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
+  EXPECT_NE(r.body.find("forbidden"), std::string::npos);
+  for (int i = 0; i < 100 && h.writer->snapshots().read()->assumedPlacements != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(h.writer->snapshots().read()->assumedPlacements, 0u);
+}
+
+TEST(Http, TlsListenerServesVerbs) {
+  auto dir = std::filesystem::temp_directory_path() / ("tally-tls-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -keyout " +
+                    (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl CLI not available";
+  HttpServerOptions o;
+  o.tlsCertFile = (dir / "cert.pem").string();
+  o.tlsKeyFile = (dir / "key.pem").string();
+  Harness h(o);
+  EXPECT_TRUE(h.server->tls());
+  std::string out = (dir / "out.txt").string();
+  std::string curl = "curl -sk -o " + out + " -w '%{http_code}' https://127.0.0.1:" + std::to_string(h.port()) +
+                     "/healthz > " + (dir / "code.txt").string() + " 2>/dev/null";
+  if (std::system(curl.c_str()) != 0) GTEST_SKIP() << "curl not available";
+  std::ifstream code(dir / "code.txt");
+  std::string status;
+  code >> status;
+  EXPECT_EQ(status, "200");
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,178 @@
+#include <gtest/gtest.h>
+
+#include "fixtures.hpp"
+#include "tally/extender/verbs.hpp"
+
+using namespace tally;
+using namespace tally::extender;
+using namespace tally::extender::testing;
+
+namespace {
+
+wire::ExtenderArgs argsFor(const model::Pod& pod, std::vector<std::string> nodes) {
+  wire::ExtenderArgs a;
+  a.pod = pod;
+  a.nodeNames = std::move(nodes);
+  return a;
+}
+
+std::vector<WatchedObject> twoNodes() {
+  return {passthroughClass(), tenantNamespace("tenant-a"), gpuNode("full", 2), gpuNode("free", 8),
+          gpuNode("pod-mode", 8, model::NodeMode::PodHami), gpuPod("tenant-a", "holder", "uid-h", 2, "full")};
+}
+
+}  // namespace
+
+TEST(Filter, NodeWithFreeUnitsPassesFullNodeFailsWrongModeIsUnresolvable) {
+  auto writer = loadedWriter(twoNodes());
+  auto snap = writer->snapshots().read();
+  DecisionTally tally;
+  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free", "pod-mode"}), &tally);
+  EXPECT_EQ(r.error, "");
+  ASSERT_EQ(r.passed.size(), 1u);
+  EXPECT_EQ(r.passed[0], "free");
+  ASSERT_EQ(r.failed.size(), 1u);
+  EXPECT_EQ(r.failed[0].first, "full");
+  EXPECT_NE(r.failed[0].second.find("0 of 2"), std::string::npos) << r.failed[0].second;
+  ASSERT_EQ(r.unresolvable.size(), 1u);
+  EXPECT_EQ(r.unresolvable[0].first, "pod-mode");
+  ASSERT_EQ(tally.decisions.size(), 3u);
+  EXPECT_EQ(tally.decisions[0].code, model::Code::NodeInsufficient);
+}
+
+TEST(Filter, UnsyncedCachesAnswerWithAnErrorNeverAllNodesPass) {
+  CacheWriter::Options o;
+  o.watched = {model::Kind::Node, model::Kind::GpuDevice};
+  CacheWriter writer(o);
+  for (auto& obj : twoNodes()) writer.upsert(obj);
+  writer.setSynced(model::Kind::Node, true);
+  writer.flush();
+  auto snap = writer.snapshots().read();
+  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"}));
+  EXPECT_TRUE(r.passed.empty());
+  EXPECT_NE(r.error.find("GPUDevice"), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find("Node,"), std::string::npos);
+}
+
+TEST(Filter, NodeUnknownToTheCacheFailsResolvably) {
+  auto writer = loadedWriter(twoNodes());
+  auto snap = writer->snapshots().read();
+  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"brand-new"}));
+  ASSERT_EQ(r.failed.size(), 1u);
+  EXPECT_NE(r.failed[0].second.find("not in tally-extender's cache"), std::string::npos);
+}
+
+TEST(Filter, AssumedPlacementIsSeenByTheNextFilter) {
+  auto objects = twoNodes();
+  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));  // pending, seen by the pod watch
+  auto writer = loadedWriter(objects);
+  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
+  writer->flush();
+  EXPECT_EQ(assumed.get(), AssumeOutcome::Recorded);
+  auto snap = writer->snapshots().read();
+  EXPECT_EQ(snap->assumedPlacements, 1u);
+  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "second", "uid-2", 1), {"free"}));
+  EXPECT_TRUE(r.passed.empty());
+  ASSERT_EQ(r.failed.size(), 1u);
+}
+
+TEST(Filter, ForgottenAssumptionFreesTheUnits) {
+  auto objects = twoNodes();
+  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
+  auto writer = loadedWriter(objects);
+  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
+  writer->forget("uid-1");
+  writer->flush();
+  auto snap = writer->snapshots().read();
+  EXPECT_EQ(snap->assumedPlacements, 0u);
+  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "second", "uid-2", 1), {"free"}));
+  EXPECT_EQ(r.passed.size(), 1u);
+}
+
+TEST(Filter, AssumptionExpiresAfterItsTtl) {
+  auto objects = twoNodes();
+  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
+  CacheWriter::Options o;
+  o.assumeTtl = std::chrono::milliseconds(1);
+  auto writer = loadedWriter(objects, o);
+  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
+  writer->flush();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  writer->flush();
+  EXPECT_EQ(writer->snapshots().read()->assumedPlacements, 0u);
+  EXPECT_EQ(writer->stats().assumptionsExpired, 1u);
+}
+
+TEST(Filter, WatchConfirmingTheBindDropsTheAssumption) {
+  auto objects = twoNodes();
+  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
+  auto writer = loadedWriter(objects);
+  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
+  writer->flush();
+  writer->upsert(gpuPod("tenant-a", "first", "uid-1", 8, "free"));
+  writer->flush();
+  auto snap = writer->snapshots().read();
+  EXPECT_EQ(snap->assumedPlacements, 0u);
+  EXPECT_EQ(snap->usage.nodeUsed("free", kH200), 8);
+}
+
+TEST(Filter, UnknownPodCannotBeAssumed) {
+  auto writer = loadedWriter(twoNodes());
+  auto assumed = writer->assume("tenant-a", "ghost", "uid-g", "free");
+  writer->flush();
+  EXPECT_EQ(assumed.get(), AssumeOutcome::PodUnknown);
+}
+
+TEST(Prioritize, BinPackPrefersTheFullerNodeSpreadTheEmptier) {
+  auto objects = twoNodes();
+  objects.push_back(gpuNode("half", 8));
+  objects.push_back(gpuPod("tenant-a", "h1", "uid-h1", 4, "half"));
+  auto writer = loadedWriter(objects);
+  auto snap = writer->snapshots().read();
+  auto pod = gpuPod("tenant-a", "new", "uid-n", 1);
+  auto packed = prioritizeNodes(*snap, argsFor(pod, {"half", "free"}), model::ScoreStrategy::BinPack);
+  ASSERT_EQ(packed.size(), 2u);
+  EXPECT_GT(packed[0].score, packed[1].score);
+  auto spread = prioritizeNodes(*snap, argsFor(pod, {"half", "free"}), model::ScoreStrategy::Spread);
+  EXPECT_LT(spread[0].score, spread[1].score);
+  for (const auto& p : packed) EXPECT_TRUE(p.score >= 0 && p.score <= 10);
+}
+
+TEST(Preempt, KeepsOnlyVictimsNeededAndDropsNodesWhereNothingHelps) {
+  std::vector<WatchedObject> objects = {passthroughClass(), tenantNamespace("tenant-a"), gpuNode("n1", 4),
+                                        gpuNode("n2", 2)};
+  objects.push_back(gpuPod("tenant-a", "a", "uid-a", 2, "n1"));
+  objects.push_back(gpuPod("tenant-a", "b", "uid-b", 2, "n1"));
+  objects.push_back(gpuPod("tenant-a", "c", "uid-c", 1, "n2"));
+  auto writer = loadedWriter(objects);
+  auto snap = writer->snapshots().read();
+  wire::PreemptionArgs args;
+  args.pod = gpuPod("tenant-a", "big", "uid-big", 2);
+  args.victims.push_back({"n1", {{"uid-a", "uid-b"}, 1}});
+  args.victims.push_back({"n2", {{"uid-c"}, 0}});  // n2 serves 2: evicting c leaves 2 free, fits
+  args.victims.push_back({"gone", {{"uid-x"}, 0}});
+  auto r = preemptVictims(*snap, args);
+  ASSERT_EQ(r.victims.size(), 2u);
+  EXPECT_EQ(r.victims[0].first, "n1");
+  EXPECT_EQ(r.victims[0].second.podUids, std::vector<std::string>{"uid-a"});
+  EXPECT_EQ(r.victims[1].first, "n2");
+  EXPECT_EQ(r.victims[1].second.podUids, std::vector<std::string>{"uid-c"});
+
+  wire::PreemptionArgs tooBig;
+  tooBig.pod = gpuPod("tenant-a", "huge", "uid-huge", 4);
+  tooBig.victims.push_back({"n2", {{"uid-c"}, 0}});
+  EXPECT_TRUE(preemptVictims(*snap, tooBig).victims.empty());
+}
+
+TEST(Snapshot, OnlyChangedNodesGetNewPodRows) {
+  auto writer = loadedWriter(syntheticCluster(10, 40, 2));
+  auto before = writer->snapshots().read()->podsOnNode;
+  writer->upsert(gpuPod("tenant-0", "extra", "uid-extra", 1, "node-3"));
+  writer->flush();
+  EXPECT_EQ(writer->stats().lastRowsRebuilt, 1u);
+  auto snap = writer->snapshots().read();
+  EXPECT_EQ(snap->podsOnNode.at("node-3")->size(), 5u);
+  EXPECT_NE(snap->podsOnNode.at("node-3").get(), before.at("node-3").get());
+  EXPECT_EQ(snap->podsOnNode.at("node-4").get(), before.at("node-4").get());
+  EXPECT_NE(snap->boundPod("node-3", "uid-extra"), nullptr);
+}

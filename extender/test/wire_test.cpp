@@ -1,0 +1,144 @@
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include "fixtures.hpp"
+#include "tally/extender/wire.hpp"
+
+using namespace tally::extender;
+using namespace tally::extender::testing;
+
+namespace {
+std::string pod() { return podJson("tenant-a", "vm-launcher", "uid-1", 2); }
+}  // namespace
+
+TEST(Wire, NodeNamesAndPodAreRead) {
+  std::string body = extenderArgs(pod(), {"n1", "n2"});
+  auto args = wire::parseExtenderArgs(body);
+  ASSERT_TRUE(args.ok()) << args.errors.front().message;
+  EXPECT_EQ(args.value.nodeNames, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_FALSE(args.value.fromNodeList);
+  EXPECT_EQ(args.value.pod.name, "vm-launcher");
+  EXPECT_EQ(args.value.pod.uid, "uid-1");
+  ASSERT_EQ(args.value.pod.containers.size(), 1u);
+  EXPECT_EQ(args.value.pod.containers[0].get(kH200), 2);
+}
+
+TEST(Wire, KeysMatchCaseInsensitivelyLikeGo) {
+  std::string body = R"({"pod":)" + pod() + R"(,"nodenames":["a"],"NODES":null})";
+  auto args = wire::parseExtenderArgs(body);
+  ASSERT_TRUE(args.ok()) << args.errors.front().message;
+  EXPECT_EQ(args.value.nodeNames, std::vector<std::string>{"a"});
+  EXPECT_EQ(args.value.pod.ns, "tenant-a");
+}
+
+TEST(Wire, FullNodeListYieldsNamesAndRawObjects) {
+  std::string body = extenderArgsWithNodeList(pod(), {"n1", "n2"});
+  auto args = wire::parseExtenderArgs(body);
+  ASSERT_TRUE(args.ok()) << args.errors.front().message;
+  EXPECT_TRUE(args.value.fromNodeList);
+  EXPECT_EQ(args.value.nodeNames, (std::vector<std::string>{"n1", "n2"}));
+  ASSERT_EQ(args.value.rawNodes.size(), 2u);
+  EXPECT_EQ(args.value.rawNodes[0].substr(0, 25), R"({"metadata":{"name":"n1",)");
+  EXPECT_EQ(args.value.rawNodes[1].back(), '}');
+}
+
+TEST(Wire, FilterResultInNodeListFormEchoesTheNodeObjects) {
+  std::string body = extenderArgsWithNodeList(pod(), {"n1"});
+  auto args = wire::parseExtenderArgs(body);
+  ASSERT_TRUE(args.ok());
+  wire::FilterResult r;
+  r.asNodeList = true;
+  r.rawPassed = args.value.rawNodes;
+  std::string json = wire::encode(r);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(p.parse(json).get(doc)) << json;
+  std::string_view name;
+  ASSERT_FALSE(doc["Nodes"]["items"].at(0)["metadata"]["name"].get(name));
+  EXPECT_EQ(name, "n1");
+}
+
+TEST(Wire, MalformedJsonIsAnErrorNamingThePlace) {
+  std::string body = R"({"Pod":)" + pod() + R"(,"NodeNames":["a",)";
+  auto args = wire::parseExtenderArgs(body);
+  ASSERT_FALSE(args.ok());
+  EXPECT_EQ(args.errors.front().kind, "json");
+  EXPECT_NE(args.errors.front().message.find("ExtenderArgs"), std::string::npos) << args.errors.front().message;
+}
+
+TEST(Wire, WrongTypeNamesTheField) {
+  std::string body = R"({"Pod":)" + pod() + R"(,"NodeNames":["a",7]})";
+  auto args = wire::parseExtenderArgs(body);
+  ASSERT_FALSE(args.ok());
+  EXPECT_EQ(args.errors.front().kind, "schema");
+  EXPECT_EQ(args.errors.front().message, "ExtenderArgs.NodeNames[1]: expected a string");
+}
+
+TEST(Wire, MissingPodIsRefused) {
+  std::string body = R"({"NodeNames":["a"]})";
+  auto args = wire::parseExtenderArgs(body);
+  ASSERT_FALSE(args.ok());
+  EXPECT_EQ(args.errors.front().message, "ExtenderArgs.Pod: missing");
+}
+
+TEST(Wire, BadPodQuantityIsReportedThroughTheCodec) {
+  std::string body = R"({"Pod":{"metadata":{"name":"p","namespace":"n"},"spec":{"containers":[{"resources":{"requests":{")" +
+                     std::string(kH200) + R"(":"half"}}}]}},"NodeNames":[]})";
+  auto args = wire::parseExtenderArgs(body);
+  ASSERT_FALSE(args.ok());
+  EXPECT_EQ(args.errors.front().kind, "pod");
+  EXPECT_NE(args.errors.front().message.find("ExtenderArgs.Pod"), std::string::npos);
+}
+
+TEST(Wire, GarbageAndTrailingContentAreRefused) {
+  for (std::string body : {std::string("not json"), std::string("[1,2]"), std::string(""), std::string("{} {}"),
+                           std::string("{\"Pod\":" + pod() + "} trailing")}) {
+    auto args = wire::parseExtenderArgs(body);
+    EXPECT_FALSE(args.ok()) << body;
+  }
+}
+
+TEST(Wire, PreemptionArgsReadMetaVictimsAndFullVictims) {
+  std::string meta = R"({"Pod":)" + pod() +
+                     R"(,"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"a"},{"uid":"b"}],"NumPDBViolations":1}}})";
+  auto args = wire::parsePreemptionArgs(meta);
+  ASSERT_TRUE(args.ok()) << args.errors.front().message;
+  ASSERT_EQ(args.value.victims.size(), 1u);
+  EXPECT_EQ(args.value.victims[0].first, "n1");
+  EXPECT_EQ(args.value.victims[0].second.podUids, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(args.value.victims[0].second.numPdbViolations, 1);
+
+  std::string full = R"({"Pod":)" + pod() + R"(,"NodeNameToVictims":{"n2":{"Pods":[)" +
+                     podJson("t", "victim", "uid-v", 1) + R"(],"NumPDBViolations":0}}})";
+  auto fullArgs = wire::parsePreemptionArgs(full);
+  ASSERT_TRUE(fullArgs.ok()) << fullArgs.errors.front().message;
+  ASSERT_EQ(fullArgs.value.victims.size(), 1u);
+  EXPECT_EQ(fullArgs.value.victims[0].second.podUids, std::vector<std::string>{"uid-v"});
+}
+
+TEST(Wire, BindingArgsNeedPodNameAndNode) {
+  std::string ok = R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":"n1"})";
+  auto args = wire::parseBindingArgs(ok);
+  ASSERT_TRUE(args.ok());
+  EXPECT_EQ(args.value.podUid, "u");
+  EXPECT_EQ(args.value.node, "n1");
+  std::string missing = R"({"PodName":"p","PodNamespace":"ns"})";
+  auto bad = wire::parseBindingArgs(missing);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.errors.front().message, "ExtenderBindingArgs.Node: missing");
+}
+
+TEST(Wire, ResultsUseGoFieldNames) {
+  wire::FilterResult f;
+  f.passed = {"a"};
+  f.failed = {{"b", "node b has 0 of 8 \"free\""}};
+  f.unresolvable = {{"c", "wrong mode"}};
+  EXPECT_EQ(wire::encode(f),
+            R"({"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"node b has 0 of 8 \"free\""},)"
+            R"("FailedAndUnresolvableNodes":{"c":"wrong mode"},"Error":""})");
+  EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"a", 7}}), R"([{"Host":"a","Score":7}])");
+  wire::PreemptionResult p;
+  p.victims.push_back({"n1", {{"u1"}, 0}});
+  EXPECT_EQ(wire::encode(p), R"({"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"u1"}],"NumPDBViolations":0}}})");
+  EXPECT_EQ(wire::encodeError(""), R"({"Error":""})");
+}
