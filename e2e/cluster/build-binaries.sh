@@ -35,11 +35,18 @@ build_kubernetes() {
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld+=" -X $pkg.gitVersion=${K8S_VERSION} -X $pkg.gitMajor=1 -X $pkg.gitMinor=${minor} -X $pkg.gitTreeState=clean"
   done
-  for cmd in "$@"; do
-    log "building $cmd ${K8S_VERSION}"
-    (cd "$work" && go build -trimpath -ldflags "$ld" -o "$bin/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
-    mv "$bin/$cmd.tmp" "$bin/$cmd"
-  done
+  (($#)) || return 0
+  # One go build for every missing command: the module graph is resolved once
+  # (-mod=mod may add requirements, which would otherwise change between builds
+  # and invalidate compiled packages) and shared packages compile once.
+  local out="$bin/.new-k8s" pkgs=() cmd
+  for cmd in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$cmd"); done
+  log "building $* ${K8S_VERSION}"
+  rm -rf "$out"
+  mkdir -p "$out"
+  (cd "$work" && go build -trimpath -ldflags "$ld" -o "$out/" "${pkgs[@]}")
+  for cmd in "$@"; do mv "$out/$cmd" "$bin/$cmd"; done
+  rmdir "$out"
 }
 
 build_etcd() {

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by e2e/cluster/up and e2e/cluster/down (sourced, not run).
 # A cluster lives in $TALLY_E2E_ROOT/<name> (default /tmp/tally-e2e/<name>):
 #   env          ports, paths and binary folder of the running cluster
