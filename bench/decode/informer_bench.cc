@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tally/runtime/codecs/slim_pod.h"
+#include "tally/runtime/json_watch.h"
 #include "tally/runtime/protobuf_watch.h"
 #include "tally/runtime/store.h"
 
@@ -46,18 +47,18 @@ std::vector<SlimPod> templates(const std::string& path) {
     if (ev.object && out.size() < 1000) out.push_back(std::move(*ev.object));
   });
   if (out.empty()) {  // no recording: a synthetic pod of the same shape
-    SlimPod p;
-    p.metadata.labels = {{"app", "trainer-7"}, {"team", "team-3"}, {"tier", "batch"}, {"pod-template-hash", "5d8f7c9b1"}};
-    p.metadata.ownerReferences.push_back({"batch/v1", "Job", "job-7", "00000000-0000-4000-8000-000000000007", true});
-    p.schedulerName = "default-scheduler";
-    p.phase = "Running";
-    p.containers.push_back({"main", {{"cpu", "16"}, {"memory", "128Gi"}, {"nvidia.com/gpu", "2"}},
-                            {{"memory", "128Gi"}, {"nvidia.com/gpu", "2"}}, ""});
-    p.containers.push_back({"exporter", {{"cpu", "50m"}, {"memory", "64Mi"}}, {}, ""});
-    p.initContainers.push_back({"fetch-dataset", {{"cpu", "500m"}, {"memory", "512Mi"}}, {{"cpu", "1"}, {"memory", "1Gi"}}, ""});
-    p.initContainers.push_back({"log-shipper", {{"cpu", "100m"}, {"memory", "128Mi"}}, {}, "Always"});
-    p.overhead = {{"cpu", "250m"}, {"memory", "64Mi"}};
-    out.push_back(std::move(p));
+    // No recording: the same shape as the recorded pods.
+    std::string json = R"({"metadata":{"name":"x","namespace":"bench","labels":{"app":"trainer-7","team":"team-3",)"
+        R"("tier":"batch","pod-template-hash":"5d8f7c9b1"},"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job",)"
+        R"("name":"job-7","uid":"00000000-0000-4000-8000-000000000007","controller":true}]},"spec":{"schedulerName":)"
+        R"("default-scheduler","overhead":{"cpu":"250m","memory":"64Mi"},"initContainers":[{"name":"fetch-dataset",)"
+        R"("resources":{"requests":{"cpu":"500m","memory":"512Mi"},"limits":{"cpu":"1","memory":"1Gi"}}},)"
+        R"({"name":"log-shipper","restartPolicy":"Always","resources":{"requests":{"cpu":"100m","memory":"128Mi"}}}],)"
+        R"("containers":[{"name":"main","resources":{"requests":{"cpu":"16","memory":"128Gi","nvidia.com/gpu":"2"},)"
+        R"("limits":{"memory":"128Gi","nvidia.com/gpu":"2"}}},{"name":"exporter","resources":{"requests":)"
+        R"({"cpu":"50m","memory":"64Mi"}}}]},"status":{"phase":"Running"}})";
+    auto p = decodeJsonObject<SlimPodCodec>(json);
+    if (p) out.push_back(std::move(*p));
   }
   return out;
 }
@@ -65,12 +66,12 @@ std::vector<SlimPod> templates(const std::string& path) {
 SlimPod makePod(const std::vector<SlimPod>& tpl, size_t i, int nodes, uint64_t rv) {
   SlimPod p = tpl[i % tpl.size()];
   p.metadata.name = "trainer-" + std::to_string(i) + "-7f9c4";
-  p.metadata.namespace_ = "team-" + std::to_string(i % 300);
+  p.metadata.namespace_ = Atom("team-" + std::to_string(i % 300));
   char uid[40];
   std::snprintf(uid, sizeof uid, "%08zx-5f2e-4c1e-9a55-%012zx", i, i * 2654435761u);
   p.metadata.uid = uid;
   p.metadata.resourceVersion = std::to_string(rv);
-  p.nodeName = "gpu-node-" + std::to_string(i % static_cast<size_t>(nodes));
+  p.nodeName = Atom("gpu-node-" + std::to_string(i % static_cast<size_t>(nodes)));
   return p;
 }
 
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
   const double rssNodes = rssMiB();
 
   Store<SlimPodCodec> pods;
-  pods.addIndex("node", [](const SlimPod& p) { return std::vector<std::string>{p.nodeName}; });
+  pods.addIndex("node", [](const SlimPod& p) { return std::vector<std::string>{p.nodeName.str()}; });
   uint64_t rv = 100'000;
   double loadSeconds = 0;
   {
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
   for (int e = 0; e < events; ++e) {
     const size_t i = (static_cast<size_t>(e) * 104729u) % podCount;
     SlimPod p = makePod(tpl, i, nodeCount, ++rv);
-    p.nodeName = "gpu-node-" + std::to_string((i + 1 + static_cast<size_t>(e)) % static_cast<size_t>(nodeCount));
+    p.nodeName = Atom("gpu-node-" + std::to_string((i + 1 + static_cast<size_t>(e)) % static_cast<size_t>(nodeCount)));
     const auto t0 = Clock::now();
     pods.apply(EventType::kModified, std::move(p));
     pods.publish();

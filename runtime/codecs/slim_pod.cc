@@ -1,14 +1,58 @@
 #include "tally/runtime/codecs/slim_pod.h"
 
+#include "tally/runtime/object_meta.h"
 #include "tally/runtime/proto_wire.h"
+#include "tally/runtime/quantity.h"
 
 namespace tally::runtime::codecs {
 namespace {
 
 namespace od = simdjson::ondemand;
 
-Status quantityMapJson(od::value v, StringPairs& out, std::string_view what) {
-  return jsonStringMapInto(v, out, what);
+Status atomInto(od::value v, Atom& out, std::string_view what) {
+  std::string_view s;
+  if (auto e = v.get_string().get(s)) return jsonError(e, what);
+  out = Atom(s);
+  return {};
+}
+
+Status addAmount(std::string_view name, std::string_view quantity, ResourceAmounts& out) {
+  auto milli = parseQuantityMilli(quantity);
+  if (!milli) return Error(ErrorCode::kDecode, "bad quantity " + std::string(quantity.substr(0, 32)) + " for " +
+                                                   std::string(name.substr(0, 64)));
+  out.push_back(ResourceAmount{Atom(name), *milli});
+  return {};
+}
+
+Status amountsJson(od::value v, ResourceAmounts& out, std::string_view what) {
+  od::object obj;
+  if (auto e = v.get_object().get(obj)) return jsonError(e, what);
+  for (auto field : obj) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return jsonError(e, what);
+    Atom name(key);  // intern before the value is read: the key view is transient
+    std::string_view q;
+    if (auto e = field.value().get_string().get(q)) return jsonError(e, what);
+    auto milli = parseQuantityMilli(q);
+    if (!milli) return Error(ErrorCode::kDecode, std::string(what) + ": bad quantity " + std::string(q.substr(0, 32)));
+    out.push_back(ResourceAmount{name, *milli});
+  }
+  return {};
+}
+
+void convertMeta(ObjectMeta&& in, SlimMeta& out) {
+  out.name = std::move(in.name);
+  out.namespace_ = Atom(in.namespace_);
+  out.uid = std::move(in.uid);
+  out.resourceVersion = std::move(in.resourceVersion);
+  out.deleting = in.deleting;
+  out.labels.reserve(in.labels.size());
+  for (auto& [k, v] : in.labels) out.labels.emplace_back(Atom(k), std::move(v));
+  out.ownerReferences.reserve(in.ownerReferences.size());
+  for (auto& o : in.ownerReferences) {
+    out.ownerReferences.push_back(
+        SlimOwner{Atom(o.apiVersion), Atom(o.kind), std::move(o.name), std::move(o.uid), o.controller});
+  }
 }
 
 Status resourcesJson(od::value v, SlimContainer& c) {
@@ -20,9 +64,9 @@ Status resourcesJson(od::value v, SlimContainer& c) {
     od::value fv;
     if (auto e = field.value().get(fv)) return jsonError(e, "resources");
     if (key == "requests") {
-      if (auto st = quantityMapJson(fv, c.requests, "resources.requests"); !st) return st;
+      if (auto st = amountsJson(fv, c.requests, "resources.requests"); !st) return st;
     } else if (key == "limits") {
-      if (auto st = quantityMapJson(fv, c.limits, "resources.limits"); !st) return st;
+      if (auto st = amountsJson(fv, c.limits, "resources.limits"); !st) return st;
     }
   }
   return {};
@@ -30,7 +74,11 @@ Status resourcesJson(od::value v, SlimContainer& c) {
 
 Status containersJson(od::value v, std::vector<SlimContainer>& out) {
   od::array arr;
-  if (auto e = v.get_array().get(arr)) return jsonError(e, "containers");
+  if (auto e = v.get_array().get(arr)) {
+    bool isNull = false;
+    if (!v.is_null().get(isNull) && isNull) return {};
+    return jsonError(e, "containers");
+  }
   for (auto item : arr) {
     od::object obj;
     if (auto e = item.get_object().get(obj)) return jsonError(e, "container");
@@ -41,9 +89,9 @@ Status containersJson(od::value v, std::vector<SlimContainer>& out) {
       od::value fv;
       if (auto e = field.value().get(fv)) return jsonError(e, "container");
       Status st;
-      if (key == "name") st = jsonStringInto(fv, c.name, "container.name");
+      if (key == "name") st = atomInto(fv, c.name, "container.name");
       else if (key == "resources") st = resourcesJson(fv, c);
-      else if (key == "restartPolicy") st = jsonStringInto(fv, c.restartPolicy, "container.restartPolicy");
+      else if (key == "restartPolicy") st = atomInto(fv, c.restartPolicy, "container.restartPolicy");
       if (!st) return st;
     }
     out.push_back(std::move(c));
@@ -60,11 +108,11 @@ Status specJson(od::value v, SlimPod& pod) {
     od::value fv;
     if (auto e = field.value().get(fv)) return jsonError(e, "spec");
     Status st;
-    if (key == "nodeName") st = jsonStringInto(fv, pod.nodeName, "spec.nodeName");
-    else if (key == "schedulerName") st = jsonStringInto(fv, pod.schedulerName, "spec.schedulerName");
+    if (key == "nodeName") st = atomInto(fv, pod.nodeName, "spec.nodeName");
+    else if (key == "schedulerName") st = atomInto(fv, pod.schedulerName, "spec.schedulerName");
     else if (key == "containers") st = containersJson(fv, pod.containers);
     else if (key == "initContainers") st = containersJson(fv, pod.initContainers);
-    else if (key == "overhead") st = quantityMapJson(fv, pod.overhead, "spec.overhead");
+    else if (key == "overhead") st = amountsJson(fv, pod.overhead, "spec.overhead");
     if (!st) return st;
   }
   return {};
@@ -79,9 +127,29 @@ Status statusJson(od::value v, SlimPod& pod) {
     if (key != "phase") continue;
     od::value fv;
     if (auto e = field.value().get(fv)) return jsonError(e, "status");
-    if (auto st = jsonStringInto(fv, pod.phase, "status.phase"); !st) return st;
+    if (auto st = atomInto(fv, pod.phase, "status.phase"); !st) return st;
   }
   return {};
+}
+
+// map<string, Quantity> entry: key = 1, value = 2 (Quantity{string = 1}).
+Status amountProto(std::string_view entry, ResourceAmounts& out) {
+  proto::Reader r(entry);
+  std::string_view key;
+  std::string_view value;
+  while (r.next()) {
+    if (!r.isBytes()) continue;
+    if (r.field() == 1) key = r.bytes();
+    if (r.field() == 2) {
+      proto::Reader q(r.bytes());
+      while (q.next()) {
+        if (q.field() == 1 && q.isBytes()) value = q.bytes();
+      }
+      if (q.failed()) return Error(ErrorCode::kDecode, "malformed Quantity");
+    }
+  }
+  if (r.failed()) return Error(ErrorCode::kDecode, "malformed resource map entry");
+  return addAmount(key, value, out);
 }
 
 Status resourcesProto(std::string_view raw, SlimContainer& c) {
@@ -89,9 +157,9 @@ Status resourcesProto(std::string_view raw, SlimContainer& c) {
   while (r.next()) {
     if (!r.isBytes()) continue;
     if (r.field() == 1) {
-      if (auto st = protoStringPairInto(r.bytes(), c.limits, true); !st) return st;
+      if (auto st = amountProto(r.bytes(), c.limits); !st) return st;
     } else if (r.field() == 2) {
-      if (auto st = protoStringPairInto(r.bytes(), c.requests, true); !st) return st;
+      if (auto st = amountProto(r.bytes(), c.requests); !st) return st;
     }
   }
   if (r.failed()) return Error(ErrorCode::kDecode, "malformed ResourceRequirements");
@@ -103,9 +171,9 @@ Status containerProto(std::string_view raw, SlimContainer& c) {
   while (r.next()) {
     if (!r.isBytes()) continue;
     switch (r.field()) {
-      case 1: c.name.assign(r.bytes()); break;
+      case 1: c.name = Atom(r.bytes()); break;
       case 8: if (auto st = resourcesProto(r.bytes(), c); !st) return st; break;
-      case 24: c.restartPolicy.assign(r.bytes()); break;
+      case 24: c.restartPolicy = Atom(r.bytes()); break;
       default: break;
     }
   }
@@ -125,10 +193,10 @@ Status specProto(std::string_view raw, SlimPod& pod) {
         (r.field() == 2 ? pod.containers : pod.initContainers).push_back(std::move(c));
         break;
       }
-      case 10: pod.nodeName.assign(r.bytes()); break;
-      case 19: pod.schedulerName.assign(r.bytes()); break;
+      case 10: pod.nodeName = Atom(r.bytes()); break;
+      case 19: pod.schedulerName = Atom(r.bytes()); break;
       case 32:
-        if (auto st = protoStringPairInto(r.bytes(), pod.overhead, true); !st) return st;
+        if (auto st = amountProto(r.bytes(), pod.overhead); !st) return st;
         break;
       default: break;
     }
@@ -136,6 +204,8 @@ Status specProto(std::string_view raw, SlimPod& pod) {
   if (r.failed()) return Error(ErrorCode::kDecode, "malformed PodSpec");
   return {};
 }
+
+constexpr unsigned kSlimPodMeta = kMetaLabels | kMetaOwners;
 
 }  // namespace
 
@@ -149,9 +219,15 @@ Result<SlimPod> SlimPodCodec::fromJson(od::value v) {
     od::value fv;
     if (auto e = field.value().get(fv)) return jsonError(e, "pod");
     Status st;
-    if (key == "metadata") st = decodeObjectMetaJson(fv, pod.metadata, kSlimPodMeta);
-    else if (key == "spec") st = specJson(fv, pod);
-    else if (key == "status") st = statusJson(fv, pod);
+    if (key == "metadata") {
+      ObjectMeta meta;
+      st = decodeObjectMetaJson(fv, meta, kSlimPodMeta);
+      if (st) convertMeta(std::move(meta), pod.metadata);
+    } else if (key == "spec") {
+      st = specJson(fv, pod);
+    } else if (key == "status") {
+      st = statusJson(fv, pod);
+    }
     if (!st) return std::move(st).error().withContext("pod " + pod.metadata.key());
   }
   return pod;
@@ -164,12 +240,17 @@ Result<SlimPod> SlimPodCodec::fromProtobuf(std::string_view raw) {
     if (!r.isBytes()) continue;
     Status st;
     switch (r.field()) {
-      case 1: st = decodeObjectMetaProtobuf(r.bytes(), pod.metadata, kSlimPodMeta); break;
+      case 1: {
+        ObjectMeta meta;
+        st = decodeObjectMetaProtobuf(r.bytes(), meta, kSlimPodMeta);
+        if (st) convertMeta(std::move(meta), pod.metadata);
+        break;
+      }
       case 2: st = specProto(r.bytes(), pod); break;
       case 3: {
         proto::Reader s(r.bytes());
         while (s.next()) {
-          if (s.field() == 1 && s.isBytes()) pod.phase.assign(s.bytes());
+          if (s.field() == 1 && s.isBytes()) pod.phase = Atom(s.bytes());
         }
         if (s.failed()) st = Error(ErrorCode::kDecode, "malformed PodStatus");
         break;

@@ -75,7 +75,7 @@ TEST(GoldenFrames, RecordedPodWatchDecodesIdenticallyFromJsonAndProtobuf) {
         p->metadata.resourceVersion.clear();
         p->metadata.uid.clear();
         p->metadata.labels.clear();
-        p->nodeName.clear();
+        p->nodeName = Atom();
       }
       EXPECT_EQ(a, b) << "pod " << i;
     }
@@ -86,17 +86,18 @@ TEST(GoldenFrames, RecordedPodCarriesEveryFieldTheSlimPodKeeps) {
   auto events = decodeAll<ProtobufWatchDecoder<SlimPodCodec>, SlimPod>(readTestdata("pods_watch.pb"), 1 << 20);
   ASSERT_FALSE(events.empty());
   const SlimPod& pod = *events[0].object;
-  EXPECT_EQ(pod.metadata.namespace_, "recorded");
-  EXPECT_EQ(pod.phase, "Running");
+  EXPECT_TRUE(pod.metadata.namespace_ == "recorded");
+  EXPECT_TRUE(pod.phase == "Running");
   EXPECT_FALSE(pod.nodeName.empty());
   ASSERT_EQ(pod.containers.size(), 2u);
-  EXPECT_EQ(*lookup(pod.containers[0].requests, "nvidia.com/gpu"), "1");
-  EXPECT_EQ(*lookup(pod.containers[0].limits, "nvidia.com/gpu"), "1");
+  EXPECT_EQ(codecs::milliOf(pod.containers[0].requests, "nvidia.com/gpu"), 1000);
+  EXPECT_EQ(codecs::milliOf(pod.containers[0].requests, "cpu"), 8000);
+  EXPECT_EQ(codecs::milliOf(pod.containers[0].limits, "memory"), 64LL * (1LL << 30) * 1000);
   ASSERT_EQ(pod.initContainers.size(), 2u);
-  EXPECT_EQ(pod.initContainers[1].restartPolicy, "Always");
-  EXPECT_EQ(*lookup(pod.overhead, "cpu"), "250m");
+  EXPECT_TRUE(pod.initContainers[1].restartPolicy == "Always");
+  EXPECT_EQ(codecs::milliOf(pod.overhead, "cpu"), 250);
   ASSERT_EQ(pod.metadata.ownerReferences.size(), 1u);
-  EXPECT_EQ(pod.metadata.ownerReferences[0].kind, "Job");
+  EXPECT_TRUE(pod.metadata.ownerReferences[0].kind == "Job");
 }
 
 TEST(GoldenFrames, RecordedListPagesDecodeInBothFormats) {

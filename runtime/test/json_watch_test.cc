@@ -1,4 +1,5 @@
 #include "tally/runtime/json_watch.h"
+#include "tally/runtime/quantity.h"
 
 #include <gtest/gtest.h>
 
@@ -44,17 +45,17 @@ TEST(JsonWatchDecoder, DecodesEveryEventTypeOfARecordedStyleStream) {
   ASSERT_EQ(pod.metadata.ownerReferences.size(), 1u);
   EXPECT_TRUE(pod.metadata.ownerReferences[0].controller);
   EXPECT_EQ(pod.metadata.ownerReferences[0].kind, "ReplicaSet");
-  EXPECT_TRUE(pod.metadata.annotations.empty()) << "the slim pod drops annotations";
+  EXPECT_EQ(*pod.metadata.label("app"), "trainer");
   ASSERT_EQ(pod.containers.size(), 1u);
-  EXPECT_EQ(*lookup(pod.containers[0].requests, "nvidia.com/gpu"), "2");
-  EXPECT_EQ(*lookup(pod.containers[0].requests, "memory"), "16Gi");
+  EXPECT_EQ(codecs::milliOf(pod.containers[0].requests, "nvidia.com/gpu"), 2000);
+  EXPECT_EQ(codecs::milliOf(pod.containers[0].requests, "memory"), 16LL * 1024 * 1024 * 1024 * 1000);
   ASSERT_EQ(pod.initContainers.size(), 1u);
-  EXPECT_EQ(pod.initContainers[0].restartPolicy, "Always");
-  EXPECT_EQ(*lookup(pod.overhead, "cpu"), "250m");
-  EXPECT_EQ(pod.phase, "Pending");
+  EXPECT_TRUE(pod.initContainers[0].restartPolicy == "Always");
+  EXPECT_EQ(codecs::milliOf(pod.overhead, "cpu"), 250);
+  EXPECT_TRUE(pod.phase == "Pending");
 
   EXPECT_EQ(events[1].type, EventType::kModified);
-  EXPECT_EQ(events[1].object->nodeName, "gpu-node-7");
+  EXPECT_TRUE(events[1].object->nodeName == "gpu-node-7");
   EXPECT_EQ(events[2].type, EventType::kBookmark);
   EXPECT_EQ(events[2].resourceVersion, "1005");
   EXPECT_TRUE(events[2].initialEventsEnd);
@@ -96,7 +97,8 @@ TEST(JsonWatchDecoder, GarbageIsAnErrorNotACrash) {
   for (const char* bad : {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":5}}}\n", "not json at all\n",
                           "{\"type\":\"WHATEVER\",\"object\":{}}\n", "{\"type\":\"ADDED\"}\n",
                           "{\"type\":\"ADDED\",\"object\":{}} trailing\n", "[1,2,3]\n",
-                          "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":1}}}]}}}\n"}) {
+                          "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":1}}}]}}}\n",
+                          "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"overhead\":{\"cpu\":\"12parsecs\"}}}}\n"}) {
     JsonWatchDecoder<SlimPodCodec> decoder;
     int n = 0;
     auto st = decoder.feed(bad, [&](auto&&) { ++n; });
@@ -113,6 +115,31 @@ TEST(JsonWatchDecoder, OversizedEventIsRejected) {
   EXPECT_FALSE(r);
 }
 
+TEST(Quantity, ParsesKubernetesQuantitiesToMilliUnits) {
+  EXPECT_EQ(parseQuantityMilli("2"), 2000);
+  EXPECT_EQ(parseQuantityMilli("500m"), 500);
+  EXPECT_EQ(parseQuantityMilli("0.5"), 500);
+  EXPECT_EQ(parseQuantityMilli("1Ki"), 1024000);
+  EXPECT_EQ(parseQuantityMilli("16Gi"), 16LL * (1LL << 30) * 1000);
+  EXPECT_EQ(parseQuantityMilli("1k"), 1000000);
+  EXPECT_EQ(parseQuantityMilli("1e3"), 1000000);
+  EXPECT_EQ(parseQuantityMilli("1.5"), 1500);
+  EXPECT_EQ(parseQuantityMilli("1u"), 1) << "rounded up to a milli-unit";
+  EXPECT_EQ(parseQuantityMilli("-2"), -2000);
+  for (const char* bad : {"", "Gi", "1Xi", "1.2.3", "abc", "1e", "9Ei", "1e400"}) {
+    EXPECT_FALSE(parseQuantityMilli(bad).has_value()) << bad;
+  }
+}
+
+TEST(AtomTest, EqualStringsShareOneCopy) {
+  Atom a("nvidia.com/gpu");
+  Atom b(std::string("nvidia.com/") + "gpu");
+  EXPECT_TRUE(a == b);
+  EXPECT_EQ(&a.str(), &b.str());
+  EXPECT_TRUE(Atom().empty());
+  EXPECT_FALSE(a == Atom("cpu"));
+}
+
 TEST(JsonList, DecodesItemsResourceVersionAndContinue) {
   const std::string body =
       R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"555","continue":"abc"},"items":[)"
@@ -124,8 +151,8 @@ TEST(JsonList, DecodesItemsResourceVersionAndContinue) {
   EXPECT_EQ(page->resourceVersion, "555");
   EXPECT_EQ(page->continueToken, "abc");
   ASSERT_EQ(page->items.size(), 2u);
-  EXPECT_EQ(page->items[0].nodeName, "n1");
-  EXPECT_EQ(page->items[1].phase, "Running");
+  EXPECT_TRUE(page->items[0].nodeName == "n1");
+  EXPECT_TRUE(page->items[1].phase == "Running");
 }
 
 TEST(JsonList, NullItemsIsAnEmptyPage) {

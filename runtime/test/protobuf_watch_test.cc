@@ -90,15 +90,15 @@ TEST(ProtobufWatch, DecodesPodEventsFromFramesSplitAnywhere) {
     EXPECT_EQ(pod.metadata.key(), "team-a/p0");
     EXPECT_EQ(pod.metadata.resourceVersion, "10");
     EXPECT_EQ(*pod.metadata.label("app"), "trainer");
-    EXPECT_TRUE(pod.metadata.annotations.empty());
     ASSERT_EQ(pod.metadata.ownerReferences.size(), 1u);
-    EXPECT_EQ(pod.metadata.ownerReferences[0], (OwnerRef{"batch/v1", "Job", "train", "job-uid", true}));
-    EXPECT_EQ(pod.nodeName, "gpu-7");
-    EXPECT_EQ(*lookup(pod.containers.at(0).requests, "nvidia.com/gpu"), "4");
-    EXPECT_EQ(*lookup(pod.containers.at(0).limits, "nvidia.com/gpu"), "4");
-    EXPECT_EQ(pod.initContainers.at(0).restartPolicy, "Always");
-    EXPECT_EQ(*lookup(pod.overhead, "memory"), "64Mi");
-    EXPECT_EQ(pod.phase, "Running");
+    EXPECT_EQ(pod.metadata.ownerReferences[0],
+              (codecs::SlimOwner{Atom("batch/v1"), Atom("Job"), "train", "job-uid", true}));
+    EXPECT_TRUE(pod.nodeName == "gpu-7");
+    EXPECT_EQ(codecs::milliOf(pod.containers.at(0).requests, "nvidia.com/gpu"), 4000);
+    EXPECT_EQ(codecs::milliOf(pod.containers.at(0).limits, "nvidia.com/gpu"), 4000);
+    EXPECT_TRUE(pod.initContainers.at(0).restartPolicy == "Always");
+    EXPECT_EQ(codecs::milliOf(pod.overhead, "memory"), 64LL * 1024 * 1024 * 1000);
+    EXPECT_TRUE(pod.phase == "Running");
     EXPECT_EQ(events[1].type, EventType::kModified);
     EXPECT_EQ(events[2].type, EventType::kBookmark);
     EXPECT_EQ(events[2].resourceVersion, "12");

@@ -197,14 +197,14 @@ TEST(ClientPods, BindingStatusSubresourceAndEvents) {
   ASSERT_TRUE(c->bindPod("bind", "p", pod->metadata.uid, "some-node"));
   auto bound = decodeJsonObject<SlimPodCodec>(*c->get(pods, "p"));
   ASSERT_TRUE(bound);
-  EXPECT_EQ(bound->nodeName, "some-node");
+  EXPECT_TRUE(bound->nodeName == "some-node");
   auto again = c->bindPod("bind", "p", pod->metadata.uid, "other-node");
   EXPECT_FALSE(again) << "a bound pod cannot be bound again";
 
   PatchOptions status;
   status.subresource = "status";
   ASSERT_TRUE(c->patch(pods, "p", PatchType::kMerge, R"({"status":{"phase":"Running"}})", status));
-  EXPECT_EQ(decodeJsonObject<SlimPodCodec>(*c->get(pods, "p"))->phase, "Running");
+  EXPECT_TRUE(decodeJsonObject<SlimPodCodec>(*c->get(pods, "p"))->phase == "Running");
 
   EventRecord ev;
   ev.involved = {"v1", "Pod", "bind", "p", pod->metadata.uid};
