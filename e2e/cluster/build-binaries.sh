@@ -90,9 +90,18 @@ build_fixtures() {
   echo "$sum" > "$bin/.tally-fixtures.sum"
 }
 
+# TALLY_BINARIES=tools builds only what tests need against an external cluster
+# (kubectl, tally-fixtures); it is the default when TALLY_E2E_KUBECONFIG is set
+# (the kind path). e2e/cluster/up always asks for all.
+what="${TALLY_BINARIES:-$([[ -n "${TALLY_E2E_KUBECONFIG:-}" ]] && echo tools || echo all)}"
+case "$what" in
+  all) wanted=(etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok) ;;
+  tools) wanted=(kubectl) ;;
+  *) log "TALLY_BINARIES must be all or tools, not '$what'"; exit 2 ;;
+esac
 start=$(date +%s)
 missing=()
-for b in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
+for b in "${wanted[@]}"; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
 if ((${#missing[@]})); then
   log "missing: ${missing[*]} (cache: $bin)"
   k8s_cmds=()
@@ -106,7 +115,7 @@ if ((${#missing[@]})); then
   ((${#k8s_cmds[@]})) && build_kubernetes "${k8s_cmds[@]}"
   log "built in $(( $(date +%s) - start ))s"
 else
-  log "all binaries cached in $bin"
+  log "all binaries ($what) cached in $bin"
 fi
 build_fixtures
 echo "$bin"
