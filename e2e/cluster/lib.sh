@@ -10,7 +10,7 @@
 
 E2E_ROOT="${TALLY_E2E_ROOT:-/tmp/tally-e2e}"
 # Stop order: the consumers first, etcd last.
-COMPONENTS=(kwok kube-controller-manager kube-scheduler kube-apiserver etcd)
+COMPONENTS=(watchdog kwok kube-controller-manager kube-scheduler kube-apiserver etcd)
 # Every cluster has these; kube-controller-manager is optional
 # (TALLY_E2E_CONTROLLER_MANAGER=0, or clusters started before it was added).
 REQUIRED_COMPONENTS=(etcd kube-apiserver kube-scheduler kwok)
@@ -48,6 +48,11 @@ stop_pid() {
   local state="$1" comp="$2" pid i
   pid="$(pid_of "$state" "$comp")"
   [[ -n "$pid" ]] || return 0
+  # The watchdog ends by exec'ing down: never signal ourselves.
+  if [[ "$pid" == "$$" ]]; then
+    rm -f "$state/pids/$comp.pid"
+    return 0
+  fi
   if alive "$state" "$pid"; then
     kill -TERM "$pid" 2>/dev/null || true
     for ((i = 0; i < 150; i++)); do

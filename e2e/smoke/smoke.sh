@@ -69,7 +69,9 @@ wait_until() {
 
 # ------------------------------------------------------------------ up
 t0=$SECONDS
-out="$("$cluster/up" --name "$name")" || fatal "up --name $name failed"
+# The watchdog takes the cluster down even if this script is killed outright
+# (a CTest timeout); normally the script's own down does it first.
+out="$(TALLY_E2E_OWNER_PID=$$ "$cluster/up" --name "$name")" || fatal "up --name $name failed"
 say "up took $((SECONDS - t0))s"
 last="$(tail -n 1 <<<"$out")"
 [[ "$last" == "export KUBECONFIG="* ]] || fatal "last line of up is not an export of KUBECONFIG: '$last'"
@@ -81,7 +83,7 @@ fixtures="$TALLY_E2E_BIN/tally-fixtures"
 state="$TALLY_E2E_STATE"
 
 declare -A pids
-for comp in etcd kube-apiserver kube-scheduler kube-controller-manager kwok; do
+for comp in etcd kube-apiserver kube-scheduler kube-controller-manager kwok watchdog; do
   pids[$comp]="$(cat "$state/pids/$comp.pid" 2>/dev/null)"
   if [[ -n "${pids[$comp]}" ]] && tr "\\0" " " 2>/dev/null <"/proc/${pids[$comp]}/cmdline" | grep -qF "$state/"; then
     pass "$comp runs (pid ${pids[$comp]})"
@@ -299,7 +301,7 @@ rc=$?
 torn_down=1
 check_eq "down exits 0" 0 "$rc"
 say "down took $((SECONDS - t1))s"
-for comp in etcd kube-apiserver kube-scheduler kube-controller-manager kwok; do
+for comp in etcd kube-apiserver kube-scheduler kube-controller-manager kwok watchdog; do
   pid="${pids[$comp]}"
   if [[ -n "$pid" ]] && tr "\\0" " " 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$state/"; then
     fail "$comp (pid $pid) still running after down"
