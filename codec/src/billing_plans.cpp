@@ -106,8 +106,9 @@ Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml) {
   return plans;
 }
 
-Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(od::value json) {
+Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(od::value json, ObjectMeta* out) {
   Metadata meta;
+  meta.sink = out;
   std::optional<std::string> plansYaml;
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
     if (key == "metadata") return readMetadata(field, meta);

@@ -36,9 +36,10 @@ Status readStatus(od::value value, model::GpuDevice& device) {
 
 }  // namespace
 
-Result<model::GpuDevice> decodeGpuDevice(od::value json) {
+Result<model::GpuDevice> decodeGpuDevice(od::value json, ObjectMeta* out) {
   model::GpuDevice device;
   Metadata meta;
+  meta.sink = out;
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
     if (key == "metadata") return readMetadata(field, meta);
     if (key == "spec") {

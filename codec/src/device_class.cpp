@@ -138,9 +138,10 @@ Status readStatus(od::value value, model::DeviceClass& cls) {
 
 }  // namespace
 
-Result<model::DeviceClass> decodeDeviceClass(od::value json) {
+Result<model::DeviceClass> decodeDeviceClass(od::value json, ObjectMeta* out) {
   model::DeviceClass cls;
   Metadata meta;
+  meta.sink = out;
   SpecPresence seen;
   bool sawSpec = false;
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {

@@ -28,10 +28,11 @@ Status readHostDevices(od::value value, std::string_view field, bool mediated,
 
 }  // namespace
 
-Result<std::vector<model::PermittedHostDevice>> decodeKubeVirt(od::value json) {
+Result<std::vector<model::PermittedHostDevice>> decodeKubeVirt(od::value json, ObjectMeta* out) {
   std::vector<model::PermittedHostDevice> pci;
   std::vector<model::PermittedHostDevice> mediated;
   Metadata meta;
+  meta.sink = out;
   // spec.configuration.permittedHostDevices.{pciHostDevices,mediatedDevices}
   Status status = forEachField(json, "", [&](std::string_view key, od::value spec) -> Status {
     if (key == "metadata") return readMetadata(spec, meta);

@@ -30,10 +30,11 @@ Status readStringMap(od::value value, std::string_view field, const StringHook& 
 }  // namespace
 
 Status readMetadata(od::value value, Metadata& meta, const MetadataHooks& hooks) {
-  return forEachField(value, "metadata", [&](std::string_view key, od::value field) -> Status {
+  Status status = forEachField(value, "metadata", [&](std::string_view key, od::value field) -> Status {
     if (key == "name") return readString(field, key, meta.name);
     if (key == "namespace") return readString(field, key, meta.ns);
     if (key == "uid") return readString(field, key, meta.uid);
+    if (key == "resourceVersion") return readString(field, key, meta.resourceVersion);
     if (key == "creationTimestamp") return readString(field, key, meta.creationTimestamp);
     if (key == "deletionTimestamp") return readPresence(field, key, meta.deleting);
     if (key == "labels") return readStringMap(field, key, hooks.label);
@@ -41,6 +42,8 @@ Status readMetadata(od::value value, Metadata& meta, const MetadataHooks& hooks)
     if (key == "ownerReferences" && hooks.ownerReferences) return hooks.ownerReferences(field);
     return {};
   });
+  if (meta.sink != nullptr) *meta.sink = ObjectMeta{meta.ns, meta.name, meta.uid, meta.resourceVersion, meta.deleting};
+  return status;
 }
 
 DecodeError inObject(DecodeError error, std::string_view kind, const Metadata& meta) {

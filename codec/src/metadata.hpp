@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "json_reader.hpp"
+#include "tally/codec/objects.hpp"
 
 namespace tally::codec::detail {
 
@@ -15,7 +16,9 @@ struct Metadata {
   std::string name;
   std::string uid;
   std::string creationTimestamp;
+  std::string resourceVersion;
   bool deleting = false;  // deletionTimestamp set
+  ObjectMeta* sink = nullptr;  // the caller's copy, filled once metadata is read
 
   // "Pod ns/name", "Node name", or the kind alone when no name was read.
   std::string describe(std::string_view kind) const;

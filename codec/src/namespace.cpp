@@ -13,9 +13,10 @@ constexpr std::string_view kTreeLabelSuffix = ".tree.hnc.x-k8s.io/depth";
 
 }  // namespace
 
-Result<model::Namespace> decodeNamespace(od::value json) {
+Result<model::Namespace> decodeNamespace(od::value json, ObjectMeta* out) {
   model::Namespace ns;
   Metadata meta;
+  meta.sink = out;
   MetadataHooks hooks;
   hooks.label = [&](std::string_view key, std::string_view value) -> Status {
     if (key.ends_with(kTreeLabelSuffix) && key.size() > kTreeLabelSuffix.size()) {

@@ -90,9 +90,10 @@ Result<std::vector<model::InventoryParent>> decodeInventory(std::string_view jso
   return parents;
 }
 
-Result<model::Node> decodeNode(od::value json) {
+Result<model::Node> decodeNode(od::value json, ObjectMeta* out) {
   model::Node node;
   Metadata meta;
+  meta.sink = out;
   MetadataHooks hooks;
   hooks.label = [&](std::string_view key, std::string_view value) -> Status {
     if (key == model::kLabelWorkloadMode) node.activeMode = model::parseNodeMode(value);

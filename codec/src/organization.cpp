@@ -72,9 +72,10 @@ Result<std::vector<model::AddonAssignment>> decodeAddonAssignments(std::string_v
   return addons;
 }
 
-Result<model::Organization> decodeOrganization(od::value json) {
+Result<model::Organization> decodeOrganization(od::value json, ObjectMeta* out) {
   model::Organization org;
   Metadata meta;
+  meta.sink = out;
   MetadataHooks hooks;
   hooks.annotation = [&](std::string_view key, std::string_view value) -> Status {
     if (key != model::kAnnotationOrgAddons) return {};

@@ -76,9 +76,10 @@ Status readOwner(od::value value, model::OwnerReference& owner) {
 
 }  // namespace
 
-Result<model::Pod> decodePod(od::value json) {
+Result<model::Pod> decodePod(od::value json, ObjectMeta* out) {
   model::Pod pod;
   Metadata meta;
+  meta.sink = out;
   MetadataHooks hooks;
   hooks.ownerReferences = [&](od::value owners) -> Status {
     return forEachElement(owners, "ownerReferences", [&](std::size_t index, od::value element) -> Status {

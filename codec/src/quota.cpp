@@ -21,9 +21,10 @@ Status readQuotaSection(od::value value, std::string_view section,
 
 }  // namespace
 
-Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(od::value json) {
+Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(od::value json, ObjectMeta* out) {
   model::HierarchicalResourceQuota hrq;
   Metadata meta;
+  meta.sink = out;
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
     if (key == "metadata") return readMetadata(field, meta);
     if (key == "spec") return readQuotaSection(field, key, {{"hard", &hrq.hard}});
@@ -37,9 +38,10 @@ Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(od::val
   return hrq;
 }
 
-Result<model::ResourceQuota> decodeResourceQuota(od::value json) {
+Result<model::ResourceQuota> decodeResourceQuota(od::value json, ObjectMeta* out) {
   model::ResourceQuota quota;
   Metadata meta;
+  meta.sink = out;
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
     if (key == "metadata") return readMetadata(field, meta);
     if (key == "spec") return readQuotaSection(field, key, {{"hard", &quota.hard}});

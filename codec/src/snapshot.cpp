@@ -58,7 +58,7 @@ std::string keyOf(const T& object) {
 
 template <class T, class Decoder>
 Status decodeKeyed(std::map<std::string, T>& objects, od::value json, Decoder decode, std::string_view kind) {
-  auto object = decode(json);
+  auto object = decode(json, nullptr);
   if (!object) return std::move(object).error();
   std::string key = keyOf(*object);
   return insertUnique(objects, std::move(key), std::move(object).value(), kind);

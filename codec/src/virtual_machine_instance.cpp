@@ -100,9 +100,10 @@ Result<std::vector<model::DeviceTemplate>> decodeDeviceTemplates(std::string_vie
   return templates;
 }
 
-Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(od::value json) {
+Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(od::value json, ObjectMeta* out) {
   model::VirtualMachineInstance vmi;
   Metadata meta;
+  meta.sink = out;
   MetadataHooks hooks;
   hooks.annotation = [&](std::string_view key, std::string_view value) -> Status {
     if (key == model::kAnnotationVmiDevices) {

@@ -13,7 +13,9 @@ namespace tally::codec {
   struct CodecName {                                                                                  \
     using Object = ObjectType;                                                                        \
     static constexpr std::string_view kKind = KindName;                                               \
-    static Result<Object> fromJson(simdjson::ondemand::value json) { return Decoder(json); }          \
+    static Result<Object> fromJson(simdjson::ondemand::value json, ObjectMeta* meta = nullptr) {     \
+      return Decoder(json, meta);                                                                     \
+    }                                                                                                 \
   };
 
 TALLY_CODEC_KIND(NodeCodec, model::Node, "Node", decodeNode)

@@ -17,21 +17,32 @@
 
 namespace tally::codec {
 
-Result<model::Node> decodeNode(simdjson::ondemand::value json);
-Result<model::Pod> decodePod(simdjson::ondemand::value json);
-Result<model::Namespace> decodeNamespace(simdjson::ondemand::value json);
-Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(simdjson::ondemand::value json);
-Result<model::ResourceQuota> decodeResourceQuota(simdjson::ondemand::value json);
-Result<model::DeviceClass> decodeDeviceClass(simdjson::ondemand::value json);
-Result<model::GpuDevice> decodeGpuDevice(simdjson::ondemand::value json);
-Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(simdjson::ondemand::value json);
-Result<model::Organization> decodeOrganization(simdjson::ondemand::value json);
+// The identity of a decoded object, for an informer's store and its
+// resourceVersion bookkeeping. Filled when the decoder is given one, also when
+// decoding fails after metadata was read (so a broken object can be named).
+struct ObjectMeta {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string resourceVersion;
+  bool deleting = false;
+};
+
+Result<model::Node> decodeNode(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::Pod> decodePod(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::Namespace> decodeNamespace(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::ResourceQuota> decodeResourceQuota(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::DeviceClass> decodeDeviceClass(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::GpuDevice> decodeGpuDevice(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::Organization> decodeOrganization(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 // The permittedHostDevices of a KubeVirt CR (PCI and mediated, in that order).
-Result<std::vector<model::PermittedHostDevice>> decodeKubeVirt(simdjson::ondemand::value json);
+Result<std::vector<model::PermittedHostDevice>> decodeKubeVirt(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 
 // A ConfigMap: the add-on catalogue when it is `billing-plans` in namespace
 // `kube-dc` (key `plans.yaml`), nothing for any other ConfigMap.
-Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(simdjson::ondemand::value json);
+Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 
 // The `plans.yaml` document of the billing-plans ConfigMap.
 Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml);
