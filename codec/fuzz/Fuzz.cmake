@@ -1,8 +1,19 @@
-# The snapshot decoder's libFuzzer target, built with clang (libFuzzer needs it)
-# as an external project, and a short smoke run registered with CTest.
-option(TALLY_FUZZ "Build the codec fuzzers with clang and smoke-run them in CTest" ON)
+# The snapshot decoder's fuzz target.
+#  * Always: codec_fuzz_replay, the target with a replay driver, runs every seed
+#    and its truncations with the build's own compiler (and sanitizers).
+#  * TALLY_CODEC_FUZZ=ON (default) and a clang++ on the machine: the libFuzzer
+#    binary, built with clang as an external project whatever the main compiler,
+#    and a 20,000-run smoke in CTest.
+option(TALLY_CODEC_FUZZ "Build the codec's libFuzzer target with clang and smoke-run it in CTest" ON)
 
-if(TALLY_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
+add_executable(codec_fuzz_replay ${CMAKE_CURRENT_LIST_DIR}/snapshot_fuzzer.cpp ${CMAKE_CURRENT_LIST_DIR}/replay_main.cpp)
+target_link_libraries(codec_fuzz_replay PRIVATE tally_codec tally_model tally_options)
+target_compile_definitions(codec_fuzz_replay PRIVATE TALLY_FUZZ_REPORT)
+set_target_properties(codec_fuzz_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+add_test(NAME codec_fuzz_replay COMMAND codec_fuzz_replay ${CMAKE_CURRENT_LIST_DIR}/corpus)
+set_tests_properties(codec_fuzz_replay PROPERTIES LABELS model TIMEOUT 300)
+
+if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     set(TALLY_FUZZ_CXX ${CMAKE_CXX_COMPILER})
   else()
