@@ -17,12 +17,11 @@ using StringHook = std::function<Status(std::string_view, std::string_view)>;
 
 Status readStringMap(od::value value, std::string_view field, const StringHook& hook) {
   return forEachField(value, field, [&](std::string_view key, od::value entry) -> Status {
-    if (!hook) return {};
-    const std::string entryField = "[" + std::string(key) + "]";
+    auto entryField = [&] { return "[" + std::string(key) + "]"; };
     std::string_view text;
-    if (auto code = entry.get_string().get(text)) return jsonError(code, entryField, "a string");
+    if (auto code = entry.get_string().get(text)) return jsonError(code, entryField(), "a string");
     Status status = hook(key, text);
-    if (!status) return std::move(status).error().under(entryField);
+    if (!status) return std::move(status).error().under(entryField());
     return {};
   });
 }
@@ -37,8 +36,9 @@ Status readMetadata(od::value value, Metadata& meta, const MetadataHooks& hooks)
     if (key == "resourceVersion") return readString(field, key, meta.resourceVersion);
     if (key == "creationTimestamp") return readString(field, key, meta.creationTimestamp);
     if (key == "deletionTimestamp") return readPresence(field, key, meta.deleting);
-    if (key == "labels") return readStringMap(field, key, hooks.label);
-    if (key == "annotations") return readStringMap(field, key, hooks.annotation);
+    // Maps nobody reads are skipped unread (on-demand skips them for free).
+    if (key == "labels" && hooks.label) return readStringMap(field, key, hooks.label);
+    if (key == "annotations" && hooks.annotation) return readStringMap(field, key, hooks.annotation);
     if (key == "ownerReferences" && hooks.ownerReferences) return hooks.ownerReferences(field);
     return {};
   });
