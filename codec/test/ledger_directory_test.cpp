@@ -103,8 +103,10 @@ TEST(LedgerDirectoryExample, ExampleLedgerIsValid) {
   auto ledger = loadLedgerDirectory(fs::path(TALLY_EXAMPLES_DIR) / "ledger");
   ASSERT_TRUE(ledger);
   EXPECT_TRUE(ledger->invalid.empty()) << ledger->invalid[0].problems[0].message;
-  ASSERT_EQ(ledger->records.size(), 1u);
-  EXPECT_EQ(ledger->records[0].state, model::ReservationState::Active);
+  ASSERT_EQ(ledger->records.size(), 3u);
+  EXPECT_EQ(ledger->records[0].state, model::ReservationState::Released);
+  EXPECT_EQ(ledger->records[1].state, model::ReservationState::Active);
+  EXPECT_EQ(ledger->records[2].state, model::ReservationState::Pending);
 }
 
 }  // namespace
