@@ -18,12 +18,12 @@ trap '"$repo/e2e/cluster/down" --name "$name" >/dev/null 2>&1 || true' EXIT
 eval "$(TALLY_E2E_CONTROLLER_MANAGER=0 "$repo/e2e/cluster/up" --name "$name")"
 export KUBECTL="$TALLY_E2E_BIN/kubectl"
 testdata="$repo/runtime/test/testdata"
-"$testdata/fixtures.sh" $(((pods + 99) / 100))
+"$testdata/fixtures.sh" $(((pods + 79) / 80))
 "$KUBECTL" create namespace bench >/dev/null
 per=$(((pods + 3) / 4))
 for part in 0 1 2 3; do
   n=$((pods - part * per < per ? pods - part * per : per))
-  "$testdata/pods.sh" bench "$n" "trainer-p$part" | "$KUBECTL" create -f - >/dev/null &
+  GPU_EVERY="${GPU_EVERY:-40}" "$testdata/pods.sh" bench "$n" "trainer-p$part" | "$KUBECTL" create -f - >/dev/null &
 done
 wait
 for _ in $(seq 1 300); do

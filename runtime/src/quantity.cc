@@ -1,11 +1,79 @@
 #include "tally/runtime/quantity.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace tally::runtime {
 
+namespace {
+
+__extension__ typedef __int128 i128;  // GCC and Clang builtin
+
+// Exact integer path for the common forms ("8", "500m", "16Gi", "0.5", "1e3"):
+// milli = ceil(mantissa * num / (den * 10^fraction)). nullopt when the form is
+// unusual; the caller then takes the general path.
+std::optional<int64_t> fastPath(std::string_view s) {
+  size_t i = 0;
+  int64_t mantissa = 0;
+  int digits = 0;
+  int fraction = 0;
+  bool dot = false;
+  for (; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c >= '0' && c <= '9') {
+      if (++digits > 18) return std::nullopt;
+      mantissa = mantissa * 10 + (c - '0');
+      if (dot) ++fraction;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  if (digits == 0) return std::nullopt;
+  const std::string_view suffix = s.substr(i);
+  i128 num = 1000;
+  i128 den = 1;
+  auto pow10 = [](int n) {
+    i128 v = 1;
+    while (n-- > 0) v *= 10;
+    return v;
+  };
+  if (suffix.empty()) {
+  } else if (suffix.size() == 1) {
+    switch (suffix[0]) {
+      case 'm': num = 1; break;
+      case 'u': num = 1; den = 1000; break;
+      case 'n': num = 1; den = 1000000; break;
+      case 'k': num = pow10(6); break;
+      case 'M': num = pow10(9); break;
+      case 'G': num = pow10(12); break;
+      case 'T': num = pow10(15); break;
+      case 'P': num = pow10(18); break;
+      case 'E': num = pow10(21); break;
+      default: return std::nullopt;
+    }
+  } else if (suffix.size() == 2 && suffix[1] == 'i') {
+    const std::string_view bin = "KMGTPE";
+    const auto pos = bin.find(suffix[0]);
+    if (pos == std::string_view::npos) return std::nullopt;
+    num = i128(1000) << (10 * (pos + 1));
+  } else {
+    return std::nullopt;
+  }
+  den *= pow10(fraction);
+  const i128 value = (i128(mantissa) * num + den - 1) / den;
+  if (value > i128(INT64_MAX)) return std::nullopt;
+  return static_cast<int64_t>(value);
+}
+
+}  // namespace
+
 std::optional<int64_t> parseQuantityMilli(std::string_view s) {
   if (s.empty() || s.size() > 64) return std::nullopt;
+  if (s[0] >= '0' && s[0] <= '9') {
+    if (auto v = fastPath(s)) return v;
+  }
   size_t i = 0;
   bool negative = false;
   if (s[i] == '+' || s[i] == '-') negative = s[i++] == '-';

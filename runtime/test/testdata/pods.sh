@@ -14,7 +14,15 @@ else
   for ((j = 0; j < 100; j++)); do owner_uids+=("00000000-0000-4000-8000-$(printf '%012d' "$j")"); done
 fi
 for ((i = 0; i < n; i++)); do
-  gpus=$((i % 4 + 1))
+  # GPU_EVERY=k: every k-th pod is a GPU trainer (1-4 GPUs), the rest CPU jobs.
+  if ((i % ${GPU_EVERY:-1} == 0)); then gpus=$((i % 4 + 1)); else gpus=0; fi
+  if ((gpus > 0)); then
+    requests="{cpu: \"$((gpus * 8))\", memory: $((gpus * 64))Gi, nvidia.com/gpu: \"${gpus}\"}"
+    limits="{memory: $((gpus * 64))Gi, nvidia.com/gpu: \"${gpus}\"}"
+  else
+    requests="{cpu: \"2\", memory: 8Gi}"
+    limits="{memory: 8Gi}"
+  fi
   cat <<YAML
 ---
 apiVersion: v1
@@ -49,7 +57,7 @@ spec:
   containers:
   - name: main
     image: registry.example.com/ml/pytorch-train:2.5.1-cuda12.4
-    command: ["torchrun", "--nproc-per-node=${gpus}", "train.py"]
+    command: ["torchrun", "--nproc-per-node=$((gpus > 0 ? gpus : 1))", "train.py"]
     args: ["--epochs=90", "--batch-size=256", "--lr=0.1", "--checkpoint-dir=/ckpt/run-${i}"]
     env:
     - {name: NCCL_DEBUG, value: WARN}
@@ -58,8 +66,8 @@ spec:
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
     ports: [{name: metrics, containerPort: 9090}]
     resources:
-      requests: {cpu: "$((gpus * 8))", memory: $((gpus * 64))Gi, nvidia.com/gpu: "${gpus}"}
-      limits: {memory: $((gpus * 64))Gi, nvidia.com/gpu: "${gpus}"}
+      requests: ${requests}
+      limits: ${limits}
     readinessProbe: {httpGet: {path: /healthz, port: 9090}, periodSeconds: 10}
     volumeMounts: [{name: data, mountPath: /data}, {name: ckpt, mountPath: /ckpt}]
   - name: exporter

@@ -4,6 +4,7 @@
 // raw bytes are "k8s\0" + runtime.Unknown{raw = the typed object}. LIST and
 // GET bodies are the envelope alone.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,6 +27,16 @@ class ProtobufFramer {
   // Bytes left over at the end of the stream are a truncated frame.
   Status finish() const;
   void reset() { buf_.clear(); head_ = 0; }
+  bool empty() const { return head_ == buf_.size(); }
+  // Bytes still needed to complete the buffered frame (at least 1 while
+  // the length prefix is incomplete).
+  size_t missing() const {
+    const size_t avail = buf_.size() - head_;
+    if (avail < 4) return 4 - avail;
+    const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + head_);
+    const size_t len = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | size_t{p[3]};
+    return len + 4 > avail ? len + 4 - avail : 0;
+  }
 
  private:
   std::string buf_;
@@ -81,7 +92,39 @@ class ProtobufWatchDecoder {
 
   template <class Sink>
   Status feed(std::string_view bytes, Sink&& sink) {
+    // Frames wholly inside `bytes` are decoded in place; only a partial
+    // frame at either end goes through the framer's buffer.
+    while (!framer_.empty() && !bytes.empty()) {
+      const size_t take = std::min(std::max<size_t>(framer_.missing(), 1), bytes.size());
+      framer_.append(bytes.substr(0, take));
+      bytes.remove_prefix(take);
+      if (auto st = drain(sink); !st) return st;
+    }
+    if (!framer_.empty()) return {};
+    while (bytes.size() >= 4) {
+      const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+      const size_t len = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | size_t{p[3]};
+      if (len == 0 || len > kMaxFrame || bytes.size() - 4 < len) break;
+      auto ev = decodeProtobufEvent<C>(bytes.substr(4, len));
+      if (!ev) return std::move(ev).error();
+      sink(std::move(*ev));
+      bytes.remove_prefix(4 + len);
+    }
+    if (bytes.empty()) return {};
     framer_.append(bytes);
+    return drain(sink);
+  }
+  template <class Sink>
+  Status finish(Sink&&) {
+    return framer_.finish();
+  }
+  void reset() { framer_.reset(); }
+
+ private:
+  static constexpr size_t kMaxFrame = 64u << 20;
+
+  template <class Sink>
+  Status drain(Sink& sink) {
     for (;;) {
       auto frame = framer_.next();
       if (!frame) return std::move(frame).error();
@@ -91,14 +134,8 @@ class ProtobufWatchDecoder {
       sink(std::move(*ev));
     }
   }
-  template <class Sink>
-  Status finish(Sink&&) {
-    return framer_.finish();
-  }
-  void reset() { framer_.reset(); }
 
- private:
-  ProtobufFramer framer_;
+  ProtobufFramer framer_{kMaxFrame};
 };
 
 // A protobuf LIST body: envelope whose raw is a *List{metadata = 1 ListMeta, items = 2}.

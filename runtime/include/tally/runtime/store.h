@@ -1,7 +1,7 @@
 #pragma once
 // The informer's cache. One writer thread applies watch events to a
 // transient copy and publishes an immutable Snapshot; any number of readers
-// load the current snapshot with one atomic load and never wait for the
+// take the current snapshot with a pointer copy and never wait for the
 // writer's work. Handlers run on the writer thread after the snapshot that
 // contains their change is visible.
 
@@ -20,6 +20,7 @@
 #include "tally/runtime/codec.h"
 #include "tally/runtime/log.h"
 #include "tally/runtime/persistent_map.h"
+#include "tally/runtime/published_ptr.h"
 #include "tally/runtime/watch_event.h"
 
 namespace tally::runtime {
@@ -104,7 +105,7 @@ class Store {
     indexFns_.emplace_back(name, std::move(fn));
     auto snap = std::make_shared<Snap>(*snapshot());
     snap->indexes_.emplace_back(std::move(name), typename Snap::IndexMap());
-    current_.store(std::move(snap), std::memory_order_release);
+    current_.store(std::move(snap));
   }
   void addHandlers(Handlers h) {
     std::lock_guard lock(handlersMu_);
@@ -112,7 +113,7 @@ class Store {
   }
 
   // Reader side: lock-free with respect to the writer's work.
-  std::shared_ptr<const Snap> snapshot() const { return current_.load(std::memory_order_acquire); }
+  std::shared_ptr<const Snap> snapshot() const { return current_.load(); }
 
   // ---- writer side (one thread) ----
 
@@ -186,7 +187,7 @@ class Store {
     edit_.reset();
     indexEdits_.clear();
     std::shared_ptr<const Snap> published = snap;
-    current_.store(published, std::memory_order_release);
+    current_.store(published);
     dispatch(*published);
   }
 
@@ -301,7 +302,7 @@ class Store {
     }
   }
 
-  std::atomic<std::shared_ptr<const Snap>> current_;
+  PublishedPtr<Snap> current_;
   std::vector<std::pair<std::string, IndexFunc>> indexFns_;
   std::mutex handlersMu_;
   std::vector<Handlers> handlers_;
