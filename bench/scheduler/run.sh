@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Bench 1: real kube-scheduler throughput with Tally's extender vs without it,
+# same cluster, same nodes, same pods (see bench/scheduler/README.md).
+#
+#   bench/scheduler/run.sh [--nodes 5000] [--pods 1000] [--rounds 2]
+#                          [--min-ratio R] [--json FILE] [--keep]
+#
+# One local control plane (e2e/cluster/up), NODES kwok nodes serving 8 H200
+# each (vm-passthrough, class nvidia-h200-passthrough), one tally-extender on
+# loopback. Each round runs two measurements, baseline first: PODS one-GPU pods
+# are created while no scheduler profile claims them (schedulerName
+# `bench`), then kube-scheduler is restarted with a profile `bench`, without
+# the extender (baseline) or with the extender entry of
+# manifests/scheduler/kube-scheduler-config.yaml (filter, prioritize, preempt,
+# bind; nodeCacheCapable). The rate is read from kube-scheduler's own counter
+# scheduler_schedule_attempts_total{profile="bench",result="scheduled"},
+# sampled every 0.2 s: pods/s between 10% and 90% of PODS scheduled (startup
+# and the tail excluded). The pods are deleted between measurements.
+# Prints one line per measurement and the ratio with/without; --min-ratio
+# makes the exit status fail below R (used by the CTest smoke with a loose R).
+#
+# Environment: BUILD (build tree with bin/tally-extender, default <repo>/build),
+# TALLY_EXTENDER_BIN (overrides it), TALLY_BIN_DIR / TALLY_E2E_ROOT (see
+# e2e/cluster/up).
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+cluster="$repo/e2e/cluster"
+nodes=5000 pods=1000 rounds=2 min_ratio="" json="" keep=0
+while (($#)); do
+  case "$1" in
+    --nodes) nodes="$2"; shift 2 ;;
+    --pods) pods="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --min-ratio) min_ratio="$2"; shift 2 ;;
+    --json) json="$2"; shift 2 ;;
+    --keep) keep=1; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+extender="${TALLY_EXTENDER_BIN:-${BUILD:-$repo/build}/bin/tally-extender}"
+[[ -x "$extender" ]] || { echo "bench/scheduler: $extender not built; skipping" >&2; exit 77; }
+log() { printf '[bench/scheduler] %s\n' "$*" >&2; }
+name="bench-sched-$$"
+ext_pid=""
+cleanup() {
+  if [[ -n "$ext_pid" ]]; then kill -TERM "$ext_pid" 2>/dev/null; wait "$ext_pid" 2>/dev/null; fi
+  if ((keep)); then log "cluster $name kept (e2e/cluster/down --name $name)"; else "$cluster/down" --name "$name" >/dev/null 2>&1; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+t0=$SECONDS
+eval "$(TALLY_E2E_CONTROLLER_MANAGER=0 "$cluster/up" --name "$name")" || { log "up failed"; exit 1; }
+state="$TALLY_E2E_STATE"
+# shellcheck source=/dev/null
+source "$state/env"
+k() { "$TALLY_E2E_BIN/kubectl" "$@"; }
+token="$(cat "$state/pki/admin.token")"
+log "cluster up in $((SECONDS - t0))s"
+
+k apply -f - >/dev/null <<'EOF'
+apiVersion: gpu.tally.dev/v1alpha1
+kind: GPUDeviceClass
+metadata: {name: nvidia-h200-passthrough}
+spec: {workload: vm, allocation: passthrough, resourceName: nvidia.com/GH100_H200_SXM_141GB, nodeMode: vm-passthrough,
+       memoryMiB: 144384, maxCount: 8}
+EOF
+t1=$SECONDS
+"$TALLY_E2E_BIN/tally-fixtures" nodes --count "$nodes" --prefix bench- --mode vm-passthrough \
+  --resource nvidia.com/GH100_H200_SXM_141GB=8 --wait-ready --timeout 15m >/dev/null || { log "creating nodes failed"; exit 1; }
+log "$nodes nodes Ready in $((SECONDS - t1))s"
+
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+t1=$SECONDS
+"$extender" --kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --port "$port" --url-prefix /tally \
+  --metrics-port 0 >>"$state/logs/tally-extender.log" 2>&1 &
+ext_pid=$!
+until [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" == 200 ]]; do
+  kill -0 "$ext_pid" 2>/dev/null || { log "tally-extender exited:"; tail -n 20 "$state/logs/tally-extender.log" >&2; exit 1; }
+  ((SECONDS - t1 < 300)) || { log "tally-extender not ready after 300 s"; exit 1; }
+  sleep 0.2
+done
+log "tally-extender ready (caches synced over $nodes nodes) in $((SECONDS - t1))s"
+
+# Scheduler configurations: the same except the extenders block. High client
+# QPS so that neither run is limited by the scheduler's own rate limiter.
+config() { # FILE PROFILE WITH_EXTENDER
+  cat >"$1" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: __KUBECONFIG__
+  qps: 5000
+  burst: 5000
+leaderElection:
+  leaderElect: false
+profiles:
+  - schedulerName: $2
+EOF
+  if (($3)); then
+    sed -n '/^extenders:/,$p' "$repo/manifests/scheduler/kube-scheduler-config.yaml" |
+      sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$port/tally#" >>"$1"
+  fi
+}
+config "$state/bench-idle.yaml" idle 0
+config "$state/bench-base.yaml" bench 0
+config "$state/bench-ext.yaml" bench 1
+grep -q "urlPrefix: http://127.0.0.1:$port/tally" "$state/bench-ext.yaml" || { log "extender entry missing"; exit 1; }
+restart() { "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$1" >/dev/null || { log "restarting kube-scheduler with $1 failed"; exit 1; }; }
+
+scheduled() {
+  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
+    awk '/^scheduler_schedule_attempts_total\{/ && /profile="bench"/ && /result="scheduled"/ {print $2; f=1} END {if (!f) print 0}'
+}
+
+create_pods() { # NAMESPACE
+  k create namespace "$1" >/dev/null
+  local i chunk=$(((pods + 3) / 4)) c waits=()
+  for c in 0 1 2 3; do
+    (
+      for ((i = c * chunk; i < (c + 1) * chunk && i < pods; i++)); do
+        cat <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p-$i, namespace: $1}
+spec:
+  schedulerName: bench
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: registry.invalid/tally/bench:1
+    resources:
+      requests: {cpu: 10m, nvidia.com/GH100_H200_SXM_141GB: "1"}
+      limits: {nvidia.com/GH100_H200_SXM_141GB: "1"}
+EOF
+      done | k create -f - >/dev/null
+    ) &
+    waits+=($!)
+  done
+  wait "${waits[@]}"
+}
+
+# measure LABEL CONFIG NAMESPACE -> prints "rate first_to_last_rate seconds"
+measure() {
+  local label="$1" cfg="$2" ns="$3"
+  restart "$state/bench-idle.yaml"
+  create_pods "$ns"
+  local created
+  created="$(k get pods -n "$ns" --no-headers 2>/dev/null | wc -l)"
+  ((created == pods)) || log "$label: only $created of $pods pods created"
+  local lo=$((pods / 10)) hi=$((pods * 9 / 10)) t_lo="" t_hi="" t_first="" t_last="" n now start
+  start="$(date +%s.%N)"
+  restart "$cfg"
+  while :; do
+    n="$(scheduled)"
+    now="$(date +%s.%N)"
+    [[ -n "$t_first" || "$n" -lt 1 ]] || t_first="$now"
+    [[ -n "$t_lo" || "$n" -lt "$lo" ]] || t_lo="$now"
+    if [[ -z "$t_hi" && "$n" -ge "$hi" ]]; then t_hi="$now"; c_hi="$n"; fi
+    if [[ "$n" -ge "$pods" ]]; then t_last="$now"; break; fi
+    if (($(date +%s) - ${start%.*} > 600)); then log "$label: only $n of $pods scheduled after 600 s"; break; fi
+    sleep 0.2
+  done
+  local bound
+  bound="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d' | wc -l)"
+  ((bound == pods)) || log "$label: $bound of $pods pods bound"
+  python3 - "$label" "$lo" "$hi" "$t_lo" "$t_hi" "$t_first" "$t_last" "$pods" "$bound" <<'EOF'
+import sys
+label, lo, hi, t_lo, t_hi, t_first, t_last, pods, bound = sys.argv[1:]
+lo, hi, pods, bound = int(lo), int(hi), int(pods), int(bound)
+rate = (hi - lo) / (float(t_hi) - float(t_lo)) if t_lo and t_hi and float(t_hi) > float(t_lo) else 0.0
+span = float(t_last) - float(t_first) if t_first and t_last else 0.0
+whole = (pods - 1) / span if span > 0 else 0.0
+print(f"{label} {rate:.1f} {whole:.1f} {span:.2f} {bound}")
+EOF
+  k delete namespace "$ns" --wait=false >/dev/null
+  # No namespace controller runs: delete the pods themselves (kwok removes them).
+  k delete pods -n "$ns" --all --wait=false >/dev/null 2>&1
+  local left
+  for _ in $(seq 1 300); do
+    left="$(k get pods -n "$ns" --no-headers 2>/dev/null | wc -l)"
+    ((left == 0)) && break
+    sleep 0.5
+  done
+}
+
+results=()
+for ((r = 1; r <= rounds; r++)); do
+  for mode in base ext; do
+    measure "$mode" "$state/bench-$mode.yaml" "bench-$mode-$r" >"$state/result"
+    line="$(cat "$state/result")"
+    [[ -n "$line" ]] || { log "round $r $mode: no result"; exit 1; }
+    results+=("$line")
+    read -r _ rate whole span bound <<<"$line"
+    log "round $r $mode: $rate pods/s (10%..90%), $whole pods/s first..last over ${span}s, $bound/$pods bound"
+  done
+done
+restart "$state/bench-idle.yaml"
+
+printf '%s\n' "${results[@]}" >"$state/results"
+python3 - "$nodes" "$pods" "$rounds" "${min_ratio:-0}" "$json" "$state/results" <<'EOF'
+import json, statistics, sys
+nodes, pods, rounds, min_ratio, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+rows = [l.split() for l in open(sys.argv[6]).read().splitlines() if l.strip()]
+base = [float(r[1]) for r in rows if r[0] == "base"]
+ext = [float(r[1]) for r in rows if r[0] == "ext"]
+bound_ok = all(int(r[4]) == pods for r in rows)
+mb, me = statistics.mean(base), statistics.mean(ext)
+ratio = me / mb if mb > 0 else 0.0
+print(f"kube-scheduler, {nodes} kwok nodes, {pods} one-GPU pods per run, {rounds} round(s)")
+print(f"  without extender: {' '.join(f'{x:.1f}' for x in base)} pods/s (mean {mb:.1f})")
+print(f"  with tally-extender: {' '.join(f'{x:.1f}' for x in ext)} pods/s (mean {me:.1f})")
+print(f"  ratio with/without: {ratio:.3f} (goal >= 0.9)")
+print(f"  every pod bound in every run: {'yes' if bound_ok else 'NO'}")
+if out:
+    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "ext": ext, "ratio": ratio,
+               "allBound": bound_ok}, open(out, "w"), indent=1)
+sys.exit(0 if bound_ok and ratio >= min_ratio else 1)
+EOF

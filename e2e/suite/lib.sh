@@ -1,0 +1,472 @@
+# shellcheck shell=bash
+# Harness of Tally's e2e scenarios (sourced by e2e/suite/run.sh).
+#
+# Local path (default): every scenario starts its own control plane
+# (e2e/cluster/up --name suite-<scenario>-<pid>), starts tally-extender from the
+# build tree on a free loopback port, restarts kube-scheduler with an extender
+# entry pointing at it (default-scheduler profile), runs, then stops both and
+# checks that nothing of the run is left: the extender pid and every process
+# naming the state folder are gone, the folder is removed.
+#
+# External cluster: TALLY_E2E_KUBECONFIG names a cluster where Tally already
+# runs (e2e/kind/run.sh); pods then use TALLY_E2E_SCHEDULER_NAME, nodes and
+# namespaces carry the scenario's unique id and are deleted at the end.
+# Scenarios that need to control the extender process (its ledger folder, a
+# restart) exit 77 there, which CTest reports as skipped.
+#
+# Checks print PASS/FAIL lines; any FAIL makes the scenario exit 1.
+
+SUITE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$SUITE_DIR/../.." && pwd)"
+CLUSTER_DIR="$REPO/e2e/cluster"
+SKIP_CODE=77
+
+failures=0
+torn_down=0
+EXT_PID=""
+EXT_PORT=""
+EXT_URL=""
+EXTERNAL=0
+LOG_DIR="${TALLY_E2E_LOG_DIR:-}"
+
+say() { echo "[$SCENARIO] $*"; }
+pass() { say "PASS: $*"; }
+fail() { say "FAIL: $*"; failures=$((failures + 1)); }
+check_eq() { # DESCRIPTION EXPECTED ACTUAL
+  if [[ "$2" == "$3" ]]; then pass "$1 ($3)"; else fail "$1: expected '$2', got '$3'"; fi
+}
+check_has() { # DESCRIPTION NEEDLE HAYSTACK
+  if [[ "$3" == *"$2"* ]]; then pass "$1"; else fail "$1: '$2' not in '$3'"; fi
+}
+check_lacks() { # DESCRIPTION NEEDLE HAYSTACK
+  if [[ "$3" != *"$2"* ]]; then pass "$1"; else fail "$1: '$2' found in '$3'"; fi
+}
+check_le() { # DESCRIPTION LIMIT ACTUAL
+  if (( $3 <= $2 )); then pass "$1 ($3 <= $2)"; else fail "$1: $3 > $2"; fi
+}
+fatal() { fail "$*"; suite_finish; }
+skip() { say "SKIP: $*"; SKIPPED=1; suite_finish; }
+
+# wait_until SECONDS CMD...: poll CMD every 0.5 s until it succeeds.
+wait_until() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.5
+  done
+}
+
+k() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG" "$@"; }
+fixtures() { "$BIN/tally-fixtures" "$@" --kubeconfig "$KUBECONFIG"; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# ------------------------------------------------------------ lifecycle
+
+# suite_begin SCENARIO: cluster (own or external) and, on the local path, the
+# extender wired into kube-scheduler. Sets K helpers, ID (unique, DNS-safe),
+# SCHED (schedulerName for pods), LEDGER (the extender's ledger folder).
+suite_begin() {
+  SCENARIO="$1"
+  ID="${SCENARIO}-$$"
+  SKIPPED=0
+  trap 'fail "interrupted"; suite_finish' INT TERM
+  if [[ -n "${TALLY_BIN_DIR:-}" ]]; then
+    BIN="$TALLY_BIN_DIR"
+  else
+    BIN="$("$CLUSTER_DIR/build-binaries.sh" 2>/dev/null | tail -n 1)"
+  fi
+  [[ -x "$BIN/kubectl" && -x "$BIN/tally-fixtures" ]] || { echo "cluster binaries missing in '$BIN'"; exit 1; }
+  if [[ -n "${TALLY_E2E_KUBECONFIG:-}" ]]; then
+    EXTERNAL=1
+    export KUBECONFIG="$TALLY_E2E_KUBECONFIG"
+    SCHED="${TALLY_E2E_SCHEDULER_NAME:-tally-scheduler}"
+    STATE="$(mktemp -d "/tmp/tally-suite-$ID.XXXX")"
+    LEDGER="$STATE/ledger"
+    mkdir -p "$LEDGER"
+    say "using the cluster of $KUBECONFIG, scheduler $SCHED"
+    return 0
+  fi
+  EXTENDER_BIN="${TALLY_EXTENDER_BIN:-}"
+  [[ -x "$EXTENDER_BIN" ]] || { echo "TALLY_EXTENDER_BIN ('$EXTENDER_BIN') is not an executable"; exit 1; }
+  SCHED=default-scheduler
+  CLUSTER="suite-$ID"
+  local out t0=$SECONDS
+  # No kube-controller-manager: no scenario needs it, and 2 cores are shared.
+  out="$(TALLY_E2E_CONTROLLER_MANAGER=0 "$CLUSTER_DIR/up" --name "$CLUSTER")" || fatal "up --name $CLUSTER failed"
+  eval "$out"
+  STATE="$TALLY_E2E_STATE"
+  say "cluster $CLUSTER up in $((SECONDS - t0))s ($STATE)"
+  LEDGER="$STATE/ledger"
+  mkdir -p "$LEDGER"
+  EXT_PORT="$(free_port)"
+  EXT_URL="http://127.0.0.1:$EXT_PORT/tally"
+  extender_start
+  sed "s#__EXTENDER_URL__#$EXT_URL#" "$SUITE_DIR/scheduler-config.yaml" >"$STATE/suite-scheduler-config.yaml"
+  "$CLUSTER_DIR/up" --name "$CLUSTER" --restart-scheduler --scheduler-config "$STATE/suite-scheduler-config.yaml" \
+    >/dev/null || fatal "restarting kube-scheduler with the extender config failed"
+  check_has "kube-scheduler runs with the extender entry" "$EXT_URL" "$(cat "$STATE/scheduler-config.yaml")"
+}
+
+# extender_start [EXTRA FLAGS...]: tally-extender on EXT_PORT, verbs and
+# metrics on loopback only, waits for /readyz (informers synced).
+extender_start() {
+  [[ -z "$EXT_PID" ]] || fatal "extender_start: extender already running (pid $EXT_PID)"
+  "$EXTENDER_BIN" --kubeconfig "$STATE/kubeconfig" --bind-address 127.0.0.1 --port "$EXT_PORT" \
+    --url-prefix /tally --metrics-port 0 --ledger-dir "$LEDGER" --ledger-interval 1s "$@" \
+    >>"$STATE/logs/tally-extender.log" 2>&1 &
+  EXT_PID=$!
+  echo "$EXT_PID" >"$STATE/pids/suite-tally-extender.pid"
+  local t0=$SECONDS
+  if ! wait_until 60 extender_ready; then
+    tail -n 30 "$STATE/logs/tally-extender.log" | sed "s/^/[$SCENARIO] extender: /"
+    fatal "tally-extender did not become ready on 127.0.0.1:$EXT_PORT"
+  fi
+  say "tally-extender ready (pid $EXT_PID, port $EXT_PORT) in $((SECONDS - t0))s"
+}
+extender_ready() {
+  kill -0 "$EXT_PID" 2>/dev/null || return 1
+  [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$EXT_PORT/readyz")" == 200 ]]
+}
+extender_stop() {
+  [[ -n "$EXT_PID" ]] || return 0
+  kill -TERM "$EXT_PID" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 100; i++)); do kill -0 "$EXT_PID" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$EXT_PID" 2>/dev/null; then
+    say "tally-extender ignored TERM for 10 s; killing it"
+    kill -KILL "$EXT_PID" 2>/dev/null || true
+  fi
+  wait "$EXT_PID" 2>/dev/null || true
+  EXT_PID=""
+}
+
+suite_finish() {
+  trap - INT TERM
+  if ((!torn_down)); then
+    torn_down=1
+    if ((EXTERNAL)); then
+      external_cleanup
+      rm -rf "$STATE"
+    else
+      local ext_pid="$EXT_PID"
+      extender_stop
+      if ((failures)) && [[ -n "$LOG_DIR" ]]; then
+        "$CLUSTER_DIR/down" --name "$CLUSTER" --keep-logs "$LOG_DIR/$CLUSTER" >/dev/null 2>&1 || true
+        say "cluster and extender logs kept in $LOG_DIR/$CLUSTER"
+      else
+        "$CLUSTER_DIR/down" --name "$CLUSTER" >/dev/null 2>&1 || true
+      fi
+      # Nothing of the run may be left running.
+      if [[ -n "$ext_pid" ]] && kill -0 "$ext_pid" 2>/dev/null; then
+        fail "tally-extender (pid $ext_pid) still runs after teardown"
+      fi
+      local left
+      left="$(leftover_pids "$STATE/")"
+      if [[ -n "$left" ]]; then fail "processes still name $STATE after down: $left"; else pass "no process of the run is left"; fi
+      if [[ -e "$STATE" ]]; then fail "state folder $STATE still exists after down"; fi
+    fi
+  fi
+  if ((failures)); then
+    say "$failures check(s) failed"
+    exit 1
+  fi
+  if ((SKIPPED)); then exit "$SKIP_CODE"; fi
+  say "all checks passed"
+  exit 0
+}
+
+# leftover_pids TEXT: pids (but this check's own) whose command line contains TEXT.
+leftover_pids() {
+  python3 - "$1" <<'EOF2'
+import os, sys
+needle, me = sys.argv[1].encode(), os.getpid()
+found = []
+for p in os.listdir("/proc"):
+    if not p.isdigit() or int(p) == me:
+        continue
+    try:
+        with open(f"/proc/{p}/cmdline", "rb") as f:
+            if needle in f.read():
+                found.append(p)
+    except OSError:
+        pass
+print(" ".join(found))
+EOF2
+}
+
+# On an external cluster, delete what the scenario created (by its id label).
+external_cleanup() {
+  k delete pods -A -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
+  k delete gpudevices -A -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
+  k delete virtualmachineinstances -A -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
+  k delete organizations -A -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
+  k delete namespaces -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
+  k delete gpudeviceclasses -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
+  k delete nodes -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
+}
+
+# needs_local WHAT: scenarios that control the extender process skip on
+# external clusters (exit 77: CTest shows them as skipped, never as passed).
+needs_local() {
+  ((EXTERNAL)) && skip "$1 needs the local control plane (the extender runs in the cluster here)"
+  return 0
+}
+
+# ------------------------------------------------------------ objects
+
+# nodes PREFIX COUNT [tally-fixtures nodes flags...]: kwok GPU nodes labelled
+# with the scenario id (pods select them with a nodeSelector, so scenarios
+# never see each other's nodes on a shared cluster).
+nodes() {
+  local prefix="$ID-$1" count="$2"; shift 2
+  fixtures nodes --count "$count" --prefix "$prefix" --label "tally.dev/e2e=$ID" --wait-ready --timeout 120s "$@" \
+    >/dev/null || fatal "creating nodes $prefix*"
+}
+
+# namespace NAME [PARENT]: a namespace with HNC tree labels. NAME is used as
+# given (scenario-unique because the cluster is; on an external cluster it is
+# prefixed with the id by the caller through ns()).
+ns() { if ((EXTERNAL)); then echo "$ID-$1"; else echo "$1"; fi; }
+namespace() { # NAME [PARENT]
+  local name parent labels
+  name="$(ns "$1")"
+  labels="    $name.tree.hnc.x-k8s.io/depth: \"0\""
+  if [[ -n "${2:-}" ]]; then
+    parent="$(ns "$2")"
+    labels+=$'\n'"    $parent.tree.hnc.x-k8s.io/depth: \"1\""
+  fi
+  k apply -f - >/dev/null <<EOF || fatal "creating namespace $name"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: $name
+  labels:
+    tally.dev/e2e: "$ID"
+    hnc.x-k8s.io/included-namespace: "true"
+$labels
+EOF
+}
+
+# Classes of the scenarios. Names carry the id on external clusters.
+cls() { if ((EXTERNAL)); then echo "$ID-$1"; else echo "$1"; fi; }
+class_h200() {
+  k apply -f - >/dev/null <<EOF || fatal "creating class h200"
+apiVersion: gpu.tally.dev/v1alpha1
+kind: GPUDeviceClass
+metadata: {name: $(cls h200), labels: {tally.dev/e2e: "$ID"}}
+spec: {workload: vm, allocation: passthrough, resourceName: nvidia.com/GH100_H200_SXM_141GB, nodeMode: vm-passthrough,
+       memoryMiB: 144384, maxCount: 8}
+EOF
+}
+class_a100() {
+  k apply -f - >/dev/null <<EOF || fatal "creating class a100"
+apiVersion: gpu.tally.dev/v1alpha1
+kind: GPUDeviceClass
+metadata: {name: $(cls a100), labels: {tally.dev/e2e: "$ID"}}
+spec: {workload: vm, allocation: vgpu, resourceName: nvidia.com/A100-10C, nodeMode: vm-vgpu, memoryMiB: 10240, maxCount: 8}
+EOF
+}
+class_shared() {
+  k apply -f - >/dev/null <<EOF || fatal "creating class shared"
+apiVersion: gpu.tally.dev/v1alpha1
+kind: GPUDeviceClass
+metadata: {name: $(cls shared), labels: {tally.dev/e2e: "$ID"}}
+spec: {workload: pod, allocation: shared, resourceName: nvidia.com/gpu, nodeMode: pod-hami, memoryMiB: 32768,
+       share: {memoryMiB: 8192, corePercent: 25, maxSharesPerDevice: 4}}
+EOF
+}
+
+# inventory N: the HAMi inventory annotation of N healthy physical GPUs.
+inventory() {
+  local i out=""
+  for ((i = 0; i < $1; i++)); do out+="${out:+,}{\"id\":\"gpu$i\",\"healthy\":true,\"types\":{}}"; done
+  printf '{"parents":[%s]}' "$out"
+}
+
+# pod NAME NS RESOURCES [key=value labels...]: a pod document (stdout) that
+# requests RESOURCES (e.g. 'nvidia.com/gpu: "1"') equally as requests and
+# limits, selects the scenario's nodes and uses the scenario's scheduler.
+# Environment: POD_OWNER_VMI="name uid" adds a VMI owner reference and the
+# launcher label; POD_GATED=1 adds a scheduling gate.
+pod() {
+  local name="$1" namespace="$2" res="$3"; shift 3
+  local labels="    tally.dev/e2e: \"$ID\""
+  local kv
+  for kv in "$@"; do labels+=$'\n'"    ${kv%%=*}: \"${kv#*=}\""; done
+  local owner="" gates=""
+  if [[ -n "${POD_OWNER_VMI:-}" ]]; then
+    labels+=$'\n'"    kubevirt.io: virt-launcher"
+    owner="  ownerReferences:
+  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: ${POD_OWNER_VMI% *}, uid: ${POD_OWNER_VMI#* }, controller: true}"
+  fi
+  [[ -z "${POD_GATED:-}" ]] || gates="  schedulingGates: [{name: tally.dev/e2e-hold}]"
+  cat <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  namespace: $namespace
+  labels:
+$labels
+$owner
+spec:
+  schedulerName: $SCHED
+  nodeSelector: {tally.dev/e2e: "$ID"}
+$gates
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: registry.invalid/tally/e2e:1
+    resources:
+      requests: {cpu: 10m, $res}
+      limits: {$res}
+EOF
+}
+
+# ------------------------------------------------------------ observations
+
+pod_node() { k get pod -n "$1" "$2" -o jsonpath='{.spec.nodeName}' 2>/dev/null; }
+pod_phase() { k get pod -n "$1" "$2" -o jsonpath='{.status.phase}' 2>/dev/null; }
+pod_running_on() { # NS NAME -> succeeds once Running
+  [[ "$(pod_phase "$1" "$2")" == Running ]]
+}
+# PodScheduled=False condition "reason: message" of a pod.
+pod_unsched() {
+  k get pod -n "$1" "$2" \
+    -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}: {.status.conditions[?(@.type=="PodScheduled")].message}' 2>/dev/null
+}
+pod_is_unschedulable() { [[ "$(pod_unsched "$1" "$2")" == Unschedulable:* ]]; }
+# All FailedScheduling event messages of a pod.
+failed_events() {
+  k get events -n "$1" --field-selector "involvedObject.name=$2,reason=FailedScheduling" \
+    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' 2>/dev/null
+}
+has_failed_event() { [[ -n "$(failed_events "$1" "$2")" ]]; }
+# "node=count" lines of bound pods with label SELECTOR in NS.
+bound_per_node() {
+  k get pods -n "$1" -l "$2" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' 2>/dev/null |
+    sed '/^$/d' | sort | uniq -c | awk '{print $2"="$1}'
+}
+count_bound() {
+  k get pods -n "$1" -l "$2" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' 2>/dev/null | sed '/^$/d' | wc -l
+}
+count_pods() { k get pods -n "$1" -l "$2" --no-headers 2>/dev/null | wc -l; }
+
+# Let the extender's informers catch up with objects just written (its
+# snapshots publish within milliseconds; this bounds the watch delay).
+settle() { sleep "${1:-2}"; }
+
+# status_patch KIND NS|"" NAME JSON: write a status as the platform would.
+status_patch() {
+  local kind="$1" namespace="$2" name="$3" json="$4"
+  local nsflag=()
+  [[ -z "$namespace" ]] || nsflag=(-n "$namespace")
+  k patch "$kind" "${nsflag[@]}" "$name" --subresource=status --type=merge -p "$json" >/dev/null ||
+    fatal "writing the status of $kind $name"
+}
+count_unschedulable() {
+  k get pods -n "$1" -l "$2" \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="PodScheduled")].reason}{"\n"}{end}' 2>/dev/null |
+    grep -c '^Unschedulable$'
+}
+# settled NS SELECTOR TOTAL: every pod is either bound or reported unschedulable.
+settled() { (($(count_bound "$1" "$2") + $(count_unschedulable "$1" "$2") == $3)); }
+# wait_settled NS SELECTOR TOTAL [SECONDS]: wait for settled, then keep
+# watching a few seconds so that a late (over-committing) binding shows.
+wait_settled() {
+  wait_until "${4:-120}" settled "$1" "$2" "$3" || say "pods $2 did not settle: $(count_bound "$1" "$2") bound, $(count_unschedulable "$1" "$2") unschedulable of $3"
+  sleep 3
+}
+# nodes_of NS SELECTOR: the distinct nodes the pods are bound to.
+nodes_of() {
+  k get pods -n "$1" -l "$2" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' 2>/dev/null | sed '/^$/d' | sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+# first_pending NS SELECTOR: name of one pod that is not bound.
+first_pending() {
+  k get pods -n "$1" -l "$2" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' 2>/dev/null |
+    awk 'NF == 1 {print $1; exit}'
+}
+
+# gpudevice NS NAME CLASS COUNT PHASE NODE [VMI-NAME VMI-UID]: a held device
+# order, its status written as Tally's binder would.
+gpudevice() {
+  local namespace="$1" name="$2" class="$3" count="$4" phase="$5" node="$6"
+  k apply -f - >/dev/null <<EOF2 || fatal "creating GPUDevice $name"
+apiVersion: gpu.tally.dev/v1alpha1
+kind: GPUDevice
+metadata: {name: $name, namespace: $namespace, labels: {tally.dev/e2e: "$ID"}}
+spec: {class: $class, count: $count}
+EOF2
+  local st="{\"phase\":\"$phase\",\"node\":\"$node\""
+  [[ -z "${7:-}" ]] || st+=",\"attachedTo\":{\"namespace\":\"$namespace\",\"name\":\"$7\",\"uid\":\"$8\"}"
+  status_patch gpudevice "$namespace" "$name" "{\"status\":$st}}"
+}
+
+# vmi NS NAME DEVICE-NAME COUNT [DEVICES-ANNOTATION]: a VirtualMachineInstance
+# with COUNT gpus[] entries; prints its uid.
+vmi() {
+  local namespace="$1" name="$2" dev="$3" count="$4" i gpus=""
+  for ((i = 0; i < count; i++)); do gpus+="${gpus:+, }{name: gpu$i, deviceName: $dev}"; done
+  k apply -f - >/dev/null <<EOF2 || fatal "creating VMI $name"
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: $name
+  namespace: $namespace
+  labels: {tally.dev/e2e: "$ID", kubevirt.io/vm: $name}
+  annotations: {gpu.tally.dev/devices: '${5:-[]}'}
+spec:
+  domain:
+    devices:
+      gpus: [$gpus]
+EOF2
+  k get vmi -n "$namespace" "$name" -o jsonpath='{.metadata.uid}'
+}
+ungate() { # NS POD
+  k patch pod -n "$1" "$2" --type=json -p '[{"op":"remove","path":"/spec/schedulingGates"}]' >/dev/null ||
+    fatal "removing the scheduling gate of $2"
+}
+
+# organization NAME: an Organization (kube-dc.com/v1) in its own namespace
+# (created by the caller with namespace NAME).
+organization() {
+  local name
+  name="$(ns "$1")"
+  k apply -f - >/dev/null <<EOF2 || fatal "creating Organization $name"
+apiVersion: kube-dc.com/v1
+kind: Organization
+metadata: {name: $name, namespace: $name, labels: {tally.dev/e2e: "$ID"}}
+spec: {displayName: $name}
+EOF2
+}
+
+# ledger_record ID ORG CLASS DEVICES: an active GPUReservationRecord file in
+# the extender's ledger folder (the format of examples/ledger/).
+ledger_record() {
+  cat >"$LEDGER/$1.yaml" <<EOF2
+apiVersion: operations.kube-dc.com/v1alpha1
+kind: GPUReservationRecord
+metadata:
+  id: $1
+spec:
+  organization: $2
+  profileId: $3
+  devices: $4
+  state: active
+  requestedAt: "2026-01-05T09:00:00Z"
+  startsAt: "2026-01-10T00:00:00Z"
+  endsAt: "2036-01-10T00:00:00Z"
+  addonId: gpu-h200-reserved
+  billingReference: OPS-E2E-$1
+  approvedBy:
+    product: product@example.com
+    sre: sre@example.com
+status:
+  activatedAt: "2026-01-10T00:00:00Z"
+  reason: e2e reservation
+EOF2
+}

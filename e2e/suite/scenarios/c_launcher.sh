@@ -1,0 +1,49 @@
+# shellcheck shell=bash
+# (c) A launcher pod goes only to its devices' node. VMI vm1 owns GPUDevice
+# vm1-gpus (2 H200, Attached on h200-1). The test plays KubeVirt: it creates
+# the launcher pod behind a scheduling gate, writes the pod's UID into the
+# VMI's status.activePods, then lets the scheduler see it.
+# Step 1: h200-1 is made infeasible for kube-scheduler itself (a pod bound by
+# nodeName takes 3 of its 4 allocatable); h200-0 is empty and would fit. The
+# launcher must stay Pending with Tally's unresolvable LauncherWrongNode
+# reason rather than land on h200-0.
+# Step 2: the filler goes away; the launcher binds to h200-1.
+class_h200
+nodes h200- 2 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=4
+namespace vms
+N="$(ns vms)"
+uid="$(vmi "$N" vm1 nvidia.com/GH100_H200_SXM_141GB 2 '["vm1-gpus"]')"
+[[ -n "$uid" ]] || fatal "VMI vm1 has no uid"
+gpudevice "$N" vm1-gpus "$(cls h200)" 2 Attached "$ID-h200-1" vm1 "$uid"
+
+# The filler: bound directly (no scheduler), a raw pod on h200-1.
+pod filler "$N" 'nvidia.com/GH100_H200_SXM_141GB: "3"' kind=filler |
+  sed "s/^  schedulerName: .*/  nodeName: $ID-h200-1/" | k apply -f - >/dev/null || fatal "creating the filler"
+wait_until 60 pod_running_on "$N" filler || fail "filler did not run on h200-1"
+
+POD_GATED=1 POD_OWNER_VMI="vm1 $uid" pod virt-launcher-vm1 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "2"' kind=launcher |
+  k apply -f - >/dev/null || fatal "creating the launcher pod"
+puid="$(k get pod -n "$N" virt-launcher-vm1 -o jsonpath='{.metadata.uid}')"
+status_patch vmi "$N" vm1 "{\"status\":{\"phase\":\"Scheduling\",\"activePods\":{\"$puid\":\"\"}}}"
+check_eq "VMI lists the launcher in status.activePods" "$puid" \
+  "$(k get vmi -n "$N" vm1 -o jsonpath='{.status.activePods}' | python3 -c 'import json,sys; print(*json.load(sys.stdin).keys())')"
+settle
+ungate "$N" virt-launcher-vm1
+
+wait_until 60 pod_is_unschedulable "$N" virt-launcher-vm1 || true
+sleep 3
+check_eq "launcher not placed while its devices' node is full" "" "$(pod_node "$N" virt-launcher-vm1)"
+msg="$(pod_unsched "$N" virt-launcher-vm1)"
+say "launcher: $msg"
+check_has "reason: pinned to the devices' node" \
+  "pod $N/virt-launcher-vm1 launches VMI vm1 whose GPUs are held on node $ID-h200-1" "$msg"
+check_has "the free node h200-0 is refused as unresolvable (no preemption)" "Preemption is not helpful" \
+  "$(failed_events "$N" virt-launcher-vm1)"
+
+k delete pod -n "$N" filler --wait=true --timeout=60s >/dev/null || fail "deleting the filler"
+launcher_bound() { [[ -n "$(pod_node "$N" virt-launcher-vm1)" ]]; }
+wait_until 120 launcher_bound || fail "launcher not bound after its node was freed"
+check_eq "launcher lands on its devices' node" "$ID-h200-1" "$(pod_node "$N" virt-launcher-vm1)"
+status_patch vmi "$N" vm1 "{\"status\":{\"phase\":\"Running\",\"activePods\":{\"$puid\":\"$ID-h200-1\"}}}"
+wait_until 60 pod_running_on "$N" virt-launcher-vm1 || fail "launcher did not reach Running"
+check_eq "launcher Running" Running "$(pod_phase "$N" virt-launcher-vm1)"

@@ -1,0 +1,46 @@
+# shellcheck shell=bash
+# (d) A pod that names a VMI in its owner reference (and carries the launcher
+# label) but is not in the VMI's status.activePods proves nothing: it is raw
+# usage and cannot borrow the VMI's devices.
+#   h200-0: 2 H200, empty. h200-1: 4 H200, all held by GPUDevice vm1-gpus
+#   (Attached to VMI vm1, whose activePods lists only its real launcher).
+# fake-4 (asks 4) fits h200-1 for kube-scheduler but must stay Pending;
+# fake-2 (asks 2) lands on h200-0 and is charged there: a raw pod asking 1
+# then finds h200-0 full.
+class_h200
+nodes h200- 1 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=2
+nodes h200- 1 --start 1 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=4
+namespace vms
+N="$(ns vms)"
+uid="$(vmi "$N" vm1 nvidia.com/GH100_H200_SXM_141GB 4 '["vm1-gpus"]')"
+[[ -n "$uid" ]] || fatal "VMI vm1 has no uid"
+gpudevice "$N" vm1-gpus "$(cls h200)" 4 Attached "$ID-h200-1" vm1 "$uid"
+# The real launcher is some other pod (its UID only; it is not the subject).
+status_patch vmi "$N" vm1 "{\"status\":{\"phase\":\"Running\",\"activePods\":{\"00000000-0000-4000-8000-00000000e2e0\":\"$ID-h200-1\"}}}"
+settle
+
+POD_OWNER_VMI="vm1 $uid" pod fake-4 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "4"' kind=fake | k apply -f - >/dev/null ||
+  fatal "creating fake-4"
+wait_until 60 pod_is_unschedulable "$N" fake-4 || true
+sleep 2
+check_eq "fake-4 is not placed on the VMI's devices" "" "$(pod_node "$N" fake-4)"
+msg="$(pod_unsched "$N" fake-4)"
+say "fake-4: $msg"
+check_has "reason: the VMI's units are held, the fake launcher needs all 4" \
+  "$ID-h200-1 has 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (4 held by GPUDevices); pod needs 4" "$msg"
+check_lacks "fake-4 is not treated as a launcher" "launches VMI" "$msg"
+
+POD_OWNER_VMI="vm1 $uid" pod fake-2 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "2"' kind=fake | k apply -f - >/dev/null ||
+  fatal "creating fake-2"
+fake2_bound() { [[ -n "$(pod_node "$N" fake-2)" ]]; }
+wait_until 60 fake2_bound || fail "fake-2 was not bound"
+check_eq "fake-2 goes to the free node, not the VMI's" "$ID-h200-0" "$(pod_node "$N" fake-2)"
+settle
+pod raw-1 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=raw | k apply -f - >/dev/null || fatal "creating raw-1"
+wait_until 60 pod_is_unschedulable "$N" raw-1 || true
+sleep 2
+check_eq "raw-1 finds no room" "" "$(pod_node "$N" raw-1)"
+msg="$(pod_unsched "$N" raw-1)"
+say "raw-1: $msg"
+check_has "fake-2 is charged as raw usage on h200-0" \
+  "$ID-h200-0 has 0 of 2 nvidia.com/GH100_H200_SXM_141GB free (0 held by GPUDevices); pod needs 1" "$msg"

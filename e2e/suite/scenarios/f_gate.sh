@@ -1,0 +1,44 @@
+# shellcheck shell=bash
+# (f) A closed pool gate keeps new pods Pending with the unresolvable reason
+# while running pods stay untouched. A pod runs in pool h200; then the pool's
+# creation gate closes (class status: gateFailureId + condition
+# CreationOpen=False, as the controller's audit writes it). A new pod stays
+# Pending: every node is FailedAndUnresolvable (kube-scheduler does not even
+# try preemption), the message names the pool and the failure id; the running
+# pod keeps its node, its UID and its phase.
+class_h200
+nodes h200- 2 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=4
+namespace team
+N="$(ns team)"
+settle
+pod before "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=before | k apply -f - >/dev/null || fatal "creating pod before"
+wait_until 60 pod_running_on "$N" before || fail "pod before did not run while the gate was open"
+node_before="$(pod_node "$N" before)"
+uid_before="$(k get pod -n "$N" before -o jsonpath='{.metadata.uid}')"
+
+now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+fid="$(cls h200)-e2e-$$"
+status_patch gpudeviceclass "" "$(cls h200)" "{\"status\":{\"gateFailureId\":\"$fid\",\"conditions\":[{\"type\":\"CreationOpen\",\"status\":\"False\",\"reason\":\"AuditFailed\",\"message\":\"e2e: audit finding\",\"lastTransitionTime\":\"$now\"}]}}"
+check_eq "class status shows the gate closed" "False $fid" \
+  "$(k get gpudeviceclass "$(cls h200)" -o jsonpath='{.status.conditions[?(@.type=="CreationOpen")].status} {.status.gateFailureId}')"
+settle
+
+pod after "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=after | k apply -f - >/dev/null || fatal "creating pod after"
+wait_until 60 pod_is_unschedulable "$N" after || true
+wait_until 30 has_failed_event "$N" after || true
+sleep 3
+check_eq "new pod stays unbound" "" "$(pod_node "$N" after)"
+msg="$(pod_unsched "$N" after)"
+say "after: $msg"
+check_has "new pod is Unschedulable" "Unschedulable:" "$msg"
+check_has "reason: the pool gate is closed, with the failure id" \
+  "pool $(cls h200) is closed to new GPU workloads by a failed audit ($fid)" "$msg"
+ev="$(failed_events "$N" after)"
+check_has "unresolvable: kube-scheduler does not look for preemption victims" "Preemption is not helpful" "$ev"
+check_lacks "no node is reported as resolvable" "No preemption victims" "$ev"
+
+sleep 5
+check_eq "running pod keeps its node" "$node_before" "$(pod_node "$N" before)"
+check_eq "running pod keeps its UID (not recreated)" "$uid_before" "$(k get pod -n "$N" before -o jsonpath='{.metadata.uid}')"
+check_eq "running pod still Running, not being deleted" "Running " \
+  "$(k get pod -n "$N" before -o jsonpath='{.status.phase} {.metadata.deletionTimestamp}')"

@@ -1,0 +1,53 @@
+# shellcheck shell=bash
+# (h) 200 GPU pods race for 100 units: exactly 100 bind and no node is
+# over-committed, also across an extender restart mid-run.
+# 25 nodes advertise 8 H200 each (kube-scheduler alone would fit all 200), and
+# a GPUDevice holds 4 on every node: Tally has 25 x 4 = 100 units.
+# Waves: 50 pods; once some are bound the extender is stopped; 50 more are
+# created while it is down (kube-scheduler gets errors and backs off); the
+# extender starts again (relists) and the last 100 are created at once.
+needs_local "restarting the extender"
+class_h200
+nodes h200- 25 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=8
+namespace holders
+namespace race
+H="$(ns holders)"
+N="$(ns race)"
+for i in $(seq 0 24); do gpudevice "$H" "held-$i" "$(cls h200)" 4 Bound "$ID-h200-$i"; done
+settle 3
+
+wave() { # FIRST LAST
+  local i
+  for ((i = $1; i <= $2; i++)); do pod "p-$i" "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' race=1 "wave=$3"; done |
+    k create -f - >/dev/null || fail "creating pods $1..$2"
+}
+t0=$SECONDS
+wave 0 49 1
+some_bound() { (($(count_bound "$N" race=1) > 0)); }
+wait_until 60 some_bound || fail "no pod of the first wave was bound"
+old_pid="$EXT_PID"
+extender_stop
+at_stop="$(count_bound "$N" race=1)"
+say "extender (pid $old_pid) stopped with $at_stop pod(s) bound"
+check_le "restart happens mid-run (fewer than 100 bound)" 99 "$at_stop"
+wave 50 99 2
+sleep 2
+extender_start
+check_has "a new extender process" "yes" "$([[ "$EXT_PID" != "$old_pid" ]] && echo yes)"
+wave 100 199 3
+wait_settled "$N" race=1 200 240
+say "settled in $((SECONDS - t0))s"
+check_eq "exactly 100 pods bound" 100 "$(count_bound "$N" race=1)"
+check_eq "the other 100 are Unschedulable" 100 "$(count_unschedulable "$N" race=1)"
+over=0
+while IFS='=' read -r node cnt; do
+  [[ -n "$node" ]] || continue
+  if ((cnt > 4)); then over=$((over + 1)); say "over-committed: $node has $cnt pods on 4 units"; fi
+done < <(bound_per_node "$N" race=1)
+check_eq "no node over-committed (at most 4 pods per node)" 0 "$over"
+check_eq "every node filled" 25 "$(bound_per_node "$N" race=1 | wc -l)"
+p="$(first_pending "$N" race=1)"
+check_has "pending pods carry Tally's reason" "has 0 of 8 nvidia.com/GH100_H200_SXM_141GB free (4 held by GPUDevices)" \
+  "$(pod_unsched "$N" "$p")"
+sleep 5
+check_eq "still exactly 100 bound after 5 s" 100 "$(count_bound "$N" race=1)"
