@@ -46,10 +46,10 @@ test-e2e: cluster-binaries build
 
 # ASan+UBSan over everything but e2e; TSan over the concurrent parts.
 test-sanitizers: deps
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug $(LAUNCHER) -DTALLY_SANITIZE=address,undefined -DTALLY_E2E=OFF -DTALLY_BENCH=OFF
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug $(LAUNCHER) -DTALLY_SANITIZE=address,undefined -DTALLY_E2E=OFF -DTALLY_BENCH=OFF -DTALLY_CODEC_FUZZ=OFF
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -LE 'e2e|bench-smoke'
-	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug $(LAUNCHER) -DTALLY_SANITIZE=thread -DTALLY_E2E=OFF -DTALLY_BENCH=OFF
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug $(LAUNCHER) -DTALLY_SANITIZE=thread -DTALLY_E2E=OFF -DTALLY_BENCH=OFF -DTALLY_CODEC_FUZZ=OFF
 	@# Only the targets of tests labelled `concurrent` (test name == target name).
 	cd build-tsan && targets=$$(ctest -N -L concurrent | sed -n 's/^ *Test *#[0-9]*: //p'); \
 	  if [ -n "$$targets" ]; then cmake --build . -j $(JOBS) --target $$targets && \
@@ -57,7 +57,7 @@ test-sanitizers: deps
 	  else echo "no tests labelled concurrent"; fi
 
 coverage: deps
-	cmake -S . -B build-cov -G Ninja -DCMAKE_BUILD_TYPE=Debug $(LAUNCHER) -DTALLY_COVERAGE=ON -DTALLY_E2E=OFF -DTALLY_BENCH=OFF
+	cmake -S . -B build-cov -G Ninja -DCMAKE_BUILD_TYPE=Debug $(LAUNCHER) -DTALLY_COVERAGE=ON -DTALLY_E2E=OFF -DTALLY_BENCH=OFF -DTALLY_CODEC_FUZZ=OFF
 	cmake --build build-cov -j $(JOBS) --target model_test
 	find build-cov -name "*.gcda" -delete
 	cd build-cov && ctest -R '^model_test$$' --output-on-failure
