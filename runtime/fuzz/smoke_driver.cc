@@ -1,8 +1,10 @@
 // Runs a fuzz target without libFuzzer (for compilers that lack it): every
 // seed file as is, then `-runs=N` deterministic mutations of the seeds
 // (bit flips, truncation, duplication, splices, random bytes).
-//   <target>_smoke [-runs=N] SEED_FILE_OR_DIR...
+//   <target>_smoke [-runs=N] [-max_total_time=SECONDS] SEED_FILE_OR_DIR...
+// (the time bound keeps sanitizer builds, several times slower, in budget)
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -47,10 +49,15 @@ std::string mutate(const std::vector<std::string>& seeds, std::mt19937_64& rng) 
 
 int main(int argc, char** argv) {
   long runs = 1000;
+  double maxSeconds = 0;
   std::vector<std::string> seeds;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "-runs=", 6) == 0) {
       runs = std::atol(argv[i] + 6);
+      continue;
+    }
+    if (std::strncmp(argv[i], "-max_total_time=", 16) == 0) {
+      maxSeconds = std::atof(argv[i] + 16);
       continue;
     }
     std::vector<std::filesystem::path> files;
@@ -70,7 +77,15 @@ int main(int argc, char** argv) {
   if (seeds.empty()) seeds.emplace_back("\x01{}");
   for (const auto& s : seeds) run(s);
   std::mt19937_64 rng(20261130);
-  for (long i = 0; i < runs; ++i) run(mutate(seeds, rng));
-  std::printf("%zu seeds, %ld mutated runs: no crash\n", seeds.size(), runs);
+  const auto start = std::chrono::steady_clock::now();
+  long done = 0;
+  for (; done < runs; ++done) {
+    if (maxSeconds > 0 && (done & 63) == 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > maxSeconds) {
+      break;
+    }
+    run(mutate(seeds, rng));
+  }
+  std::printf("%zu seeds, %ld mutated runs: no crash\n", seeds.size(), done);
   return 0;
 }
