@@ -1,0 +1,3 @@
+module tally.dev/bench/extender/go-peer
+
+go 1.22

@@ -1,0 +1,217 @@
+// extender-latency: filter and prioritize latency of tally-extender at a given
+// number of candidate nodes, in-process (parse + decide + encode, what the
+// server spends) and over HTTP on loopback (one keep-alive connection, what
+// the scheduler sees); the HTTP part can target another extender (--url), e.g.
+// the Go peer. Also measures the cost of publishing a snapshot (--publish).
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "fixtures.hpp"
+#include "tally/extender/service.hpp"
+#include "tally/extender/verbs.hpp"
+#include "tally/observability/log.hpp"
+
+using namespace tally;
+using namespace tally::extender;
+using namespace tally::extender::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Percentiles {
+  double p50 = 0, p99 = 0, mean = 0;
+};
+
+Percentiles summarize(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  Percentiles p;
+  if (us.empty()) return p;
+  p.p50 = us[us.size() / 2];
+  p.p99 = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+  double sum = 0;
+  for (double v : us) sum += v;
+  p.mean = sum / static_cast<double>(us.size());
+  return p;
+}
+
+void report(const std::string& what, std::size_t nodes, const Percentiles& p) {
+  std::printf("%-34s nodes=%-6zu p50=%9.1f us  p99=%9.1f us  mean=%9.1f us\n", what.c_str(), nodes, p.p50, p.p99, p.mean);
+  std::fflush(stdout);
+}
+
+// The bench cluster: passthrough nodes with 8 devices, 4 pods per node; every
+// 10th node serves another mode (unresolvable) and every 7th is full.
+std::vector<WatchedObject> benchCluster(std::size_t nodes) {
+  auto objects = syntheticCluster(nodes, nodes * 4, 20);
+  for (std::size_t i = 0; i < nodes; ++i) {
+    std::string name = "node-" + std::to_string(i);
+    if (i % 10 == 0) objects.emplace_back(gpuNode(name, 8, model::NodeMode::PodHami));
+    else if (i % 7 == 0) objects.emplace_back(gpuPod("tenant-0", "filler-" + name, "filler-uid-" + name, 4, name));
+  }
+  return objects;
+}
+
+std::vector<std::string> nodeNames(std::size_t nodes) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < nodes; ++i) names.push_back("node-" + std::to_string(i));
+  return names;
+}
+
+// The Go peer's view of the same cluster: per node its mode, devices and use.
+void writePeerCluster(const std::string& path, const ExtenderSnapshot& snap) {
+  std::ofstream out(path);
+  out << "{\"nodes\":[";
+  bool first = true;
+  for (const auto& [name, node] : snap.cluster.nodes) {
+    out << (first ? "" : ",") << "{\"name\":\"" << name << "\",\"mode\":\"" << model::toString(node.expectedMode)
+        << "\",\"resource\":\"" << kH200 << "\",\"allocatable\":" << node.allocatable.get(kH200)
+        << ",\"used\":" << snap.usage.nodeUsed(name, kH200) << "}";
+    first = false;
+  }
+  out << "],\"mode\":\"vm-passthrough\"}\n";
+}
+
+class Client {
+ public:
+  Client(const std::string& host, std::uint16_t port) : socket_(ioc_) {
+    socket_.connect({boost::asio::ip::make_address(host), port});
+    socket_.set_option(boost::asio::ip::tcp::no_delay(true));
+  }
+  int post(const std::string& target, const std::string& body, std::string& response) {
+    namespace http = boost::beast::http;
+    http::request<http::string_body> req{http::verb::post, target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+    http::write(socket_, req);
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1 << 30);
+    http::read(socket_, buffer_, parser);
+    response = std::move(parser.get().body());
+    return static_cast<int>(parser.get().result_int());
+  }
+
+ private:
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::beast::flat_buffer buffer_;
+};
+
+void measureHttp(const std::string& label, const std::string& host, std::uint16_t port, const std::string& prefix,
+                 std::size_t nodes, const std::string& filterBody, int iterations) {
+  Client client(host, port);
+  std::string response;
+  for (const char* verb : {"filter", "prioritize"}) {
+    std::vector<double> us;
+    for (int i = 0; i < iterations + 20; ++i) {
+      auto t0 = Clock::now();
+      int status = client.post(prefix + "/" + verb, filterBody, response);
+      auto t1 = Clock::now();
+      if (status != 200) {
+        std::cerr << verb << ": HTTP " << status << ": " << response.substr(0, 200) << "\n";
+        return;
+      }
+      if (i >= 20) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    report(label + " " + verb, nodes, summarize(us));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"extender-latency: filter/prioritize latency in-process and over HTTP, snapshot publish cost"};
+  std::vector<std::size_t> nodeCounts = {500, 5000};
+  int iterations = 2000;
+  std::string url;
+  std::string peerCluster;
+  bool publish = false;
+  std::size_t publishNodes = 10000, publishPods = 150000;
+  app.add_option("--nodes", nodeCounts, "Candidate node counts")->capture_default_str();
+  app.add_option("--iterations", iterations, "Requests per measurement")->capture_default_str();
+  app.add_option("--url", url, "Measure another extender over HTTP instead, e.g. http://127.0.0.1:8890 (verbs at /filter)");
+  app.add_option("--write-peer-cluster", peerCluster, "Write the cluster the Go peer serves to this file (with --nodes N) and exit");
+  app.add_flag("--publish", publish, "Measure snapshot publication instead");
+  app.add_option("--publish-nodes", publishNodes, "Nodes for --publish")->capture_default_str();
+  app.add_option("--publish-pods", publishPods, "Pods for --publish")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  observability::setLogLevel(observability::Level::Error);
+
+  if (publish) {
+    auto t0 = Clock::now();
+    auto writer = loadedWriter(syntheticCluster(publishNodes, publishPods, 50));
+    auto t1 = Clock::now();
+    std::printf("initial load of %zu nodes / %zu pods: %.0f ms\n", publishNodes, publishPods,
+                std::chrono::duration<double, std::milli>(t1 - t0).count());
+    std::vector<double> us, apply;
+    for (int i = 0; i < 30; ++i) {
+      // A batch as a watch delivers it: a few pods changing on a few nodes.
+      for (int k = 0; k < 10; ++k) {
+        std::size_t n = static_cast<std::size_t>(i * 10 + k);
+        writer->upsert(gpuPod("tenant-1", "new-" + std::to_string(n), "new-uid-" + std::to_string(n), 1,
+                              "node-" + std::to_string((n * 37) % publishNodes)));
+      }
+      writer->flush();
+      us.push_back(std::chrono::duration<double, std::micro>(writer->stats().lastPublish).count());
+      apply.push_back(std::chrono::duration<double, std::micro>(writer->stats().lastApply).count());
+    }
+    report("publish (10 pod events per batch)", publishNodes, summarize(us));
+    report("apply 10 events to the index", publishNodes, summarize(apply));
+    std::printf("rows rebuilt in the last publish: %zu\n", writer->stats().lastRowsRebuilt);
+    return 0;
+  }
+
+  for (std::size_t nodes : nodeCounts) {
+    auto writer = loadedWriter(benchCluster(nodes));
+    std::string pod = podJson("tenant-3", "bench-pod", "bench-uid", 1);
+    std::string body = extenderArgs(pod, nodeNames(nodes));
+    if (!peerCluster.empty()) {
+      writePeerCluster(peerCluster, *writer->snapshots().read());
+      std::ofstream(peerCluster + ".body") << body;
+      return 0;
+    }
+    if (!url.empty()) {
+      std::string rest = url.substr(url.find("://") + 3);
+      std::string hostPort = rest.substr(0, rest.find('/'));
+      std::string prefix = rest.find('/') == std::string::npos ? "" : rest.substr(rest.find('/'));
+      std::string host = hostPort.substr(0, hostPort.find(':'));
+      auto port = static_cast<std::uint16_t>(std::stoi(hostPort.substr(hostPort.find(':') + 1)));
+      measureHttp("http " + url, host, port, prefix, nodes, body, iterations);
+      continue;
+    }
+    observability::Registry registry;
+    ExtenderMetrics metrics(registry);
+    ExtenderService service(writer->snapshots(), metrics, ServiceOptions{}, nullptr);
+    for (const char* verb : {"filter", "prioritize"}) {
+      std::vector<double> us;
+      std::size_t passed = 0;
+      for (int i = 0; i < iterations + 20; ++i) {
+        std::string copy = body;
+        auto t0 = Clock::now();
+        HttpResponse r = std::string(verb) == "filter" ? service.filter(copy) : service.prioritize(copy);
+        auto t1 = Clock::now();
+        if (i == 0) passed = static_cast<std::size_t>(std::count(r.body.begin(), r.body.end(), ','));
+        if (i >= 20) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      }
+      report(std::string("in-process ") + verb, nodes, summarize(us));
+      (void)passed;
+    }
+    Router router;
+    service.addVerbRoutes(router);
+    HttpServerOptions ho;
+    ho.threads = 2;
+    HttpServer server(ho, std::move(router), service.observer());
+    server.start();
+    measureHttp("http tally-extender", "127.0.0.1", server.port(), "/tally", nodes, body, iterations);
+    server.stop();
+  }
+  return 0;
+}
