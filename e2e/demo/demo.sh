@@ -182,6 +182,7 @@ spec:
     sre: sre@example.com
 status:
   activatedAt: "2026-01-10T00:00:00Z"
+  evidenceRevision: evidence/ops-demo-1-r1
   reason: dedicated training capacity (demo)
 EOF
 

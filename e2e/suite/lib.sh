@@ -467,6 +467,7 @@ spec:
     sre: sre@example.com
 status:
   activatedAt: "2026-01-10T00:00:00Z"
+  evidenceRevision: evidence/e2e-$1
   reason: e2e reservation
 EOF2
 }

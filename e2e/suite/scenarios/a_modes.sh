@@ -5,7 +5,8 @@
 #   hami-0        pod-hami, nvidia.com/gpu=20, 2 GPUs in its inventory
 #                 -> 2 x min(32768/8192, 100/25, 4) = 8 shares
 #   hamiwrong-0   vm-passthrough but advertising nvidia.com/gpu=20 (stale plugin)
-#   hamimoving-0  pod-hami switching to vm-passthrough (expected mode differs)
+#   hamimoving-0  pod-hami switching to vm-passthrough (expected mode differs:
+#                 it belongs to the vm-passthrough pool only)
 #   h200-0        vm-passthrough, 2 whole H200
 #   h200wrong-0   pod-hami advertising 8 H200 (stale plugin)
 # 10 shared pods (1 share each) and 3 whole-GPU pods: exactly 8 + 2 bind, all on
@@ -47,9 +48,12 @@ say "pending shared pod $p: $msg"
 check_has "pending shared pod is Unschedulable" "Unschedulable:" "$msg"
 check_has "reason: the pod-hami node's shares are used up" "$ID-hami-0 has 0 of 8 nvidia.com/gpu free" "$msg"
 check_has "reason names the wrong-mode node" "$ID-hamiwrong-0" "$msg"
-check_has "reason names the node switching modes" "$ID-hamimoving-0 is switching GPU mode" "$msg"
+check_has "reason: the node switching modes serves its expected mode only" \
+  "$ID-hamimoving-0 (GPU mode 'vm-passthrough') serves no GPU class for nvidia.com/gpu" "$msg"
 p="$(first_pending "$N" kind=whole)"
 msg="$(pod_unsched "$N" "$p")"
 say "pending whole-GPU pod $p: $msg"
-check_has "reason: the H200 node is full" "$ID-h200-0 has 0 of 2 nvidia.com/GH100_H200_SXM_141GB free" "$msg"
-check_has "reason names the pod-hami node advertising H200" "$ID-h200wrong-0" "$msg"
+# h200-0 is full for kube-scheduler too (2 allocatable, 2 used), so only the
+# wrong-mode node reaches Tally here.
+check_has "reason: the pod-hami node advertising H200 serves none" \
+  "$ID-h200wrong-0 (GPU mode 'pod-hami') serves no GPU class for nvidia.com/GH100_H200_SXM_141GB" "$msg"

@@ -2,16 +2,18 @@
 # (d) A pod that names a VMI in its owner reference (and carries the launcher
 # label) but is not in the VMI's status.activePods proves nothing: it is raw
 # usage and cannot borrow the VMI's devices.
-#   h200-0: 2 H200, empty. h200-1: 4 H200, all held by GPUDevice vm1-gpus
-#   (Attached to VMI vm1, whose activePods lists only its real launcher).
-# fake-4 (asks 4) fits h200-1 for kube-scheduler but must stay Pending;
+#   h200-0: 4 H200, 2 held by another tenant's stopped-VM device (Tally: 2 free).
+#   h200-1: 4 H200, all held by GPUDevice vm1-gpus (Attached to VMI vm1, whose
+#   activePods lists only its real launcher).
+# fake-4 (asks 4) fits both nodes for kube-scheduler but must stay Pending;
 # fake-2 (asks 2) lands on h200-0 and is charged there: a raw pod asking 1
-# then finds h200-0 full.
+# then finds h200-0 full by Tally (kube-scheduler still sees 2 free).
 class_h200
-nodes h200- 1 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=2
-nodes h200- 1 --start 1 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=4
+nodes h200- 2 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=4
 namespace vms
+namespace other
 N="$(ns vms)"
+gpudevice "$(ns other)" parked "$(cls h200)" 2 Bound "$ID-h200-0"
 uid="$(vmi "$N" vm1 nvidia.com/GH100_H200_SXM_141GB 4 '["vm1-gpus"]')"
 [[ -n "$uid" ]] || fatal "VMI vm1 has no uid"
 gpudevice "$N" vm1-gpus "$(cls h200)" 4 Attached "$ID-h200-1" vm1 "$uid"
@@ -43,4 +45,4 @@ check_eq "raw-1 finds no room" "" "$(pod_node "$N" raw-1)"
 msg="$(pod_unsched "$N" raw-1)"
 say "raw-1: $msg"
 check_has "fake-2 is charged as raw usage on h200-0" \
-  "$ID-h200-0 has 0 of 2 nvidia.com/GH100_H200_SXM_141GB free (0 held by GPUDevices); pod needs 1" "$msg"
+  "$ID-h200-0 has 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (2 held by GPUDevices); pod needs 1" "$msg"
