@@ -305,6 +305,7 @@ void CacheWriter::publish() {
   out.alerts = c.alerts;
   out.caches = c.caches;
   snap->usage = index_.snapshot();
+  snap->fit = model::FitTable::build(snap->cluster, snap->usage);
 
   std::size_t rebuilt = dirtyRows_.size();
   for (const std::string& node : dirtyRows_) {

@@ -30,8 +30,14 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
       assumed = outcome.get() == AssumeOutcome::Recorded;
     }
     if (!assumed) {
-      observability::logWarning("bind without an assumed placement: the pod is not in the cache yet",
+      // Binding a pod whose units nobody has counted yet would let the next
+      // filter hand the same units out again: refuse, and the scheduler retries
+      // once the pod watch has delivered it.
+      if (!args.podUid.empty()) impl->writer.forget(args.podUid);
+      observability::logWarning("bind refused: the pod is not in the cache yet, placement cannot be held",
                                 {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}});
+      return done("refused_unassumed", "tally-extender has not seen pod " + args.podNamespace + "/" + args.podName +
+                                           " yet, so it cannot hold its GPUs on " + args.node + "; retry");
     }
     std::string error;
     try {
@@ -45,7 +51,7 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
                                 {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}, {"error", error}});
       return done("failed", std::move(error));
     }
-    done(assumed ? "bound" : "bound_unassumed", "");
+    done("bound", "");
   });
 }
 

@@ -17,13 +17,13 @@ wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::Extende
   result.passed.reserve(args.nodeNames.size());
   for (std::size_t i = 0; i < args.nodeNames.size(); ++i) {
     const std::string& name = args.nodeNames[i];
-    auto node = cluster.nodes.find(name);
-    if (node == cluster.nodes.end()) {
+    auto row = snap.fit.find(name);
+    if (!row) {
       result.failed.emplace_back(name, "node " + name + " is not in tally-extender's cache yet");
       if (tally) tally->decisions.push_back({FilterResultKind::Failed, std::nullopt});
       continue;
     }
-    model::NodeVerdict v = model::filterNode(cluster, snap.usage, demand, node->second);
+    model::NodeVerdict v = snap.fit.filter(cluster, demand, *row);
     switch (v.verdict) {
       case model::Verdict::Fits:
         result.passed.push_back(name);

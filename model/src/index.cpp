@@ -19,17 +19,15 @@ struct Charged {
   ResourceList held;  // devices only
 };
 
-void addTo(std::unordered_map<std::string, ResourceList>& sums, const std::string& key, const ResourceList& amounts,
-           int sign) {
+void addTo(NameMap<ResourceList>& sums, const std::string& key, const ResourceList& amounts, int sign) {
   if (amounts.empty()) return;
   auto& list = sums[key];
   for (const auto& [name, amount] : amounts) list.add(name, sign * amount);
   if (list.empty()) sums.erase(key);
 }
 
-std::int64_t lookup(const std::unordered_map<std::string, ResourceList>& sums, std::string_view key,
-                    std::string_view name) {
-  auto it = sums.find(std::string(key));
+std::int64_t lookup(const NameMap<ResourceList>& sums, std::string_view key, std::string_view name) {
+  auto it = sums.find(key);
   return it == sums.end() ? 0 : it->second.get(name);
 }
 
@@ -43,11 +41,20 @@ struct UsageIndex::State {
   std::unordered_map<std::string, std::string> vmiKeyByUid;
   std::unordered_map<std::string, std::string> vmiKeyByPodUid;              // status.activePods
   std::unordered_map<std::string, std::set<std::string>> deviceKeysByVmiUid;  // attachedTo.uid
-  std::unordered_map<std::string, ResourceList> nodeUsed, nodeHeld, assumedUsed;
-  std::unordered_map<std::string, ResourceList> namespaceUsed, subtreeUsed;
+  NameMap<ResourceList> nodeUsed, nodeHeld, assumedUsed;
+  NameMap<ResourceList> namespaceUsed, subtreeUsed;
+  NameMap<std::string> unboundPods;  // pod key -> uid of pods without a node, kept for snapshots
   std::unordered_map<std::string, std::pair<std::string, ResourceList>> assumed;  // pod uid -> node, units
   std::unordered_map<std::string, std::unordered_map<std::string, std::int64_t>> nodeFree;  // node -> class -> free
-  std::unordered_map<std::string, std::int64_t> poolFree;                                   // class -> free
+  NameMap<std::int64_t> poolFree;                                                           // class -> free
+
+  void noteBinding(const std::string& key, const Pod* pod) {
+    if (pod && pod->nodeName.empty() && !isTerminal(*pod)) {
+      unboundPods[key] = pod->uid;
+    } else {
+      unboundPods.erase(key);
+    }
+  }
 
   std::int64_t usedOn(std::string_view node, std::string_view resource) const {
     return lookup(nodeUsed, node, resource) + lookup(assumedUsed, node, resource);
@@ -187,7 +194,10 @@ UsageIndex UsageIndex::fromCluster(const Cluster& cluster) {
   UsageIndex index;
   State& s = *index.state_;
   s.cluster = cluster;
-  for (const auto& [key, pod] : cluster.pods) s.podKeyByUid[pod.uid] = key;
+  for (const auto& [key, pod] : cluster.pods) {
+    s.podKeyByUid[pod.uid] = key;
+    s.noteBinding(key, &pod);
+  }
   for (const auto& [key, vmi] : cluster.vmis) {
     s.vmiKeyByUid[vmi.uid] = key;
     for (const auto& [podUid, node] : vmi.activePods) s.vmiKeyByPodUid[podUid] = key;
@@ -244,6 +254,7 @@ void UsageIndex::upsertPod(const Pod& pod) {
   if (old != s.cluster.pods.end() && old->second.uid != pod.uid) s.podKeyByUid.erase(old->second.uid);
   s.cluster.pods[key] = pod;
   s.podKeyByUid[pod.uid] = key;
+  s.noteBinding(key, &pod);
   if (!pod.nodeName.empty() || isTerminal(pod)) s.dropAssumption(pod.uid);
   s.refreshPod(key);
 }
@@ -256,6 +267,7 @@ void UsageIndex::removePod(std::string_view ns, std::string_view name) {
   std::string uid = it->second.uid;
   s.cluster.pods.erase(it);
   s.podKeyByUid.erase(uid);
+  s.noteBinding(key, nullptr);
   s.dropAssumption(uid);
   s.refreshPod(key);
 }
@@ -362,7 +374,7 @@ std::int64_t UsageIndex::namespaceUsed(std::string_view ns, std::string_view key
 
 std::int64_t UsageIndex::poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const {
   if (&cluster != &state_->cluster) return CapacityView::poolFreeUnits(cluster, pool);
-  auto it = state_->poolFree.find(pool.name);
+  auto it = state_->poolFree.find(std::string_view(pool.name));
   return it == state_->poolFree.end() ? 0 : it->second;
 }
 
@@ -382,9 +394,7 @@ UsageSnapshot UsageIndex::snapshot() const {
   snap.namespaceUsed_ = s.namespaceUsed;
   snap.subtreeUsed_ = s.subtreeUsed;
   snap.poolFree_ = s.poolFree;
-  for (const auto& [key, pod] : s.cluster.pods) {
-    if (pod.nodeName.empty() && !isTerminal(pod)) snap.unboundPods_.emplace(key, pod.uid);
-  }
+  snap.unboundPods_ = s.unboundPods;
   return snap;
 }
 
@@ -401,7 +411,7 @@ std::int64_t UsageSnapshot::namespaceUsed(std::string_view ns, std::string_view 
   return lookup(namespaceUsed_, ns, key);
 }
 bool UsageSnapshot::counts(const Pod& pod) const {
-  auto it = unboundPods_.find(objectKey(pod.ns, pod.name));
+  auto it = unboundPods_.find(objectKey(pod.ns, pod.name));  // one small key, only per request
   return it != unboundPods_.end() && it->second == pod.uid;
 }
 std::int64_t UsageSnapshot::poolFreeUnits(const Cluster&, const DeviceClass& pool) const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tally/model/cluster.hpp"
+#include "tally/model/fit_table.hpp"
 #include "tally/model/index.hpp"
 
 namespace tally::extender {
@@ -23,6 +24,8 @@ using BoundPods = std::vector<model::Pod>;
 struct ExtenderSnapshot {
   model::Cluster cluster;  // pods left empty
   model::UsageSnapshot usage;
+  // Per-node facts for filter, built once per publish over `cluster` and `usage`.
+  model::FitTable fit;
   // Rows are shared between snapshots; only nodes that changed get a new row.
   std::unordered_map<std::string, std::shared_ptr<const BoundPods>> podsOnNode;
   std::uint64_t generation = 0;

@@ -14,6 +14,15 @@
 
 namespace tally::model {
 
+// Hash maps keyed by name that can be searched with a string_view, so a lookup
+// on the hot path allocates nothing.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <typename V>
+using NameMap = std::unordered_map<std::string, V, NameHash, std::equal_to<>>;
+
 class UsageSnapshot;
 
 class UsageIndex final : public CapacityView {
@@ -86,9 +95,9 @@ class UsageSnapshot final : public CapacityView {
 
  private:
   friend class UsageIndex;
-  std::unordered_map<std::string, ResourceList> nodeUsed_, nodeHeld_, namespaceUsed_, subtreeUsed_;
-  std::unordered_map<std::string, std::int64_t> poolFree_;
-  std::unordered_map<std::string, std::string> unboundPods_;  // pod key -> uid, pods without a node
+  NameMap<ResourceList> nodeUsed_, nodeHeld_, namespaceUsed_, subtreeUsed_;
+  NameMap<std::int64_t> poolFree_;
+  NameMap<std::string> unboundPods_;  // pod key -> uid, pods without a node
 };
 
 }  // namespace tally::model
