@@ -8,7 +8,18 @@
 namespace tally::model {
 
 TotalsCapacityView::TotalsCapacityView(const Cluster& cluster, UsageTotals totals)
-    : cluster_(&cluster), totals_(std::move(totals)), reader_(cluster, totals_) {}
+    : cluster_(&cluster), totals_(std::move(totals)), reader_(cluster, totals_) {
+  for (const auto& [ns, placed] : totals_.namespacePlaced) {
+    for (const auto& ancestor : detail::chainOf(cluster, ns)) {
+      for (const auto& [r, a] : placed) placedSubtree_[ancestor].add(r, a);
+    }
+  }
+}
+
+std::int64_t TotalsCapacityView::subtreePlaced(std::string_view ns, std::string_view resource) const {
+  auto it = placedSubtree_.find(ns);
+  return it == placedSubtree_.end() ? 0 : it->second.get(resource);
+}
 
 bool TotalsCapacityView::counts(const Pod& pod) const {
   auto it = cluster_->pods.find(objectKey(pod.ns, pod.name));
@@ -66,7 +77,7 @@ std::int64_t idleReservedByOthers(const Cluster& cluster, const CapacityView& vi
   const std::string key = quotaKey(pool.resourceName);
   for (const auto& [orgName, reserved] : reservedByOrg) {
     const Organization* holder = detail::findOrganization(cluster, orgName);
-    std::int64_t used = holder ? view.subtreeUsed(holder->ns, key) : 0;
+    std::int64_t used = holder ? view.subtreePlaced(holder->ns, pool.resourceName) : 0;
     idle += std::max<std::int64_t>(0, reserved - used);
   }
   return idle;

@@ -43,8 +43,14 @@ struct UsageIndex::State {
   std::unordered_map<std::string, std::set<std::string>> deviceKeysByVmiUid;  // attachedTo.uid
   NameMap<ResourceList> nodeUsed, nodeHeld, assumedUsed;
   NameMap<ResourceList> namespaceUsed, subtreeUsed;
+  NameMap<ResourceList> namespacePlaced, placedSubtree;  // units on nodes, by resource
   NameMap<std::string> unboundPods;  // pod key -> uid of pods without a node, kept for snapshots
-  std::unordered_map<std::string, std::pair<std::string, ResourceList>> assumed;  // pod uid -> node, units
+  struct Assumption {
+    std::string node;
+    ResourceList units;
+    std::vector<std::string> chain;
+  };
+  std::unordered_map<std::string, Assumption> assumed;  // pod uid -> placement
   std::unordered_map<std::string, std::unordered_map<std::string, std::int64_t>> nodeFree;  // node -> class -> free
   NameMap<std::int64_t> poolFree;                                                           // class -> free
 
@@ -64,6 +70,8 @@ struct UsageIndex::State {
     if (!c.node.empty()) {
       addTo(nodeUsed, c.node, c.capacity, sign);
       addTo(nodeHeld, c.node, c.held, sign);
+      addTo(namespacePlaced, c.ns, c.capacity, sign);
+      for (const auto& a : c.chain) addTo(placedSubtree, a, c.capacity, sign);
     }
     addTo(namespaceUsed, c.ns, c.budget, sign);
     for (const auto& a : c.chain) addTo(subtreeUsed, a, c.budget, sign);
@@ -175,8 +183,9 @@ struct UsageIndex::State {
   void dropAssumption(const std::string& uid) {
     auto it = assumed.find(uid);
     if (it == assumed.end()) return;
-    std::string node = it->second.first;
-    addTo(assumedUsed, node, it->second.second, -1);
+    std::string node = it->second.node;
+    addTo(assumedUsed, node, it->second.units, -1);
+    for (const auto& a : it->second.chain) addTo(placedSubtree, a, it->second.units, -1);
     assumed.erase(it);
     refreshNodeFree(node);
   }
@@ -348,7 +357,9 @@ void UsageIndex::assume(const Pod& pod, std::string_view node) {
   PodUsage u = podUsage(placed, vmi, vmi ? s.attachedTo(*vmi) : std::vector<const GpuDevice*>{}, s.cluster);
   if (u.capacity.empty()) return;
   addTo(s.assumedUsed, placed.nodeName, u.capacity, +1);
-  s.assumed[pod.uid] = {placed.nodeName, u.capacity};
+  auto chain = detail::chainOf(s.cluster, pod.ns);
+  for (const auto& a : chain) addTo(s.placedSubtree, a, u.capacity, +1);
+  s.assumed[pod.uid] = {placed.nodeName, u.capacity, std::move(chain)};
   s.refreshNodeFree(placed.nodeName);
 }
 
@@ -366,6 +377,10 @@ std::int64_t UsageIndex::nodeHeld(std::string_view node, std::string_view resour
 
 std::int64_t UsageIndex::subtreeUsed(std::string_view ns, std::string_view key) const {
   return lookup(state_->subtreeUsed, ns, key);
+}
+
+std::int64_t UsageIndex::subtreePlaced(std::string_view ns, std::string_view resource) const {
+  return lookup(state_->placedSubtree, ns, resource);
 }
 
 std::int64_t UsageIndex::namespaceUsed(std::string_view ns, std::string_view key) const {
@@ -393,6 +408,7 @@ UsageSnapshot UsageIndex::snapshot() const {
   snap.nodeHeld_ = s.nodeHeld;
   snap.namespaceUsed_ = s.namespaceUsed;
   snap.subtreeUsed_ = s.subtreeUsed;
+  snap.placedSubtree_ = s.placedSubtree;
   snap.poolFree_ = s.poolFree;
   snap.unboundPods_ = s.unboundPods;
   return snap;
@@ -406,6 +422,9 @@ std::int64_t UsageSnapshot::nodeHeld(std::string_view node, std::string_view res
 }
 std::int64_t UsageSnapshot::subtreeUsed(std::string_view ns, std::string_view key) const {
   return lookup(subtreeUsed_, ns, key);
+}
+std::int64_t UsageSnapshot::subtreePlaced(std::string_view ns, std::string_view resource) const {
+  return lookup(placedSubtree_, ns, resource);
 }
 std::int64_t UsageSnapshot::namespaceUsed(std::string_view ns, std::string_view key) const {
   return lookup(namespaceUsed_, ns, key);
@@ -427,6 +446,7 @@ UsageTotals UsageIndex::totals() const {
   for (const auto& [k, v] : state_->nodeUsed) t.nodeUsed.emplace(k, v);
   for (const auto& [k, v] : state_->nodeHeld) t.nodeHeld.emplace(k, v);
   for (const auto& [k, v] : state_->namespaceUsed) t.namespaceUsed.emplace(k, v);
+  for (const auto& [k, v] : state_->namespacePlaced) t.namespacePlaced.emplace(k, v);
   return t;
 }
 

@@ -139,7 +139,10 @@ UsageTotals computeUsage(const Cluster& cluster) {
     const VirtualMachineInstance* vmi = launchers.launcherOf(pod);
     PodUsage u = podUsage(pod, vmi, vmi ? launchers.attachedDevices(*vmi) : kNoDevices, cluster);
     if (!u.node.empty()) {
-      for (const auto& [r, a] : u.capacity) totals.nodeUsed[u.node].add(r, a);
+      for (const auto& [r, a] : u.capacity) {
+        totals.nodeUsed[u.node].add(r, a);
+        totals.namespacePlaced[pod.ns].add(r, a);
+      }
     }
     for (const auto& [k, a] : u.budget) totals.namespaceUsed[pod.ns].add(k, a);
   }
@@ -149,6 +152,7 @@ UsageTotals computeUsage(const Cluster& cluster) {
       for (const auto& [r, a] : u.capacity) {
         totals.nodeUsed[u.node].add(r, a);
         totals.nodeHeld[u.node].add(r, a);
+        totals.namespacePlaced[d.ns].add(r, a);
       }
     }
     for (const auto& [k, a] : u.budget) totals.namespaceUsed[d.ns].add(k, a);

@@ -312,3 +312,25 @@ TEST_F(PodFilter, RawPodBudgetWebhookRefusesOverBudgetPods) {
 
 }  // namespace
 }  // namespace tally::model
+
+namespace tally::model {
+namespace {
+using namespace testing;
+
+// Pending pods of the reserving organization occupy nothing yet: until they are
+// placed, the reserved units stay held for them.
+TEST_F(PodFilter, PendingPodsOfTheReservingOrgKeepItsReservationHeld) {
+  c.ledger.records.push_back(record("gpu-res-1", "acme", "h200", 4, ReservationState::Active));
+  put(c, gpuPod("beta", "b1", kH200, 2, "gpu-2"));
+  for (int i = 0; i < 4; ++i) put(c, gpuPod("acme-ml", "a" + std::to_string(i), kH200, 1, "", PodPhase::Pending));
+  auto intruder = gpuPod("beta", "b2", kH200, 1, "", PodPhase::Pending);
+  auto v = filter(intruder, "gpu-1");
+  EXPECT_EQ(v.verdict, Verdict::Unschedulable);
+  EXPECT_EQ(v.reason->code, Code::ReservedForOthers);
+  // Once acme's pods run, what is left beyond the reservation is beta's again.
+  for (int i = 0; i < 2; ++i) c.pods.at("acme-ml/a" + std::to_string(i)).nodeName = "gpu-1";
+  EXPECT_EQ(filter(intruder, "gpu-1").verdict, Verdict::Unschedulable);
+}
+
+}  // namespace
+}  // namespace tally::model

@@ -257,6 +257,11 @@ class ReferenceView final : public CapacityView {
     return totals_.namespaceUsed(ns, key);
   }
   bool counts(const Pod& pod) const override { return totals_.counts(pod); }
+  // Assumed placements are left out: nothing here compares placed usage while
+  // assumptions exist.
+  std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override {
+    return totals_.subtreePlaced(ns, resource);
+  }
   const TotalsCapacityView& totalsView() const { return totals_; }
 
  private:

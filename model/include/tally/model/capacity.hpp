@@ -20,6 +20,10 @@ class CapacityView : public UsageReader {
   // Whether the pod's own usage is already part of these totals (a pending pod
   // the cache has seen), so a budget check does not charge it twice.
   virtual bool counts(const Pod& pod) const = 0;
+  // Units of `resource` the subtree of `ns` occupies on nodes: bound pods (after
+  // coverage), devices holding units, and assumed placements. Unlike budget
+  // usage, pending pods occupy nothing.
+  virtual std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const = 0;
   // Free units of the whole pool (sum over its nodes). The default scans the
   // nodes; the incremental index answers from running totals.
   virtual std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const;
@@ -34,12 +38,14 @@ class TotalsCapacityView final : public CapacityView {
   std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override;
   std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
   bool counts(const Pod& pod) const override;
+  std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override;
   const UsageTotals& totals() const { return totals_; }
 
  private:
   const Cluster* cluster_;
   UsageTotals totals_;
   TotalsUsageReader reader_;
+  std::map<std::string, ResourceList, std::less<>> placedSubtree_;
 };
 
 // Free units of the class on the node: served minus used (never negative).

@@ -60,6 +60,7 @@ class UsageIndex final : public CapacityView {
   std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override;
   std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
   bool counts(const Pod& pod) const override;
+  std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override;
   // O(1) from running totals when asked about the index's own cluster.
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
 
@@ -91,11 +92,12 @@ class UsageSnapshot final : public CapacityView {
   // Knows only pods without a node (the pods a scheduler asks about): keeping
   // every bound pod would make each publish copy all of them.
   bool counts(const Pod& pod) const override;
+  std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override;
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
 
  private:
   friend class UsageIndex;
-  NameMap<ResourceList> nodeUsed_, nodeHeld_, namespaceUsed_, subtreeUsed_;
+  NameMap<ResourceList> nodeUsed_, nodeHeld_, namespaceUsed_, subtreeUsed_, placedSubtree_;
   NameMap<std::int64_t> poolFree_;
   NameMap<std::string> unboundPods_;  // pod key -> uid, pods without a node
 };

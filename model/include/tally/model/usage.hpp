@@ -80,6 +80,8 @@ struct UsageTotals {
   std::map<std::string, ResourceList> nodeHeld;
   // namespace -> quota key -> usage charged directly to the namespace
   std::map<std::string, ResourceList> namespaceUsed;
+  // namespace -> resource name -> units occupied on nodes by the namespace
+  std::map<std::string, ResourceList> namespacePlaced;
   friend bool operator==(const UsageTotals&, const UsageTotals&) = default;
 };
 UsageTotals computeUsage(const Cluster& cluster);
