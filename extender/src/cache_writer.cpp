@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tally/model/admission.hpp"
 #include "tally/model/usage.hpp"
 
 namespace tally::extender {
@@ -252,6 +253,16 @@ void CacheWriter::apply(Assume& a) {
     return;
   }
   if (it->second.nodeName.empty()) {
+    // Binds are serialised here, on the writer thread: each one is checked by
+    // the model against the live index, which already holds every earlier
+    // assumption, so two binds can never take the same units.
+    auto node = cluster.nodes.find(a.node);
+    model::PodDemand demand = model::podDemand(cluster, index_, it->second);
+    if (node == cluster.nodes.end() ||
+        model::filterNode(cluster, index_, demand, node->second).verdict != model::Verdict::Fits) {
+      a.done->set_value(AssumeOutcome::NoLongerFits);
+      return;
+    }
     index_.assume(it->second, a.node);
     assumeDeadline_[it->second.uid] = Clock::now() + options_.assumeTtl;
   }

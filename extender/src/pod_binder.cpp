@@ -26,8 +26,16 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
   boost::asio::post(impl_->pool, [impl = impl_.get(), args = std::move(args), done = std::move(done)] {
     auto outcome = impl->writer.assume(args.podNamespace, args.podName, args.podUid, args.node);
     bool assumed = false;
+    AssumeOutcome result = AssumeOutcome::NotPublished;
     if (outcome.wait_for(impl->options.publishWait) == std::future_status::ready) {
-      assumed = outcome.get() == AssumeOutcome::Recorded;
+      result = outcome.get();
+      assumed = result == AssumeOutcome::Recorded;
+    }
+    if (result == AssumeOutcome::NoLongerFits) {
+      observability::logWarning("bind refused: the node no longer fits the pod",
+                                {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}});
+      return done("refused_no_longer_fits", "GPUs on node " + args.node + " were taken by another placement after "
+                                            "filter; the pod is retried");
     }
     if (!assumed) {
       // Binding a pod whose units nobody has counted yet would let the next

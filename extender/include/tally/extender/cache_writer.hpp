@@ -45,7 +45,9 @@ struct PublishStats {
 };
 
 // Why an assumption could not be recorded.
-enum class AssumeOutcome { Recorded, PodUnknown, NotPublished };
+// NoLongerFits: since the scheduler's filter call, other placements took the
+// units; the model refuses the node now, so the bind must not go ahead.
+enum class AssumeOutcome { Recorded, PodUnknown, NoLongerFits, NotPublished };
 
 class CacheWriter {
  public:

@@ -19,7 +19,7 @@ class PodBinder {
  public:
   // Posts a v1 Binding; returns an error text, empty on success.
   using PostBinding = std::function<std::string(const wire::BindingArgs&)>;
-  // Called with the outcome label ("bound", "refused_unassumed", "failed") and the error text.
+  // Called with the outcome label ("bound", "refused_unassumed", "refused_no_longer_fits", "failed") and the error text.
   using Done = std::function<void(std::string_view outcome, std::string error)>;
 
   struct Options {
