@@ -51,7 +51,7 @@ test-sanitizers: deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -LE 'e2e|bench-smoke'
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug $(LAUNCHER) -DTALLY_SANITIZE=thread -DTALLY_E2E=OFF -DTALLY_BENCH=OFF -DTALLY_CODEC_FUZZ=OFF
 	@# Only the targets of tests labelled `concurrent` (test name == target name).
-	cd build-tsan && targets=$$(ctest -N -L concurrent | sed -n 's/^ *Test *#[0-9]*: //p'); \
+	cd build-tsan && targets=$$(ctest -N -L concurrent 2>/dev/null | grep -oE 'Test +#[0-9]+: [A-Za-z0-9_]+' | awk '{print $$3}'); \
 	  if [ -n "$$targets" ]; then cmake --build . -j $(JOBS) --target $$targets && \
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L concurrent; \
 	  else echo "no tests labelled concurrent"; fi
