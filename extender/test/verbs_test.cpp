@@ -27,7 +27,8 @@ TEST(Filter, NodeWithFreeUnitsPassesFullNodeFailsWrongModeIsUnresolvable) {
   auto writer = loadedWriter(twoNodes());
   auto snap = writer->snapshots().read();
   DecisionTally tally;
-  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free", "pod-mode"}), &tally);
+  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free", "pod-mode"});  // the result refers to its node names
+  auto r = filterNodes(*snap, args, &tally);
   EXPECT_EQ(r.error, "");
   ASSERT_EQ(r.passed.size(), 1u);
   EXPECT_EQ(r.passed[0], "free");
@@ -48,7 +49,8 @@ TEST(Filter, UnsyncedCachesAnswerWithAnErrorNeverAllNodesPass) {
   writer.setSynced(model::Kind::Node, true);
   writer.flush();
   auto snap = writer.snapshots().read();
-  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"}));
+  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"});  // the result refers to its node names
+  auto r = filterNodes(*snap, args);
   EXPECT_TRUE(r.passed.empty());
   EXPECT_NE(r.error.find("GPUDevice"), std::string::npos) << r.error;
   EXPECT_EQ(r.error.find("Node,"), std::string::npos);
@@ -57,7 +59,8 @@ TEST(Filter, UnsyncedCachesAnswerWithAnErrorNeverAllNodesPass) {
 TEST(Filter, NodeUnknownToTheCacheFailsResolvably) {
   auto writer = loadedWriter(twoNodes());
   auto snap = writer->snapshots().read();
-  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"brand-new"}));
+  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"brand-new"});  // the result refers to its node names
+  auto r = filterNodes(*snap, args);
   ASSERT_EQ(r.failed.size(), 1u);
   EXPECT_NE(r.failed[0].second.find("not in tally-extender's cache"), std::string::npos);
 }
@@ -71,7 +74,8 @@ TEST(Filter, AssumedPlacementIsSeenByTheNextFilter) {
   EXPECT_EQ(assumed.get(), AssumeOutcome::Recorded);
   auto snap = writer->snapshots().read();
   EXPECT_EQ(snap->assumedPlacements, 1u);
-  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "second", "uid-2", 1), {"free"}));
+  auto args = argsFor(gpuPod("tenant-a", "second", "uid-2", 1), {"free"});  // the result refers to its node names
+  auto r = filterNodes(*snap, args);
   EXPECT_TRUE(r.passed.empty());
   ASSERT_EQ(r.failed.size(), 1u);
 }
@@ -85,7 +89,8 @@ TEST(Filter, ForgottenAssumptionFreesTheUnits) {
   writer->flush();
   auto snap = writer->snapshots().read();
   EXPECT_EQ(snap->assumedPlacements, 0u);
-  auto r = filterNodes(*snap, argsFor(gpuPod("tenant-a", "second", "uid-2", 1), {"free"}));
+  auto args = argsFor(gpuPod("tenant-a", "second", "uid-2", 1), {"free"});  // the result refers to its node names
+  auto r = filterNodes(*snap, args);
   EXPECT_EQ(r.passed.size(), 1u);
 }
 
