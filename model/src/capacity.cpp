@@ -50,7 +50,7 @@ std::int64_t freeUnits(const Node& node, const DeviceClass& cls, const CapacityV
 }
 
 const DeviceClass* classServing(const Cluster& cluster, const Node& node, std::string_view resource) {
-  NodeMode mode = node.expectedMode == NodeMode::Unset ? node.activeMode : node.expectedMode;
+  NodeMode mode = poolMode(node);
   for (const auto& [name, cls] : cluster.classes) {
     if (cls.resourceName == resource && cls.nodeMode == mode) return &cls;
   }

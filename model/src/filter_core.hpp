@@ -48,7 +48,7 @@ NodeVerdict decideNode(const Cluster& cluster, const PodDemand& demand, std::str
       return {Verdict::Unresolvable,
               Refusal{Code::NodeNotServed,
                       fmt::format("node {} (GPU mode '{}') serves no GPU class for {}", nodeName,
-                                  toString(node.expectedMode == NodeMode::Unset ? node.activeMode : node.expectedMode),
+                                  toString(poolMode(node)),
                                   resource)}};
     }
     const DeviceClass& cls = *facts.cls;

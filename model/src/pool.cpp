@@ -15,11 +15,6 @@ namespace tally::model {
 
 namespace {
 
-std::int64_t grantUnits(const DeviceClass& pool, const GpuGrant& grant) {
-  if (pool.allocation == Allocation::Shared) return grant.shares + grant.devices * sharesPerDevice(pool);
-  return grant.devices;
-}
-
 const Addon* findAddon(const Cluster& cluster, std::string_view id) {
   if (!cluster.plans) return nullptr;
   auto it = cluster.plans->addons.find(std::string(id));
@@ -80,7 +75,9 @@ std::int64_t reservationGrantUnits(const Cluster& cluster, const Organization& o
     const Addon* addon = findAddon(cluster, a.addonId);
     if (!addon || addon->disabled) continue;
     auto profile = reservationProfile(*addon);
-    if (profile && *profile == pool.name) units += a.quantity * grantUnits(pool, addon->gpu.begin()->second);
+    if (profile && *profile == pool.name) {
+      units += a.quantity * grantQuota(pool, addon->gpu.begin()->second).get(quotaKey(pool.resourceName));
+    }
   }
   return units;
 }
@@ -189,6 +186,7 @@ Cluster applyChange(const Cluster& cluster, const Change& change) {
 
 PlanResult plan(const Cluster& cluster, const Change& change) {
   PlanResult result;
+  const Cluster after = applyChange(cluster, change);
   std::set<std::string> pools;
   if (const auto* add = std::get_if<AddRecordChange>(&change)) {
     pools.insert(add->record.profileId);
@@ -207,7 +205,6 @@ PlanResult plan(const Cluster& cluster, const Change& change) {
       for (const auto& [profile, grant] : known->gpu) pools.insert(profile);
     }
     if (org && known) {
-      Cluster after = applyChange(cluster, change);
       const Organization* changed = detail::findOrganization(after, addon->organization);
       TotalsCapacityView view(cluster, computeUsage(cluster));
       Decision d = checkAddonChange(cluster, view, *org, *changed);
@@ -234,7 +231,6 @@ PlanResult plan(const Cluster& cluster, const Change& change) {
       }
     }
   }
-  Cluster after = applyChange(cluster, change);
   for (const auto& name : pools) {
     const DeviceClass* before = detail::findClass(cluster, name);
     if (!before) continue;

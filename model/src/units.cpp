@@ -5,11 +5,11 @@
 
 namespace tally::model {
 
-namespace {
-
-NodeMode effectiveExpectedMode(const Node& node) {
+NodeMode poolMode(const Node& node) {
   return node.expectedMode == NodeMode::Unset ? node.activeMode : node.expectedMode;
 }
+
+namespace {
 
 bool advertises(const Node& node, const DeviceClass& cls) {
   if (node.allocatable.contains(cls.resourceName)) return true;
@@ -34,11 +34,11 @@ std::int64_t unitsPerDevice(const DeviceClass& cls) {
 }
 
 bool inPool(const Node& node, const DeviceClass& cls) {
-  return effectiveExpectedMode(node) == cls.nodeMode && advertises(node, cls);
+  return poolMode(node) == cls.nodeMode && advertises(node, cls);
 }
 
 std::optional<Refusal> nodeIneligibility(const Node& node, const DeviceClass& cls) {
-  NodeMode expected = effectiveExpectedMode(node);
+  NodeMode expected = poolMode(node);
   if (expected != cls.nodeMode) {
     return Refusal{Code::NodeWrongMode,
                    fmt::format("node {} is in GPU mode '{}', class {} needs '{}'", node.name, toString(expected),

@@ -18,6 +18,10 @@ std::int64_t sharesPerDevice(const DeviceClass& cls);
 // (1 for passthrough and vGPU, sharesPerDevice for shared).
 std::int64_t unitsPerDevice(const DeviceClass& cls);
 
+// The mode whose pool the node belongs to: its expected mode, or its active mode
+// when no expectation is set.
+NodeMode poolMode(const Node& node);
+
 // Whether the node is a member of the class's pool: its expected mode (or its
 // active mode when no expectation is set) is the class's node mode and it
 // advertises the class's devices. A sequential node is in one pool only.
