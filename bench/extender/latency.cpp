@@ -69,7 +69,7 @@ void writePeerCluster(const std::string& path, const ExtenderSnapshot& snap) {
   std::ofstream out(path);
   out << "{\"nodes\":[";
   bool first = true;
-  for (const auto& [name, node] : snap.cluster.nodes) {
+  for (const auto& [name, node] : snap.cluster().nodes) {
     out << (first ? "" : ",") << "{\"name\":\"" << name << "\",\"mode\":\"" << model::toString(node.expectedMode)
         << "\",\"resource\":\"" << kH200 << "\",\"allocatable\":" << node.allocatable.get(kH200)
         << ",\"used\":" << snap.usage.nodeUsed(name, kH200) << "}";

@@ -182,32 +182,80 @@ void CacheWriter::trackPod(const std::string& key, const std::string& node) {
 
 void CacheWriter::apply(WatchedObject& object) {
   model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  // Resyncs and updates of fields the model does not read (node heartbeats,
+  // pod conditions) decode to what the cache already holds: nothing to do.
+  auto unchanged = [&](const auto& map, const std::string& key, const auto& value) {
+    auto it = map.find(key);
+    if (it == map.end() || !(it->second == value)) return false;
+    std::lock_guard lock(statsMu_);
+    ++stats_.skippedUnchanged;
+    return true;
+  };
+  if (auto* p = std::get_if<model::Pod>(&object)) {
+    std::string key = model::objectKey(p->ns, p->name);
+    if (!gpuRelevant(*p)) {
+      index_.removePod(p->ns, p->name);
+      trackPod(key, "");
+      return;
+    }
+    if (unchanged(cluster.pods, key, *p)) return;
+    bool bound = !p->nodeName.empty() && !model::isTerminal(*p);
+    std::string node = bound ? p->nodeName : std::string();
+    index_.upsertPod(*p);
+    trackPod(key, node);
+    return;
+  }
   std::visit(Overloaded{
-                 [&](model::Node& n) { index_.upsertNode(n); },
-                 [&](model::Pod& p) {
-                   std::string key = model::objectKey(p.ns, p.name);
-                   if (!gpuRelevant(p)) {
-                     index_.removePod(p.ns, p.name);
-                     trackPod(key, "");
-                     return;
-                   }
-                   bool bound = !p.nodeName.empty() && !model::isTerminal(p);
-                   std::string node = bound ? p.nodeName : std::string();
-                   index_.upsertPod(p);
-                   trackPod(key, node);
+                 [&](model::Node& n) {
+                   if (unchanged(cluster.nodes, n.name, n)) return;
+                   index_.upsertNode(n);
+                   baseDirty_ = true;
                  },
-                 [&](model::Namespace& n) { index_.upsertNamespace(n); },
-                 [&](model::HierarchicalResourceQuota& q) { cluster.hrqs[model::objectKey(q.ns, q.name)] = std::move(q); },
-                 [&](model::ResourceQuota& q) { cluster.quotas[model::objectKey(q.ns, q.name)] = std::move(q); },
-                 [&](model::DeviceClass& c) { index_.upsertClass(c); },
-                 [&](model::GpuDevice& d) { index_.upsertDevice(d); },
-                 [&](model::VirtualMachineInstance& v) { index_.upsertVmi(v); },
-                 [&](model::Organization& o) { cluster.organizations[model::objectKey(o.ns, o.name)] = std::move(o); },
+                 [&](model::Pod&) {},
+                 [&](model::Namespace& n) {
+                   if (unchanged(cluster.namespaces, n.name, n)) return;
+                   index_.upsertNamespace(n);
+                   baseDirty_ = true;
+                 },
+                 [&](model::HierarchicalResourceQuota& q) {
+                   cluster.hrqs[model::objectKey(q.ns, q.name)] = std::move(q);
+                   baseDirty_ = true;
+                 },
+                 [&](model::ResourceQuota& q) {
+                   cluster.quotas[model::objectKey(q.ns, q.name)] = std::move(q);
+                   baseDirty_ = true;
+                 },
+                 [&](model::DeviceClass& c) {
+                   if (unchanged(cluster.classes, c.name, c)) return;
+                   index_.upsertClass(c);
+                   baseDirty_ = true;
+                 },
+                 [&](model::GpuDevice& d) {
+                   if (unchanged(cluster.devices, model::objectKey(d.ns, d.name), d)) return;
+                   index_.upsertDevice(d);
+                   baseDirty_ = true;
+                 },
+                 [&](model::VirtualMachineInstance& v) {
+                   if (unchanged(cluster.vmis, model::objectKey(v.ns, v.name), v)) return;
+                   index_.upsertVmi(v);
+                   baseDirty_ = true;
+                 },
+                 [&](model::Organization& o) {
+                   cluster.organizations[model::objectKey(o.ns, o.name)] = std::move(o);
+                   baseDirty_ = true;
+                 },
                  [&](std::optional<model::BillingPlans>& p) {
                    if (p) cluster.plans = std::move(p);
+                   baseDirty_ = true;
                  },
-                 [&](std::vector<model::PermittedHostDevice>& d) { cluster.permittedHostDevices = std::move(d); },
-                 [&](model::Ledger& l) { cluster.ledger = std::move(l); },
+                 [&](std::vector<model::PermittedHostDevice>& d) {
+                   cluster.permittedHostDevices = std::move(d);
+                   baseDirty_ = true;
+                 },
+                 [&](model::Ledger& l) {
+                   cluster.ledger = std::move(l);
+                   baseDirty_ = true;
+                 },
              },
              object);
 }
@@ -215,6 +263,7 @@ void CacheWriter::apply(WatchedObject& object) {
 void CacheWriter::apply(Remove& r) {
   model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
   std::string key = model::objectKey(r.ns, r.name);
+  if (r.kind != model::Kind::Pod) baseDirty_ = true;
   switch (r.kind) {
     case model::Kind::Node: index_.removeNode(r.name); break;
     case model::Kind::Pod:
@@ -236,6 +285,7 @@ void CacheWriter::apply(Remove& r) {
 
 void CacheWriter::apply(Synced& s) {
   model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  baseDirty_ = true;
   if (s.synced) {
     synced_.insert(s.kind);
     cluster.caches[s.kind] = {true, options_.clock()};
@@ -300,23 +350,36 @@ void CacheWriter::publish() {
   auto started = Clock::now();
   auto snap = std::make_unique<ExtenderSnapshot>();
   const model::Cluster& c = index_.cluster();
-  model::Cluster& out = snap->cluster;
-  out.now = options_.clock();
-  out.nodes = c.nodes;
-  out.classes = c.classes;
-  out.namespaces = c.namespaces;
-  out.hrqs = c.hrqs;
-  out.quotas = c.quotas;
-  out.devices = c.devices;
-  out.vmis = c.vmis;
-  out.organizations = c.organizations;
-  out.plans = c.plans;
-  out.permittedHostDevices = c.permittedHostDevices;
-  out.ledger = c.ledger;
-  out.alerts = c.alerts;
-  out.caches = c.caches;
+  const bool copyCluster = baseDirty_ || !base_;
+  if (copyCluster) {
+    auto out = std::make_shared<model::Cluster>();
+    // `now` only dates audits and reports, which the extender does not run: the
+    // copy keeps the time it was taken.
+    out->now = options_.clock();
+    out->nodes = c.nodes;
+    out->classes = c.classes;
+    out->namespaces = c.namespaces;
+    out->hrqs = c.hrqs;
+    out->quotas = c.quotas;
+    out->devices = c.devices;
+    out->vmis = c.vmis;
+    out->organizations = c.organizations;
+    out->plans = c.plans;
+    out->permittedHostDevices = c.permittedHostDevices;
+    out->ledger = c.ledger;
+    out->alerts = c.alerts;
+    out->caches = c.caches;
+    base_ = std::move(out);
+    baseDirty_ = false;
+  }
+  snap->base = base_;
   snap->usage = index_.snapshot();
-  snap->fit = model::FitTable::build(snap->cluster, snap->usage);
+  model::UsageIndex::TouchedNodes touched = index_.takeTouchedNodes();
+  if (copyCluster || touched.all || !published_) {
+    snap->fit = model::FitTable::build(*base_, snap->usage);
+  } else {
+    snap->fit = model::FitTable::update(published_->fit, *base_, snap->usage, touched.nodes);
+  }
 
   std::size_t rebuilt = dirtyRows_.size();
   for (const std::string& node : dirtyRows_) {
@@ -342,6 +405,8 @@ void CacheWriter::publish() {
   snap->assumedPlacements = index_.assumedCount();
   auto built = Clock::now();
   snap->publishedAt = built;
+  const std::size_t shared = snap->fit.blocksShared();
+  published_ = snap.get();
   cell_.publish(std::move(snap));
   lastPublish_ = built;
   dirty_ = false;
@@ -351,6 +416,8 @@ void CacheWriter::publish() {
   ++stats_.publishes;
   stats_.lastPublish = built - started;
   stats_.lastRowsRebuilt = rebuilt;
+  stats_.lastCopiedCluster = copyCluster;
+  stats_.lastFitBlocksShared = shared;
 }
 
 }  // namespace tally::extender

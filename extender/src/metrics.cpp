@@ -50,11 +50,7 @@ void ExtenderMetrics::rejected(std::string_view kind) { badRequests_.with({kind}
 void ExtenderMetrics::bind(std::string_view result) { binds_.with({result}).inc(); }
 
 void ExtenderMetrics::decisions(const DecisionTally& tally) {
-  std::array<std::array<std::uint64_t, kCodeCount + 1>, kFilterResultKinds> counts{};
-  for (const auto& d : tally.decisions) {
-    std::size_t code = d.code ? static_cast<std::size_t>(*d.code) : kCodeCount;
-    ++counts[static_cast<std::size_t>(d.result)][code];
-  }
+  const auto& counts = tally.counts;
   for (std::size_t r = 0; r < kFilterResultKinds; ++r) {
     for (std::size_t c = 0; c <= kCodeCount; ++c) {
       if (!counts[r][c]) continue;

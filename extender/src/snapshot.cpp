@@ -3,9 +3,9 @@
 namespace tally::extender {
 
 const model::Pod* ExtenderSnapshot::boundPod(std::string_view node, std::string_view uid) const {
-  auto row = podsOnNode.find(std::string(node));
-  if (row == podsOnNode.end()) return nullptr;
-  for (const model::Pod& pod : *row->second) {
+  const auto* row = podsOnNode.find(node);
+  if (!row) return nullptr;
+  for (const model::Pod& pod : **row) {
     if (pod.uid == uid) return &pod;
   }
   return nullptr;

@@ -9,36 +9,48 @@ wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::Extende
   result.asNodeList = args.fromNodeList;
   if (!snap.ready()) {
     result.error = snap.notReadyReason();
-    if (tally) tally->decisions.push_back({FilterResultKind::Error, model::Code::CacheNotSynced});
+    if (tally) tally->add(FilterResultKind::Error, model::Code::CacheNotSynced);
     return result;
   }
-  const model::Cluster& cluster = snap.cluster;
+  const model::Cluster& cluster = snap.cluster();
   model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
+  model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
+  // Nodes sharing a verdict share its message: each is copied into the result once.
+  std::vector<std::string_view> messageOf;
+  auto message = [&](const model::FitTable::Query::Answer& a, std::string_view fallback) {
+    if (a.id >= messageOf.size()) messageOf.resize(a.id + 1);
+    std::string_view& m = messageOf[a.id];
+    if (m.data() == nullptr) {
+      m = result.messages.emplace_back(a.verdict->reason ? std::string_view(a.verdict->reason->message) : fallback);
+    }
+    return m;
+  };
   result.passed.reserve(args.nodeNames.size());
   for (std::size_t i = 0; i < args.nodeNames.size(); ++i) {
-    const std::string& name = args.nodeNames[i];
+    const std::string_view name = args.nodeNames[i];
     auto row = snap.fit.find(name);
     if (!row) {
-      result.failed.emplace_back(name, "node " + name + " is not in tally-extender's cache yet");
-      if (tally) tally->decisions.push_back({FilterResultKind::Failed, std::nullopt});
+      std::string_view m = result.messages.emplace_back("node " + std::string(name) + " is not in tally-extender's cache yet");
+      result.failed.emplace_back(name, m);
+      if (tally) tally->add(FilterResultKind::Failed, std::nullopt);
       continue;
     }
-    model::NodeVerdict v = snap.fit.filter(cluster, demand, *row);
+    const model::FitTable::Query::Answer a = query.filter(*row);
+    const model::NodeVerdict& v = *a.verdict;
+    const std::optional<model::Code> code = v.reason ? std::optional(v.reason->code) : std::nullopt;
     switch (v.verdict) {
       case model::Verdict::Fits:
         result.passed.push_back(name);
         if (args.fromNodeList && i < args.rawNodes.size()) result.rawPassed.push_back(args.rawNodes[i]);
-        if (tally) tally->decisions.push_back({FilterResultKind::Pass, std::nullopt});
+        if (tally) tally->add(FilterResultKind::Pass, std::nullopt);
         break;
       case model::Verdict::Unschedulable:
-        result.failed.emplace_back(name, v.reason ? v.reason->message : "does not fit");
-        if (tally) tally->decisions.push_back({FilterResultKind::Failed, v.reason ? std::optional(v.reason->code) : std::nullopt});
+        result.failed.emplace_back(name, message(a, "does not fit"));
+        if (tally) tally->add(FilterResultKind::Failed, code);
         break;
       case model::Verdict::Unresolvable:
-        result.unresolvable.emplace_back(name, v.reason ? v.reason->message : "cannot fit");
-        if (tally) {
-          tally->decisions.push_back({FilterResultKind::Unresolvable, v.reason ? std::optional(v.reason->code) : std::nullopt});
-        }
+        result.unresolvable.emplace_back(name, message(a, "cannot fit"));
+        if (tally) tally->add(FilterResultKind::Unresolvable, code);
         break;
     }
   }
@@ -53,10 +65,12 @@ std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, co
     for (const auto& name : args.nodeNames) out.push_back({name, 0});
     return out;
   }
-  model::PodDemand demand = model::podDemand(snap.cluster, snap.usage, args.pod);
+  const model::Cluster& cluster = snap.cluster();
+  model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
+  model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
   for (const auto& name : args.nodeNames) {
-    auto node = snap.cluster.nodes.find(name);
-    int score = node == snap.cluster.nodes.end() ? 0 : model::scoreNode(snap.cluster, snap.usage, demand, node->second, strategy);
+    auto row = snap.fit.find(name);
+    int score = row ? query.score(*row, strategy) : 0;
     out.push_back({name, std::clamp(score, 0, 10)});
   }
   return out;
@@ -65,15 +79,16 @@ std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, co
 wire::PreemptionResult preemptVictims(const ExtenderSnapshot& snap, const wire::PreemptionArgs& args) {
   wire::PreemptionResult result;
   if (!snap.ready()) return result;
-  model::PodDemand demand = model::podDemand(snap.cluster, snap.usage, args.pod);
+  const model::Cluster& cluster = snap.cluster();
+  model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
   for (const auto& [nodeName, victims] : args.victims) {
-    auto node = snap.cluster.nodes.find(nodeName);
-    if (node == snap.cluster.nodes.end()) continue;
+    auto node = cluster.nodes.find(nodeName);
+    if (node == cluster.nodes.end()) continue;
     std::vector<const model::Pod*> candidates;
     for (const auto& uid : victims.podUids) {
       if (const model::Pod* pod = snap.boundPod(nodeName, uid)) candidates.push_back(pod);
     }
-    auto kept = model::narrowVictims(snap.cluster, snap.usage, demand, node->second, candidates);
+    auto kept = model::narrowVictims(cluster, snap.usage, demand, node->second, candidates);
     if (!kept) continue;
     wire::MetaVictims narrowed;
     // Fewer victims can only break fewer budgets; which ones the scheduler counted

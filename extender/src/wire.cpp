@@ -160,7 +160,7 @@ bool readVictims(Reader& r, od::value value, const std::string& path, bool meta,
 }
 
 void appendFailures(std::string& out, std::string_view name,
-                    const std::vector<std::pair<std::string_view, std::string>>& failures) {
+                    const std::vector<std::pair<std::string_view, std::string_view>>& failures) {
   appendJsonString(out, name);
   out += ":{";
   for (std::size_t i = 0; i < failures.size(); ++i) {
@@ -190,7 +190,7 @@ Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
   Reader r("ExtenderArgs");
   bool seenPod = false;
   bool seenNames = false;
-  std::vector<std::string> listed;  // from Nodes.items
+  std::deque<std::string> listed;  // from Nodes.items
   r.document(body, [&](std::string_view key, od::value value) {
     if (keyEquals(key, "Pod")) return r.readPod(value, r.path("Pod"), out.value.pod, seenPod);
     if (keyEquals(key, "NodeNames")) {
@@ -201,7 +201,22 @@ Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
       seenNames = true;
       out.value.nodeNames.clear();
       return r.forEachElement(value, path, [&](std::size_t i, od::value name) {
-        return r.readString(name, indexed(path, i), out.value.nodeNames.emplace_back());
+        // A node name has no JSON escapes: point into the body. Anything else
+        // (escapes, null, the wrong type) takes the careful path.
+        std::string_view token = name.raw_json_token();
+        while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
+                                  token.back() == '\t')) {
+          token.remove_suffix(1);
+        }
+        if (token.size() >= 2 && token.front() == '"' && token.back() == '"' &&
+            token.find('\\') == std::string_view::npos) {
+          out.value.nodeNames.push_back(token.substr(1, token.size() - 2));
+          return true;
+        }
+        std::string owned;
+        if (!r.readString(name, indexed(path, i), owned)) return false;
+        out.value.nodeNames.push_back(out.value.ownedNames.emplace_back(std::move(owned)));
+        return true;
       });
     }
     if (keyEquals(key, "Nodes")) {
@@ -246,7 +261,8 @@ Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
   if (!r.failed() && !seenPod) r.fail("missing", "ExtenderArgs.Pod", "missing");
   // NodeNames wins when both are sent (the scheduler sends one of them).
   if (!seenNames && out.value.fromNodeList) {
-    out.value.nodeNames = std::move(listed);
+    out.value.ownedNames = std::move(listed);
+    out.value.nodeNames.assign(out.value.ownedNames.begin(), out.value.ownedNames.end());
   } else if (seenNames) {
     out.value.fromNodeList = false;
     out.value.rawNodes.clear();
@@ -344,7 +360,9 @@ std::string encode(const std::vector<HostPriority>& priorities) {
     out += "{\"Host\":";
     appendJsonString(out, priorities[i].host);
     out += ",\"Score\":";
-    out += std::to_string(priorities[i].score);
+    const std::int64_t score = priorities[i].score;
+    if (score >= 0 && score <= 9) out += static_cast<char>('0' + score);
+    else out += std::to_string(score);
     out += '}';
   }
   out += ']';

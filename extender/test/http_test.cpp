@@ -177,7 +177,7 @@ TEST(Http, BindRecordsTheAssumptionBeforeThePostAndTheNextFilterSeesIt) {
   EXPECT_EQ(h.posts.load(), 1);
   auto f = c.send("POST", "/tally/filter", filterBody({"free"}, 5));
   EXPECT_NE(f.body.find(R"("NodeNames":[])"), std::string::npos) << f.body;
-  EXPECT_NE(f.body.find("has 4 of 8"), std::string::npos) << f.body;
+  EXPECT_NE(f.body.find("with 4 of 8"), std::string::npos) << f.body;
 }
 
 TEST(Http, FailedBindForgetsTheAssumption) {

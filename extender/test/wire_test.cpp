@@ -15,7 +15,7 @@ TEST(Wire, NodeNamesAndPodAreRead) {
   std::string body = extenderArgs(pod(), {"n1", "n2"});
   auto args = wire::parseExtenderArgs(body);
   ASSERT_TRUE(args.ok()) << args.errors.front().message;
-  EXPECT_EQ(args.value.nodeNames, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(args.value.nodeNames, (std::vector<std::string_view>{"n1", "n2"}));
   EXPECT_FALSE(args.value.fromNodeList);
   EXPECT_EQ(args.value.pod.name, "vm-launcher");
   EXPECT_EQ(args.value.pod.uid, "uid-1");
@@ -27,7 +27,7 @@ TEST(Wire, KeysMatchCaseInsensitivelyLikeGo) {
   std::string body = R"({"pod":)" + pod() + R"(,"nodenames":["a"],"NODES":null})";
   auto args = wire::parseExtenderArgs(body);
   ASSERT_TRUE(args.ok()) << args.errors.front().message;
-  EXPECT_EQ(args.value.nodeNames, std::vector<std::string>{"a"});
+  EXPECT_EQ(args.value.nodeNames, std::vector<std::string_view>{"a"});
   EXPECT_EQ(args.value.pod.ns, "tenant-a");
 }
 
@@ -36,7 +36,7 @@ TEST(Wire, FullNodeListYieldsNamesAndRawObjects) {
   auto args = wire::parseExtenderArgs(body);
   ASSERT_TRUE(args.ok()) << args.errors.front().message;
   EXPECT_TRUE(args.value.fromNodeList);
-  EXPECT_EQ(args.value.nodeNames, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(args.value.nodeNames, (std::vector<std::string_view>{"n1", "n2"}));
   ASSERT_EQ(args.value.rawNodes.size(), 2u);
   EXPECT_EQ(args.value.rawNodes[0].substr(0, 25), R"({"metadata":{"name":"n1",)");
   EXPECT_EQ(args.value.rawNodes[1].back(), '}');

@@ -293,44 +293,35 @@ PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod&
   return demand;
 }
 
+namespace {
+
+detail::ResourceFacts factsOn(const Cluster& cluster, const CapacityView& view, const Node& node,
+                              std::string_view resource) {
+  detail::ResourceFacts facts;
+  facts.mode = poolMode(node);
+  facts.cls = classServing(cluster, node, resource);
+  if (!facts.cls) return facts;
+  facts.eligible = !nodeIneligibility(node, *facts.cls);
+  facts.served = unitsServed(node, *facts.cls).units;
+  facts.used = view.nodeUsed(node.name, resource);
+  facts.held = view.nodeHeld(node.name, resource);
+  return facts;
+}
+
+}  // namespace
+
 NodeVerdict filterNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand, const Node& node) {
   return detail::decideNode(
-      cluster, demand, node.name,
-      [&](std::string_view resource) {
-        detail::ResourceFacts facts;
-        facts.cls = classServing(cluster, node, resource);
-        if (!facts.cls) return facts;
-        facts.eligible = !nodeIneligibility(node, *facts.cls);
-        facts.served = unitsServed(node, *facts.cls).units;
-        facts.used = view.nodeUsed(node.name, resource);
-        facts.held = view.nodeHeld(node.name, resource);
-        return facts;
-      },
+      cluster, demand, node.name, [&](std::string_view resource) { return factsOn(cluster, view, node, resource); },
       [&]() -> const Node& { return node; });
 }
 
 int scoreNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand, const Node& node,
               ScoreStrategy strategy) {
-  std::int64_t served = 0, leftover = 0, used = 0;
-  bool reservationsIdle = false;
-  for (const auto& [resource, amount] : demand.requests) {
-    std::int64_t need = amount - capacityCoverage(demand.attached, cluster, resource, node.name);
-    const DeviceClass* cls = classServing(cluster, node, resource);
-    if (!cls) continue;
-    std::int64_t s = unitsServed(node, *cls).units;
-    std::int64_t u = view.nodeUsed(node.name, resource);
-    served += s;
-    used += u;
-    leftover += std::max<std::int64_t>(0, s - u - std::max<std::int64_t>(0, need));
-    reservationsIdle = reservationsIdle || idleReservedByOthers(cluster, view, *cls, demand.organization) > 0;
-  }
-  if (served <= 0) return 0;
-  if (strategy == ScoreStrategy::Spread) return static_cast<int>((10 * leftover) / served);
-  int score = static_cast<int>((10 * (served - leftover)) / served);
-  // Breaking into an untouched node spends a whole free node that a whole-set VM
-  // order (or another organization's idle reservation) may need.
-  if (used == 0 && leftover > 0) score -= reservationsIdle ? 4 : 2;
-  return std::clamp(score, 0, 10);
+  return detail::scoreCore(
+      cluster, demand, node.name, strategy,
+      [&](std::string_view resource) { return factsOn(cluster, view, node, resource); },
+      [&](const DeviceClass& cls) { return idleReservedByOthers(cluster, view, cls, demand.organization); });
 }
 
 std::optional<std::vector<const Pod*>> narrowVictims(const Cluster& cluster, const CapacityView& view,

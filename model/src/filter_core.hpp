@@ -5,7 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tally/model/admission.hpp"
+#include "tally/model/capacity.hpp"
 #include "tally/model/units.hpp"
 #include "tally/model/usage.hpp"
 
@@ -18,6 +21,7 @@ struct ResourceFacts {
   std::int64_t served = 0;
   std::int64_t used = 0;
   std::int64_t held = 0;
+  NodeMode mode = NodeMode::Unset;   // poolMode() of the node
 };
 
 inline bool ridesAlong(std::string_view resource) {
@@ -25,7 +29,11 @@ inline bool ridesAlong(std::string_view resource) {
   return resource == "nvidia.com/gpumem" || resource == "nvidia.com/gpucores";
 }
 
-// `node` gives the Node object, only asked for when a message needs it.
+// `nodeOf` gives the Node object, only asked for when a message needs it. The
+// verdict depends on the node's name only for launchers (their pinned node and
+// the units their own devices cover) and never names it in a message: the
+// scheduler counts identical reasons across nodes in its FailedScheduling
+// event, so a reason worded per node would make that event one line per node.
 template <typename FactsOf, typename NodeOf>
 NodeVerdict decideNode(const Cluster& cluster, const PodDemand& demand, std::string_view nodeName, FactsOf&& factsOf,
                        NodeOf&& nodeOf) {
@@ -44,12 +52,9 @@ NodeVerdict decideNode(const Cluster& cluster, const PodDemand& demand, std::str
     const ResourceFacts facts = factsOf(std::string_view(resource));
     if (!facts.cls) {
       if (ridesAlong(resource)) continue;
-      const Node& node = nodeOf();
       return {Verdict::Unresolvable,
-              Refusal{Code::NodeNotServed,
-                      fmt::format("node {} (GPU mode '{}') serves no GPU class for {}", nodeName,
-                                  toString(poolMode(node)),
-                                  resource)}};
+              Refusal{Code::NodeNotServed, fmt::format("node(s) in GPU mode '{}' serve no GPU class for {}",
+                                                       toString(facts.mode), resource)}};
     }
     const DeviceClass& cls = *facts.cls;
     if (!facts.eligible) {
@@ -70,7 +75,7 @@ NodeVerdict decideNode(const Cluster& cluster, const PodDemand& demand, std::str
     if (free < need) {
       return {Verdict::Unschedulable,
               Refusal{Code::NodeInsufficient,
-                      fmt::format("node {} has {} of {} {} free ({} held by GPUDevices); pod needs {}", nodeName, free,
+                      fmt::format("node(s) with {} of {} {} free ({} held by GPUDevices); pod needs {}", free,
                                   facts.served, resource, facts.held, need)}};
     }
     auto pool = demand.poolAvailable.find(cls.name);
@@ -84,6 +89,32 @@ NodeVerdict decideNode(const Cluster& cluster, const PodDemand& demand, std::str
   }
   if (!demand.podWide.empty()) return {Verdict::Unschedulable, demand.podWide.front()};
   return {Verdict::Fits, std::nullopt};
+}
+
+// The score of one node, written once for scoreNode() and FitTable. `idleOthers(cls)`
+// is idleReservedByOthers() of the class for the pod's organization.
+template <typename FactsOf, typename IdleOthers>
+int scoreCore(const Cluster& cluster, const PodDemand& demand, std::string_view nodeName, ScoreStrategy strategy,
+              FactsOf&& factsOf, IdleOthers&& idleOthers) {
+  std::int64_t served = 0, leftover = 0, used = 0;
+  bool reservationsIdle = false;
+  for (const auto& [resource, amount] : demand.requests) {
+    std::int64_t need =
+        demand.attached.empty() ? amount : amount - capacityCoverage(demand.attached, cluster, resource, nodeName);
+    const ResourceFacts facts = factsOf(std::string_view(resource));
+    if (!facts.cls) continue;
+    served += facts.served;
+    used += facts.used;
+    leftover += std::max<std::int64_t>(0, facts.served - facts.used - std::max<std::int64_t>(0, need));
+    reservationsIdle = reservationsIdle || idleOthers(*facts.cls) > 0;
+  }
+  if (served <= 0) return 0;
+  if (strategy == ScoreStrategy::Spread) return static_cast<int>((10 * leftover) / served);
+  int score = static_cast<int>((10 * (served - leftover)) / served);
+  // Breaking into an untouched node spends a whole free node that a whole-set VM
+  // order (or another organization's idle reservation) may need.
+  if (used == 0 && leftover > 0) score -= reservationsIdle ? 4 : 2;
+  return std::clamp(score, 0, 10);
 }
 
 }  // namespace tally::model::detail

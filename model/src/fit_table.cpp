@@ -3,69 +3,293 @@
 #include <algorithm>
 
 #include "filter_core.hpp"
+#include "tally/model/cow_map.hpp"
 #include "tally/model/units.hpp"
 
 namespace tally::model {
 
+namespace {
+
+constexpr std::uint32_t kNone = UINT32_MAX;
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
+}  // namespace
+
+std::optional<std::uint32_t> FitTable::Layout::find(std::string_view name) const {
+  if (index.empty()) return std::nullopt;
+  const std::uint64_t h = hashName(name);
+  const std::size_t mask = index.size() - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    const auto& [hash, rowPlusOne] = index[i];
+    if (rowPlusOne == 0) return std::nullopt;
+    if (hash == h && names[rowPlusOne - 1] == name) return rowPlusOne - 1;
+  }
+}
+
+void FitTable::fillRow(const Layout& layout, const Cluster& cluster, const CapacityView& view, std::uint32_t row,
+                       Slot* out) {
+  const Node& node = *layout.nodes[row];
+  const NodeMode mode = poolMode(node);
+  for (std::size_t r = 0; r < layout.resources.size(); ++r) {
+    Slot& slot = out[r];
+    slot = Slot{};
+    slot.mode = mode;
+    const DeviceClass* cls = classServing(cluster, node, layout.resources[r]);
+    if (!cls) continue;
+    slot.cls = static_cast<std::int32_t>(std::find(layout.classes.begin(), layout.classes.end(), cls) -
+                                         layout.classes.begin());
+    slot.eligible = !nodeIneligibility(node, *cls);
+    slot.served = unitsServed(node, *cls).units;
+    slot.used = view.nodeUsed(node.name, layout.resources[r]);
+    slot.held = view.nodeHeld(node.name, layout.resources[r]);
+  }
+}
+
 FitTable FitTable::build(const Cluster& cluster, const CapacityView& view) {
-  FitTable t;
+  auto layout = std::make_shared<Layout>();
+  layout->cluster = &cluster;
   for (const auto& [name, cls] : cluster.classes) {
-    t.classes_.push_back(&cls);
-    if (std::find(t.resources_.begin(), t.resources_.end(), cls.resourceName) == t.resources_.end()) {
-      t.resources_.push_back(cls.resourceName);
+    layout->classes.push_back(&cls);
+    if (std::find(layout->resources.begin(), layout->resources.end(), cls.resourceName) == layout->resources.end()) {
+      layout->resources.push_back(cls.resourceName);
     }
   }
-  const std::size_t width = t.resources_.size();
-  t.names_.reserve(cluster.nodes.size());
-  t.nodes_.reserve(cluster.nodes.size());
-  t.slots_.resize(cluster.nodes.size() * width);
-  t.rows_.reserve(cluster.nodes.size());
-  std::uint32_t row = 0;
+  layout->names.reserve(cluster.nodes.size());
+  layout->nodes.reserve(cluster.nodes.size());
   for (const auto& [name, node] : cluster.nodes) {
-    t.names_.push_back(name);
-    t.nodes_.push_back(&node);
-    t.rows_.emplace(name, row);
-    for (std::size_t r = 0; r < width; ++r) {
-      Slot& slot = t.slots_[row * width + r];
-      const DeviceClass* cls = classServing(cluster, node, t.resources_[r]);
-      if (!cls) continue;
-      slot.cls = static_cast<std::int32_t>(std::find(t.classes_.begin(), t.classes_.end(), cls) - t.classes_.begin());
-      slot.eligible = !nodeIneligibility(node, *cls);
-      slot.served = unitsServed(node, *cls).units;
-      slot.used = view.nodeUsed(name, t.resources_[r]);
-      slot.held = view.nodeHeld(name, t.resources_[r]);
-    }
-    ++row;
+    layout->names.push_back(name);
+    layout->nodes.push_back(&node);
+    layout->modes.push_back(poolMode(node));
   }
+  std::size_t capacity = 16;
+  while (capacity < layout->names.size() * 2) capacity *= 2;
+  layout->index.assign(capacity, {0, 0});
+  for (std::uint32_t row = 0; row < layout->names.size(); ++row) {
+    const std::uint64_t h = hashName(layout->names[row]);
+    std::size_t i = h & (capacity - 1);
+    while (layout->index[i].second != 0) i = (i + 1) & (capacity - 1);
+    layout->index[i] = {h, row + 1};
+  }
+
+  FitTable t;
+  const std::size_t width = layout->resources.size();
+  const auto rows = static_cast<std::uint32_t>(layout->names.size());
+  for (std::uint32_t first = 0; first < rows; first += kBlockRows) {
+    auto block = std::make_shared<Block>();
+    const std::uint32_t count = std::min(kBlockRows, rows - first);
+    block->slots.resize(static_cast<std::size_t>(kBlockRows) * width);
+    for (std::uint32_t k = 0; k < count; ++k) fillRow(*layout, cluster, view, first + k, &block->slots[k * width]);
+    t.blocks_.push_back(std::move(block));
+  }
+  t.layout_ = std::move(layout);
+  return t;
+}
+
+FitTable FitTable::update(const FitTable& previous, const Cluster& cluster, const CapacityView& view,
+                          const std::vector<std::string>& touched) {
+  if (!previous.layout_ || previous.layout_->cluster != &cluster) return build(cluster, view);
+  FitTable t;
+  t.layout_ = previous.layout_;
+  t.blocks_ = previous.blocks_;
+  const std::size_t width = t.layout_->resources.size();
+  std::vector<std::shared_ptr<Block>> copies(t.blocks_.size());
+  for (const std::string& name : touched) {
+    auto row = t.layout_->find(name);
+    if (!row) continue;  // a pod on a node the cache does not hold
+    const std::uint32_t b = *row >> kBlockShift;
+    if (!copies[b]) {
+      copies[b] = std::make_shared<Block>(*t.blocks_[b]);
+      t.blocks_[b] = copies[b];
+    }
+    fillRow(*t.layout_, cluster, view, *row, &copies[b]->slots[(*row & (kBlockRows - 1)) * width]);
+  }
+  for (const auto& c : copies) t.blocksShared_ += c ? 0 : 1;
   return t;
 }
 
 std::optional<std::uint32_t> FitTable::find(std::string_view node) const {
-  auto it = rows_.find(node);
-  if (it == rows_.end()) return std::nullopt;
-  return it->second;
+  if (!layout_) return std::nullopt;
+  return layout_->find(node);
 }
 
+const std::string& FitTable::nodeName(std::uint32_t row) const { return layout_->names[row]; }
+
+std::size_t FitTable::size() const { return layout_ ? layout_->names.size() : 0; }
+
+namespace {
+
+// The facts of one resource from a row's slots; `resources` and `slotAt` name the
+// table's columns and a row's slot per column.
+template <typename SlotAt>
+detail::ResourceFacts factsFrom(const std::vector<std::string>& resources,
+                                const std::vector<const DeviceClass*>& classes, NodeMode mode,
+                                std::string_view resource, SlotAt&& slotAt) {
+  detail::ResourceFacts facts;
+  facts.mode = mode;
+  for (std::size_t r = 0; r < resources.size(); ++r) {
+    if (resources[r] != resource) continue;
+    const auto& slot = slotAt(r);
+    if (slot.cls < 0) break;
+    facts.cls = classes[static_cast<std::size_t>(slot.cls)];
+    facts.eligible = slot.eligible;
+    facts.served = slot.served;
+    facts.used = slot.used;
+    facts.held = slot.held;
+    break;
+  }
+  return facts;
+}
+
+}  // namespace
+
 NodeVerdict FitTable::filter(const Cluster& cluster, const PodDemand& demand, std::uint32_t row) const {
-  const std::size_t width = resources_.size();
+  const Layout& l = *layout_;
+  const NodeMode mode = l.modes[row];
   return detail::decideNode(
-      cluster, demand, names_[row],
+      cluster, demand, l.names[row],
       [&](std::string_view resource) {
-        detail::ResourceFacts facts;
-        for (std::size_t r = 0; r < width; ++r) {
-          if (resources_[r] != resource) continue;
-          const Slot& slot = slots_[row * width + r];
-          if (slot.cls < 0) break;
-          facts.cls = classes_[static_cast<std::size_t>(slot.cls)];
-          facts.eligible = slot.eligible;
-          facts.served = slot.served;
-          facts.used = slot.used;
-          facts.held = slot.held;
-          break;
-        }
-        return facts;
+        return factsFrom(l.resources, l.classes, mode, resource, [&](std::size_t r) -> const Slot& { return slot(row, r); });
       },
-      [&]() -> const Node& { return *nodes_[row]; });
+      [&]() -> const Node& { return *l.nodes[row]; });
+}
+
+FitTable::Query FitTable::query(const Cluster& cluster, const CapacityView& view, const PodDemand& demand) const {
+  return Query(*this, cluster, view, demand);
+}
+
+FitTable::Query::Query(const FitTable& table, const Cluster& cluster, const CapacityView& view,
+                       const PodDemand& demand)
+    : table_(table), cluster_(cluster), view_(view), demand_(demand) {
+  const auto& resources = table.layout_->resources;
+  for (const auto& [resource, amount] : demand.requests) {
+    auto it = std::find(resources.begin(), resources.end(), resource);
+    columns_.push_back(it == resources.end() ? -1 : static_cast<std::int32_t>(it - resources.begin()));
+  }
+  // Only a launcher's verdict can depend on which node is asked about: its pinned
+  // node, and the units its own devices cover there.
+  memoizable_ = demand.attached.empty() && !(demand.launcherOf && !demand.requiredNode.empty());
+  slots_.assign(64, 0);
+}
+
+std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
+  if (!memoizable_) return kNone;
+  const std::size_t width = columns_.size();
+  const NodeMode mode = table_.layout_->modes[row];
+  // The key: the row's slot of every requested resource (the node's mode alone
+  // for a resource no class sells).
+  Slot key[8];
+  std::vector<Slot> wide;
+  Slot* k = key;
+  if (width > 8) {
+    wide.resize(width);
+    k = wide.data();
+  }
+  std::uint64_t h = 0;
+  for (std::size_t i = 0; i < width; ++i) {
+    if (columns_[i] >= 0) {
+      k[i] = table_.slot(row, static_cast<std::size_t>(columns_[i]));
+    } else {
+      k[i] = Slot{};
+      k[i].mode = mode;
+    }
+    h = mix(h, static_cast<std::uint64_t>(k[i].cls) ^ (static_cast<std::uint64_t>(k[i].eligible) << 32) ^
+                   (static_cast<std::uint64_t>(k[i].mode) << 40));
+    h = mix(h, static_cast<std::uint64_t>(k[i].served));
+    h = mix(h, static_cast<std::uint64_t>(k[i].used));
+    h = mix(h, static_cast<std::uint64_t>(k[i].held));
+  }
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t s = h & mask;; s = (s + 1) & mask) {
+    const std::uint32_t at = slots_[s];
+    if (at == 0) break;
+    if (std::equal(k, k + width, keys_.begin() + static_cast<std::ptrdiff_t>((at - 1) * width))) return at - 1;
+  }
+  const auto entry = static_cast<std::uint32_t>(verdictOf_.size());
+  keys_.insert(keys_.end(), k, k + width);
+  verdictOf_.push_back(-1);
+  scoreOf_[0].push_back(-1);
+  scoreOf_[1].push_back(-1);
+  if ((entry + 1) * 2 > slots_.size()) {
+    // Rehash every entry into a table twice the size.
+    slots_.assign(slots_.size() * 2, 0);
+    const std::size_t m = slots_.size() - 1;
+    for (std::uint32_t e = 0; e <= entry; ++e) {
+      std::uint64_t eh = 0;
+      for (std::size_t i = 0; i < width; ++i) {
+        const Slot& x = keys_[e * width + i];
+        eh = mix(eh, static_cast<std::uint64_t>(x.cls) ^ (static_cast<std::uint64_t>(x.eligible) << 32) ^
+                         (static_cast<std::uint64_t>(x.mode) << 40));
+        eh = mix(eh, static_cast<std::uint64_t>(x.served));
+        eh = mix(eh, static_cast<std::uint64_t>(x.used));
+        eh = mix(eh, static_cast<std::uint64_t>(x.held));
+      }
+      std::size_t s = eh & m;
+      while (slots_[s] != 0) s = (s + 1) & m;
+      slots_[s] = e + 1;
+    }
+  } else {
+    std::size_t s = h & mask;
+    while (slots_[s] != 0) s = (s + 1) & mask;
+    slots_[s] = entry + 1;
+  }
+  return entry;
+}
+
+FitTable::Query::Answer FitTable::Query::filter(std::uint32_t row) {
+  const std::uint32_t entry = entryOf(row);
+  if (entry != kNone && verdictOf_[entry] >= 0) {
+    const auto id = static_cast<std::uint32_t>(verdictOf_[entry]);
+    return {id, &verdicts_[id]};
+  }
+  const Layout& l = *table_.layout_;
+  const NodeMode mode = table_.layout_->modes[row];
+  bool askedNode = false;
+  NodeVerdict v = detail::decideNode(
+      cluster_, demand_, l.names[row],
+      [&](std::string_view resource) {
+        return factsFrom(l.resources, l.classes, mode, resource,
+                         [&](std::size_t r) -> const Slot& { return table_.slot(row, r); });
+      },
+      [&]() -> const Node& {
+        askedNode = true;
+        return *l.nodes[row];
+      });
+  const auto id = static_cast<std::uint32_t>(verdicts_.size());
+  verdicts_.push_back(std::move(v));
+  // A verdict read off the Node object (ineligibility, units not served) may
+  // say something of that node alone: it is not shared.
+  if (entry != kNone && !askedNode) verdictOf_[entry] = static_cast<std::int32_t>(id);
+  return {id, &verdicts_.back()};
+}
+
+std::int64_t FitTable::Query::idleOthers(const DeviceClass& cls) {
+  for (const auto& [c, idle] : idle_) {
+    if (c == &cls) return idle;
+  }
+  std::int64_t idle = idleReservedByOthers(cluster_, view_, cls, demand_.organization);
+  idle_.emplace_back(&cls, idle);
+  return idle;
+}
+
+int FitTable::Query::score(std::uint32_t row, ScoreStrategy strategy) {
+  const std::size_t s = strategy == ScoreStrategy::Spread ? 1 : 0;
+  const std::uint32_t entry = demand_.attached.empty() ? entryOf(row) : kNone;
+  if (entry != kNone && scoreOf_[s][entry] >= 0) return scoreOf_[s][entry];
+  const Layout& l = *table_.layout_;
+  const NodeMode mode = table_.layout_->modes[row];
+  int score = detail::scoreCore(
+      cluster_, demand_, l.names[row], strategy,
+      [&](std::string_view resource) {
+        return factsFrom(l.resources, l.classes, mode, resource,
+                         [&](std::size_t r) -> const Slot& { return table_.slot(row, r); });
+      },
+      [&](const DeviceClass& cls) { return idleOthers(cls); });
+  if (entry != kNone) scoreOf_[s][entry] = score;
+  return score;
 }
 
 }  // namespace tally::model

@@ -1,6 +1,7 @@
 #include "tally/model/index.hpp"
 
 #include <set>
+#include <unordered_set>
 
 #include "lookup.hpp"
 #include "tally/model/units.hpp"
@@ -19,16 +20,17 @@ struct Charged {
   ResourceList held;  // devices only
 };
 
-void addTo(NameMap<ResourceList>& sums, const std::string& key, const ResourceList& amounts, int sign) {
+template <class Map>
+void addTo(Map& sums, const std::string& key, const ResourceList& amounts, int sign) {
   if (amounts.empty()) return;
   auto& list = sums[key];
   for (const auto& [name, amount] : amounts) list.add(name, sign * amount);
   if (list.empty()) sums.erase(key);
 }
 
-std::int64_t lookup(const NameMap<ResourceList>& sums, std::string_view key, std::string_view name) {
-  auto it = sums.find(key);
-  return it == sums.end() ? 0 : it->second.get(name);
+std::int64_t lookup(const CowMap<ResourceList>& sums, std::string_view key, std::string_view name) {
+  const ResourceList* list = sums.find(key);
+  return list ? list->get(name) : 0;
 }
 
 }  // namespace
@@ -41,10 +43,12 @@ struct UsageIndex::State {
   std::unordered_map<std::string, std::string> vmiKeyByUid;
   std::unordered_map<std::string, std::string> vmiKeyByPodUid;              // status.activePods
   std::unordered_map<std::string, std::set<std::string>> deviceKeysByVmiUid;  // attachedTo.uid
-  NameMap<ResourceList> nodeUsed, nodeHeld, assumedUsed;
-  NameMap<ResourceList> namespaceUsed, subtreeUsed;
-  NameMap<ResourceList> namespacePlaced, placedSubtree;  // units on nodes, by resource
-  NameMap<std::string> unboundPods;  // pod key -> uid of pods without a node, kept for snapshots
+  // What snapshots copy lives in CowMaps: a copy shares every untouched bucket.
+  CowMap<ResourceList> nodeUsed, nodeHeld, assumedUsed;
+  CowMap<ResourceList> namespaceUsed, subtreeUsed;
+  NameMap<ResourceList> namespacePlaced;
+  CowMap<ResourceList> placedSubtree;  // units on nodes, by resource
+  CowMap<std::string> unboundPods;     // pod key -> uid of pods without a node
   struct Assumption {
     std::string node;
     ResourceList units;
@@ -52,7 +56,10 @@ struct UsageIndex::State {
   };
   std::unordered_map<std::string, Assumption> assumed;  // pod uid -> placement
   std::unordered_map<std::string, std::unordered_map<std::string, std::int64_t>> nodeFree;  // node -> class -> free
-  NameMap<std::int64_t> poolFree;                                                           // class -> free
+  CowMap<std::int64_t> poolFree;                                                           // class -> free
+  // Nodes whose used, held or free units changed since takeTouchedNodes().
+  std::unordered_set<std::string> touchedNodes;
+  bool allNodesTouched = true;
 
   void noteBinding(const std::string& key, const Pod* pod) {
     if (pod && pod->nodeName.empty() && !isTerminal(*pod)) {
@@ -78,6 +85,7 @@ struct UsageIndex::State {
   }
 
   void refreshNodeFree(const std::string& nodeName) {
+    if (!allNodesTouched) touchedNodes.insert(nodeName);
     auto node = cluster.nodes.find(nodeName);
     auto& perClass = nodeFree[nodeName];
     for (const auto& [className, cls] : cluster.classes) {
@@ -92,6 +100,8 @@ struct UsageIndex::State {
   }
 
   void refreshAllNodeFree() {
+    allNodesTouched = true;
+    touchedNodes.clear();
     nodeFree.clear();
     poolFree.clear();
     for (const auto& [name, node] : cluster.nodes) refreshNodeFree(name);
@@ -389,8 +399,8 @@ std::int64_t UsageIndex::namespaceUsed(std::string_view ns, std::string_view key
 
 std::int64_t UsageIndex::poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const {
   if (&cluster != &state_->cluster) return CapacityView::poolFreeUnits(cluster, pool);
-  auto it = state_->poolFree.find(std::string_view(pool.name));
-  return it == state_->poolFree.end() ? 0 : it->second;
+  const std::int64_t* free = state_->poolFree.find(pool.name);
+  return free ? *free : 0;
 }
 
 bool UsageIndex::counts(const Pod& pod) const {
@@ -402,9 +412,7 @@ UsageSnapshot UsageIndex::snapshot() const {
   const State& s = *state_;
   UsageSnapshot snap;
   snap.nodeUsed_ = s.nodeUsed;
-  for (const auto& [node, list] : s.assumedUsed) {
-    for (const auto& [name, amount] : list) snap.nodeUsed_[node].add(name, amount);
-  }
+  snap.assumedUsed_ = s.assumedUsed;
   snap.nodeHeld_ = s.nodeHeld;
   snap.namespaceUsed_ = s.namespaceUsed;
   snap.subtreeUsed_ = s.subtreeUsed;
@@ -415,7 +423,7 @@ UsageSnapshot UsageIndex::snapshot() const {
 }
 
 std::int64_t UsageSnapshot::nodeUsed(std::string_view node, std::string_view resource) const {
-  return lookup(nodeUsed_, node, resource);
+  return lookup(nodeUsed_, node, resource) + lookup(assumedUsed_, node, resource);
 }
 std::int64_t UsageSnapshot::nodeHeld(std::string_view node, std::string_view resource) const {
   return lookup(nodeHeld_, node, resource);
@@ -430,12 +438,22 @@ std::int64_t UsageSnapshot::namespaceUsed(std::string_view ns, std::string_view 
   return lookup(namespaceUsed_, ns, key);
 }
 bool UsageSnapshot::counts(const Pod& pod) const {
-  auto it = unboundPods_.find(objectKey(pod.ns, pod.name));  // one small key, only per request
-  return it != unboundPods_.end() && it->second == pod.uid;
+  const std::string* uid = unboundPods_.find(objectKey(pod.ns, pod.name));  // one small key, only per request
+  return uid && *uid == pod.uid;
 }
 std::int64_t UsageSnapshot::poolFreeUnits(const Cluster&, const DeviceClass& pool) const {
-  auto it = poolFree_.find(pool.name);
-  return it == poolFree_.end() ? 0 : it->second;
+  const std::int64_t* free = poolFree_.find(pool.name);
+  return free ? *free : 0;
+}
+
+UsageIndex::TouchedNodes UsageIndex::takeTouchedNodes() {
+  State& s = *state_;
+  TouchedNodes t;
+  t.all = s.allNodesTouched;
+  if (!t.all) t.nodes.assign(s.touchedNodes.begin(), s.touchedNodes.end());
+  s.touchedNodes.clear();
+  s.allNodesTouched = false;
+  return t;
 }
 
 const Cluster& UsageIndex::cluster() const { return state_->cluster; }
@@ -443,9 +461,9 @@ Cluster& UsageIndex::mutableClusterForUntrackedKinds() { return state_->cluster;
 
 UsageTotals UsageIndex::totals() const {
   UsageTotals t;
-  for (const auto& [k, v] : state_->nodeUsed) t.nodeUsed.emplace(k, v);
-  for (const auto& [k, v] : state_->nodeHeld) t.nodeHeld.emplace(k, v);
-  for (const auto& [k, v] : state_->namespaceUsed) t.namespaceUsed.emplace(k, v);
+  state_->nodeUsed.forEach([&](std::string_view k, const ResourceList& v) { t.nodeUsed.emplace(k, v); });
+  state_->nodeHeld.forEach([&](std::string_view k, const ResourceList& v) { t.nodeHeld.emplace(k, v); });
+  state_->namespaceUsed.forEach([&](std::string_view k, const ResourceList& v) { t.namespaceUsed.emplace(k, v); });
   for (const auto& [k, v] : state_->namespacePlaced) t.namespacePlaced.emplace(k, v);
   return t;
 }

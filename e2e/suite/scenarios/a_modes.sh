@@ -46,14 +46,14 @@ p="$(first_pending "$N" kind=shared)"
 msg="$(pod_unsched "$N" "$p")"
 say "pending shared pod $p: $msg"
 check_has "pending shared pod is Unschedulable" "Unschedulable:" "$msg"
-check_has "reason: the pod-hami node's shares are used up" "$ID-hami-0 has 0 of 8 nvidia.com/gpu free" "$msg"
+check_has "reason: the pod-hami node's shares are used up" "with 0 of 8 nvidia.com/gpu free" "$msg"
 check_has "reason names the wrong-mode node" "$ID-hamiwrong-0" "$msg"
 check_has "reason: the node switching modes serves its expected mode only" \
-  "$ID-hamimoving-0 (GPU mode 'vm-passthrough') serves no GPU class for nvidia.com/gpu" "$msg"
+  "in GPU mode 'vm-passthrough' serve no GPU class for nvidia.com/gpu" "$msg"
 p="$(first_pending "$N" kind=whole)"
 msg="$(pod_unsched "$N" "$p")"
 say "pending whole-GPU pod $p: $msg"
 # h200-0 is full for kube-scheduler too (2 allocatable, 2 used), so only the
 # wrong-mode node reaches Tally here.
 check_has "reason: the pod-hami node advertising H200 serves none" \
-  "$ID-h200wrong-0 (GPU mode 'pod-hami') serves no GPU class for nvidia.com/GH100_H200_SXM_141GB" "$msg"
+  "in GPU mode 'pod-hami' serve no GPU class for nvidia.com/GH100_H200_SXM_141GB" "$msg"

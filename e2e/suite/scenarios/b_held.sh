@@ -23,6 +23,6 @@ p="$(first_pending "$N" kind=raw)"
 msg="$(pod_unsched "$N" "$p")"
 say "pending pod $p: $msg"
 check_has "pending raw pod is Unschedulable" "Unschedulable:" "$msg"
-check_has "reason: 2 units held by GPUDevices" "$ID-h200-0 has 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (2 held by GPUDevices)" "$msg"
+check_has "reason: 2 units held by GPUDevices" "with 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (2 held by GPUDevices)" "$msg"
 check_eq "the held device is untouched" "Bound $ID-h200-0" \
   "$(k get gpudevice -n "$N" parked -o jsonpath='{.status.phase} {.status.node}')"

@@ -29,7 +29,7 @@ check_eq "fake-4 is not placed on the VMI's devices" "" "$(pod_node "$N" fake-4)
 msg="$(pod_unsched "$N" fake-4)"
 say "fake-4: $msg"
 check_has "reason: the VMI's units are held, the fake launcher needs all 4" \
-  "$ID-h200-1 has 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (4 held by GPUDevices); pod needs 4" "$msg"
+  "with 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (4 held by GPUDevices); pod needs 4" "$msg"
 check_lacks "fake-4 is not treated as a launcher" "launches VMI" "$msg"
 
 POD_OWNER_VMI="vm1 $uid" pod fake-2 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "2"' kind=fake | k apply -f - >/dev/null ||
@@ -45,4 +45,4 @@ check_eq "raw-1 finds no room" "" "$(pod_node "$N" raw-1)"
 msg="$(pod_unsched "$N" raw-1)"
 say "raw-1: $msg"
 check_has "fake-2 is charged as raw usage on h200-0" \
-  "$ID-h200-0 has 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (2 held by GPUDevices); pod needs 1" "$msg"
+  "with 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (2 held by GPUDevices); pod needs 1" "$msg"

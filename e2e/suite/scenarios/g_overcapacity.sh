@@ -17,7 +17,7 @@ check_eq "over-capacity pod stays Pending" Pending "$(pod_phase "$N" big)"
 ev="$(failed_events "$N" big)"
 say "FailedScheduling: $(head -n 1 <<<"$ev")"
 check_has "event carries Tally's reason with the figures" \
-  "$ID-a100-0 has 4 of 4 nvidia.com/A100-10C free (0 held by GPUDevices); pod needs 6" "$ev"
+  "with 4 of 4 nvidia.com/A100-10C free (0 held by GPUDevices); pod needs 6" "$ev"
 check_lacks "the refusal is Tally's, not kube-scheduler's fit" "Insufficient nvidia.com/A100-10C" "$ev"
 pod fits "$N" 'nvidia.com/A100-10C: "4"' kind=fits | k apply -f - >/dev/null || fatal "creating pod fits"
 wait_until 60 pod_running_on "$N" fits || fail "a pod asking for the 4 served units did not run"

@@ -47,7 +47,7 @@ done < <(bound_per_node "$N" race=1)
 check_eq "no node over-committed (at most 4 pods per node)" 0 "$over"
 check_eq "every node filled" 25 "$(bound_per_node "$N" race=1 | wc -l)"
 p="$(first_pending "$N" race=1)"
-check_has "pending pods carry Tally's reason" "has 0 of 8 nvidia.com/GH100_H200_SXM_141GB free (4 held by GPUDevices)" \
+check_has "pending pods carry Tally's reason" "with 0 of 8 nvidia.com/GH100_H200_SXM_141GB free (4 held by GPUDevices)" \
   "$(pod_unsched "$N" "$p")"
 sleep 5
 check_eq "still exactly 100 bound after 5 s" 100 "$(count_bound "$N" race=1)"

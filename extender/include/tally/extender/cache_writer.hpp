@@ -40,7 +40,10 @@ struct PublishStats {
   std::uint64_t eventsApplied = 0;
   std::chrono::nanoseconds lastPublish{0};   // cost of building the last snapshot
   std::chrono::nanoseconds lastApply{0};     // cost of applying the last batch
-  std::size_t lastRowsRebuilt = 0;
+  std::size_t lastRowsRebuilt = 0;     // bound-pod rows rebuilt
+  bool lastCopiedCluster = false;      // the last publish copied the cluster (a non-pod object changed)
+  std::size_t lastFitBlocksShared = 0;  // FitTable blocks shared with the previous snapshot
+  std::uint64_t skippedUnchanged = 0;  // upserts equal to what the cache held (e.g. node heartbeats)
   std::uint64_t assumptionsExpired = 0;
 };
 
@@ -129,7 +132,12 @@ class CacheWriter {
   std::unordered_map<std::string, std::string> nodeOfPod_;                       // pod key -> node
   std::unordered_map<std::string, std::unordered_set<std::string>> podsOfNode_;  // node -> pod keys
   std::unordered_set<std::string> dirtyRows_;
-  std::unordered_map<std::string, std::shared_ptr<const BoundPods>> rows_;
+  model::CowMap<std::shared_ptr<const BoundPods>> rows_;
+  // The cluster part of the last snapshot, and whether an object other than a
+  // pod changed since (a new one is copied then).
+  std::shared_ptr<const model::Cluster> base_;
+  bool baseDirty_ = true;
+  const ExtenderSnapshot* published_ = nullptr;  // alive until the next publish retires it
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> assumeDeadline_;  // uid
   std::vector<std::shared_ptr<std::promise<AssumeOutcome>>> waitingForPublish_;
   bool dirty_ = true;

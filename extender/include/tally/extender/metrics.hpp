@@ -12,8 +12,6 @@
 
 namespace tally::extender {
 
-inline constexpr std::size_t kCodeCount = static_cast<std::size_t>(model::Code::RecordTransition) + 1;
-
 class ExtenderMetrics {
  public:
   explicit ExtenderMetrics(observability::Registry& registry);

@@ -3,6 +3,13 @@
 // map: pods are many, and their sums are in the usage snapshot), the usage
 // sums frozen at the same moment, and the bound pods per node that preemption
 // needs to find victims by UID. Immutable once published.
+//
+// Successive snapshots share what did not change: the cluster until an object
+// other than a pod changes, the usage sums and bound pods bucket by bucket,
+// the FitTable block by block. Publishing after a few pod events therefore
+// costs little more than the rows those events touched. The shared parts are
+// reference-counted without atomics on the read path: readers never copy a
+// snapshot's shared pointers, and retired snapshots are freed by the writer.
 
 #include <chrono>
 #include <cstdint>
@@ -13,6 +20,7 @@
 #include <vector>
 
 #include "tally/model/cluster.hpp"
+#include "tally/model/cow_map.hpp"
 #include "tally/model/fit_table.hpp"
 #include "tally/model/index.hpp"
 
@@ -22,17 +30,18 @@ namespace tally::extender {
 using BoundPods = std::vector<model::Pod>;
 
 struct ExtenderSnapshot {
-  model::Cluster cluster;  // pods left empty
+  std::shared_ptr<const model::Cluster> base;  // pods left empty; never null once published
   model::UsageSnapshot usage;
-  // Per-node facts for filter, built once per publish over `cluster` and `usage`.
+  // Per-node facts for filter and prioritize, over `base` and `usage`.
   model::FitTable fit;
-  // Rows are shared between snapshots; only nodes that changed get a new row.
-  std::unordered_map<std::string, std::shared_ptr<const BoundPods>> podsOnNode;
+  // Bound GPU pods by node; a row is replaced only when a pod on it changed.
+  model::CowMap<std::shared_ptr<const BoundPods>> podsOnNode;
   std::uint64_t generation = 0;
   std::chrono::steady_clock::time_point publishedAt{};
   std::vector<model::Kind> unsynced;  // watched kinds whose cache has not synced
   std::size_t assumedPlacements = 0;
 
+  const model::Cluster& cluster() const { return *base; }
   bool ready() const { return unsynced.empty(); }
   const model::Pod* boundPod(std::string_view node, std::string_view uid) const;
   // "the Pod, GpuDevice caches are not synced yet"

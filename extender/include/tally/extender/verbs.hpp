@@ -2,6 +2,7 @@
 // The four verbs as functions of one snapshot and one request. Every rule is
 // the model's: these only map its verdicts onto the wire's shapes.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -15,17 +16,26 @@ namespace tally::extender {
 
 enum class FilterResultKind { Pass, Failed, Unresolvable, Error };
 inline constexpr std::size_t kFilterResultKinds = 4;
+inline constexpr std::size_t kCodeCount = static_cast<std::size_t>(model::Code::RecordTransition) + 1;
 
-// One decision for the metrics: its result and the model's reason code (none
-// for a pass or an error).
-struct DecisionRecord {
-  FilterResultKind result;
-  std::optional<model::Code> code;
-};
-
-// Per-request decision counts; the caller turns them into metrics.
+// Per-request decision counts by result and the model's reason code (none for a
+// pass, an unknown node or an error); the caller turns them into metrics.
 struct DecisionTally {
-  std::vector<DecisionRecord> decisions;
+  static constexpr std::size_t kNoCode = kCodeCount;
+  std::array<std::array<std::uint32_t, kCodeCount + 1>, kFilterResultKinds> counts{};
+
+  void add(FilterResultKind result, std::optional<model::Code> code, std::uint32_t n = 1) {
+    counts[static_cast<std::size_t>(result)][code ? static_cast<std::size_t>(*code) : kNoCode] += n;
+  }
+  std::uint32_t count(FilterResultKind result, std::optional<model::Code> code) const {
+    return counts[static_cast<std::size_t>(result)][code ? static_cast<std::size_t>(*code) : kNoCode];
+  }
+  std::uint64_t total() const {
+    std::uint64_t n = 0;
+    for (const auto& row : counts)
+      for (auto c : row) n += c;
+    return n;
+  }
 };
 
 // Nodes the snapshot does not know yet fail (resolvably): a node added a moment

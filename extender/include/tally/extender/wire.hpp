@@ -5,6 +5,7 @@
 // decoded by the codec, the same decoder the informers use.
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,7 +32,10 @@ struct Parsed {
 // ExtenderArgs{Pod, Nodes, NodeNames}.
 struct ExtenderArgs {
   model::Pod pod;
-  std::vector<std::string> nodeNames;   // NodeNames, or Nodes.items[].metadata.name
+  // NodeNames, or Nodes.items[].metadata.name: views into the request body, or
+  // into `ownedNames` for the rare name written with JSON escapes.
+  std::vector<std::string_view> nodeNames;
+  std::deque<std::string> ownedNames;
   // With Nodes (nodeCacheCapable: false) the answer must carry Node objects:
   // the raw JSON of each item, pointing into the request body.
   bool fromNodeList = false;
@@ -68,8 +72,9 @@ struct FilterResult {
   std::vector<std::string_view> passed;  // names (or, with rawPassed, node objects)
   bool asNodeList = false;               // answer with Nodes.items (raw objects) instead of NodeNames
   std::vector<std::string_view> rawPassed;
-  std::vector<std::pair<std::string_view, std::string>> failed;
-  std::vector<std::pair<std::string_view, std::string>> unresolvable;
+  std::vector<std::pair<std::string_view, std::string_view>> failed;  // node -> message
+  std::vector<std::pair<std::string_view, std::string_view>> unresolvable;
+  std::deque<std::string> messages;  // what the messages above point into
   std::string error;
 };
 std::string encode(const FilterResult& result);

@@ -1,15 +1,21 @@
 #pragma once
 // Per-node facts of one snapshot laid out for the extender's hot path: for every
 // resource name a class sells, which class serves it on each node, whether the
-// node is eligible, and its served, used and held units. filter() reaches the
-// same verdict as filterNode() (the same decision code runs on both) with a few
-// array reads per node instead of map lookups.
+// node is eligible, and its served, used and held units. The same decision code
+// as filterNode() and scoreNode() runs on these facts, so the table refuses and
+// scores exactly as they do, with a few array reads per node instead of map
+// lookups.
+//
+// Tables of successive snapshots share storage: the node layout (names, name
+// index, Node pointers) is shared until nodes or classes change, and rows live
+// in blocks that are copied only when a node in them changed.
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "tally/model/admission.hpp"
@@ -19,10 +25,20 @@
 namespace tally::model {
 
 class FitTable {
+  struct Slot;
+  struct Layout;
+  struct Block;
+
  public:
-  // Reads every node once. The table answers for `cluster` only: keep both alive
-  // together (the extender publishes them in one snapshot).
+  // Reads every node once. The table answers for `cluster` only and points into
+  // it: keep both alive together (the extender publishes them in one snapshot).
   static FitTable build(const Cluster& cluster, const CapacityView& view);
+
+  // The table after usage changed on `touched` nodes only (nodes and classes
+  // themselves unchanged, `cluster` the very object `previous` was built over):
+  // shares the layout and every block without a touched node with `previous`.
+  static FitTable update(const FitTable& previous, const Cluster& cluster, const CapacityView& view,
+                         const std::vector<std::string>& touched);
 
   FitTable() = default;
   FitTable(const FitTable&) = delete;
@@ -32,30 +48,89 @@ class FitTable {
 
   // The row of a node, by name.
   std::optional<std::uint32_t> find(std::string_view node) const;
-  const std::string& nodeName(std::uint32_t row) const { return names_[row]; }
-  std::size_t size() const { return names_.size(); }
+  const std::string& nodeName(std::uint32_t row) const;
+  std::size_t size() const;
+  // Blocks this table shares with the table it was updated from (for tests and stats).
+  std::size_t blocksShared() const { return blocksShared_; }
+  std::size_t blockCount() const { return blocks_.size(); }
 
   NodeVerdict filter(const Cluster& cluster, const PodDemand& demand, std::uint32_t row) const;
 
+  // One pod's questions to the table. Nodes whose facts for the pod's resources
+  // are equal get the same verdict and score, so each distinct verdict is worked
+  // out (and its message formatted) once per request. Keep the table, cluster,
+  // view and demand alive while the query is used.
+  class Query {
+   public:
+    // `id` is the same for every node that shares `verdict`.
+    struct Answer {
+      std::uint32_t id;
+      const NodeVerdict* verdict;
+    };
+    Answer filter(std::uint32_t row);
+    int score(std::uint32_t row, ScoreStrategy strategy);
+    std::size_t distinctVerdicts() const { return verdicts_.size(); }
+
+   private:
+    friend class FitTable;
+    Query(const FitTable& table, const Cluster& cluster, const CapacityView& view, const PodDemand& demand);
+    // Index of the memo entry for the row's facts (inserted when new); npos when
+    // the pod's verdict may depend on which node it is (launchers).
+    std::uint32_t entryOf(std::uint32_t row);
+    std::int64_t idleOthers(const DeviceClass& cls);
+
+    const FitTable& table_;
+    const Cluster& cluster_;
+    const CapacityView& view_;
+    const PodDemand& demand_;
+    std::vector<std::int32_t> columns_;  // per demand.requests entry: the table's column, -1 if none
+    bool memoizable_ = true;
+    std::vector<Slot> keys_;             // entry e's key: keys_[e * columns_.size() ...]
+    std::vector<std::uint32_t> slots_;   // open addressing over entries, 0 = empty, else entry + 1
+    std::vector<std::int32_t> verdictOf_;  // per entry: index into verdicts_, -1 not decided yet
+    std::vector<std::int32_t> scoreOf_[2];  // per entry and strategy: score, -1 not scored yet
+    std::deque<NodeVerdict> verdicts_;
+    std::vector<std::pair<const DeviceClass*, std::int64_t>> idle_;
+  };
+  Query query(const Cluster& cluster, const CapacityView& view, const PodDemand& demand) const;
+
  private:
   struct Slot {
-    std::int32_t cls = -1;  // index into classes_, -1: no class serves the resource here
+    std::int32_t cls = -1;  // index into classes, -1: no class serves the resource here
     bool eligible = false;
+    NodeMode mode = NodeMode::Unset;
     std::int64_t served = 0;
     std::int64_t used = 0;
     std::int64_t held = 0;
+    friend bool operator==(const Slot&, const Slot&) = default;
   };
-  struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  static constexpr std::uint32_t kBlockShift = 7;  // 128 rows per block
+  static constexpr std::uint32_t kBlockRows = 1u << kBlockShift;
+
+  struct Layout {
+    const Cluster* cluster = nullptr;  // the object the Node and class pointers point into
+    std::vector<std::string> resources;
+    std::vector<const DeviceClass*> classes;
+    std::vector<std::string> names;
+    std::vector<const Node*> nodes;
+    std::vector<NodeMode> modes;  // poolMode() per row
+    // Open addressing: (hash, row + 1); a power-of-two size.
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> index;
+    std::optional<std::uint32_t> find(std::string_view name) const;
+  };
+  struct Block {
+    std::vector<Slot> slots;  // rows x resources
   };
 
-  std::vector<std::string> resources_;
-  std::vector<const DeviceClass*> classes_;
-  std::vector<std::string> names_;
-  std::vector<const Node*> nodes_;
-  std::vector<Slot> slots_;  // names_.size() x resources_.size()
-  std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>> rows_;
+  const Slot& slot(std::uint32_t row, std::size_t column) const {
+    return blocks_[row >> kBlockShift]->slots[(row & (kBlockRows - 1)) * layout_->resources.size() + column];
+  }
+  static void fillRow(const Layout& layout, const Cluster& cluster, const CapacityView& view, std::uint32_t row,
+                      Slot* out);
+
+  std::shared_ptr<const Layout> layout_;
+  std::vector<std::shared_ptr<const Block>> blocks_;
+  std::size_t blocksShared_ = 0;
 };
 
 }  // namespace tally::model

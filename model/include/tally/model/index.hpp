@@ -11,6 +11,7 @@
 
 #include "tally/model/capacity.hpp"
 #include "tally/model/cluster.hpp"
+#include "tally/model/cow_map.hpp"
 
 namespace tally::model {
 
@@ -73,8 +74,17 @@ class UsageIndex final : public CapacityView {
   UsageTotals totals() const;
 
   // An immutable copy of the sums (not of the pods), cheap enough to publish to
-  // lock-free readers after every batch of events.
+  // lock-free readers after every batch of events: it shares storage with the
+  // index, so copy and release it on the thread that writes the index.
   UsageSnapshot snapshot() const;
+
+  // The nodes whose used, held or free units may have changed since the last
+  // call (`all`: too many to list, e.g. after a class or node changed).
+  struct TouchedNodes {
+    bool all = false;
+    std::vector<std::string> nodes;
+  };
+  TouchedNodes takeTouchedNodes();
 
  private:
   struct State;
@@ -97,9 +107,10 @@ class UsageSnapshot final : public CapacityView {
 
  private:
   friend class UsageIndex;
-  NameMap<ResourceList> nodeUsed_, nodeHeld_, namespaceUsed_, subtreeUsed_, placedSubtree_;
-  NameMap<std::int64_t> poolFree_;
-  NameMap<std::string> unboundPods_;  // pod key -> uid, pods without a node
+  // Copies of the index's maps: they share every bucket no event touched since.
+  CowMap<ResourceList> nodeUsed_, assumedUsed_, nodeHeld_, namespaceUsed_, subtreeUsed_, placedSubtree_;
+  CowMap<std::int64_t> poolFree_;
+  CowMap<std::string> unboundPods_;  // pod key -> uid, pods without a node
 };
 
 }  // namespace tally::model

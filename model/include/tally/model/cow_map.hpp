@@ -1,0 +1,137 @@
+#pragma once
+// A string-keyed hash map whose copies share their buckets. Copying costs one
+// pointer per bucket; a write to a bucket that a copy still shares clones just
+// that bucket first. The writer of the extender's cache keeps its per-node and
+// per-namespace sums in these, so publishing a frozen copy after a handful of
+// pod events costs microseconds instead of a copy of every node's entry.
+//
+// Not thread-safe by itself: copies may be read concurrently, but every write
+// and every release of a copy must happen on one thread (the extender's writer
+// thread frees retired snapshots itself), because the clone-or-write choice
+// reads the bucket's reference count.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tally::model {
+
+// FNV-1a over the bytes, finished with a multiply-xorshift so the low bits the
+// bucket index uses depend on every byte.
+inline std::uint64_t hashName(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 32;
+  return h;
+}
+
+template <class V>
+class CowMap {
+ public:
+  struct Entry {
+    std::uint64_t hash;
+    std::string key;
+    V value;
+  };
+
+  CowMap() : buckets_(kMinBuckets) {}
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  const V* find(std::string_view key) const {
+    const std::uint64_t h = hashName(key);
+    const Bucket* b = buckets_[h & (buckets_.size() - 1)].get();
+    if (!b) return nullptr;
+    for (const Entry& e : b->entries) {
+      if (e.hash == h && e.key == key) return &e.value;
+    }
+    return nullptr;
+  }
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+
+  // The value under `key`, inserted value-initialised when absent.
+  V& operator[](std::string_view key) {
+    const std::uint64_t h = hashName(key);
+    Bucket& b = writable(h);
+    for (Entry& e : b.entries) {
+      if (e.hash == h && e.key == key) return e.value;
+    }
+    if (size_ + 1 > buckets_.size() * kMaxLoad) {
+      grow();
+      return (*this)[key];
+    }
+    ++size_;
+    return b.entries.emplace_back(Entry{h, std::string(key), V{}}).value;
+  }
+
+  bool erase(std::string_view key) {
+    const std::uint64_t h = hashName(key);
+    std::shared_ptr<Bucket>& slot = buckets_[h & (buckets_.size() - 1)];
+    if (!slot) return false;
+    auto& entries = slot->entries;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (entries[i].hash != h || entries[i].key != key) continue;
+      Bucket& b = writable(h);  // may clone: index again into the writable copy
+      b.entries[i] = std::move(b.entries.back());
+      b.entries.pop_back();
+      --size_;
+      return true;
+    }
+    return false;
+  }
+
+  void clear() {
+    buckets_.assign(kMinBuckets, nullptr);
+    size_ = 0;
+  }
+
+  // f(key, value) for every entry, in no particular order.
+  template <class F>
+  void forEach(F&& f) const {
+    for (const auto& b : buckets_) {
+      if (!b) continue;
+      for (const Entry& e : b->entries) f(std::string_view(e.key), e.value);
+    }
+  }
+
+ private:
+  struct Bucket {
+    std::vector<Entry> entries;
+  };
+  static constexpr std::size_t kMinBuckets = 16;
+  static constexpr std::size_t kMaxLoad = 4;
+
+  Bucket& writable(std::uint64_t h) {
+    std::shared_ptr<Bucket>& slot = buckets_[h & (buckets_.size() - 1)];
+    if (!slot) slot = std::make_shared<Bucket>();
+    else if (slot.use_count() > 1) slot = std::make_shared<Bucket>(*slot);
+    return *slot;
+  }
+
+  void grow() {
+    std::vector<std::shared_ptr<Bucket>> next(buckets_.size() * 2);
+    for (const auto& b : buckets_) {
+      if (!b) continue;
+      for (const Entry& e : b->entries) {
+        auto& slot = next[e.hash & (next.size() - 1)];
+        if (!slot) slot = std::make_shared<Bucket>();
+        slot->entries.push_back(e);
+      }
+    }
+    buckets_ = std::move(next);
+  }
+
+  std::vector<std::shared_ptr<Bucket>> buckets_;  // size: a power of two
+  std::size_t size_ = 0;
+};
+
+}  // namespace tally::model
