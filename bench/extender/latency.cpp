@@ -134,12 +134,16 @@ int main(int argc, char** argv) {
   std::string url;
   std::string peerCluster;
   bool publish = false;
+  bool inProcessOnly = false;
+  std::vector<std::string> verbs = {"filter", "prioritize"};
   std::size_t publishNodes = 10000, publishPods = 150000;
   app.add_option("--nodes", nodeCounts, "Candidate node counts")->capture_default_str();
   app.add_option("--iterations", iterations, "Requests per measurement")->capture_default_str();
   app.add_option("--url", url, "Measure another extender over HTTP instead, e.g. http://127.0.0.1:8890 (verbs at /filter)");
   app.add_option("--write-peer-cluster", peerCluster, "Write the cluster the Go peer serves to this file (with --nodes N) and exit");
   app.add_flag("--publish", publish, "Measure snapshot publication instead");
+  app.add_flag("--in-process-only", inProcessOnly, "Skip the HTTP measurements (for profiling)");
+  app.add_option("--verbs", verbs, "Verbs to measure in-process")->capture_default_str();
   app.add_option("--publish-nodes", publishNodes, "Nodes for --publish")->capture_default_str();
   app.add_option("--publish-pods", publishPods, "Pods for --publish")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -190,13 +194,13 @@ int main(int argc, char** argv) {
     observability::Registry registry;
     ExtenderMetrics metrics(registry);
     ExtenderService service(writer->snapshots(), metrics, ServiceOptions{}, nullptr);
-    for (const char* verb : {"filter", "prioritize"}) {
+    for (const std::string& verb : verbs) {
       std::vector<double> us;
       std::size_t passed = 0;
       for (int i = 0; i < iterations + 20; ++i) {
         std::string copy = body;
         auto t0 = Clock::now();
-        HttpResponse r = std::string(verb) == "filter" ? service.filter(copy) : service.prioritize(copy);
+        HttpResponse r = verb == "filter" ? service.filter(copy) : service.prioritize(copy);
         auto t1 = Clock::now();
         if (i == 0) passed = static_cast<std::size_t>(std::count(r.body.begin(), r.body.end(), ','));
         if (i >= 20) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
@@ -204,6 +208,7 @@ int main(int argc, char** argv) {
       report(std::string("in-process ") + verb, nodes, summarize(us));
       (void)passed;
     }
+    if (inProcessOnly) continue;
     Router router;
     service.addVerbRoutes(router);
     HttpServerOptions ho;

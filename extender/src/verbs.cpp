@@ -26,16 +26,19 @@ wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::Extende
     return m;
   };
   result.passed.reserve(args.nodeNames.size());
+  std::vector<std::uint32_t> rows;
+  snap.fit.findAll(args.nodeNames, rows);
   for (std::size_t i = 0; i < args.nodeNames.size(); ++i) {
     const std::string_view name = args.nodeNames[i];
-    auto row = snap.fit.find(name);
-    if (!row) {
+    if (i + 4 < rows.size() && rows[i + 4] != model::FitTable::kNoRow) snap.fit.prefetch(rows[i + 4]);
+    const std::uint32_t row = rows[i];
+    if (row == model::FitTable::kNoRow) {
       std::string_view m = result.messages.emplace_back("node " + std::string(name) + " is not in tally-extender's cache yet");
       result.failed.emplace_back(name, m);
       if (tally) tally->add(FilterResultKind::Failed, std::nullopt);
       continue;
     }
-    const model::FitTable::Query::Answer a = query.filter(*row);
+    const model::FitTable::Query::Answer a = query.filter(row);
     const model::NodeVerdict& v = *a.verdict;
     const std::optional<model::Code> code = v.reason ? std::optional(v.reason->code) : std::nullopt;
     switch (v.verdict) {
@@ -68,10 +71,12 @@ std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, co
   const model::Cluster& cluster = snap.cluster();
   model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
   model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
-  for (const auto& name : args.nodeNames) {
-    auto row = snap.fit.find(name);
-    int score = row ? query.score(*row, strategy) : 0;
-    out.push_back({name, std::clamp(score, 0, 10)});
+  std::vector<std::uint32_t> rows;
+  snap.fit.findAll(args.nodeNames, rows);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i + 4 < rows.size() && rows[i + 4] != model::FitTable::kNoRow) snap.fit.prefetch(rows[i + 4]);
+    int score = rows[i] == model::FitTable::kNoRow ? 0 : query.score(rows[i], strategy);
+    out.push_back({args.nodeNames[i], std::clamp(score, 0, 10)});
   }
   return out;
 }

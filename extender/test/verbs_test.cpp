@@ -9,6 +9,10 @@ using namespace tally::extender::testing;
 
 namespace {
 
+model::Node snapshotsNode(const CacheWriter& writer, const std::string& name) {
+  return writer.snapshots().read()->cluster().nodes.at(name);
+}
+
 wire::ExtenderArgs argsFor(const model::Pod& pod, std::vector<std::string> nodes) {
   wire::ExtenderArgs a;
   a.pod = pod;
@@ -169,6 +173,47 @@ TEST(Preempt, KeepsOnlyVictimsNeededAndDropsNodesWhereNothingHelps) {
   tooBig.pod = gpuPod("tenant-a", "huge", "uid-huge", 4);
   tooBig.victims.push_back({"n2", {{"uid-c"}, 0}});
   EXPECT_TRUE(preemptVictims(*snap, tooBig).victims.empty());
+}
+
+// A publish after pod events shares the cluster copy and every FitTable block
+// without a touched node; a node update the model cannot see (a heartbeat)
+// changes nothing; a real node change copies the cluster again.
+TEST(Snapshot, PodEventsShareTheClusterAndUntouchedFitBlocks) {
+  auto writer = loadedWriter(syntheticCluster(1000, 2000, 4));
+  const model::Cluster* before = &writer->snapshots().read()->cluster();
+  writer->upsert(gpuPod("tenant-0", "extra", "uid-extra", 1, "node-3"));
+  writer->flush();
+  auto stats = writer->stats();
+  EXPECT_FALSE(stats.lastCopiedCluster);
+  {
+    auto snap = writer->snapshots().read();
+    EXPECT_EQ(&snap->cluster(), before);
+    EXPECT_EQ(snap->fit.blockCount(), 8u);  // 1000 rows, 128 a block
+    EXPECT_EQ(stats.lastFitBlocksShared, 7u);
+    EXPECT_EQ(snap->usage.nodeUsed("node-3", kH200), 3);  // 2 from the fixture + 1
+    // The updated row decides like a fresh table would.
+    auto fresh = model::FitTable::build(snap->cluster(), snap->usage);
+    auto demand = model::podDemand(snap->cluster(), snap->usage, gpuPod("tenant-0", "probe", "uid-p", 6));
+    for (const char* n : {"node-3", "node-4"}) {
+      auto row = snap->fit.find(n);
+      ASSERT_TRUE(row);
+      EXPECT_EQ(snap->fit.filter(snap->cluster(), demand, *row).verdict,
+                fresh.filter(snap->cluster(), demand, *fresh.find(n)).verdict)
+          << n;
+    }
+  }
+  model::Node same = snapshotsNode(*writer, "node-5");
+  writer->upsert(same);
+  writer->flush();
+  EXPECT_EQ(writer->stats().skippedUnchanged, 1u);
+  EXPECT_FALSE(writer->stats().lastCopiedCluster);
+  same.unschedulable = true;
+  writer->upsert(same);
+  writer->flush();
+  EXPECT_TRUE(writer->stats().lastCopiedCluster);
+  auto snap = writer->snapshots().read();
+  EXPECT_NE(&snap->cluster(), before);
+  EXPECT_TRUE(snap->cluster().nodes.at("node-5").unschedulable);
 }
 
 TEST(Snapshot, OnlyChangedNodesGetNewPodRows) {

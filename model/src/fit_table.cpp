@@ -19,6 +19,15 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 
 }  // namespace
 
+void FitTable::Slot::seal() {
+  std::uint64_t h = mix(0, static_cast<std::uint64_t>(static_cast<std::uint32_t>(cls)) ^
+                               (static_cast<std::uint64_t>(eligible) << 32) ^ (static_cast<std::uint64_t>(mode) << 40));
+  h = mix(h, static_cast<std::uint64_t>(served));
+  h = mix(h, static_cast<std::uint64_t>(used));
+  h = mix(h, static_cast<std::uint64_t>(held));
+  hash = h;
+}
+
 std::optional<std::uint32_t> FitTable::Layout::find(std::string_view name) const {
   if (index.empty()) return std::nullopt;
   const std::uint64_t h = hashName(name);
@@ -39,13 +48,17 @@ void FitTable::fillRow(const Layout& layout, const Cluster& cluster, const Capac
     slot = Slot{};
     slot.mode = mode;
     const DeviceClass* cls = classServing(cluster, node, layout.resources[r]);
-    if (!cls) continue;
+    if (!cls) {
+      slot.seal();
+      continue;
+    }
     slot.cls = static_cast<std::int32_t>(std::find(layout.classes.begin(), layout.classes.end(), cls) -
                                          layout.classes.begin());
     slot.eligible = !nodeIneligibility(node, *cls);
     slot.served = unitsServed(node, *cls).units;
     slot.used = view.nodeUsed(node.name, layout.resources[r]);
     slot.held = view.nodeHeld(node.name, layout.resources[r]);
+    slot.seal();
   }
 }
 
@@ -86,7 +99,14 @@ FitTable FitTable::build(const Cluster& cluster, const CapacityView& view) {
     t.blocks_.push_back(std::move(block));
   }
   t.layout_ = std::move(layout);
+  t.indexBlocks();
   return t;
+}
+
+void FitTable::indexBlocks() {
+  width_ = layout_->resources.size();
+  blockData_.clear();
+  for (const auto& b : blocks_) blockData_.push_back(b->slots.data());
 }
 
 FitTable FitTable::update(const FitTable& previous, const Cluster& cluster, const CapacityView& view,
@@ -108,12 +128,53 @@ FitTable FitTable::update(const FitTable& previous, const Cluster& cluster, cons
     fillRow(*t.layout_, cluster, view, *row, &copies[b]->slots[(*row & (kBlockRows - 1)) * width]);
   }
   for (const auto& c : copies) t.blocksShared_ += c ? 0 : 1;
+  t.indexBlocks();
   return t;
 }
 
 std::optional<std::uint32_t> FitTable::find(std::string_view node) const {
   if (!layout_) return std::nullopt;
   return layout_->find(node);
+}
+
+void FitTable::findAll(const std::vector<std::string_view>& nodes, std::vector<std::uint32_t>& rows) const {
+  rows.assign(nodes.size(), kNoRow);
+  if (!layout_ || layout_->index.empty()) return;
+  const Layout& l = *layout_;
+  const std::size_t mask = l.index.size() - 1;
+  const std::size_t n = nodes.size();
+  // Three stages, each a few names apart, so that the index slot and then the
+  // name it points at are in cache by the time they are compared:
+  // hash and fetch the slot; read the slot and fetch the name; compare.
+  constexpr std::size_t kAhead = 8;
+  std::vector<std::uint64_t> hashes(n);
+  auto stageHash = [&](std::size_t i) {
+    hashes[i] = hashName(nodes[i]);
+    __builtin_prefetch(&l.index[hashes[i] & mask]);
+  };
+  auto stageSlot = [&](std::size_t i) {
+    const auto& [hash, rowPlusOne] = l.index[hashes[i] & mask];
+    if (rowPlusOne != 0) __builtin_prefetch(&l.names[rowPlusOne - 1]);
+  };
+  for (std::size_t i = 0; i < std::min(n, 2 * kAhead); ++i) stageHash(i);
+  for (std::size_t i = 0; i < std::min(n, kAhead); ++i) stageSlot(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + 2 * kAhead < n) stageHash(i + 2 * kAhead);
+    if (i + kAhead < n) stageSlot(i + kAhead);
+    const std::uint64_t h = hashes[i];
+    for (std::size_t k = h & mask;; k = (k + 1) & mask) {
+      const auto& [hash, rowPlusOne] = l.index[k];
+      if (rowPlusOne == 0) break;
+      if (hash == h && l.names[rowPlusOne - 1] == nodes[i]) {
+        rows[i] = rowPlusOne - 1;
+        break;
+      }
+    }
+  }
+}
+
+void FitTable::prefetch(std::uint32_t row) const {
+  __builtin_prefetch(&slot(row, 0));
 }
 
 const std::string& FitTable::nodeName(std::uint32_t row) const { return layout_->names[row]; }
@@ -178,38 +239,37 @@ FitTable::Query::Query(const FitTable& table, const Cluster& cluster, const Capa
 std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
   if (!memoizable_) return kNone;
   const std::size_t width = columns_.size();
-  const NodeMode mode = table_.layout_->modes[row];
   // The key: the row's slot of every requested resource (the node's mode alone
   // for a resource no class sells).
-  Slot key[8];
-  std::vector<Slot> wide;
-  Slot* k = key;
-  if (width > 8) {
-    wide.resize(width);
-    k = wide.data();
-  }
+  auto keySlot = [&](std::size_t i) -> Slot {
+    if (columns_[i] >= 0) return table_.slot(row, static_cast<std::size_t>(columns_[i]));
+    Slot s;
+    s.mode = table_.layout_->modes[row];
+    s.seal();
+    return s;
+  };
+  auto keyEquals = [&](std::uint32_t entry) {
+    for (std::size_t i = 0; i < width; ++i) {
+      const Slot& stored = keys_[entry * width + i];
+      if (columns_[i] >= 0 ? !(stored == table_.slot(row, static_cast<std::size_t>(columns_[i])))
+                           : !(stored == keySlot(i))) {
+        return false;
+      }
+    }
+    return true;
+  };
   std::uint64_t h = 0;
   for (std::size_t i = 0; i < width; ++i) {
-    if (columns_[i] >= 0) {
-      k[i] = table_.slot(row, static_cast<std::size_t>(columns_[i]));
-    } else {
-      k[i] = Slot{};
-      k[i].mode = mode;
-    }
-    h = mix(h, static_cast<std::uint64_t>(k[i].cls) ^ (static_cast<std::uint64_t>(k[i].eligible) << 32) ^
-                   (static_cast<std::uint64_t>(k[i].mode) << 40));
-    h = mix(h, static_cast<std::uint64_t>(k[i].served));
-    h = mix(h, static_cast<std::uint64_t>(k[i].used));
-    h = mix(h, static_cast<std::uint64_t>(k[i].held));
+    h = mix(h, columns_[i] >= 0 ? table_.slot(row, static_cast<std::size_t>(columns_[i])).hash : keySlot(i).hash);
   }
   const std::size_t mask = slots_.size() - 1;
   for (std::size_t s = h & mask;; s = (s + 1) & mask) {
     const std::uint32_t at = slots_[s];
     if (at == 0) break;
-    if (std::equal(k, k + width, keys_.begin() + static_cast<std::ptrdiff_t>((at - 1) * width))) return at - 1;
+    if (keyEquals(at - 1)) return at - 1;
   }
   const auto entry = static_cast<std::uint32_t>(verdictOf_.size());
-  keys_.insert(keys_.end(), k, k + width);
+  for (std::size_t i = 0; i < width; ++i) keys_.push_back(keySlot(i));
   verdictOf_.push_back(-1);
   scoreOf_[0].push_back(-1);
   scoreOf_[1].push_back(-1);
@@ -219,14 +279,7 @@ std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
     const std::size_t m = slots_.size() - 1;
     for (std::uint32_t e = 0; e <= entry; ++e) {
       std::uint64_t eh = 0;
-      for (std::size_t i = 0; i < width; ++i) {
-        const Slot& x = keys_[e * width + i];
-        eh = mix(eh, static_cast<std::uint64_t>(x.cls) ^ (static_cast<std::uint64_t>(x.eligible) << 32) ^
-                         (static_cast<std::uint64_t>(x.mode) << 40));
-        eh = mix(eh, static_cast<std::uint64_t>(x.served));
-        eh = mix(eh, static_cast<std::uint64_t>(x.used));
-        eh = mix(eh, static_cast<std::uint64_t>(x.held));
-      }
+      for (std::size_t i = 0; i < width; ++i) eh = mix(eh, keys_[e * width + i].hash);
       std::size_t s = eh & m;
       while (slots_[s] != 0) s = (s + 1) & m;
       slots_[s] = e + 1;

@@ -27,6 +27,7 @@
 #include "tally/model/admission.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/capacity.hpp"
+#include "tally/model/cow_map.hpp"
 #include "tally/model/fit_table.hpp"
 #include "tally/model/index.hpp"
 #include "tally/model/units.hpp"
@@ -1381,5 +1382,103 @@ TEST(PropertyFitTable, AgreesWithFilterNodeAlongEvents) {
   }
 }
 
+
+// The extender publishes a FitTable per snapshot: rebuilt when nodes or classes
+// change, otherwise updated from the previous one on the nodes the index
+// reports touched, over frozen usage. Along random events the updated table
+// must equal a fresh build, and the Query's memoised verdicts and scores must
+// equal filterNode and scoreNode on every node for every pending pod.
+TEST(PropertyFitTable, UpdatedTablesAndQueriesAgreeWithTheModelAlongEvents) {
+  for (std::uint64_t seed : kEventSeeds) {
+    Shape shape;
+    shape.devices = 16;
+    EventDriver driver(seed, shape);
+    std::shared_ptr<Cluster> base;
+    std::optional<UsageSnapshot> usage;
+    std::optional<FitTable> table;
+    std::size_t updates = 0;
+    (void)driver.index.takeTouchedNodes();
+    for (int step = 0; step < kEventsPerSeed; ++step) {
+      std::string what = driver.step();
+      const Cluster& live = driver.index.cluster();
+      auto touched = driver.index.takeTouchedNodes();
+      bool sameBase = base && base->nodes == live.nodes && base->classes == live.classes &&
+                      base->devices == live.devices && base->vmis == live.vmis && base->namespaces == live.namespaces;
+      UsageSnapshot next = driver.index.snapshot();
+      if (!sameBase || touched.all || !table) {
+        base = std::make_shared<Cluster>(live);
+        base->pods.clear();
+        table.emplace(FitTable::build(*base, next));
+      } else {
+        FitTable updated = FitTable::update(*table, *base, next, touched.nodes);
+        ++updates;
+        table.emplace(std::move(updated));
+      }
+      usage.emplace(std::move(next));
+      FitTable fresh = FitTable::build(*base, *usage);
+      for (const auto& [key, pod] : live.pods) {
+        if (isTerminal(pod) || !pod.nodeName.empty()) continue;
+        PodDemand demand = podDemand(*base, *usage, pod);
+        auto query = table->query(*base, *usage, demand);
+        for (const auto& [name, node] : base->nodes) {
+          auto row = table->find(name);
+          ASSERT_TRUE(row) << name;
+          ASSERT_EQ(fresh.find(name), row);
+          NodeVerdict rebuilt = fresh.filter(*base, demand, *row);
+          NodeVerdict kept = table->filter(*base, demand, *row);
+          ASSERT_EQ(kept.verdict, rebuilt.verdict) << "seed " << seed << " step " << step << " after " << what;
+          ASSERT_EQ(kept.reason, rebuilt.reason) << "seed " << seed << " step " << step << " after " << what;
+          NodeVerdict slow = filterNode(*base, *usage, demand, node);
+          auto answer = query.filter(*row);
+          ASSERT_EQ(answer.verdict->verdict, slow.verdict) << "seed " << seed << " step " << step << ": " << describe(pod)
+                                                           << " on " << describe(node);
+          ASSERT_EQ(answer.verdict->reason, slow.reason) << "seed " << seed << " step " << step;
+          for (ScoreStrategy strategy : {ScoreStrategy::BinPack, ScoreStrategy::Spread}) {
+            ASSERT_EQ(query.score(*row, strategy), scoreNode(*base, *usage, demand, node, strategy))
+                << "seed " << seed << " step " << step << ": " << describe(pod) << " on " << describe(node);
+          }
+        }
+      }
+    }
+    EXPECT_GT(updates, 0u) << "seed " << seed << ": no step exercised FitTable::update";
+  }
+}
+
+TEST(PropertyCowMap, CopiesStayFrozenWhileTheOriginalChanges) {
+  std::mt19937_64 rng(7);
+  CowMap<std::int64_t> live;
+  std::map<std::string, std::int64_t> truth;
+  std::vector<std::pair<CowMap<std::int64_t>, std::map<std::string, std::int64_t>>> frozen;
+  for (int i = 0; i < 5000; ++i) {
+    std::string key = "k" + std::to_string(rng() % 700);
+    switch (rng() % 4) {
+      case 0:
+        EXPECT_EQ(live.erase(key), truth.erase(key) == 1);
+        break;
+      default:
+        live[key] += static_cast<std::int64_t>(rng() % 10);
+        truth[key] = live[key];
+    }
+    if (i % 500 == 0) frozen.emplace_back(live, truth);
+  }
+  frozen.emplace_back(live, truth);
+  for (const auto& [map, expected] : frozen) {
+    ASSERT_EQ(map.size(), expected.size());
+    std::size_t seen = 0;
+    map.forEach([&](std::string_view k, std::int64_t v) {
+      ++seen;
+      auto it = expected.find(std::string(k));
+      ASSERT_NE(it, expected.end()) << k;
+      EXPECT_EQ(it->second, v) << k;
+    });
+    EXPECT_EQ(seen, expected.size());
+    for (const auto& [k, v] : expected) {
+      const std::int64_t* found = map.find(k);
+      ASSERT_NE(found, nullptr) << k;
+      EXPECT_EQ(*found, v);
+    }
+    EXPECT_EQ(map.find("absent"), nullptr);
+  }
+}
 }  // namespace
 }  // namespace tally::model

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <iostream>
 #include <mutex>
@@ -47,9 +48,22 @@ void setLogStream(std::ostream* out) {
 
 void appendJsonString(std::string& out, std::string_view s) {
   out += '"';
-  // Runs of characters that need no escape are appended whole.
+  // Runs of characters that need no escape are appended whole; eight bytes are
+  // checked at a time for a control character, '"' or '\\'.
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+  auto hasZeroByte = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
   std::size_t start = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
+    while (i + 8 <= s.size()) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      const std::uint64_t special = ((w - 0x20 * kOnes) & ~w & kHighs) | hasZeroByte(w ^ ('"' * kOnes)) |
+                                    hasZeroByte(w ^ ('\\' * kOnes));
+      if (special) break;
+      i += 8;
+    }
+    if (i >= s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(s.data() + start, i - start);

@@ -11,6 +11,7 @@
 // reads the bucket's reference count.
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,16 +20,27 @@
 
 namespace tally::model {
 
-// FNV-1a over the bytes, finished with a multiply-xorshift so the low bits the
-// bucket index uses depend on every byte.
+// A hash of a short name (node, namespace, pod key): eight bytes at a time,
+// each folded in with a multiply, then finished so that the low bits a bucket
+// index uses depend on every byte.
 inline std::uint64_t hashName(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (s.size() * 0xff51afd7ed558ccdULL);
+  const char* p = s.data();
+  std::size_t n = s.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 31;
   }
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ULL;
+  if (n) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * 0x94d049bb133111ebULL;
+    h ^= h >> 29;
+  }
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ULL;
   h ^= h >> 32;
   return h;
 }
