@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tally/codec/codecs.hpp"
+#include "tally/codec/json_text.hpp"
 #include "tally/codec/snapshot.hpp"
 #include "tally/extender/cache_writer.hpp"
 #include "tally/extender/http_server.hpp"
@@ -234,7 +236,18 @@ int main(int argc, char** argv) {
           writer,
           [client](const wire::BindingArgs& a) -> std::string {
             auto status = client->bindPod(a.podNamespace, a.podName, a.podUid, a.node);
-            return status ? std::string() : status.error().describe();
+            if (status) return {};
+            // A bind whose answer kube-scheduler gave up waiting for is retried;
+            // the retry meets 409 from the pod already bound. Bound to this very
+            // node is what was asked: success.
+            if (status.error().httpStatus == 409) {
+              auto pod = client->get(runtime::Resource::core("pods", a.podNamespace), a.podName);
+              if (pod) {
+                auto decoded = codec::decodeText<codec::PodCodec>(*pod);
+                if (decoded && decoded->nodeName == a.node && (a.podUid.empty() || decoded->uid == a.podUid)) return {};
+              }
+            }
+            return status.error().describe();
           },
           bo);
     }

@@ -10,7 +10,6 @@ namespace tally::model {
 
 namespace {
 
-constexpr std::uint32_t kNone = UINT32_MAX;
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -19,13 +18,42 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 
 }  // namespace
 
-void FitTable::Slot::seal() {
+std::uint64_t FitTable::Slot::hash() const {
   std::uint64_t h = mix(0, static_cast<std::uint64_t>(static_cast<std::uint32_t>(cls)) ^
                                (static_cast<std::uint64_t>(eligible) << 32) ^ (static_cast<std::uint64_t>(mode) << 40));
   h = mix(h, static_cast<std::uint64_t>(served));
   h = mix(h, static_cast<std::uint64_t>(used));
-  h = mix(h, static_cast<std::uint64_t>(held));
-  hash = h;
+  return mix(h, static_cast<std::uint64_t>(held));
+}
+
+std::optional<std::uint32_t> FitTable::States::find(const Slot& slot) const {
+  if (index.empty()) return std::nullopt;
+  const std::size_t mask = index.size() - 1;
+  for (std::size_t i = slot.hash() & mask;; i = (i + 1) & mask) {
+    if (index[i] == 0) return std::nullopt;
+    if (values[index[i] - 1] == slot) return index[i] - 1;
+  }
+}
+
+std::uint32_t FitTable::States::intern(const Slot& slot) {
+  if (auto id = find(slot)) return *id;
+  const auto id = static_cast<std::uint32_t>(values.size());
+  values.push_back(slot);
+  if (values.size() * 2 > index.size()) {
+    index.assign(std::max<std::size_t>(64, index.size() * 2), 0);
+    const std::size_t mask = index.size() - 1;
+    for (std::uint32_t v = 0; v < values.size(); ++v) {
+      std::size_t i = values[v].hash() & mask;
+      while (index[i] != 0) i = (i + 1) & mask;
+      index[i] = v + 1;
+    }
+  } else {
+    const std::size_t mask = index.size() - 1;
+    std::size_t i = slot.hash() & mask;
+    while (index[i] != 0) i = (i + 1) & mask;
+    index[i] = id + 1;
+  }
+  return id;
 }
 
 std::optional<std::uint32_t> FitTable::Layout::find(std::string_view name) const {
@@ -39,27 +67,21 @@ std::optional<std::uint32_t> FitTable::Layout::find(std::string_view name) const
   }
 }
 
-void FitTable::fillRow(const Layout& layout, const Cluster& cluster, const CapacityView& view, std::uint32_t row,
-                       Slot* out) {
+FitTable::Slot FitTable::rowSlot(const Layout& layout, const Cluster& cluster, const CapacityView& view,
+                                 std::uint32_t row, std::size_t column) {
   const Node& node = *layout.nodes[row];
-  const NodeMode mode = poolMode(node);
-  for (std::size_t r = 0; r < layout.resources.size(); ++r) {
-    Slot& slot = out[r];
-    slot = Slot{};
-    slot.mode = mode;
-    const DeviceClass* cls = classServing(cluster, node, layout.resources[r]);
-    if (!cls) {
-      slot.seal();
-      continue;
-    }
-    slot.cls = static_cast<std::int32_t>(std::find(layout.classes.begin(), layout.classes.end(), cls) -
-                                         layout.classes.begin());
-    slot.eligible = !nodeIneligibility(node, *cls);
-    slot.served = unitsServed(node, *cls).units;
-    slot.used = view.nodeUsed(node.name, layout.resources[r]);
-    slot.held = view.nodeHeld(node.name, layout.resources[r]);
-    slot.seal();
-  }
+  Slot slot;
+  slot.mode = layout.modes[row];
+  const std::string& resource = layout.resources[column];
+  const DeviceClass* cls = classServing(cluster, node, resource);
+  if (!cls) return slot;
+  slot.cls = static_cast<std::int32_t>(std::find(layout.classes.begin(), layout.classes.end(), cls) -
+                                       layout.classes.begin());
+  slot.eligible = !nodeIneligibility(node, *cls);
+  slot.served = unitsServed(node, *cls).units;
+  slot.used = view.nodeUsed(node.name, resource);
+  slot.held = view.nodeHeld(node.name, resource);
+  return slot;
 }
 
 FitTable FitTable::build(const Cluster& cluster, const CapacityView& view) {
@@ -89,16 +111,22 @@ FitTable FitTable::build(const Cluster& cluster, const CapacityView& view) {
   }
 
   FitTable t;
+  auto states = std::make_shared<States>();
   const std::size_t width = layout->resources.size();
   const auto rows = static_cast<std::uint32_t>(layout->names.size());
   for (std::uint32_t first = 0; first < rows; first += kBlockRows) {
     auto block = std::make_shared<Block>();
     const std::uint32_t count = std::min(kBlockRows, rows - first);
-    block->slots.resize(static_cast<std::size_t>(kBlockRows) * width);
-    for (std::uint32_t k = 0; k < count; ++k) fillRow(*layout, cluster, view, first + k, &block->slots[k * width]);
+    block->ids.resize(static_cast<std::size_t>(kBlockRows) * width);
+    for (std::uint32_t k = 0; k < count; ++k) {
+      for (std::size_t c = 0; c < width; ++c) {
+        block->ids[k * width + c] = states->intern(rowSlot(*layout, cluster, view, first + k, c));
+      }
+    }
     t.blocks_.push_back(std::move(block));
   }
   t.layout_ = std::move(layout);
+  t.states_ = std::move(states);
   t.indexBlocks();
   return t;
 }
@@ -106,15 +134,20 @@ FitTable FitTable::build(const Cluster& cluster, const CapacityView& view) {
 void FitTable::indexBlocks() {
   width_ = layout_->resources.size();
   blockData_.clear();
-  for (const auto& b : blocks_) blockData_.push_back(b->slots.data());
+  for (const auto& b : blocks_) blockData_.push_back(b->ids.data());
 }
 
 FitTable FitTable::update(const FitTable& previous, const Cluster& cluster, const CapacityView& view,
                           const std::vector<std::string>& touched) {
   if (!previous.layout_ || previous.layout_->cluster != &cluster) return build(cluster, view);
+  // Facts that no node holds any more stay interned; past this many, start afresh.
+  constexpr std::size_t kMaxStates = 1u << 16;
+  if (previous.states_->values.size() > kMaxStates) return build(cluster, view);
   FitTable t;
   t.layout_ = previous.layout_;
   t.blocks_ = previous.blocks_;
+  t.states_ = previous.states_;
+  std::shared_ptr<States> ownStates;  // a copy, made when a new value appears
   const std::size_t width = t.layout_->resources.size();
   std::vector<std::shared_ptr<Block>> copies(t.blocks_.size());
   for (const std::string& name : touched) {
@@ -125,7 +158,18 @@ FitTable FitTable::update(const FitTable& previous, const Cluster& cluster, cons
       copies[b] = std::make_shared<Block>(*t.blocks_[b]);
       t.blocks_[b] = copies[b];
     }
-    fillRow(*t.layout_, cluster, view, *row, &copies[b]->slots[(*row & (kBlockRows - 1)) * width]);
+    for (std::size_t c = 0; c < width; ++c) {
+      Slot slot = rowSlot(*t.layout_, cluster, view, *row, c);
+      std::optional<std::uint32_t> id = t.states_->find(slot);
+      if (!id) {
+        if (!ownStates) {
+          ownStates = std::make_shared<States>(*t.states_);
+          t.states_ = ownStates;
+        }
+        id = ownStates->intern(slot);
+      }
+      copies[b]->ids[(*row & (kBlockRows - 1)) * width + c] = *id;
+    }
   }
   for (const auto& c : copies) t.blocksShared_ += c ? 0 : 1;
   t.indexBlocks();
@@ -174,7 +218,7 @@ void FitTable::findAll(const std::vector<std::string_view>& nodes, std::vector<s
 }
 
 void FitTable::prefetch(std::uint32_t row) const {
-  __builtin_prefetch(&slot(row, 0));
+  if (width_) __builtin_prefetch(&blockData_[row >> kBlockShift][(row & (kBlockRows - 1)) * width_]);
 }
 
 const std::string& FitTable::nodeName(std::uint32_t row) const { return layout_->names[row]; }
@@ -233,55 +277,55 @@ FitTable::Query::Query(const FitTable& table, const Cluster& cluster, const Capa
   // Only a launcher's verdict can depend on which node is asked about: its pinned
   // node, and the units its own devices cover there.
   memoizable_ = demand.attached.empty() && !(demand.launcherOf && !demand.requiredNode.empty());
-  slots_.assign(64, 0);
 }
 
 std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
-  if (!memoizable_) return kNone;
+  if (!memoizable_) return kNoRow;
+  auto newEntry = [&] {
+    const auto entry = static_cast<std::uint32_t>(entries_++);
+    verdictOf_.push_back(-1);
+    scoreOf_[0].push_back(-1);
+    scoreOf_[1].push_back(-1);
+    return entry;
+  };
   const std::size_t width = columns_.size();
-  // The key: the row's slot of every requested resource (the node's mode alone
-  // for a resource no class sells).
-  auto keySlot = [&](std::size_t i) -> Slot {
-    if (columns_[i] >= 0) return table_.slot(row, static_cast<std::size_t>(columns_[i]));
-    Slot s;
-    s.mode = table_.layout_->modes[row];
-    s.seal();
-    return s;
-  };
-  auto keyEquals = [&](std::uint32_t entry) {
-    for (std::size_t i = 0; i < width; ++i) {
-      const Slot& stored = keys_[entry * width + i];
-      if (columns_[i] >= 0 ? !(stored == table_.slot(row, static_cast<std::size_t>(columns_[i])))
-                           : !(stored == keySlot(i))) {
-        return false;
-      }
-    }
-    return true;
-  };
-  std::uint64_t h = 0;
-  for (std::size_t i = 0; i < width; ++i) {
-    h = mix(h, columns_[i] >= 0 ? table_.slot(row, static_cast<std::size_t>(columns_[i])).hash : keySlot(i).hash);
+  if (width == 1 && columns_[0] >= 0) {
+    const std::uint32_t id = table_.stateId(row, static_cast<std::size_t>(columns_[0]));
+    if (id >= entryOfState_.size()) entryOfState_.resize(table_.states_->values.size(), kNoRow);
+    std::uint32_t& entry = entryOfState_[id];
+    if (entry == kNoRow) entry = newEntry();
+    return entry;
   }
-  const std::size_t mask = slots_.size() - 1;
+  // The key: the row's state id of every requested resource (the node's mode
+  // alone for a resource no class sells). Interned ids are equal exactly when
+  // the facts are.
+  auto keyAt = [&](std::size_t i) {
+    return columns_[i] >= 0 ? table_.stateId(row, static_cast<std::size_t>(columns_[i]))
+                            : kModeKey | static_cast<std::uint32_t>(table_.layout_->modes[row]);
+  };
+  auto hashOf = [&](auto&& key) {
+    std::uint64_t h = 0;
+    for (std::size_t i = 0; i < width; ++i) h = mix(h, key(i));
+    return h;
+  };
+  const std::uint64_t h = hashOf(keyAt);
+  if (slots_.empty()) slots_.assign(64, 0);
+  std::size_t mask = slots_.size() - 1;
   for (std::size_t s = h & mask;; s = (s + 1) & mask) {
     const std::uint32_t at = slots_[s];
     if (at == 0) break;
-    if (keyEquals(at - 1)) return at - 1;
+    bool same = true;
+    for (std::size_t i = 0; i < width && same; ++i) same = keys_[(at - 1) * width + i] == keyAt(i);
+    if (same) return at - 1;
   }
-  const auto entry = static_cast<std::uint32_t>(verdictOf_.size());
-  for (std::size_t i = 0; i < width; ++i) keys_.push_back(keySlot(i));
-  verdictOf_.push_back(-1);
-  scoreOf_[0].push_back(-1);
-  scoreOf_[1].push_back(-1);
-  if ((entry + 1) * 2 > slots_.size()) {
-    // Rehash every entry into a table twice the size.
+  const std::uint32_t entry = newEntry();
+  for (std::size_t i = 0; i < width; ++i) keys_.push_back(keyAt(i));
+  if (entries_ * 2 > slots_.size()) {
     slots_.assign(slots_.size() * 2, 0);
-    const std::size_t m = slots_.size() - 1;
-    for (std::uint32_t e = 0; e <= entry; ++e) {
-      std::uint64_t eh = 0;
-      for (std::size_t i = 0; i < width; ++i) eh = mix(eh, keys_[e * width + i].hash);
-      std::size_t s = eh & m;
-      while (slots_[s] != 0) s = (s + 1) & m;
+    mask = slots_.size() - 1;
+    for (std::uint32_t e = 0; e < entries_; ++e) {
+      std::size_t s = hashOf([&](std::size_t i) { return keys_[e * width + i]; }) & mask;
+      while (slots_[s] != 0) s = (s + 1) & mask;
       slots_[s] = e + 1;
     }
   } else {
@@ -294,7 +338,7 @@ std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
 
 FitTable::Query::Answer FitTable::Query::filter(std::uint32_t row) {
   const std::uint32_t entry = entryOf(row);
-  if (entry != kNone && verdictOf_[entry] >= 0) {
+  if (entry != kNoRow && verdictOf_[entry] >= 0) {
     const auto id = static_cast<std::uint32_t>(verdictOf_[entry]);
     return {id, &verdicts_[id]};
   }
@@ -315,7 +359,7 @@ FitTable::Query::Answer FitTable::Query::filter(std::uint32_t row) {
   verdicts_.push_back(std::move(v));
   // A verdict read off the Node object (ineligibility, units not served) may
   // say something of that node alone: it is not shared.
-  if (entry != kNone && !askedNode) verdictOf_[entry] = static_cast<std::int32_t>(id);
+  if (entry != kNoRow && !askedNode) verdictOf_[entry] = static_cast<std::int32_t>(id);
   return {id, &verdicts_.back()};
 }
 
@@ -330,8 +374,8 @@ std::int64_t FitTable::Query::idleOthers(const DeviceClass& cls) {
 
 int FitTable::Query::score(std::uint32_t row, ScoreStrategy strategy) {
   const std::size_t s = strategy == ScoreStrategy::Spread ? 1 : 0;
-  const std::uint32_t entry = demand_.attached.empty() ? entryOf(row) : kNone;
-  if (entry != kNone && scoreOf_[s][entry] >= 0) return scoreOf_[s][entry];
+  const std::uint32_t entry = demand_.attached.empty() ? entryOf(row) : kNoRow;
+  if (entry != kNoRow && scoreOf_[s][entry] >= 0) return scoreOf_[s][entry];
   const Layout& l = *table_.layout_;
   const NodeMode mode = table_.layout_->modes[row];
   int score = detail::scoreCore(
@@ -341,7 +385,7 @@ int FitTable::Query::score(std::uint32_t row, ScoreStrategy strategy) {
                          [&](std::size_t r) -> const Slot& { return table_.slot(row, r); });
       },
       [&](const DeviceClass& cls) { return idleOthers(cls); });
-  if (entry != kNone) scoreOf_[s][entry] = score;
+  if (entry != kNoRow) scoreOf_[s][entry] = score;
   return score;
 }
 

@@ -199,7 +199,13 @@ TEST(ClientPods, BindingStatusSubresourceAndEvents) {
   ASSERT_TRUE(bound);
   EXPECT_TRUE(bound->nodeName == "some-node");
   auto again = c->bindPod("bind", "p", pod->metadata.uid, "other-node");
-  EXPECT_FALSE(again) << "a bound pod cannot be bound again";
+  ASSERT_FALSE(again) << "a bound pod cannot be bound again";
+  EXPECT_EQ(again.error().httpStatus, 409) << again.error().describe();
+  // A retried bind to the node it already has is refused the same way: the
+  // extender's binder reads the pod back to tell that success from a lost race.
+  auto retried = c->bindPod("bind", "p", pod->metadata.uid, "some-node");
+  ASSERT_FALSE(retried);
+  EXPECT_EQ(retried.error().httpStatus, 409) << retried.error().describe();
 
   PatchOptions status;
   status.subresource = "status";

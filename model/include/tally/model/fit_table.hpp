@@ -8,7 +8,10 @@
 //
 // Tables of successive snapshots share storage: the node layout (names, name
 // index, Node pointers) is shared until nodes or classes change, and rows live
-// in blocks that are copied only when a node in them changed.
+// in blocks that are copied only when a node in them changed. A row holds one
+// small id per resource: the id of its facts in a table of distinct facts
+// (clusters have thousands of nodes but few distinct (class, served, used,
+// held) combinations), so a query decides once per distinct id, not per node.
 
 #include <cstdint>
 #include <deque>
@@ -80,8 +83,8 @@ class FitTable {
    private:
     friend class FitTable;
     Query(const FitTable& table, const Cluster& cluster, const CapacityView& view, const PodDemand& demand);
-    // Index of the memo entry for the row's facts (inserted when new); npos when
-    // the pod's verdict may depend on which node it is (launchers).
+    // Index of the memo entry for the row's facts (inserted when new); kNoRow
+    // when the pod's verdict may depend on which node it is (launchers).
     std::uint32_t entryOf(std::uint32_t row);
     std::int64_t idleOthers(const DeviceClass& cls);
 
@@ -91,8 +94,13 @@ class FitTable {
     const PodDemand& demand_;
     std::vector<std::int32_t> columns_;  // per demand.requests entry: the table's column, -1 if none
     bool memoizable_ = true;
-    std::vector<Slot> keys_;             // entry e's key: keys_[e * columns_.size() ...]
+    // One requested resource with a column (the common case): entry by state id.
+    std::vector<std::uint32_t> entryOfState_;
+    // Otherwise: entry e's key is keys_[e * columns_.size() ...], a state id per
+    // column (kModeKey | mode for a resource no class sells), found through slots_.
+    std::vector<std::uint32_t> keys_;
     std::vector<std::uint32_t> slots_;   // open addressing over entries, 0 = empty, else entry + 1
+    std::size_t entries_ = 0;
     std::vector<std::int32_t> verdictOf_;  // per entry: index into verdicts_, -1 not decided yet
     std::vector<std::int32_t> scoreOf_[2];  // per entry and strategy: score, -1 not scored yet
     std::deque<NodeVerdict> verdicts_;
@@ -108,10 +116,18 @@ class FitTable {
     std::int64_t served = 0;
     std::int64_t used = 0;
     std::int64_t held = 0;
-    std::uint64_t hash = 0;  // of the fields above, set by seal()
     friend bool operator==(const Slot&, const Slot&) = default;
-    void seal();
+    std::uint64_t hash() const;
   };
+  // Distinct slots, each once; ids index `values`. Immutable once a table
+  // refers to it; update() copies it before adding a value.
+  struct States {
+    std::vector<Slot> values;
+    std::vector<std::uint32_t> index;  // open addressing, id + 1, 0 = empty
+    std::uint32_t intern(const Slot& slot);
+    std::optional<std::uint32_t> find(const Slot& slot) const;
+  };
+  static constexpr std::uint32_t kModeKey = 0x80000000u;
   static constexpr std::uint32_t kBlockShift = 7;  // 128 rows per block
   static constexpr std::uint32_t kBlockRows = 1u << kBlockShift;
 
@@ -127,19 +143,21 @@ class FitTable {
     std::optional<std::uint32_t> find(std::string_view name) const;
   };
   struct Block {
-    std::vector<Slot> slots;  // rows x resources
+    std::vector<std::uint32_t> ids;  // rows x resources: state ids
   };
 
-  const Slot& slot(std::uint32_t row, std::size_t column) const {
+  std::uint32_t stateId(std::uint32_t row, std::size_t column) const {
     return blockData_[row >> kBlockShift][(row & (kBlockRows - 1)) * width_ + column];
   }
+  const Slot& slot(std::uint32_t row, std::size_t column) const { return states_->values[stateId(row, column)]; }
   void indexBlocks();
-  static void fillRow(const Layout& layout, const Cluster& cluster, const CapacityView& view, std::uint32_t row,
-                      Slot* out);
+  static Slot rowSlot(const Layout& layout, const Cluster& cluster, const CapacityView& view, std::uint32_t row,
+                      std::size_t column);
 
   std::shared_ptr<const Layout> layout_;
   std::vector<std::shared_ptr<const Block>> blocks_;
-  std::vector<const Slot*> blockData_;  // blocks_[b]->slots.data(): one load less per slot read
+  std::shared_ptr<const States> states_;
+  std::vector<const std::uint32_t*> blockData_;  // blocks_[b]->ids.data(): one load less per read
   std::size_t width_ = 0;               // layout_->resources.size()
   std::size_t blocksShared_ = 0;
 };
