@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "fixtures.hpp"
+#include "tally/extender/allocator.hpp"
 #include "tally/extender/service.hpp"
 #include "tally/extender/verbs.hpp"
 #include "tally/observability/log.hpp"
@@ -147,6 +148,7 @@ int main(int argc, char** argv) {
   app.add_option("--publish-nodes", publishNodes, "Nodes for --publish")->capture_default_str();
   app.add_option("--publish-pods", publishPods, "Pods for --publish")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  tuneAllocatorForLargeRequests();  // as tally-extender's main does
   observability::setLogLevel(observability::Level::Error);
 
   if (publish) {

@@ -12,6 +12,7 @@
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/codec/snapshot.hpp"
+#include "tally/extender/allocator.hpp"
 #include "tally/extender/cache_writer.hpp"
 #include "tally/extender/http_server.hpp"
 #include "tally/extender/metrics.hpp"
@@ -173,6 +174,7 @@ void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tally::extender::tuneAllocatorForLargeRequests();
   CLI::App app{"tally-extender: kube-scheduler extender (filter, prioritize, preempt, bind) deciding by Tally's GPU model"};
   Flags f;
   addFlags(app, f);

@@ -26,7 +26,7 @@ wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::Extende
     return m;
   };
   result.passed.reserve(args.nodeNames.size());
-  std::vector<std::uint32_t> rows;
+  thread_local std::vector<std::uint32_t> rows;  // scratch, reused by the thread's next request
   snap.fit.findAll(args.nodeNames, rows);
   for (std::size_t i = 0; i < args.nodeNames.size(); ++i) {
     const std::string_view name = args.nodeNames[i];
@@ -71,7 +71,7 @@ std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, co
   const model::Cluster& cluster = snap.cluster();
   model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
   model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
-  std::vector<std::uint32_t> rows;
+  thread_local std::vector<std::uint32_t> rows;  // scratch, reused by the thread's next request
   snap.fit.findAll(args.nodeNames, rows);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (i + 4 < rows.size() && rows[i + 4] != model::FitTable::kNoRow) snap.fit.prefetch(rows[i + 4]);

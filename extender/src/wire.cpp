@@ -1,5 +1,8 @@
 #include "tally/extender/wire.hpp"
 
+#include <array>
+#include <cstdint>
+
 #include <simdjson.h>
 
 #include "tally/codec/objects.hpp"
@@ -163,11 +166,26 @@ void appendFailures(std::string& out, std::string_view name,
                     const std::vector<std::pair<std::string_view, std::string_view>>& failures) {
   appendJsonString(out, name);
   out += ":{";
+  // Nodes that share a verdict share its message (the same bytes): each message
+  // is escaped once and then copied from where it was first written.
+  struct Written {
+    const char* data = nullptr;
+    std::size_t size = 0, offset = 0, length = 0;
+  };
+  std::array<Written, 16> written{};
   for (std::size_t i = 0; i < failures.size(); ++i) {
     if (i) out += ',';
     appendJsonString(out, failures[i].first);
     out += ':';
-    appendJsonString(out, failures[i].second);
+    const std::string_view message = failures[i].second;
+    Written& w = written[(reinterpret_cast<std::uintptr_t>(message.data()) >> 4) & 15];
+    if (w.data == message.data() && w.size == message.size()) {
+      out.append(out, w.offset, w.length);
+    } else {
+      const std::size_t offset = out.size();
+      appendJsonString(out, message);
+      w = {message.data(), message.size(), offset, out.size() - offset};
+    }
   }
   out += '}';
 }

@@ -128,6 +128,22 @@ TEST(Wire, BindingArgsNeedPodNameAndNode) {
   EXPECT_EQ(bad.errors.front().message, "ExtenderBindingArgs.Node: missing");
 }
 
+// A message shared by many nodes is escaped once and copied; messages that
+// only look alike (same length, other bytes) must not be taken for it.
+TEST(Wire, SharedMessagesAreWrittenOncePerNodeCorrectly) {
+  const std::string full = "node(s) with 0 of 8 \"x\" free";
+  const std::string other = "node(s) with 1 of 8 \"x\" free";
+  wire::FilterResult f;
+  for (int i = 0; i < 40; ++i) f.failed.emplace_back(i % 3 == 0 ? "odd" : "even", i % 3 == 0 ? other : full);
+  std::string out = wire::encode(f);
+  std::string expectedFailed;
+  for (int i = 0; i < 40; ++i) {
+    if (i) expectedFailed += ',';
+    expectedFailed += i % 3 == 0 ? R"("odd":"node(s) with 1 of 8 \"x\" free")" : R"("even":"node(s) with 0 of 8 \"x\" free")";
+  }
+  EXPECT_NE(out.find("\"FailedNodes\":{" + expectedFailed + "}"), std::string::npos) << out;
+}
+
 TEST(Wire, ResultsUseGoFieldNames) {
   wire::FilterResult f;
   f.passed = {"a"};

@@ -191,7 +191,8 @@ void FitTable::findAll(const std::vector<std::string_view>& nodes, std::vector<s
   // name it points at are in cache by the time they are compared:
   // hash and fetch the slot; read the slot and fetch the name; compare.
   constexpr std::size_t kAhead = 8;
-  std::vector<std::uint64_t> hashes(n);
+  thread_local std::vector<std::uint64_t> hashes;  // scratch, reused by the thread's next request
+  hashes.resize(n);
   auto stageHash = [&](std::size_t i) {
     hashes[i] = hashName(nodes[i]);
     __builtin_prefetch(&l.index[hashes[i] & mask]);
