@@ -4,7 +4,7 @@
 #
 #   bench/scheduler/run.sh [--nodes 5000] [--pods 1000] [--rounds 2]
 #                          [--min-ratio R] [--json FILE] [--keep]
-#                          [--variants base,ext[,ext-nobind]]
+#                          [--variants base,ext[,ext-nobind][,peer]]
 #
 # One local control plane (e2e/cluster/up), NODES kwok nodes serving 8 H200
 # each (vm-passthrough, class nvidia-h200-passthrough), one tally-extender on
@@ -19,7 +19,11 @@
 # and the tail excluded). The pods are deleted between measurements.
 # Variant ext-nobind (diagnostic, not the default): the extender entry without
 # bindVerb (kube-scheduler binds itself), to split the cost of bind from that
-# of filter/prioritize. Prints one line per measurement and the ratio with/without; --min-ratio
+# of filter/prioritize. Variant peer (diagnostic): the Go peer extender of
+# bench/extender/go-peer (encoding/json, net/http, a static cluster: mode and
+# free devices per node) as filter and prioritize, without bind or preempt:
+# what an extender that does almost nothing costs kube-scheduler over HTTP.
+# Prints one line per measurement and the ratio with/without; --min-ratio
 # makes the exit status fail below R (used by the CTest smoke with a loose R).
 #
 # Environment: BUILD (build tree with bin/tally-extender, default <repo>/build),
@@ -50,6 +54,7 @@ name="bench-sched-$$"
 ext_pid=""
 cleanup() {
   if [[ -n "$ext_pid" ]]; then kill -TERM "$ext_pid" 2>/dev/null; wait "$ext_pid" 2>/dev/null; fi
+  if [[ -n "${peer_pid:-}" ]]; then kill -TERM "$peer_pid" 2>/dev/null; wait "$peer_pid" 2>/dev/null; fi
   if ((keep)); then log "cluster $name kept (e2e/cluster/down --name $name)"; else "$cluster/down" --name "$name" >/dev/null 2>&1; fi
 }
 trap cleanup EXIT
@@ -108,10 +113,31 @@ EOF
       sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$port/tally#" >>"$1"
   fi
 }
+peer_pid=""
+if [[ ",$variants," == *",peer,"* ]]; then
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/tally
+  mkdir -p "$cache/bin" "$cache/go-build"
+  (cd "$repo/bench/extender/go-peer" && GOCACHE="$cache/go-build" GOFLAGS=-mod=mod GOPROXY=off go build -o "$cache/bin/go-peer" .) ||
+    { log "building the Go peer failed"; exit 1; }
+  k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | python3 -c '
+import json, sys
+names = [n for n in sys.stdin.read().split() if n]
+print(json.dumps({"mode": "vm-passthrough", "nodes": [{"name": n, "mode": "vm-passthrough",
+      "resource": "nvidia.com/GH100_H200_SXM_141GB", "allocatable": 8, "used": 0} for n in names]}))' >"$state/peer-cluster.json"
+  peer_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+  "$cache/bin/go-peer" -listen "127.0.0.1:$peer_port" -cluster "$state/peer-cluster.json" >>"$state/logs/go-peer.log" 2>&1 &
+  peer_pid=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$peer_port/" && break; sleep 0.1; done
+fi
+
 config "$state/bench-idle.yaml" idle 0
 config "$state/bench-base.yaml" bench 0
 config "$state/bench-ext.yaml" bench 1
 grep -v '^ *bindVerb:' "$state/bench-ext.yaml" >"$state/bench-ext-nobind.yaml"
+if [[ -n "$peer_pid" ]]; then
+  grep -v -e '^ *bindVerb:' -e '^ *preemptVerb:' "$state/bench-ext.yaml" |
+    sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$peer_port#" >"$state/bench-peer.yaml"
+fi
 grep -q "urlPrefix: http://127.0.0.1:$port/tally" "$state/bench-ext.yaml" || { log "extender entry missing"; exit 1; }
 restart() { "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$1" >/dev/null || { log "restarting kube-scheduler with $1 failed"; exit 1; }; }
 
@@ -218,18 +244,24 @@ rows = [l.split() for l in open(sys.argv[6]).read().splitlines() if l.strip()]
 base = [float(r[1]) for r in rows if r[0] == "base"]
 ext = [float(r[1]) for r in rows if r[0] == "ext"]
 nobind = [float(r[1]) for r in rows if r[0] == "ext-nobind"]
+peer = [float(r[1]) for r in rows if r[0] == "peer"]
 bound_ok = all(int(r[4]) == pods for r in rows)
-mb, me = statistics.mean(base), statistics.mean(ext)
+mb = statistics.mean(base) if base else 0.0
+me = statistics.mean(ext) if ext else 0.0
 ratio = me / mb if mb > 0 else 0.0
 print(f"kube-scheduler, {nodes} kwok nodes, {pods} one-GPU pods per run, {rounds} round(s)")
 print(f"  without extender: {' '.join(f'{x:.1f}' for x in base)} pods/s (mean {mb:.1f})")
 print(f"  with tally-extender: {' '.join(f'{x:.1f}' for x in ext)} pods/s (mean {me:.1f})")
 if nobind:
-    print(f"  with tally-extender, no bindVerb: {' '.join(f'{x:.1f}' for x in nobind)} pods/s (mean {statistics.mean(nobind):.1f}, ratio {statistics.mean(nobind) / mb:.3f})")
+    print(f"  with tally-extender, no bindVerb: {' '.join(f'{x:.1f}' for x in nobind)} pods/s (mean {statistics.mean(nobind):.1f}, ratio {(statistics.mean(nobind) / mb if mb else 0):.3f})")
+if peer:
+    print(f"  with the Go peer extender (filter+prioritize, no bind): {' '.join(f'{x:.1f}' for x in peer)} pods/s (mean {statistics.mean(peer):.1f}, ratio {(statistics.mean(peer) / mb if mb else 0):.3f})")
+    if nobind:
+        print(f"  tally no-bind / Go peer: {statistics.mean(nobind) / statistics.mean(peer):.3f}")
 print(f"  ratio with/without: {ratio:.3f} (goal >= 0.9)")
 print(f"  every pod bound in every run: {'yes' if bound_ok else 'NO'}")
 if out:
-    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "ext": ext, "extNoBind": nobind, "ratio": ratio,
+    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "ext": ext, "extNoBind": nobind, "peer": peer, "ratio": ratio,
                "allBound": bound_ok}, open(out, "w"), indent=1)
 sys.exit(0 if bound_ok and ratio >= min_ratio else 1)
 EOF
