@@ -7,6 +7,7 @@ namespace tally::extender {
 wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
   wire::FilterResult result;
   result.asNodeList = args.fromNodeList;
+  result.plainNames = args.plainNames;
   if (!snap.ready()) {
     result.error = snap.notReadyReason();
     if (tally) tally->add(FilterResultKind::Error, model::Code::CacheNotSynced);

@@ -13,6 +13,7 @@ namespace {
 
 namespace od = simdjson::ondemand;
 using observability::appendJsonString;
+using observability::needsJsonEscape;
 
 // Reads one request body; the first error stops reading and names its path.
 class Reader {
@@ -218,19 +219,24 @@ Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
       if (null) return true;
       seenNames = true;
       out.value.nodeNames.clear();
+      out.value.nodeNames.reserve(std::min<std::size_t>(body.size() / 8, 1u << 20));
       return r.forEachElement(value, path, [&](std::size_t i, od::value name) {
-        // A node name has no JSON escapes: point into the body. Anything else
-        // (escapes, null, the wrong type) takes the careful path.
+        // A node name needs no JSON escape: point into the body. Anything else
+        // (escapes, control characters, null, the wrong type) takes the careful
+        // path and marks the names as not plain.
         std::string_view token = name.raw_json_token();
         while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
                                   token.back() == '\t')) {
           token.remove_suffix(1);
         }
-        if (token.size() >= 2 && token.front() == '"' && token.back() == '"' &&
-            token.find('\\') == std::string_view::npos) {
-          out.value.nodeNames.push_back(token.substr(1, token.size() - 2));
-          return true;
+        if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
+          std::string_view inner = token.substr(1, token.size() - 2);
+          if (!needsJsonEscape(inner)) {
+            out.value.nodeNames.push_back(inner);
+            return true;
+          }
         }
+        out.value.plainNames = false;
         std::string owned;
         if (!r.readString(name, indexed(path, i), owned)) return false;
         out.value.nodeNames.push_back(out.value.ownedNames.emplace_back(std::move(owned)));
@@ -281,6 +287,7 @@ Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
   if (!seenNames && out.value.fromNodeList) {
     out.value.ownedNames = std::move(listed);
     out.value.nodeNames.assign(out.value.ownedNames.begin(), out.value.ownedNames.end());
+    out.value.plainNames = false;
   } else if (seenNames) {
     out.value.fromNodeList = false;
     out.value.rawNodes.clear();
@@ -356,7 +363,13 @@ std::string encode(const FilterResult& result) {
     out += "\"Nodes\":null,\"NodeNames\":[";
     for (std::size_t i = 0; i < result.passed.size(); ++i) {
       if (i) out += ',';
-      appendJsonString(out, result.passed[i]);
+      if (result.plainNames) {
+        out += '"';
+        out += result.passed[i];
+        out += '"';
+      } else {
+        appendJsonString(out, result.passed[i]);
+      }
     }
     out += "],";
   }

@@ -23,6 +23,25 @@ TEST(Wire, NodeNamesAndPodAreRead) {
   EXPECT_EQ(args.value.pod.containers[0].get(kH200), 2);
 }
 
+// Names are views into the body; one written with an escape is unescaped into
+// owned storage, and the answer then escapes every name again.
+TEST(Wire, EscapedNodeNamesAreUnescapedAndEscapedBackInTheAnswer) {
+  std::string body = R"({"Pod":)" + pod() + R"(,"NodeNames":[ "plain" , "with\u0022quote", "tab\there"  ]})";
+  auto args = wire::parseExtenderArgs(body);
+  ASSERT_TRUE(args.ok()) << args.errors.front().message;
+  EXPECT_EQ(args.value.nodeNames, (std::vector<std::string_view>{"plain", "with\"quote", "tab\there"}));
+  EXPECT_FALSE(args.value.plainNames);
+  EXPECT_GE(args.value.nodeNames[0].data(), body.data());
+  EXPECT_LT(args.value.nodeNames[0].data(), body.data() + body.size()) << "a plain name points into the body";
+  wire::FilterResult f;
+  f.passed = args.value.nodeNames;
+  f.plainNames = args.value.plainNames;
+  EXPECT_NE(wire::encode(f).find(R"("NodeNames":["plain","with\"quote","tab\there"])"), std::string::npos)
+      << wire::encode(f);
+  std::string plain = extenderArgs(pod(), {"n1", "n2"});
+  EXPECT_TRUE(wire::parseExtenderArgs(plain).value.plainNames);
+}
+
 TEST(Wire, KeysMatchCaseInsensitivelyLikeGo) {
   std::string body = R"({"pod":)" + pod() + R"(,"nodenames":["a"],"NODES":null})";
   auto args = wire::parseExtenderArgs(body);

@@ -49,6 +49,7 @@ TEST(Log, EscapingAgreesWithByteByByteAtEveryPosition) {
         std::string out;
         appendJsonString(out, s);
         ASSERT_EQ(out, naive(s)) << "length " << len << " special at " << at;
+        EXPECT_EQ(needsJsonEscape(s), out != "\"" + s + "\"") << "length " << len << " special at " << at;
       }
     }
   }

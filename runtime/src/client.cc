@@ -122,7 +122,7 @@ Result<std::unique_ptr<detail::Connection>> Client::acquire(bool fresh) {
 
 void Client::release(std::unique_ptr<detail::Connection> conn) {
   std::lock_guard lock(poolMu_);
-  if (idle_.size() < 16) idle_.push_back(std::move(conn));
+  if (idle_.size() < 64) idle_.push_back(std::move(conn));  // enough for a binder's concurrent POSTs
 }
 
 Result<HttpResponse> Client::sendOnce(const HttpRequest& request, bool* retryable, bool* sent) {

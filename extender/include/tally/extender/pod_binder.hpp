@@ -23,7 +23,7 @@ class PodBinder {
   using Done = std::function<void(std::string_view outcome, std::string error)>;
 
   struct Options {
-    unsigned threads = 4;
+    unsigned threads = 64;
     std::chrono::milliseconds publishWait{1000};  // longest wait for the assumption to be visible
   };
 

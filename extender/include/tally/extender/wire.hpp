@@ -36,6 +36,7 @@ struct ExtenderArgs {
   // into `ownedNames` for the rare name written with JSON escapes.
   std::vector<std::string_view> nodeNames;
   std::deque<std::string> ownedNames;
+  bool plainNames = true;  // every name needs no JSON escape (they were read as written)
   // With Nodes (nodeCacheCapable: false) the answer must carry Node objects:
   // the raw JSON of each item, pointing into the request body.
   bool fromNodeList = false;
@@ -70,6 +71,7 @@ Parsed<BindingArgs> parseBindingArgs(std::string& body);
 // ExtenderFilterResult.
 struct FilterResult {
   std::vector<std::string_view> passed;  // names (or, with rawPassed, node objects)
+  bool plainNames = false;               // `passed` needs no JSON escape (ExtenderArgs::plainNames)
   bool asNodeList = false;               // answer with Nodes.items (raw objects) instead of NodeNames
   std::vector<std::string_view> rawPassed;
   std::vector<std::pair<std::string_view, std::string_view>> failed;  // node -> message

@@ -47,5 +47,8 @@ std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view
 
 // Appends s as a JSON string literal (quotes included).
 void appendJsonString(std::string& out, std::string_view s);
+// Whether s holds a byte appendJsonString would escape (a control character,
+// '"' or '\\'): without one, '"' + s + '"' is already the literal.
+bool needsJsonEscape(std::string_view s);
 
 }  // namespace tally::observability
