@@ -84,6 +84,7 @@ class Client {
   Client(const std::string& host, std::uint16_t port) : socket_(ioc_) {
     socket_.connect({boost::asio::ip::make_address(host), port});
     socket_.set_option(boost::asio::ip::tcp::no_delay(true));
+    buffer_.reserve(1 << 20);  // read responses in large chunks, as Go's HTTP client does
   }
   int post(const std::string& target, const std::string& body, std::string& response) {
     namespace http = boost::beast::http;

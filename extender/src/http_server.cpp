@@ -111,6 +111,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       if (*length > server_.options.maxBodyBytes) return tooLarge();
       // Room for simdjson's padding, so the body is parsed where it lands.
       parser_->get().body().reserve(*length + 64);
+      // Beast reads as much as the buffer has room for; a flat_buffer left at
+      // its first 512 bytes would take a 70 KB request in 140 system calls.
+      buffer_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(*length, 1u << 20)));
     }
     beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
     http::async_read(stream_, buffer_, *parser_,
