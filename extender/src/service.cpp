@@ -37,7 +37,7 @@ HttpResponse ExtenderService::prioritize(std::string& body) {
   if (!args.ok()) return badRequest(args.errors.front());
   HttpResponse r;
   auto snap = snapshots_.read();
-  r.body = wire::encode(prioritizeNodes(*snap, args.value, options_.strategy));
+  r.body = wire::encode(prioritizeNodes(*snap, args.value, options_.strategy), args.value.plainNames);
   return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include <simdjson.h>
 
@@ -204,6 +205,61 @@ bool keyEquals(std::string_view key, std::string_view goName) {
   return true;
 }
 
+namespace {
+
+// The NodeNames array as the scheduler writes it: strings that need no
+// escape, separated by commas and whitespace. Appends views into `text` and
+// returns true; false (leaving partial output) at anything else.
+bool scanPlainNames(std::string_view text, std::vector<std::string_view>& names) {
+  const char* p = text.data();
+  const char* end = p + text.size();
+  auto skipSpace = [&] {
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+  };
+  skipSpace();
+  if (p == end || *p++ != '[') return false;
+  skipSpace();
+  if (p < end && *p == ']') return true;
+  while (p < end) {
+    if (*p != '"') return false;
+    const char* close = static_cast<const char*>(std::memchr(p + 1, '"', static_cast<std::size_t>(end - p - 1)));
+    if (!close) return false;
+    std::string_view name(p + 1, static_cast<std::size_t>(close - p - 1));
+    if (needsJsonEscape(name)) return false;  // also a '\\' before what looked like the closing quote
+    names.push_back(name);
+    p = close + 1;
+    skipSpace();
+    if (p < end && *p == ',') {
+      ++p;
+      skipSpace();
+      continue;
+    }
+    return p < end && *p == ']';
+  }
+  return false;
+}
+
+// NodeNames element by element from the array's text (parsed again on its own):
+// names are unescaped into `args.ownedNames`; null reads as an empty name (no
+// node has it, so it fails as unknown).
+bool readNamesCarefully(Reader& r, std::string_view text, const std::string& path, ExtenderArgs& args) {
+  thread_local od::parser parser;
+  simdjson::padded_string padded(text);
+  od::document doc;
+  if (!r.check(parser.iterate(padded).get(doc), path, "an array")) return false;
+  od::value value;
+  if (!r.check(doc.get_value().get(value), path, "an array")) return false;
+  return r.forEachElement(value, path, [&](std::size_t i, od::value name) {
+    std::string owned;
+    if (!r.readString(name, indexed(path, i), owned)) return false;
+    if (needsJsonEscape(owned)) args.plainNames = false;
+    args.nodeNames.push_back(args.ownedNames.emplace_back(std::move(owned)));
+    return true;
+  });
+}
+
+}  // namespace
+
 Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
   Parsed<ExtenderArgs> out;
   Reader r("ExtenderArgs");
@@ -220,28 +276,15 @@ Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
       seenNames = true;
       out.value.nodeNames.clear();
       out.value.nodeNames.reserve(std::min<std::size_t>(body.size() / 8, 1u << 20));
-      return r.forEachElement(value, path, [&](std::size_t i, od::value name) {
-        // A node name needs no JSON escape: point into the body. Anything else
-        // (escapes, control characters, null, the wrong type) takes the careful
-        // path and marks the names as not plain.
-        std::string_view token = name.raw_json_token();
-        while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
-                                  token.back() == '\t')) {
-          token.remove_suffix(1);
-        }
-        if (token.size() >= 2 && token.front() == '"' && token.back() == '"') {
-          std::string_view inner = token.substr(1, token.size() - 2);
-          if (!needsJsonEscape(inner)) {
-            out.value.nodeNames.push_back(inner);
-            return true;
-          }
-        }
-        out.value.plainNames = false;
-        std::string owned;
-        if (!r.readString(name, indexed(path, i), owned)) return false;
-        out.value.nodeNames.push_back(out.value.ownedNames.emplace_back(std::move(owned)));
-        return true;
-      });
+      od::array array;
+      if (!r.check(value.get_array().get(array), path, "an array")) return false;
+      std::string_view text;
+      if (!r.check(array.raw_json().get(text), path, "an array")) return false;
+      if (scanPlainNames(text, out.value.nodeNames)) return true;
+      // Escapes, null, the wrong type or odd spacing: element by element, with
+      // errors that name the element.
+      out.value.nodeNames.clear();
+      return readNamesCarefully(r, text, path, out.value);
     }
     if (keyEquals(key, "Nodes")) {
       bool null = false;
@@ -361,13 +404,24 @@ std::string encode(const FilterResult& result) {
     out += "]},\"NodeNames\":null,";
   } else {
     out += "\"Nodes\":null,\"NodeNames\":[";
-    for (std::size_t i = 0; i < result.passed.size(); ++i) {
-      if (i) out += ',';
-      if (result.plainNames) {
-        out += '"';
-        out += result.passed[i];
-        out += '"';
-      } else {
+    if (result.plainNames) {
+      // Names read as written need no escape: copied straight into place.
+      std::size_t size = 0;
+      for (auto n : result.passed) size += n.size() + 3;
+      const std::size_t at = out.size();
+      out.resize(at + size);
+      char* d = out.data() + at;
+      for (std::size_t i = 0; i < result.passed.size(); ++i) {
+        if (i) *d++ = ',';
+        *d++ = '"';
+        std::memcpy(d, result.passed[i].data(), result.passed[i].size());
+        d += result.passed[i].size();
+        *d++ = '"';
+      }
+      out.resize(static_cast<std::size_t>(d - out.data()));
+    } else {
+      for (std::size_t i = 0; i < result.passed.size(); ++i) {
+        if (i) out += ',';
         appendJsonString(out, result.passed[i]);
       }
     }
@@ -382,15 +436,23 @@ std::string encode(const FilterResult& result) {
   return out;
 }
 
-std::string encode(const std::vector<HostPriority>& priorities) {
+std::string encode(const std::vector<HostPriority>& priorities, bool plainHosts) {
   std::string out;
-  out.reserve(priorities.size() * 32 + 2);
+  std::size_t size = 2;
+  for (const auto& p : priorities) size += p.host.size() + 32;
+  out.reserve(size);
   out += '[';
   for (std::size_t i = 0; i < priorities.size(); ++i) {
     if (i) out += ',';
-    out += "{\"Host\":";
-    appendJsonString(out, priorities[i].host);
-    out += ",\"Score\":";
+    if (plainHosts) {
+      out += "{\"Host\":\"";
+      out += priorities[i].host;
+      out += "\",\"Score\":";
+    } else {
+      out += "{\"Host\":";
+      appendJsonString(out, priorities[i].host);
+      out += ",\"Score\":";
+    }
     const std::int64_t score = priorities[i].score;
     if (score >= 0 && score <= 9) out += static_cast<char>('0' + score);
     else out += std::to_string(score);

@@ -31,15 +31,25 @@ TEST(Wire, EscapedNodeNamesAreUnescapedAndEscapedBackInTheAnswer) {
   ASSERT_TRUE(args.ok()) << args.errors.front().message;
   EXPECT_EQ(args.value.nodeNames, (std::vector<std::string_view>{"plain", "with\"quote", "tab\there"}));
   EXPECT_FALSE(args.value.plainNames);
-  EXPECT_GE(args.value.nodeNames[0].data(), body.data());
-  EXPECT_LT(args.value.nodeNames[0].data(), body.data() + body.size()) << "a plain name points into the body";
   wire::FilterResult f;
   f.passed = args.value.nodeNames;
   f.plainNames = args.value.plainNames;
   EXPECT_NE(wire::encode(f).find(R"("NodeNames":["plain","with\"quote","tab\there"])"), std::string::npos)
       << wire::encode(f);
-  std::string plain = extenderArgs(pod(), {"n1", "n2"});
-  EXPECT_TRUE(wire::parseExtenderArgs(plain).value.plainNames);
+  std::string plain = R"({"Pod":)" + pod() + R"(,"NodeNames":[ "n1",
+    "n2"  ,"n3"]})";
+  auto fast = wire::parseExtenderArgs(plain);
+  ASSERT_TRUE(fast.ok()) << fast.errors.front().message;
+  EXPECT_TRUE(fast.value.plainNames);
+  EXPECT_EQ(fast.value.nodeNames, (std::vector<std::string_view>{"n1", "n2", "n3"}));
+  EXPECT_GE(fast.value.nodeNames[0].data(), plain.data());
+  EXPECT_LT(fast.value.nodeNames[0].data(), plain.data() + plain.size()) << "a plain name points into the body";
+  // Escapes that decode to plain text keep the names plain.
+  std::string unescaped = R"({"Pod":)" + pod() + R"(,"NodeNames":["\u0041b", null]})";
+  auto careful = wire::parseExtenderArgs(unescaped);
+  ASSERT_TRUE(careful.ok()) << careful.errors.front().message;
+  EXPECT_EQ(careful.value.nodeNames, (std::vector<std::string_view>{"Ab", ""}));
+  EXPECT_TRUE(careful.value.plainNames);
 }
 
 TEST(Wire, KeysMatchCaseInsensitivelyLikeGo) {
@@ -172,6 +182,9 @@ TEST(Wire, ResultsUseGoFieldNames) {
             R"({"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"node b has 0 of 8 \"free\""},)"
             R"("FailedAndUnresolvableNodes":{"c":"wrong mode"},"Error":""})");
   EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"a", 7}}), R"([{"Host":"a","Score":7}])");
+  EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"a", 7}, {"b", 10}}, true),
+            R"([{"Host":"a","Score":7},{"Host":"b","Score":10}])");
+  EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"q\"", 0}}), R"([{"Host":"q\"","Score":0}])");
   wire::PreemptionResult p;
   p.victims.push_back({"n1", {{"u1"}, 0}});
   EXPECT_EQ(wire::encode(p), R"({"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"u1"}],"NumPDBViolations":0}}})");

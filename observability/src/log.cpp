@@ -58,19 +58,6 @@ inline std::uint64_t specialBytes(std::uint64_t w) {
 inline bool special(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
 }  // namespace
 
-bool needsJsonEscape(std::string_view s) {
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    if (specialBytes(w)) break;
-  }
-  for (; i < s.size(); ++i) {
-    if (special(static_cast<unsigned char>(s[i]))) return true;
-  }
-  return false;
-}
-
 void appendJsonString(std::string& out, std::string_view s) {
   out += '"';
   // Runs of characters that need no escape are appended whole; eight bytes are

@@ -86,7 +86,8 @@ struct HostPriority {
   std::string_view host;
   std::int64_t score = 0;
 };
-std::string encode(const std::vector<HostPriority>& priorities);
+// `plainHosts`: every host needs no JSON escape (ExtenderArgs::plainNames).
+std::string encode(const std::vector<HostPriority>& priorities, bool plainHosts = false);
 
 // ExtenderPreemptionResult{NodeNameToMetaVictims}.
 struct PreemptionResult {

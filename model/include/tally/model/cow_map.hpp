@@ -24,18 +24,35 @@ namespace tally::model {
 // each folded in with a multiply, then finished so that the low bits a bucket
 // index uses depend on every byte.
 inline std::uint64_t hashName(std::string_view s) {
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (s.size() * 0xff51afd7ed558ccdULL);
   const char* p = s.data();
-  std::size_t n = s.size();
-  for (; n >= 8; p += 8, n -= 8) {
+  const std::size_t n = s.size();
+  auto load8 = [](const char* at) {
     std::uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+    std::memcpy(&w, at, 8);
+    return w;
+  };
+  auto load4 = [](const char* at) {
+    std::uint32_t w;
+    std::memcpy(&w, at, 4);
+    return static_cast<std::uint64_t>(w);
+  };
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xff51afd7ed558ccdULL);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    h = (h ^ load8(p + i)) * 0xbf58476d1ce4e5b9ULL;
     h ^= h >> 31;
   }
-  if (n) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, p, n);
+  if (i < n) {
+    // The last bytes in whole loads (overlapping what was hashed when the name
+    // is long enough): no byte-by-byte copy through memory.
+    std::uint64_t w;
+    if (n >= 8) w = load8(p + n - 8);
+    else if (n >= 4) w = (load4(p) << 32) | load4(p + n - 4);
+    else {
+      w = (static_cast<std::uint64_t>(static_cast<unsigned char>(p[0])) << 16) |
+          (static_cast<std::uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8) |
+          static_cast<std::uint64_t>(static_cast<unsigned char>(p[n - 1]));
+    }
     h = (h ^ w) * 0x94d049bb133111ebULL;
     h ^= h >> 29;
   }

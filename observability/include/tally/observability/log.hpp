@@ -4,6 +4,7 @@
 // Safe to call from any thread; a line is written whole.
 
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <iosfwd>
 #include <string>
@@ -48,7 +49,23 @@ std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view
 // Appends s as a JSON string literal (quotes included).
 void appendJsonString(std::string& out, std::string_view s);
 // Whether s holds a byte appendJsonString would escape (a control character,
-// '"' or '\\'): without one, '"' + s + '"' is already the literal.
-bool needsJsonEscape(std::string_view s);
+// '"' or '\\'): without one, '"' + s + '"' is already the literal. Inline:
+// the extender asks it of every node name of a request.
+inline bool needsJsonEscape(std::string_view s) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+  auto hasZeroByte = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
+  std::size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    if (((w - 0x20 * kOnes) & ~w & kHighs) | hasZeroByte(w ^ ('"' * kOnes)) | hasZeroByte(w ^ ('\\' * kOnes))) break;
+  }
+  for (; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == '"' || c == '\\') return true;
+  }
+  return false;
+}
 
 }  // namespace tally::observability
