@@ -244,11 +244,14 @@ bool scanPlainNames(std::string_view text, std::vector<std::string_view>& names)
 // node has it, so it fails as unknown).
 bool readNamesCarefully(Reader& r, std::string_view text, const std::string& path, ExtenderArgs& args) {
   thread_local od::parser parser;
-  simdjson::padded_string padded(text);
+  // Inside an object, so that the array is an ordinary (non-root) value.
+  simdjson::padded_string padded("{\"a\":" + std::string(text) + "}");
   od::document doc;
   if (!r.check(parser.iterate(padded).get(doc), path, "an array")) return false;
+  od::object object;
+  if (!r.check(doc.get_object().get(object), path, "an array")) return false;
   od::value value;
-  if (!r.check(doc.get_value().get(value), path, "an array")) return false;
+  if (!r.check(object.find_field("a").get(value), path, "an array")) return false;
   return r.forEachElement(value, path, [&](std::size_t i, od::value name) {
     std::string owned;
     if (!r.readString(name, indexed(path, i), owned)) return false;
