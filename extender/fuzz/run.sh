@@ -11,4 +11,5 @@ cmake --build "$build" -j "${JOBS:-2}" --target extender_request_fuzz
 scratch=$(mktemp -d)
 cp "$root"/extender/fuzz/corpus/* "$scratch"/
 cd "$build"
-./extender/extender_request_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 "$scratch"
+fuzzer=$(find . -name extender_request_fuzz -type f -perm -u+x | head -1)
+"$fuzzer" -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 "$scratch"
