@@ -417,6 +417,7 @@ void CacheWriter::publish() {
   stats_.lastPublish = built - started;
   stats_.lastRowsRebuilt = rebuilt;
   stats_.lastCopiedCluster = copyCluster;
+  stats_.clusterCopies += copyCluster ? 1 : 0;
   stats_.lastFitBlocksShared = shared;
 }
 

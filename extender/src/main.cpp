@@ -152,7 +152,9 @@ int loadSnapshotFile(const std::string& path, CacheWriter& writer) {
 void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
   auto lastPublishes = std::make_shared<std::uint64_t>(0);
   auto lastExpired = std::make_shared<std::uint64_t>(0);
-  metrics.registry().onScrape([&writer, &metrics, lastPublishes, lastExpired] {
+  auto lastUnchanged = std::make_shared<std::uint64_t>(0);
+  auto lastCopies = std::make_shared<std::uint64_t>(0);
+  metrics.registry().onScrape([&writer, &metrics, lastPublishes, lastExpired, lastUnchanged, lastCopies] {
     PublishStats s = writer.stats();
     {
       auto snap = writer.snapshots().read();
@@ -167,6 +169,14 @@ void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
     if (s.assumptionsExpired > *lastExpired) {
       metrics.assumptionsExpired.inc(s.assumptionsExpired - *lastExpired);
       *lastExpired = s.assumptionsExpired;
+    }
+    if (s.skippedUnchanged > *lastUnchanged) {
+      metrics.unchangedUpdates.inc(s.skippedUnchanged - *lastUnchanged);
+      *lastUnchanged = s.skippedUnchanged;
+    }
+    if (s.clusterCopies > *lastCopies) {
+      metrics.clusterCopies.inc(s.clusterCopies - *lastCopies);
+      *lastCopies = s.clusterCopies;
     }
   });
 }

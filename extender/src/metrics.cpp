@@ -27,6 +27,14 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
       assumptionsExpired(registry.counter("tally_extender_assumptions_expired_total",
                                           "Assumed placements dropped by their TTL (a bind the watch never confirmed).")
                              .with(obs::LabelValues{})),
+      unchangedUpdates(registry.counter("tally_extender_informer_unchanged_total",
+                                        "Watch updates that decoded to what the cache held (heartbeats, fields the "
+                                        "model does not read) and were dropped.")
+                           .with(obs::LabelValues{})),
+      clusterCopies(registry.counter("tally_extender_snapshot_cluster_copies_total",
+                                     "Publishes that copied the cluster because an object other than a pod changed "
+                                     "(the rest share it).")
+                        .with(obs::LabelValues{})),
       registry_(registry),
       latency_(registry.histogram("tally_extender_request_duration_seconds",
                                   "Server-side time from request read to response ready, by route.",

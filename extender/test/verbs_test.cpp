@@ -211,6 +211,7 @@ TEST(Snapshot, PodEventsShareTheClusterAndUntouchedFitBlocks) {
   writer->upsert(same);
   writer->flush();
   EXPECT_TRUE(writer->stats().lastCopiedCluster);
+  EXPECT_EQ(writer->stats().clusterCopies, stats.clusterCopies + 1);
   auto snap = writer->snapshots().read();
   EXPECT_NE(&snap->cluster(), before);
   EXPECT_TRUE(snap->cluster().nodes.at("node-5").unschedulable);

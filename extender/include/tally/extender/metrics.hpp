@@ -31,6 +31,8 @@ class ExtenderMetrics {
   observability::Histogram& publishDuration;
   observability::Gauge& assumedPlacements;
   observability::Counter& assumptionsExpired;
+  observability::Counter& unchangedUpdates;  // watch updates equal to the cached object, dropped
+  observability::Counter& clusterCopies;     // publishes that copied the cluster (a non-pod object changed)
 
  private:
   observability::Registry& registry_;
