@@ -150,11 +150,12 @@ int loadSnapshotFile(const std::string& path, CacheWriter& writer) {
 }
 
 void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
-  auto lastPublishes = std::make_shared<std::uint64_t>(0);
-  auto lastExpired = std::make_shared<std::uint64_t>(0);
-  auto lastUnchanged = std::make_shared<std::uint64_t>(0);
-  auto lastCopies = std::make_shared<std::uint64_t>(0);
-  metrics.registry().onScrape([&writer, &metrics, lastPublishes, lastExpired, lastUnchanged, lastCopies] {
+  // The writer keeps running totals; each scrape adds what grew since the last.
+  struct Last {
+    std::uint64_t publishes = 0, expired = 0, unchanged = 0, copies = 0;
+  };
+  auto last = std::make_shared<Last>();
+  metrics.registry().onScrape([&writer, &metrics, last] {
     PublishStats s = writer.stats();
     {
       auto snap = writer.snapshots().read();
@@ -162,22 +163,17 @@ void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
       metrics.snapshotGeneration.set(static_cast<double>(snap->generation));
       metrics.assumedPlacements.set(static_cast<double>(snap->assumedPlacements));
     }
-    if (s.publishes != *lastPublishes) {
+    if (s.publishes != last->publishes) {
       metrics.publishDuration.observe(std::chrono::duration<double>(s.lastPublish).count());
-      *lastPublishes = s.publishes;
+      last->publishes = s.publishes;
     }
-    if (s.assumptionsExpired > *lastExpired) {
-      metrics.assumptionsExpired.inc(s.assumptionsExpired - *lastExpired);
-      *lastExpired = s.assumptionsExpired;
-    }
-    if (s.skippedUnchanged > *lastUnchanged) {
-      metrics.unchangedUpdates.inc(s.skippedUnchanged - *lastUnchanged);
-      *lastUnchanged = s.skippedUnchanged;
-    }
-    if (s.clusterCopies > *lastCopies) {
-      metrics.clusterCopies.inc(s.clusterCopies - *lastCopies);
-      *lastCopies = s.clusterCopies;
-    }
+    auto forward = [](obs::Counter& counter, std::uint64_t total, std::uint64_t& seen) {
+      if (total > seen) counter.inc(total - seen);
+      seen = total;
+    };
+    forward(metrics.assumptionsExpired, s.assumptionsExpired, last->expired);
+    forward(metrics.unchangedUpdates, s.skippedUnchanged, last->unchanged);
+    forward(metrics.clusterCopies, s.clusterCopies, last->copies);
   });
 }
 

@@ -74,7 +74,6 @@ std::int64_t idleReservedByOthers(const Cluster& cluster, const CapacityView& vi
     reservedByOrg[r.organization] += r.devices * unitsPerDevice(pool);
   }
   std::int64_t idle = 0;
-  const std::string key = quotaKey(pool.resourceName);
   for (const auto& [orgName, reserved] : reservedByOrg) {
     const Organization* holder = detail::findOrganization(cluster, orgName);
     std::int64_t used = holder ? view.subtreePlaced(holder->ns, pool.resourceName) : 0;

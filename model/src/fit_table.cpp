@@ -11,7 +11,6 @@ namespace tally::model {
 
 namespace {
 
-
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h;
@@ -32,6 +31,15 @@ inline bool sameName(std::string_view a, std::string_view b) {
     if (load8(a.data() + i) != load8(b.data() + i)) return false;
   }
   return load8(a.data() + n - 8) == load8(b.data() + n - 8);
+}
+
+// Puts `valuePlusOne` into the first free slot of an open-addressing table of
+// power-of-two size, probing linearly from `hash` (0 marks a free slot).
+void placeAt(std::vector<std::uint32_t>& table, std::uint64_t hash, std::uint32_t valuePlusOne) {
+  const std::size_t mask = table.size() - 1;
+  std::size_t i = hash & mask;
+  while (table[i] != 0) i = (i + 1) & mask;
+  table[i] = valuePlusOne;
 }
 
 }  // namespace
@@ -59,29 +67,24 @@ std::uint32_t FitTable::States::intern(const Slot& slot) {
   values.push_back(slot);
   if (values.size() * 2 > index.size()) {
     index.assign(std::max<std::size_t>(64, index.size() * 2), 0);
-    const std::size_t mask = index.size() - 1;
-    for (std::uint32_t v = 0; v < values.size(); ++v) {
-      std::size_t i = values[v].hash() & mask;
-      while (index[i] != 0) i = (i + 1) & mask;
-      index[i] = v + 1;
-    }
+    for (std::uint32_t v = 0; v < values.size(); ++v) placeAt(index, values[v].hash(), v + 1);
   } else {
-    const std::size_t mask = index.size() - 1;
-    std::size_t i = slot.hash() & mask;
-    while (index[i] != 0) i = (i + 1) & mask;
-    index[i] = id + 1;
+    placeAt(index, slot.hash(), id + 1);
   }
   return id;
 }
 
 std::optional<std::uint32_t> FitTable::Layout::find(std::string_view name) const {
   if (index.empty()) return std::nullopt;
-  const std::uint64_t h = hashName(name);
+  return probe(hashName(name), name);
+}
+
+std::optional<std::uint32_t> FitTable::Layout::probe(std::uint64_t h, std::string_view name) const {
   const std::size_t mask = index.size() - 1;
   for (std::size_t i = h & mask;; i = (i + 1) & mask) {
     const auto& [hash, rowPlusOne] = index[i];
     if (rowPlusOne == 0) return std::nullopt;
-    if (hash == h && names[rowPlusOne - 1] == name) return rowPlusOne - 1;
+    if (hash == h && sameName(names[rowPlusOne - 1], name)) return rowPlusOne - 1;
   }
 }
 
@@ -224,15 +227,7 @@ void FitTable::findAll(const std::vector<std::string_view>& nodes, std::vector<s
   for (std::size_t i = 0; i < n; ++i) {
     if (i + 2 * kAhead < n) stageHash(i + 2 * kAhead);
     if (i + kAhead < n) stageSlot(i + kAhead);
-    const std::uint64_t h = hashes[i];
-    for (std::size_t k = h & mask;; k = (k + 1) & mask) {
-      const auto& [hash, rowPlusOne] = l.index[k];
-      if (rowPlusOne == 0) break;
-      if (hash == h && sameName(l.names[rowPlusOne - 1], nodes[i])) {
-        rows[i] = rowPlusOne - 1;
-        break;
-      }
-    }
+    if (auto row = l.probe(hashes[i], nodes[i])) rows[i] = *row;
   }
 }
 
@@ -244,41 +239,29 @@ const std::string& FitTable::nodeName(std::uint32_t row) const { return layout_-
 
 std::size_t FitTable::size() const { return layout_ ? layout_->names.size() : 0; }
 
-namespace {
-
-// The facts of one resource from a row's slots; `resources` and `slotAt` name the
-// table's columns and a row's slot per column.
-template <typename SlotAt>
-detail::ResourceFacts factsFrom(const std::vector<std::string>& resources,
-                                const std::vector<const DeviceClass*>& classes, NodeMode mode,
-                                std::string_view resource, SlotAt&& slotAt) {
-  detail::ResourceFacts facts;
-  facts.mode = mode;
-  for (std::size_t r = 0; r < resources.size(); ++r) {
-    if (resources[r] != resource) continue;
-    const auto& slot = slotAt(r);
-    if (slot.cls < 0) break;
-    facts.cls = classes[static_cast<std::size_t>(slot.cls)];
-    facts.eligible = slot.eligible;
-    facts.served = slot.served;
-    facts.used = slot.used;
-    facts.held = slot.held;
-    break;
-  }
-  return facts;
+auto FitTable::factsOf(std::uint32_t row) const {
+  return [this, row](std::string_view resource) {
+    const Layout& l = *layout_;
+    detail::ResourceFacts facts;
+    facts.mode = l.modes[row];
+    for (std::size_t r = 0; r < l.resources.size(); ++r) {
+      if (l.resources[r] != resource) continue;
+      const Slot& s = slot(row, r);
+      if (s.cls < 0) break;
+      facts.cls = l.classes[static_cast<std::size_t>(s.cls)];
+      facts.eligible = s.eligible;
+      facts.served = s.served;
+      facts.used = s.used;
+      facts.held = s.held;
+      break;
+    }
+    return facts;
+  };
 }
-
-}  // namespace
 
 NodeVerdict FitTable::filter(const Cluster& cluster, const PodDemand& demand, std::uint32_t row) const {
   const Layout& l = *layout_;
-  const NodeMode mode = l.modes[row];
-  return detail::decideNode(
-      cluster, demand, l.names[row],
-      [&](std::string_view resource) {
-        return factsFrom(l.resources, l.classes, mode, resource, [&](std::size_t r) -> const Slot& { return slot(row, r); });
-      },
-      [&]() -> const Node& { return *l.nodes[row]; });
+  return detail::decideNode(cluster, demand, l.names[row], factsOf(row), [&]() -> const Node& { return *l.nodes[row]; });
 }
 
 FitTable::Query FitTable::query(const Cluster& cluster, const CapacityView& view, const PodDemand& demand) const {
@@ -329,7 +312,7 @@ std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
   };
   const std::uint64_t h = hashOf(keyAt);
   if (slots_.empty()) slots_.assign(64, 0);
-  std::size_t mask = slots_.size() - 1;
+  const std::size_t mask = slots_.size() - 1;
   for (std::size_t s = h & mask;; s = (s + 1) & mask) {
     const std::uint32_t at = slots_[s];
     if (at == 0) break;
@@ -341,16 +324,11 @@ std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
   for (std::size_t i = 0; i < width; ++i) keys_.push_back(keyAt(i));
   if (entries_ * 2 > slots_.size()) {
     slots_.assign(slots_.size() * 2, 0);
-    mask = slots_.size() - 1;
     for (std::uint32_t e = 0; e < entries_; ++e) {
-      std::size_t s = hashOf([&](std::size_t i) { return keys_[e * width + i]; }) & mask;
-      while (slots_[s] != 0) s = (s + 1) & mask;
-      slots_[s] = e + 1;
+      placeAt(slots_, hashOf([&](std::size_t i) { return keys_[e * width + i]; }), e + 1);
     }
   } else {
-    std::size_t s = h & mask;
-    while (slots_[s] != 0) s = (s + 1) & mask;
-    slots_[s] = entry + 1;
+    placeAt(slots_, h, entry + 1);
   }
   return entry;
 }
@@ -362,14 +340,9 @@ FitTable::Query::Answer FitTable::Query::filter(std::uint32_t row) {
     return {id, &verdicts_[id]};
   }
   const Layout& l = *table_.layout_;
-  const NodeMode mode = table_.layout_->modes[row];
   bool askedNode = false;
   NodeVerdict v = detail::decideNode(
-      cluster_, demand_, l.names[row],
-      [&](std::string_view resource) {
-        return factsFrom(l.resources, l.classes, mode, resource,
-                         [&](std::size_t r) -> const Slot& { return table_.slot(row, r); });
-      },
+      cluster_, demand_, l.names[row], table_.factsOf(row),
       [&]() -> const Node& {
         askedNode = true;
         return *l.nodes[row];
@@ -393,17 +366,10 @@ std::int64_t FitTable::Query::idleOthers(const DeviceClass& cls) {
 
 int FitTable::Query::score(std::uint32_t row, ScoreStrategy strategy) {
   const std::size_t s = strategy == ScoreStrategy::Spread ? 1 : 0;
-  const std::uint32_t entry = demand_.attached.empty() ? entryOf(row) : kNoRow;
+  const std::uint32_t entry = entryOf(row);
   if (entry != kNoRow && scoreOf_[s][entry] >= 0) return scoreOf_[s][entry];
-  const Layout& l = *table_.layout_;
-  const NodeMode mode = table_.layout_->modes[row];
-  int score = detail::scoreCore(
-      cluster_, demand_, l.names[row], strategy,
-      [&](std::string_view resource) {
-        return factsFrom(l.resources, l.classes, mode, resource,
-                         [&](std::size_t r) -> const Slot& { return table_.slot(row, r); });
-      },
-      [&](const DeviceClass& cls) { return idleOthers(cls); });
+  int score = detail::scoreCore(cluster_, demand_, table_.layout_->names[row], strategy, table_.factsOf(row),
+                                [&](const DeviceClass& cls) { return idleOthers(cls); });
   if (entry != kNoRow) scoreOf_[s][entry] = score;
   return score;
 }

@@ -46,18 +46,6 @@ void setLogStream(std::ostream* out) {
   gOut = out;
 }
 
-namespace {
-constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
-// Non-zero when one of the eight bytes of w is below 0x20, '"' or '\\' (may
-// also flag a byte after such a one; callers then look byte by byte).
-inline std::uint64_t specialBytes(std::uint64_t w) {
-  auto hasZeroByte = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
-  return ((w - 0x20 * kOnes) & ~w & kHighs) | hasZeroByte(w ^ ('"' * kOnes)) | hasZeroByte(w ^ ('\\' * kOnes));
-}
-inline bool special(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
-}  // namespace
-
 void appendJsonString(std::string& out, std::string_view s) {
   out += '"';
   // Runs of characters that need no escape are appended whole; eight bytes are
@@ -67,12 +55,12 @@ void appendJsonString(std::string& out, std::string_view s) {
     while (i + 8 <= s.size()) {
       std::uint64_t w;
       std::memcpy(&w, s.data() + i, 8);
-      if (specialBytes(w)) break;
+      if (detail::jsonSpecialBytes(w)) break;
       i += 8;
     }
     if (i >= s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
-    if (!special(c)) continue;
+    if (!detail::isJsonSpecial(c)) continue;
     out.append(s.data() + start, i - start);
     start = i + 1;
     switch (c) {

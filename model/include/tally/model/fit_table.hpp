@@ -141,6 +141,8 @@ class FitTable {
     // Open addressing: (hash, row + 1); a power-of-two size.
     std::vector<std::pair<std::uint64_t, std::uint32_t>> index;
     std::optional<std::uint32_t> find(std::string_view name) const;
+    // The row of `name`, whose hashName() is `hash`.
+    std::optional<std::uint32_t> probe(std::uint64_t hash, std::string_view name) const;
   };
   struct Block {
     std::vector<std::uint32_t> ids;  // rows x resources: state ids
@@ -151,6 +153,9 @@ class FitTable {
   }
   const Slot& slot(std::uint32_t row, std::size_t column) const { return states_->values[stateId(row, column)]; }
   void indexBlocks();
+  // The decision code's facts of a row: a callable from resource name to
+  // detail::ResourceFacts (defined and used in fit_table.cpp only).
+  auto factsOf(std::uint32_t row) const;
   static Slot rowSlot(const Layout& layout, const Cluster& cluster, const CapacityView& view, std::uint32_t row,
                       std::size_t column);
 
