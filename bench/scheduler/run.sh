@@ -27,6 +27,7 @@
 # makes the exit status fail below R (used by the CTest smoke with a loose R).
 #
 # Environment: BUILD (build tree with bin/tally-extender, default <repo>/build),
+# TALLY_BENCH_EXTENDER_ARGS (extra tally-extender flags, for diagnostics),
 # TALLY_EXTENDER_BIN (overrides it), TALLY_BIN_DIR / TALLY_E2E_ROOT (see
 # e2e/cluster/up).
 set -uo pipefail
@@ -83,8 +84,8 @@ log "$nodes nodes Ready in $((SECONDS - t1))s"
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
 t1=$SECONDS
-"$extender" --kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --port "$port" --url-prefix /tally \
-  --metrics-port 0 >>"$state/logs/tally-extender.log" 2>&1 &
+setsid "$extender" --kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --port "$port" --url-prefix /tally \
+  --metrics-port 0 ${TALLY_BENCH_EXTENDER_ARGS:-} >>"$state/logs/tally-extender.log" 2>&1 &
 ext_pid=$!
 until [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" == 200 ]]; do
   kill -0 "$ext_pid" 2>/dev/null || { log "tally-extender exited:"; tail -n 20 "$state/logs/tally-extender.log" >&2; exit 1; }
@@ -125,7 +126,7 @@ names = [n for n in sys.stdin.read().split() if n]
 print(json.dumps({"mode": "vm-passthrough", "nodes": [{"name": n, "mode": "vm-passthrough",
       "resource": "nvidia.com/GH100_H200_SXM_141GB", "allocatable": 8, "used": 0} for n in names]}))' >"$state/peer-cluster.json"
   peer_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
-  "$cache/bin/go-peer" -listen "127.0.0.1:$peer_port" -cluster "$state/peer-cluster.json" >>"$state/logs/go-peer.log" 2>&1 &
+  setsid "$cache/bin/go-peer" -listen "127.0.0.1:$peer_port" -cluster "$state/peer-cluster.json" >>"$state/logs/go-peer.log" 2>&1 &
   peer_pid=$!
   for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$peer_port/" && break; sleep 0.1; done
 fi
@@ -174,6 +175,29 @@ EOF
   wait "${waits[@]}"
 }
 
+# CPU seconds each component has used so far, "name seconds" per line (utime
+# + stime of every thread, from /proc/PID/stat).
+cpu_now() {
+  local comp pid
+  for comp in etcd kube-apiserver kube-scheduler kwok; do
+    pid="$(cat "$state/pids/$comp.pid" 2>/dev/null)" || continue
+    [[ -r /proc/$pid/stat ]] && echo "$comp $(awk '{print $14 + $15}' "/proc/$pid/stat")"
+  done
+  [[ -n "$ext_pid" && -r /proc/$ext_pid/stat ]] && echo "tally-extender $(awk '{print $14 + $15}' "/proc/$ext_pid/stat")"
+  [[ -n "${peer_pid:-}" && -r /proc/$peer_pid/stat ]] && echo "go-peer $(awk '{print $14 + $15}' "/proc/$peer_pid/stat")"
+  return 0
+}
+# cpu_used BEFORE AFTER -> "comp=seconds ..." (clock ticks of /proc in seconds)
+cpu_used() {
+  python3 - "$1" "$2" "$(getconf CLK_TCK)" <<'PY'
+import sys
+def read(text):
+    return {l.split()[0]: float(l.split()[1]) for l in text.splitlines() if l.strip()}
+a, b, tck = read(sys.argv[1]), read(sys.argv[2]), float(sys.argv[3])
+print(" ".join(f"{k}={(b[k] - a.get(k, 0)) / tck:.2f}" for k in b))
+PY
+}
+
 # measure LABEL CONFIG NAMESPACE -> prints "rate first_to_last_rate seconds"
 measure() {
   local label="$1" cfg="$2" ns="$3"
@@ -185,6 +209,8 @@ measure() {
   local lo=$((pods / 10)) hi=$((pods * 9 / 10)) t_lo="" t_hi="" t_first="" t_last="" n now start polls=0
   start="$(date +%s.%N)"
   restart "$cfg"
+  local cpu_before
+  cpu_before="$(cpu_now)"
   while :; do
     n="$(scheduled)"
     now="$(date +%s.%N)"
@@ -200,6 +226,7 @@ measure() {
     if (($(date +%s) - ${start%.*} > 600)); then log "$label: only $n of $pods scheduled after 600 s"; break; fi
     sleep 0.2
   done
+  log "$label: CPU seconds while scheduling: $(cpu_used "$cpu_before" "$(cpu_now)")"
   local bound
   bound="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d' | wc -l)"
   ((bound == pods)) || log "$label: $bound of $pods pods bound"

@@ -25,8 +25,7 @@ HttpResponse ExtenderService::filter(std::string& body) {
   HttpResponse r;
   {
     auto snap = snapshots_.read();
-    wire::FilterResult result = filterNodes(*snap, args.value, &tally);
-    r.body = wire::encode(result);
+    r.body = filterResponse(*snap, args.value, &tally);
   }
   metrics_.decisions(tally);
   return r;
@@ -37,7 +36,7 @@ HttpResponse ExtenderService::prioritize(std::string& body) {
   if (!args.ok()) return badRequest(args.errors.front());
   HttpResponse r;
   auto snap = snapshots_.read();
-  r.body = wire::encode(prioritizeNodes(*snap, args.value, options_.strategy), args.value.plainNames);
+  r.body = prioritizeResponse(*snap, args.value, options_.strategy);
   return r;
 }
 

@@ -1,8 +1,14 @@
 #include "tally/extender/verbs.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "tally/observability/log.hpp"
 
 namespace tally::extender {
+
+using observability::appendJsonString;
 
 wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
   wire::FilterResult result;
@@ -79,6 +85,148 @@ std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, co
     int score = rows[i] == model::FitTable::kNoRow ? 0 : query.score(rows[i], strategy);
     out.push_back({args.nodeNames[i], std::clamp(score, 0, 10)});
   }
+  return out;
+}
+
+namespace {
+
+// Copies `name` between quotes at `d` and returns the end: for names that need
+// no escape (ExtenderArgs::plainNames), which is what appendJsonString writes.
+char* putQuoted(char* d, std::string_view name) {
+  *d++ = '"';
+  std::memcpy(d, name.data(), name.size());
+  d += name.size();
+  *d++ = '"';
+  return d;
+}
+
+}  // namespace
+
+std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
+  if (!snap.ready() || args.fromNodeList || !args.plainNames) return wire::encode(filterNodes(snap, args, tally));
+  const model::Cluster& cluster = snap.cluster();
+  model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
+  model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
+  thread_local std::vector<std::uint32_t> rows;  // scratch, reused by the thread's next request
+  snap.fit.findAll(args.nodeNames, rows);
+
+  // Per distinct verdict: ':' and its message as a JSON literal, and how many
+  // nodes got it (tallied at the end).
+  struct Shared {
+    std::string literal;
+    std::uint32_t nodes = 0;
+    FilterResultKind kind = FilterResultKind::Pass;
+    std::optional<model::Code> code;
+  };
+  std::vector<Shared> shared;
+  thread_local std::string failed, unresolvable;  // "name":"message" pairs, comma-separated
+  failed.clear();
+  unresolvable.clear();
+  std::uint32_t unknown = 0;
+
+  constexpr std::string_view kHead = "{\"Nodes\":null,\"NodeNames\":[";
+  std::size_t bound = kHead.size();
+  for (std::string_view name : args.nodeNames) bound += name.size() + 3;
+  std::string out;
+  out.resize(bound);
+  char* d = out.data();
+  std::memcpy(d, kHead.data(), kHead.size());
+  d += kHead.size();
+  char* const first = d;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i + 4 < rows.size() && rows[i + 4] != model::FitTable::kNoRow) snap.fit.prefetch(rows[i + 4]);
+    const std::string_view name = args.nodeNames[i];
+    const std::uint32_t row = rows[i];
+    if (row == model::FitTable::kNoRow) {
+      if (!failed.empty()) failed += ',';
+      appendJsonString(failed, name);
+      failed += ':';
+      appendJsonString(failed, "node " + std::string(name) + " is not in tally-extender's cache yet");
+      ++unknown;
+      continue;
+    }
+    const model::FitTable::Query::Answer a = query.filter(row);
+    if (a.verdict->verdict == model::Verdict::Fits) {
+      if (d != first) *d++ = ',';
+      d = putQuoted(d, name);
+      continue;
+    }
+    if (a.id >= shared.size()) shared.resize(a.id + 1);
+    Shared& sh = shared[a.id];
+    if (sh.nodes++ == 0) {
+      const model::NodeVerdict& v = *a.verdict;
+      const bool resolvable = v.verdict == model::Verdict::Unschedulable;
+      sh.kind = resolvable ? FilterResultKind::Failed : FilterResultKind::Unresolvable;
+      sh.code = v.reason ? std::optional(v.reason->code) : std::nullopt;
+      sh.literal = ":";
+      appendJsonString(sh.literal, v.reason ? std::string_view(v.reason->message)
+                                            : std::string_view(resolvable ? "does not fit" : "cannot fit"));
+    }
+    std::string& to = sh.kind == FilterResultKind::Failed ? failed : unresolvable;
+    if (!to.empty()) to += ',';
+    to += '"';
+    to += name;
+    to += '"';
+    to += sh.literal;
+  }
+  out.resize(static_cast<std::size_t>(d - out.data()));
+  out.reserve(out.size() + failed.size() + unresolvable.size() + 64);
+  out += "],\"FailedNodes\":{";
+  out += failed;
+  out += "},\"FailedAndUnresolvableNodes\":{";
+  out += unresolvable;
+  out += "},\"Error\":\"\"}";
+
+  if (tally) {
+    const std::size_t rejected = unknown + std::accumulate(shared.begin(), shared.end(), std::size_t{0},
+                                                           [](std::size_t n, const Shared& sh) { return n + sh.nodes; });
+    tally->add(FilterResultKind::Pass, std::nullopt, static_cast<std::uint32_t>(rows.size() - rejected));
+    if (unknown) tally->add(FilterResultKind::Failed, std::nullopt, unknown);
+    for (const Shared& sh : shared) {
+      if (sh.nodes) tally->add(sh.kind, sh.code, sh.nodes);
+    }
+  }
+  return out;
+}
+
+std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
+                               model::ScoreStrategy strategy) {
+  if (!snap.ready() || !args.plainNames) {
+    return wire::encode(prioritizeNodes(snap, args, strategy), args.plainNames);
+  }
+  const model::Cluster& cluster = snap.cluster();
+  model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
+  model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
+  thread_local std::vector<std::uint32_t> rows;  // scratch, reused by the thread's next request
+  snap.fit.findAll(args.nodeNames, rows);
+  constexpr std::string_view kHost = "{\"Host\":\"", kScore = "\",\"Score\":";
+  std::size_t bound = 2;
+  for (std::string_view name : args.nodeNames) bound += name.size() + kHost.size() + kScore.size() + 4;
+  std::string out;
+  out.resize(bound);
+  char* d = out.data();
+  *d++ = '[';
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (i + 4 < rows.size() && rows[i + 4] != model::FitTable::kNoRow) snap.fit.prefetch(rows[i + 4]);
+    const std::string_view name = args.nodeNames[i];
+    const int score = rows[i] == model::FitTable::kNoRow ? 0 : std::clamp(query.score(rows[i], strategy), 0, 10);
+    if (i) *d++ = ',';
+    std::memcpy(d, kHost.data(), kHost.size());
+    d += kHost.size();
+    std::memcpy(d, name.data(), name.size());
+    d += name.size();
+    std::memcpy(d, kScore.data(), kScore.size());
+    d += kScore.size();
+    if (score == 10) {
+      *d++ = '1';
+      *d++ = '0';
+    } else {
+      *d++ = static_cast<char>('0' + score);
+    }
+    *d++ = '}';
+  }
+  *d++ = ']';
+  out.resize(static_cast<std::size_t>(d - out.data()));
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "tally/extender/wire.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -22,6 +23,12 @@ class Reader {
   explicit Reader(std::string_view root) : root_(root) {}
 
   bool failed() const { return !errors_.empty(); }
+  // Called by a member's reader that has read and checked the rest of the
+  // body itself: document() stops there, successfully.
+  bool finish() {
+    finished_ = true;
+    return true;
+  }
   std::vector<BadRequest> take() { return std::move(errors_); }
 
   bool fail(std::string kind, std::string_view path, std::string message) {
@@ -123,6 +130,7 @@ class Reader {
       std::string_view key;
       if (!check(member.unescaped_key().get(key), root_, "an object")) return false;
       if (!f(key, member.value())) return false;
+      if (finished_) return true;
     }
     if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
       return fail("json", root_, "unexpected content after the object");
@@ -135,6 +143,7 @@ class Reader {
  private:
   std::string_view root_;
   std::vector<BadRequest> errors_;
+  bool finished_ = false;
 };
 
 std::string indexed(std::string_view path, std::size_t i) { return std::string(path) + "[" + std::to_string(i) + "]"; }
@@ -207,36 +216,68 @@ bool keyEquals(std::string_view key, std::string_view goName) {
 
 namespace {
 
-// The NodeNames array as the scheduler writes it: strings that need no
-// escape, separated by commas and whitespace. Appends views into `text` and
-// returns true; false (leaving partial output) at anything else.
-bool scanPlainNames(std::string_view text, std::vector<std::string_view>& names) {
-  const char* p = text.data();
-  const char* end = p + text.size();
+// The NodeNames array as the scheduler writes it, from its '[' at `p`:
+// strings that need no escape, separated by commas and whitespace. Appends
+// views of the names and returns the position after the closing ']';
+// nullptr (leaving partial output) at anything else.
+const char* scanPlainNames(const char* p, const char* end, std::vector<std::string_view>& names) {
+  using observability::detail::isJsonSpecial;
+  using observability::detail::jsonSpecialBytes;
   auto skipSpace = [&] {
     while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
   };
+  if (p == end || *p++ != '[') return nullptr;
   skipSpace();
-  if (p == end || *p++ != '[') return false;
-  skipSpace();
-  if (p < end && *p == ']') return true;
+  if (p < end && *p == ']') return p + 1;
   while (p < end) {
-    if (*p != '"') return false;
-    const char* close = static_cast<const char*>(std::memchr(p + 1, '"', static_cast<std::size_t>(end - p - 1)));
-    if (!close) return false;
-    std::string_view name(p + 1, static_cast<std::size_t>(close - p - 1));
-    if (needsJsonEscape(name)) return false;  // also a '\\' before what looked like the closing quote
-    names.push_back(name);
-    p = close + 1;
+    if (*p != '"') return nullptr;
+    // The first byte that is '"', '\\' or a control character, eight at a time:
+    // the closing quote if the name needs no escape.
+    const char* q = p + 1;
+    for (;;) {
+      if (end - q < 8) {
+        while (q < end && !isJsonSpecial(static_cast<unsigned char>(*q))) ++q;
+        break;
+      }
+      std::uint64_t w;
+      std::memcpy(&w, q, 8);
+      if (const std::uint64_t flags = jsonSpecialBytes(w)) {
+        if constexpr (std::endian::native == std::endian::little) {
+          // Flags can only be wrong above a real one: the lowest is real.
+          q += std::countr_zero(flags) / 8;
+        } else {
+          while (!isJsonSpecial(static_cast<unsigned char>(*q))) ++q;
+        }
+        break;
+      }
+      q += 8;
+    }
+    if (q == end || *q != '"') return nullptr;  // an escape, a control character or no closing quote
+    names.emplace_back(p + 1, static_cast<std::size_t>(q - p - 1));
+    p = q + 1;
+    if (p + 1 < end && *p == ',' && p[1] == '"') {  // the scheduler's compact form
+      ++p;
+      continue;
+    }
     skipSpace();
     if (p < end && *p == ',') {
       ++p;
       skipSpace();
       continue;
     }
-    return p < end && *p == ']';
+    return p < end && *p == ']' ? p + 1 : nullptr;
   }
-  return false;
+  return nullptr;
+}
+
+// Whether [p, end) is what may follow the last member of the top-level
+// object: its closing brace between whitespace.
+bool onlyTheClosingBrace(const char* p, const char* end) {
+  auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (p < end && space(*p)) ++p;
+  if (p == end || *p++ != '}') return false;
+  while (p < end && space(*p)) ++p;
+  return p == end;
 }
 
 // NodeNames element by element from the array's text (parsed again on its own):
@@ -279,11 +320,20 @@ Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
       seenNames = true;
       out.value.nodeNames.clear();
       out.value.nodeNames.reserve(std::min<std::size_t>(body.size() / 8, 1u << 20));
+      // kube-scheduler writes NodeNames last (Go writes fields in declaration
+      // order): when the array ends the body, read it here and stop, without
+      // walking its thousands of elements through the parser first.
+      const char* at = value.raw_json_token().data();
+      const char* bodyEnd = body.data() + body.size();
+      if (const char* after = scanPlainNames(at, bodyEnd, out.value.nodeNames)) {
+        if (onlyTheClosingBrace(after, bodyEnd)) return r.finish();
+      }
+      out.value.nodeNames.clear();
       od::array array;
       if (!r.check(value.get_array().get(array), path, "an array")) return false;
       std::string_view text;
       if (!r.check(array.raw_json().get(text), path, "an array")) return false;
-      if (scanPlainNames(text, out.value.nodeNames)) return true;
+      if (scanPlainNames(text.data(), text.data() + text.size(), out.value.nodeNames)) return true;
       // Escapes, null, the wrong type or odd spacing: element by element, with
       // errors that name the element.
       out.value.nodeNames.clear();

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <random>
 #include <thread>
 
 #include "fixtures.hpp"
@@ -89,4 +91,37 @@ TEST(Extender, FiltersOverHttpStayConsistentWhileTheWriterChurns) {
   EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(ok.load(), 6 * 150);
   EXPECT_GT(writer->stats().publishes, 10u);
+}
+
+// Concurrent requests listing the same nodes in different orders all rewrite
+// the name lookup's remembered successors: a guess may be any row, and every
+// answer must still be the one its own list gets alone.
+TEST(Extender, ConcurrentFiltersInDifferentOrdersGetTheirOwnAnswers) {
+  auto writer = loadedWriter(syntheticCluster(2000, 3000, 10));
+  auto snap = writer->snapshots().read();
+  std::vector<std::string> names;
+  for (const auto& [name, node] : snap->cluster().nodes) names.push_back(name);
+  constexpr int kThreads = 4;
+  std::vector<wire::ExtenderArgs> args(kThreads);
+  std::vector<std::string> expected(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    std::vector<std::string> order = names;
+    std::mt19937_64 rng(static_cast<std::uint64_t>(t) + 1);
+    std::shuffle(order.begin(), order.end(), rng);
+    order.resize(order.size() - static_cast<std::size_t>(t) * 100);
+    args[t].pod = gpuPod("tenant-" + std::to_string(t), "p", "uid-p", 1 + t);
+    for (auto& n : order) args[t].nodeNames.push_back(args[t].ownedNames.emplace_back(std::move(n)));
+    expected[t] = wire::encode(filterNodes(*snap, args[t]));
+  }
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 30; ++i) {
+        if (filterResponse(*snap, args[t]) != expected[t]) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
 }

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "fixtures.hpp"
 #include "tally/extender/verbs.hpp"
 
@@ -47,14 +50,24 @@ TEST(Filter, NodeWithFreeUnitsPassesFullNodeFailsWrongModeIsUnresolvable) {
   EXPECT_EQ(tally.count(FilterResultKind::Unresolvable, model::Code::NodeNotServed), 1u);
 }
 
-TEST(Filter, UnsyncedCachesAnswerWithAnErrorNeverAllNodesPass) {
+namespace {
+
+// A writer watching Nodes and GPUDevices of which only Nodes have synced.
+std::unique_ptr<CacheWriter> halfSyncedWriter() {
   CacheWriter::Options o;
   o.watched = {model::Kind::Node, model::Kind::GpuDevice};
-  CacheWriter writer(o);
-  for (auto& obj : twoNodes()) writer.upsert(obj);
-  writer.setSynced(model::Kind::Node, true);
-  writer.flush();
-  auto snap = writer.snapshots().read();
+  auto writer = std::make_unique<CacheWriter>(o);
+  for (auto& obj : twoNodes()) writer->upsert(obj);
+  writer->setSynced(model::Kind::Node, true);
+  writer->flush();
+  return writer;
+}
+
+}  // namespace
+
+TEST(Filter, UnsyncedCachesAnswerWithAnErrorNeverAllNodesPass) {
+  auto writer = halfSyncedWriter();
+  auto snap = writer->snapshots().read();
   auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"});  // the result refers to its node names
   auto r = filterNodes(*snap, args);
   EXPECT_TRUE(r.passed.empty());
@@ -228,4 +241,121 @@ TEST(Snapshot, OnlyChangedNodesGetNewPodRows) {
   EXPECT_NE((*snap->podsOnNode.find("node-3")).get(), (*before.find("node-3")).get());
   EXPECT_EQ((*snap->podsOnNode.find("node-4")).get(), (*before.find("node-4")).get());
   EXPECT_NE(snap->boundPod("node-3", "uid-extra"), nullptr);
+}
+
+namespace {
+
+// A cluster mixing what filter tells apart: nodes full, half full and empty,
+// of the wrong mode, cordoned and not Ready, with pods bound on them.
+std::vector<WatchedObject> mixedCluster(std::mt19937_64& rng, std::size_t nodes) {
+  std::vector<WatchedObject> objects = {passthroughClass(), tenantNamespace("tenant-a"), tenantNamespace("tenant-b")};
+  for (std::size_t i = 0; i < nodes; ++i) {
+    const std::string name = "n" + std::to_string(i) + (i % 3 == 0 ? "-a-long-name-beyond-sixteen-bytes" : "");
+    model::Node node = gpuNode(name, 1 + static_cast<std::int64_t>(rng() % 8),
+                               rng() % 9 == 0 ? model::NodeMode::PodHami : model::NodeMode::VmPassthrough);
+    if (rng() % 17 == 0) node.unschedulable = true;
+    if (rng() % 19 == 0) node.ready = false;
+    const std::int64_t used = static_cast<std::int64_t>(rng() % 9);
+    objects.emplace_back(node);
+    if (used > 0) {
+      objects.emplace_back(gpuPod(rng() % 2 ? "tenant-a" : "tenant-b", "bound-" + name, "uid-bound-" + name,
+                                  std::min<std::int64_t>(used, node.allocatable.get(kH200)), name));
+    }
+  }
+  return objects;
+}
+
+// Candidate lists as kube-scheduler sends them (the same order from a rotating
+// start, a subset) and as it does not (shuffled, repeated, unknown names).
+std::vector<std::string> candidates(std::mt19937_64& rng, const std::vector<std::string>& all, int shape) {
+  std::vector<std::string> out;
+  const std::size_t start = rng() % all.size();
+  switch (shape % 4) {
+    case 0:  // rotating start, every node
+      for (std::size_t k = 0; k < all.size(); ++k) out.push_back(all[(start + k) % all.size()]);
+      break;
+    case 1:  // rotating start, some dropped by the scheduler's own filters
+      for (std::size_t k = 0; k < all.size(); ++k) {
+        if (rng() % 5 != 0) out.push_back(all[(start + k) % all.size()]);
+      }
+      break;
+    case 2:  // shuffled, with repeats
+      out = all;
+      std::shuffle(out.begin(), out.end(), rng);
+      for (int k = 0; k < 10; ++k) out.push_back(out[rng() % out.size()]);
+      break;
+    default:  // names the cache does not know, spread through
+      for (std::size_t k = 0; k < all.size(); ++k) {
+        out.push_back(all[(start + k) % all.size()]);
+        if (rng() % 11 == 0) out.push_back("unknown-" + std::to_string(rng() % 1000));
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
+// filterResponse and prioritizeResponse write the answer in one pass; they must
+// say byte for byte what the lists-then-encode path says, and tally the same,
+// whatever the order of the candidates (the name lookup learns the order).
+TEST(Filter, OnePassAnswersEqualTheListsEncoded) {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    std::mt19937_64 rng(seed);
+    auto writer = loadedWriter(mixedCluster(rng, 300));
+    auto snap = writer->snapshots().read();
+    std::vector<std::string> all;
+    for (const auto& [name, node] : snap->cluster().nodes) all.push_back(name);
+    std::shuffle(all.begin(), all.end(), rng);  // the scheduler's order is not the cache's
+    for (int round = 0; round < 40; ++round) {
+      const std::int64_t units = 1 + static_cast<std::int64_t>(rng() % 8);
+      auto args = argsFor(gpuPod(rng() % 2 ? "tenant-a" : "tenant-b", "new", "uid-new", units), candidates(rng, all, round));
+      DecisionTally listed, streamed;
+      const std::string expected = wire::encode(filterNodes(*snap, args, &listed));
+      ASSERT_EQ(filterResponse(*snap, args, &streamed), expected) << "seed " << seed << " round " << round;
+      ASSERT_EQ(streamed.counts, listed.counts) << "seed " << seed << " round " << round;
+      ASSERT_EQ(listed.total(), args.nodeNames.size());
+      // And both agree with the model asked node by node, by name.
+      const model::PodDemand demand = model::podDemand(snap->cluster(), snap->usage, args.pod);
+      std::uint32_t passes = 0, unknown = 0;
+      for (std::string_view name : args.nodeNames) {
+        auto node = snap->cluster().nodes.find(std::string(name));
+        if (node == snap->cluster().nodes.end()) {
+          ++unknown;
+          continue;
+        }
+        passes += model::filterNode(snap->cluster(), snap->usage, demand, node->second).verdict == model::Verdict::Fits;
+      }
+      ASSERT_EQ(streamed.count(FilterResultKind::Pass, std::nullopt), passes) << "seed " << seed << " round " << round;
+      ASSERT_EQ(streamed.count(FilterResultKind::Failed, std::nullopt), unknown) << "seed " << seed << " round " << round;
+      for (auto strategy : {model::ScoreStrategy::BinPack, model::ScoreStrategy::Spread}) {
+        ASSERT_EQ(prioritizeResponse(*snap, args, strategy), wire::encode(prioritizeNodes(*snap, args, strategy), true))
+            << "seed " << seed << " round " << round;
+      }
+    }
+  }
+}
+
+TEST(Filter, OnePassAnswerPassesAndRefusesWhatTheModelSays) {
+  auto writer = loadedWriter(twoNodes());
+  auto snap = writer->snapshots().read();
+  DecisionTally tally;
+  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free", "pod-mode", "ghost"});
+  const std::string body = filterResponse(*snap, args, &tally);
+  EXPECT_NE(body.find("\"NodeNames\":[\"free\"]"), std::string::npos) << body;
+  EXPECT_NE(body.find("\"FailedNodes\":{\"full\":\"node(s) with 0 of 2"), std::string::npos) << body;
+  EXPECT_NE(body.find("\"ghost\":\"node ghost is not in tally-extender's cache yet\""), std::string::npos) << body;
+  EXPECT_NE(body.find("\"FailedAndUnresolvableNodes\":{\"pod-mode\":"), std::string::npos) << body;
+  EXPECT_EQ(tally.count(FilterResultKind::Pass, std::nullopt), 1u);
+  EXPECT_EQ(tally.count(FilterResultKind::Failed, std::nullopt), 1u);
+  EXPECT_EQ(tally.count(FilterResultKind::Failed, model::Code::NodeInsufficient), 1u);
+  EXPECT_EQ(tally.count(FilterResultKind::Unresolvable, model::Code::NodeNotServed), 1u);
+}
+
+TEST(Filter, OnePassAnswerKeepsTheErrorWhenCachesAreNotSynced) {
+  auto writer = halfSyncedWriter();
+  auto snap = writer->snapshots().read();
+  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"});
+  const std::string body = filterResponse(*snap, args);
+  EXPECT_NE(body.find("\"NodeNames\":[]"), std::string::npos) << body;
+  EXPECT_NE(body.find("GPUDevice"), std::string::npos) << body;
 }

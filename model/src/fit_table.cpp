@@ -130,6 +130,8 @@ FitTable FitTable::build(const Cluster& cluster, const CapacityView& view) {
     while (layout->index[i].second != 0) i = (i + 1) & (capacity - 1);
     layout->index[i] = {h, row + 1};
   }
+  layout->successor = std::make_unique<std::atomic<std::uint32_t>[]>(layout->names.size());
+  for (std::size_t row = 0; row < layout->names.size(); ++row) layout->successor[row].store(kNoRow);
 
   FitTable t;
   auto states = std::make_shared<States>();
@@ -202,32 +204,47 @@ std::optional<std::uint32_t> FitTable::find(std::string_view node) const {
   return layout_->find(node);
 }
 
-void FitTable::findAll(const std::vector<std::string_view>& nodes, std::vector<std::uint32_t>& rows) const {
-  rows.assign(nodes.size(), kNoRow);
+void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std::uint32_t>& rows) const {
+  const std::size_t n = nodes.size();
+  rows.assign(n, kNoRow);
   if (!layout_ || layout_->index.empty()) return;
   const Layout& l = *layout_;
-  const std::size_t mask = l.index.size() - 1;
-  const std::size_t n = nodes.size();
-  // Three stages, each a few names apart, so that the index slot and then the
-  // name it points at are in cache by the time they are compared:
-  // hash and fetch the slot; read the slot and fetch the name; compare.
-  constexpr std::size_t kAhead = 8;
-  thread_local std::vector<std::uint64_t> hashes;  // scratch, reused by the thread's next request
-  hashes.resize(n);
-  auto stageHash = [&](std::size_t i) {
-    hashes[i] = hashName(nodes[i]);
-    __builtin_prefetch(&l.index[hashes[i] & mask]);
+  const auto count = static_cast<std::uint32_t>(l.names.size());
+  auto successorOf = [&](std::uint32_t row) {
+    return row == kNoRow ? kNoRow : l.successor[row].load(std::memory_order_relaxed);
   };
-  auto stageSlot = [&](std::size_t i) {
-    const auto& [hash, rowPlusOne] = l.index[hashes[i] & mask];
-    if (rowPlusOne != 0) __builtin_prefetch(&l.names[rowPlusOne - 1]);
+  // Two scouts run ahead along the remembered successors: the far one fetches
+  // the name's string object, the near one the characters it points at (for
+  // names too long to sit inside the object), so both are in cache when the
+  // name is compared. A wrong guess sends them back to the row actually found.
+  constexpr std::size_t kNear = 4, kFar = 8;
+  std::uint32_t near = kNoRow, far = kNoRow;
+  auto resync = [&](std::uint32_t from) {
+    near = from;
+    for (std::size_t k = 0; k < kNear; ++k) near = successorOf(near);
+    far = near;
+    for (std::size_t k = kNear; k < kFar; ++k) {
+      far = successorOf(far);
+      if (far != kNoRow) __builtin_prefetch(&l.names[far]);
+    }
   };
-  for (std::size_t i = 0; i < std::min(n, 2 * kAhead); ++i) stageHash(i);
-  for (std::size_t i = 0; i < std::min(n, kAhead); ++i) stageSlot(i);
+  std::uint32_t previous = kNoRow;
   for (std::size_t i = 0; i < n; ++i) {
-    if (i + 2 * kAhead < n) stageHash(i + 2 * kAhead);
-    if (i + kAhead < n) stageSlot(i + kAhead);
-    if (auto row = l.probe(hashes[i], nodes[i])) rows[i] = *row;
+    const std::uint32_t guess = successorOf(previous);
+    std::uint32_t row = guess;
+    if (guess >= count || !sameName(l.names[guess], nodes[i])) {
+      auto found = l.probe(hashName(nodes[i]), nodes[i]);
+      row = found ? *found : kNoRow;
+      if (previous != kNoRow) l.successor[previous].store(row, std::memory_order_relaxed);
+      resync(row);
+    } else {
+      near = successorOf(near);
+      if (near < count) __builtin_prefetch(l.names[near].data());
+      far = successorOf(far);
+      if (far < count) __builtin_prefetch(&l.names[far]);
+    }
+    rows[i] = row;
+    previous = row;
   }
 }
 
@@ -279,6 +296,7 @@ FitTable::Query::Query(const FitTable& table, const Cluster& cluster, const Capa
   // Only a launcher's verdict can depend on which node is asked about: its pinned
   // node, and the units its own devices cover there.
   memoizable_ = demand.attached.empty() && !(demand.launcherOf && !demand.requiredNode.empty());
+  if (memoizable_ && columns_.size() == 1 && columns_[0] >= 0) direct_ = columns_[0];
 }
 
 std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
@@ -333,7 +351,7 @@ std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
   return entry;
 }
 
-FitTable::Query::Answer FitTable::Query::filter(std::uint32_t row) {
+FitTable::Query::Answer FitTable::Query::decide(std::uint32_t row) {
   const std::uint32_t entry = entryOf(row);
   if (entry != kNoRow && verdictOf_[entry] >= 0) {
     const auto id = static_cast<std::uint32_t>(verdictOf_[entry]);
@@ -351,8 +369,16 @@ FitTable::Query::Answer FitTable::Query::filter(std::uint32_t row) {
   verdicts_.push_back(std::move(v));
   // A verdict read off the Node object (ineligibility, units not served) may
   // say something of that node alone: it is not shared.
-  if (entry != kNoRow && !askedNode) verdictOf_[entry] = static_cast<std::int32_t>(id);
-  return {id, &verdicts_.back()};
+  const Answer answer{id, &verdicts_.back()};
+  if (entry != kNoRow && !askedNode) {
+    verdictOf_[entry] = static_cast<std::int32_t>(id);
+    if (direct_ >= 0) {
+      const std::uint32_t state = table_.stateId(row, static_cast<std::size_t>(direct_));
+      if (state >= answerOfState_.size()) answerOfState_.resize(table_.states_->values.size(), Answer{0, nullptr});
+      answerOfState_[state] = answer;
+    }
+  }
+  return answer;
 }
 
 std::int64_t FitTable::Query::idleOthers(const DeviceClass& cls) {
@@ -364,13 +390,20 @@ std::int64_t FitTable::Query::idleOthers(const DeviceClass& cls) {
   return idle;
 }
 
-int FitTable::Query::score(std::uint32_t row, ScoreStrategy strategy) {
+int FitTable::Query::scoreOnce(std::uint32_t row, ScoreStrategy strategy) {
   const std::size_t s = strategy == ScoreStrategy::Spread ? 1 : 0;
   const std::uint32_t entry = entryOf(row);
   if (entry != kNoRow && scoreOf_[s][entry] >= 0) return scoreOf_[s][entry];
   int score = detail::scoreCore(cluster_, demand_, table_.layout_->names[row], strategy, table_.factsOf(row),
                                 [&](const DeviceClass& cls) { return idleOthers(cls); });
-  if (entry != kNoRow) scoreOf_[s][entry] = score;
+  if (entry != kNoRow) {
+    scoreOf_[s][entry] = score;
+    if (direct_ >= 0) {
+      const std::uint32_t state = table_.stateId(row, static_cast<std::size_t>(direct_));
+      if (state >= scoreOfState_[s].size()) scoreOfState_[s].resize(table_.states_->values.size(), -1);
+      scoreOfState_[s][state] = score;
+    }
+  }
   return score;
 }
 

@@ -1444,6 +1444,62 @@ TEST(PropertyFitTable, UpdatedTablesAndQueriesAgreeWithTheModelAlongEvents) {
   }
 }
 
+// findAll remembers which row followed which in the last list and checks that
+// guess by name: whatever lists come (one order from rotating starts, subsets,
+// shuffles, repeats, names it does not hold, tables sharing one layout), every
+// answer must be what find() says of each name.
+TEST(PropertyFitTable, FindAllAgreesWithFindWhateverTheOrderOfNames) {
+  std::mt19937_64 rng(11);
+  Cluster c;
+  fx::put(c, fx::passthroughClass());
+  std::vector<std::string> names;
+  for (int i = 0; i < 700; ++i) {
+    names.push_back("node-" + std::to_string(i) + (i % 4 == 0 ? "-with-a-name-past-the-inline-limit" : ""));
+    fx::put(c, fx::gpuNode(names.back(), NodeMode::VmPassthrough, fx::kH200, 8));
+  }
+  auto index = UsageIndex::fromCluster(c);
+  FitTable table = FitTable::build(index.cluster(), index);
+  std::vector<std::string> order = names;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<std::uint32_t> rows;
+  std::size_t hits = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::string> list;
+    const std::size_t start = rng() % order.size();
+    switch (round % 5) {
+      case 0:
+      case 1:  // the scheduler's way: one order, a rotating start
+        for (std::size_t k = 0; k < order.size(); ++k) list.push_back(order[(start + k) % order.size()]);
+        break;
+      case 2:  // a subset of it
+        for (std::size_t k = 0; k < order.size(); ++k) {
+          if (rng() % 3) list.push_back(order[(start + k) % order.size()]);
+        }
+        break;
+      case 3:  // shuffled with repeats
+        list = order;
+        std::shuffle(list.begin(), list.end(), rng);
+        for (int k = 0; k < 50; ++k) list.push_back(list[rng() % list.size()]);
+        break;
+      default:  // unknown names and near misses
+        for (std::size_t k = 0; k < 200; ++k) {
+          const std::string& n = order[(start + k) % order.size()];
+          list.push_back(rng() % 4 == 0 ? n + "x" : rng() % 4 == 0 ? n.substr(0, n.size() - 1) : n);
+        }
+    }
+    if (round % 50 == 49) order.swap(list.size() == order.size() ? list : order);  // the scheduler's order changes
+    std::vector<std::string_view> views(list.begin(), list.end());
+    table.findAll(views, rows);
+    ASSERT_EQ(rows.size(), list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto expected = table.find(list[i]);
+      ASSERT_EQ(rows[i], expected ? *expected : FitTable::kNoRow) << "round " << round << " name " << list[i];
+      if (expected) hits += table.nodeName(rows[i]) == list[i];
+    }
+  }
+  EXPECT_GT(hits, 0u);
+}
+
 TEST(PropertyCowMap, CopiesStayFrozenWhileTheOriginalChanges) {
   std::mt19937_64 rng(7);
   CowMap<std::int64_t> live;

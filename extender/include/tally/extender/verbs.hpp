@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tally/extender/snapshot.hpp"
@@ -47,6 +48,14 @@ wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::Extende
 // (prioritize errors are ignored by the scheduler anyway).
 std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
                                                 model::ScoreStrategy strategy);
+
+// The encoded answers, written in one pass over the candidates without the
+// intermediate lists: byte for byte encode(filterNodes(...)) and
+// encode(prioritizeNodes(...)), and the same tally. For what kube-scheduler
+// sends (NodeNames that need no escape); anything else goes through the lists.
+std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally = nullptr);
+std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
+                               model::ScoreStrategy strategy);
 
 // Keeps, per node, only the victims whose eviction the model needs for the pod
 // to fit; drops nodes where even all of them would not do. Victims unknown to

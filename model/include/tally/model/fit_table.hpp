@@ -13,10 +13,12 @@
 // (clusters have thousands of nodes but few distinct (class, served, used,
 // held) combinations), so a query decides once per distinct id, not per node.
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,7 +56,7 @@ class FitTable {
   // The rows of many nodes at once (kNoRow for a node the table does not hold),
   // with the memory each lookup touches fetched a few names ahead.
   static constexpr std::uint32_t kNoRow = UINT32_MAX;
-  void findAll(const std::vector<std::string_view>& nodes, std::vector<std::uint32_t>& rows) const;
+  void findAll(std::span<const std::string_view> nodes, std::vector<std::uint32_t>& rows) const;
   // Hints the CPU to fetch what filter/score will read of a row.
   void prefetch(std::uint32_t row) const;
   const std::string& nodeName(std::uint32_t row) const;
@@ -76,12 +78,29 @@ class FitTable {
       std::uint32_t id;
       const NodeVerdict* verdict;
     };
-    Answer filter(std::uint32_t row);
-    int score(std::uint32_t row, ScoreStrategy strategy);
+    // Inline for the common case (one requested resource, its facts decided
+    // before): two array reads.
+    Answer filter(std::uint32_t row) {
+      if (direct_ >= 0) {
+        const std::uint32_t state = table_.stateId(row, static_cast<std::size_t>(direct_));
+        if (state < answerOfState_.size() && answerOfState_[state].verdict) return answerOfState_[state];
+      }
+      return decide(row);
+    }
+    int score(std::uint32_t row, ScoreStrategy strategy) {
+      const std::size_t s = strategy == ScoreStrategy::Spread ? 1 : 0;
+      if (direct_ >= 0) {
+        const std::uint32_t state = table_.stateId(row, static_cast<std::size_t>(direct_));
+        if (state < scoreOfState_[s].size() && scoreOfState_[s][state] >= 0) return scoreOfState_[s][state];
+      }
+      return scoreOnce(row, strategy);
+    }
     std::size_t distinctVerdicts() const { return verdicts_.size(); }
 
    private:
     friend class FitTable;
+    Answer decide(std::uint32_t row);
+    int scoreOnce(std::uint32_t row, ScoreStrategy strategy);
     Query(const FitTable& table, const Cluster& cluster, const CapacityView& view, const PodDemand& demand);
     // Index of the memo entry for the row's facts (inserted when new); kNoRow
     // when the pod's verdict may depend on which node it is (launchers).
@@ -94,6 +113,11 @@ class FitTable {
     const PodDemand& demand_;
     std::vector<std::int32_t> columns_;  // per demand.requests entry: the table's column, -1 if none
     bool memoizable_ = true;
+    // The column of the one requested resource when verdicts are memoized by
+    // its state id alone, else -1; then the answers and scores by state id.
+    std::int32_t direct_ = -1;
+    std::vector<Answer> answerOfState_;
+    std::vector<std::int32_t> scoreOfState_[2];
     // One requested resource with a column (the common case): entry by state id.
     std::vector<std::uint32_t> entryOfState_;
     // Otherwise: entry e's key is keys_[e * columns_.size() ...], a state id per
@@ -140,6 +164,13 @@ class FitTable {
     std::vector<NodeMode> modes;  // poolMode() per row
     // Open addressing: (hash, row + 1); a power-of-two size.
     std::vector<std::pair<std::uint64_t, std::uint32_t>> index;
+    // Per row, the row whose name followed it in the last list findAll()
+    // resolved (kNoRow: none yet). kube-scheduler lists candidates in the same
+    // order every cycle (its node tree from a rotating start), so the next
+    // name is most often this successor: one comparison of names instead of a
+    // hash and a probe. A hint only, checked before use; concurrent lookups
+    // overwrite it in no particular order.
+    std::unique_ptr<std::atomic<std::uint32_t>[]> successor;
     std::optional<std::uint32_t> find(std::string_view name) const;
     // The row of `name`, whose hashName() is `hash`.
     std::optional<std::uint32_t> probe(std::uint64_t hash, std::string_view name) const;
