@@ -7,6 +7,10 @@
 
 #include <simdjson.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "tally/codec/objects.hpp"
 #include "tally/observability/log.hpp"
 
@@ -216,6 +220,61 @@ bool keyEquals(std::string_view key, std::string_view goName) {
 
 namespace {
 
+#if defined(__SSE2__)
+// Over the 64 bytes at p: which are '"', and which no plain name holds ('\\'
+// and control characters).
+struct ByteMasks {
+  std::uint64_t quote = 0, bad = 0;
+};
+inline ByteMasks byteMasks64(const char* p) {
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), lastControl = _mm_set1_epi8(0x1f);
+  ByteMasks m;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    const __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(v, lastControl), v);  // v <= 0x1f
+    const auto q = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)));
+    const auto b = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, backslash), control)));
+    m.quote |= static_cast<std::uint64_t>(q) << (16 * k);
+    m.bad |= static_cast<std::uint64_t>(b) << (16 * k);
+  }
+  return m;
+}
+
+// Names in kube-scheduler's compact form ("a","b",...]) from the '"' at p,
+// cut at the quotes of 64-byte windows. Returns the '"' of the first element
+// it leaves to the byte-wise scan (any other spacing, an escape, a name
+// longer than a window, the last 66 bytes), or, with `closed`, the position
+// after the array's ']'.
+const char* scanCompactRun(const char* p, const char* end, std::vector<std::string_view>& names, bool& closed) {
+  while (end - p >= 66) {  // the window and the two bytes after a closing quote at its end
+    const ByteMasks m = byteMasks64(p);
+    std::uint64_t quotes = m.quote & ~std::uint64_t{1};  // after the opening quote at bit 0
+    unsigned open = 0;
+    for (;;) {
+      if (quotes == 0) break;  // the name runs past the window
+      const auto close = static_cast<unsigned>(std::countr_zero(quotes));
+      const std::uint64_t inside = ((std::uint64_t{1} << close) - 1) & ~((std::uint64_t{2} << open) - 1);
+      if (m.bad & inside) return p + open;
+      const char after = p[close + 1];
+      if (after == ',' && p[close + 2] == '"') {
+        names.emplace_back(p + open + 1, close - open - 1);
+        quotes &= quotes - 1;  // the closing quote
+        quotes &= quotes - 1;  // the next opening one, at close + 2
+        open = close + 2;
+        continue;
+      }
+      if (after != ']') return p + open;
+      names.emplace_back(p + open + 1, close - open - 1);
+      closed = true;
+      return p + close + 2;
+    }
+    if (open == 0) return p;  // longer than a window
+    p += open;
+  }
+  return p;
+}
+#endif
+
 // The NodeNames array as the scheduler writes it, from its '[' at `p`:
 // strings that need no escape, separated by commas and whitespace. Appends
 // views of the names and returns the position after the closing ']';
@@ -230,6 +289,13 @@ const char* scanPlainNames(const char* p, const char* end, std::vector<std::stri
   skipSpace();
   if (p < end && *p == ']') return p + 1;
   while (p < end) {
+#if defined(__SSE2__)
+    if (*p == '"' && end - p >= 66) {
+      bool closed = false;
+      p = scanCompactRun(p, end, names, closed);
+      if (closed) return p;
+    }
+#endif
     if (*p != '"') return nullptr;
     // The first byte that is '"', '\\' or a control character, eight at a time:
     // the closing quote if the name needs no escape.
@@ -495,8 +561,11 @@ std::string encode(const std::vector<HostPriority>& priorities, bool plainHosts)
   for (const auto& p : priorities) size += p.host.size() + 32;
   out.reserve(size);
   out += '[';
+  bool first = true;
   for (std::size_t i = 0; i < priorities.size(); ++i) {
-    if (i) out += ',';
+    if (priorities[i].score == 0) continue;  // unlisted is 0 to kube-scheduler
+    if (!first) out += ',';
+    first = false;
     if (plainHosts) {
       out += "{\"Host\":\"";
       out += priorities[i].host;

@@ -127,6 +127,48 @@ TEST(Wire, GarbageAndTrailingContentAreRefused) {
   }
 }
 
+// NodeNames closing the body (kube-scheduler's order) is read by the
+// extender's own scanner, which then checks the rest of the body itself: the
+// answers must be those of the general path, and what is not JSON still fails.
+TEST(Wire, NodeNamesEndingTheBodyReadAsAnywhereElse) {
+  const std::string head = R"({"Pod":)" + pod() + R"(,"Nodes":null,"NodeNames":)";
+  struct Case {
+    std::string tail;
+    std::vector<std::string_view> names;  // empty with ok = false: refused
+    bool ok;
+  };
+  const std::vector<Case> cases = {
+      {R"(["n1","n2"]})", {"n1", "n2"}, true},
+      {"[ \"n1\" ,\n \"n2\" ] } \n", {"n1", "n2"}, true},  // whitespace anywhere
+      {R"([]})", {}, true},
+      {R"(["n1","n2"],"Extra":1})", {"n1", "n2"}, true},  // not last: the general path
+      {R"(["n1"]}})", {}, false},                          // one brace too many
+      {R"(["n1"]} x)", {}, false},                         // content after the object
+      {R"(["n1"])", {}, false},                            // the object never closes
+      {R"(["n1",]})", {}, false},                          // a trailing comma
+      {R"(["n1" "n2"]})", {}, false},                      // a missing comma
+      {R"(["n1",2]})", {}, false},                         // not a string
+  };
+  for (const Case& c : cases) {
+    std::string body = head + c.tail;
+    auto args = wire::parseExtenderArgs(body);
+    EXPECT_EQ(args.ok(), c.ok) << body;
+    if (c.ok) {
+      EXPECT_EQ(args.value.nodeNames, c.names) << body;
+      EXPECT_TRUE(args.value.plainNames) << body;
+      EXPECT_EQ(args.value.pod.name, "vm-launcher") << body;
+    }
+  }
+  // Escaped names closing the body go the general way, and come out unescaped.
+  std::string escaped = head + R"(["a\u0062c"]})";
+  auto args = wire::parseExtenderArgs(escaped);
+  ASSERT_TRUE(args.ok()) << args.errors.front().message;
+  EXPECT_EQ(args.value.nodeNames, (std::vector<std::string_view>{"abc"}));
+  // Without the Pod before them, the names alone do not make a request.
+  std::string podless = R"({"NodeNames":["n1"]})";
+  EXPECT_FALSE(wire::parseExtenderArgs(podless).ok());
+}
+
 TEST(Wire, PreemptionArgsReadMetaVictimsAndFullVictims) {
   std::string meta = R"({"Pod":)" + pod() +
                      R"(,"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"a"},{"uid":"b"}],"NumPDBViolations":1}}})";
@@ -184,7 +226,11 @@ TEST(Wire, ResultsUseGoFieldNames) {
   EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"a", 7}}), R"([{"Host":"a","Score":7}])");
   EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"a", 7}, {"b", 10}}, true),
             R"([{"Host":"a","Score":7},{"Host":"b","Score":10}])");
-  EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"q\"", 0}}), R"([{"Host":"q\"","Score":0}])");
+  EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"q\"", 3}}), R"([{"Host":"q\"","Score":3}])");
+  // A host scored 0 is left out (kube-scheduler adds nothing for an unlisted host).
+  EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"a", 0}, {"b", 4}, {"c", 0}}, true),
+            R"([{"Host":"b","Score":4}])");
+  EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"a", 0}}), "[]");
   wire::PreemptionResult p;
   p.victims.push_back({"n1", {{"u1"}, 0}});
   EXPECT_EQ(wire::encode(p), R"({"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"u1"}],"NumPDBViolations":0}}})");

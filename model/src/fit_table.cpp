@@ -21,7 +21,15 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 inline bool sameName(std::string_view a, std::string_view b) {
   const std::size_t n = a.size();
   if (n != b.size()) return false;
-  if (n < 8) return a == b;
+  if (n < 8) {
+    if (n < 4) return a == b;
+    auto load4 = [](const char* at) {
+      std::uint32_t w;
+      std::memcpy(&w, at, 4);
+      return w;
+    };
+    return load4(a.data()) == load4(b.data()) && load4(a.data() + n - 4) == load4(b.data() + n - 4);
+  }
   auto load8 = [](const char* at) {
     std::uint64_t w;
     std::memcpy(&w, at, 8);
@@ -248,10 +256,6 @@ void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std:
   }
 }
 
-void FitTable::prefetch(std::uint32_t row) const {
-  if (width_) __builtin_prefetch(&blockData_[row >> kBlockShift][(row & (kBlockRows - 1)) * width_]);
-}
-
 const std::string& FitTable::nodeName(std::uint32_t row) const { return layout_->names[row]; }
 
 std::size_t FitTable::size() const { return layout_ ? layout_->names.size() : 0; }
@@ -379,6 +383,50 @@ FitTable::Query::Answer FitTable::Query::decide(std::uint32_t row) {
     }
   }
   return answer;
+}
+
+void FitTable::Query::filterAll(std::span<const std::uint32_t> rows, std::vector<Answer>& out) {
+  out.resize(rows.size());
+  if (direct_ < 0) {
+    for (std::size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] == kNoRow ? Answer{0, nullptr} : filter(rows[i]);
+    return;
+  }
+  // The state ids first (each load independent of the others, so many are in
+  // flight at once), parked in the answers' id fields; then the answers.
+  const auto column = static_cast<std::size_t>(direct_);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out[i].id = rows[i] == kNoRow ? 0 : table_.stateId(rows[i], column);
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] == kNoRow) {
+      out[i] = {0, nullptr};
+      continue;
+    }
+    const std::uint32_t state = out[i].id;
+    out[i] = state < answerOfState_.size() && answerOfState_[state].verdict ? answerOfState_[state] : decide(rows[i]);
+  }
+}
+
+void FitTable::Query::scoreAll(std::span<const std::uint32_t> rows, ScoreStrategy strategy, std::vector<int>& out) {
+  out.resize(rows.size());
+  if (direct_ < 0) {
+    for (std::size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] == kNoRow ? 0 : score(rows[i], strategy);
+    return;
+  }
+  const auto column = static_cast<std::size_t>(direct_);
+  const std::size_t s = strategy == ScoreStrategy::Spread ? 1 : 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out[i] = rows[i] == kNoRow ? -1 : static_cast<int>(table_.stateId(rows[i], column));
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (out[i] < 0) {
+      out[i] = 0;
+      continue;
+    }
+    const auto state = static_cast<std::size_t>(out[i]);
+    out[i] = state < scoreOfState_[s].size() && scoreOfState_[s][state] >= 0 ? scoreOfState_[s][state]
+                                                                            : scoreOnce(rows[i], strategy);
+  }
 }
 
 std::int64_t FitTable::Query::idleOthers(const DeviceClass& cls) {

@@ -87,6 +87,10 @@ struct HostPriority {
   std::int64_t score = 0;
 };
 // `plainHosts`: every host needs no JSON escape (ExtenderArgs::plainNames).
+// Hosts scored 0 are left out: kube-scheduler adds an extender's score only to
+// the hosts it lists, so an unlisted host scores 0 all the same, and on an
+// empty cluster (where bin-packing scores nearly every node 0) it decodes a
+// handful of entries instead of one per candidate.
 std::string encode(const std::vector<HostPriority>& priorities, bool plainHosts = false);
 
 // ExtenderPreemptionResult{NodeNameToMetaVictims}.

@@ -58,7 +58,9 @@ class FitTable {
   static constexpr std::uint32_t kNoRow = UINT32_MAX;
   void findAll(std::span<const std::string_view> nodes, std::vector<std::uint32_t>& rows) const;
   // Hints the CPU to fetch what filter/score will read of a row.
-  void prefetch(std::uint32_t row) const;
+  void prefetch(std::uint32_t row) const {
+    if (width_) __builtin_prefetch(&blockData_[row >> kBlockShift][(row & (kBlockRows - 1)) * width_]);
+  }
   const std::string& nodeName(std::uint32_t row) const;
   std::size_t size() const;
   // Blocks this table shares with the table it was updated from (for tests and stats).
@@ -95,6 +97,11 @@ class FitTable {
       }
       return scoreOnce(row, strategy);
     }
+    // filter() and score() of many rows (kNoRow: a name the table does not
+    // hold, answered {0, nullptr} and 0), the rows' facts gathered first in a
+    // loop of independent loads.
+    void filterAll(std::span<const std::uint32_t> rows, std::vector<Answer>& out);
+    void scoreAll(std::span<const std::uint32_t> rows, ScoreStrategy strategy, std::vector<int>& out);
     std::size_t distinctVerdicts() const { return verdicts_.size(); }
 
    private:
