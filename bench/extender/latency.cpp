@@ -12,6 +12,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <random>
 
 #include "fixtures.hpp"
 #include "tally/extender/allocator.hpp"
@@ -147,6 +148,7 @@ int main(int argc, char** argv) {
   bool publish = false;
   bool inProcessOnly = false;
   bool phases = false;
+  bool shuffled = false;
   std::vector<std::string> verbs = {"filter", "prioritize"};
   std::size_t publishNodes = 10000, publishPods = 150000;
   app.add_option("--nodes", nodeCounts, "Candidate node counts")->capture_default_str();
@@ -155,6 +157,7 @@ int main(int argc, char** argv) {
   app.add_option("--write-peer-cluster", peerCluster, "Write the cluster the Go peer serves to this file (with --nodes N) and exit");
   app.add_flag("--publish", publish, "Measure snapshot publication instead");
   app.add_flag("--in-process-only", inProcessOnly, "Skip the HTTP measurements (for profiling)");
+  app.add_flag("--shuffled", shuffled, "In-process requests list the nodes in a different random order each time");
   app.add_flag("--phases", phases, "Also time filter's parsing and answering apart (one pass and lists-then-encode)");
   app.add_option("--verbs", verbs, "Verbs to measure in-process")->capture_default_str();
   app.add_option("--publish-nodes", publishNodes, "Nodes for --publish")->capture_default_str();
@@ -205,6 +208,21 @@ int main(int argc, char** argv) {
     auto writer = loadedWriter(benchCluster(nodes));
     std::string pod = podJson("tenant-3", "bench-pod", "bench-uid", 1);
     std::string body = extenderArgs(pod, nodeNames(nodes));
+    // With --shuffled, every request lists the nodes in another order (16
+    // bodies in turn): the name lookup's remembered order never holds, as for
+    // a client that does not list nodes the way kube-scheduler does.
+    std::vector<std::string> shuffledBodies;
+    if (shuffled) {
+      std::mt19937_64 rng(nodes);
+      for (int k = 0; k < 16; ++k) {
+        auto names = nodeNames(nodes);
+        std::shuffle(names.begin(), names.end(), rng);
+        shuffledBodies.push_back(extenderArgs(pod, names));
+      }
+    }
+    auto bodyFor = [&](int i) -> const std::string& {
+      return shuffled ? shuffledBodies[static_cast<std::size_t>(i) % shuffledBodies.size()] : body;
+    };
     if (!peerCluster.empty()) {
       writePeerCluster(peerCluster, *writer->snapshots().read());
       std::ofstream(peerCluster + ".body") << body;
@@ -225,7 +243,7 @@ int main(int argc, char** argv) {
     for (const std::string& verb : verbs) {
       std::vector<double> us;
       for (int i = 0; i < iterations + 20; ++i) {
-        std::string copy = withPadding(body);
+        std::string copy = withPadding(bodyFor(i));
         auto t0 = Clock::now();
         HttpResponse r = verb == "filter" ? service.filter(copy) : service.prioritize(copy);
         auto t1 = Clock::now();
@@ -235,7 +253,7 @@ int main(int argc, char** argv) {
         }
         if (i >= 20) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       }
-      report(std::string("in-process ") + verb, nodes, summarize(us));
+      report(std::string("in-process ") + verb + (shuffled ? " (shuffled)" : ""), nodes, summarize(us));
     }
     if (phases) {
       // Where filter's time goes: parsing the request, then the answer written

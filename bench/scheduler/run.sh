@@ -4,7 +4,7 @@
 #
 #   bench/scheduler/run.sh [--nodes 5000] [--pods 1000] [--rounds 2]
 #                          [--min-ratio R] [--json FILE] [--keep]
-#                          [--variants base,ext[,ext-nobind][,peer]]
+#                          [--variants base,ext[,base-nobatch][,ext-nobind][,peer]]
 #
 # One local control plane (e2e/cluster/up), NODES kwok nodes serving 8 H200
 # each (vm-passthrough, class nvidia-h200-passthrough), one tally-extender on
@@ -17,6 +17,9 @@
 # scheduler_schedule_attempts_total{profile="bench",result="scheduled"},
 # sampled every 0.2 s: pods/s between 10% and 90% of PODS scheduled (startup
 # and the tail excluded). The pods are deleted between measurements.
+# Variant base-nobatch: the baseline with kube-scheduler's OpportunisticBatching
+# feature gate off (v1.35+ batches identical pods, but never in a profile
+# with extenders), so that the ratio to it is the extender's own cost.
 # Variant ext-nobind (diagnostic, not the default): the extender entry without
 # bindVerb (kube-scheduler binds itself), to split the cost of bind from that
 # of filter/prioritize. Variant peer (diagnostic): the Go peer extender of
@@ -133,6 +136,7 @@ fi
 
 config "$state/bench-idle.yaml" idle 0
 config "$state/bench-base.yaml" bench 0
+cp "$state/bench-base.yaml" "$state/bench-base-nobatch.yaml"
 config "$state/bench-ext.yaml" bench 1
 grep -v '^ *bindVerb:' "$state/bench-ext.yaml" >"$state/bench-ext-nobind.yaml"
 if [[ -n "$peer_pid" ]]; then
@@ -140,7 +144,18 @@ if [[ -n "$peer_pid" ]]; then
     sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$peer_port#" >"$state/bench-peer.yaml"
 fi
 grep -q "urlPrefix: http://127.0.0.1:$port/tally" "$state/bench-ext.yaml" || { log "extender entry missing"; exit 1; }
-restart() { "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$1" >/dev/null || { log "restarting kube-scheduler with $1 failed"; exit 1; }; }
+# restart CONFIG [KUBE_SCHEDULER_FLAGS]
+restart() {
+  TALLY_E2E_SCHEDULER_FLAGS="${2:-}" "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$1" >/dev/null ||
+    { log "restarting kube-scheduler with $1 failed"; exit 1; }
+}
+# kube-scheduler's OpportunisticBatching counts for the bench profile, "result=count ..."
+batching() {
+  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
+    awk '/^scheduler_batch_attempts_total\{/ && /profile="bench"/ {
+           match($0, /result="[^"]*"/); r = substr($0, RSTART + 8, RLENGTH - 9); printf "%s=%s ", r, $2; f = 1 }
+         END { if (!f) printf "none" }'
+}
 
 scheduled() {
   curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
@@ -208,7 +223,13 @@ measure() {
   ((created == pods)) || log "$label: only $created of $pods pods created"
   local lo=$((pods / 10)) hi=$((pods * 9 / 10)) t_lo="" t_hi="" t_first="" t_last="" n now start polls=0
   start="$(date +%s.%N)"
-  restart "$cfg"
+  local flags=""
+  # kube-scheduler (v1.35+) batches identical pods (OpportunisticBatching: the
+  # next pod tries the node the last one's scores ranked next, no full
+  # filter and score) but turns that off in any profile with an extender.
+  # base-nobatch is the baseline with it off too: the extender's own cost.
+  [[ "$label" == base-nobatch ]] && flags="--feature-gates=OpportunisticBatching=false"
+  restart "$cfg" "$flags"
   local cpu_before
   cpu_before="$(cpu_now)"
   while :; do
@@ -226,7 +247,7 @@ measure() {
     if (($(date +%s) - ${start%.*} > 600)); then log "$label: only $n of $pods scheduled after 600 s"; break; fi
     sleep 0.2
   done
-  log "$label: CPU seconds while scheduling: $(cpu_used "$cpu_before" "$(cpu_now)")"
+  log "$label: CPU seconds while scheduling: $(cpu_used "$cpu_before" "$(cpu_now)"); batching: $(batching)"
   local bound
   bound="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d' | wc -l)"
   ((bound == pods)) || log "$label: $bound of $pods pods bound"
@@ -269,6 +290,7 @@ import json, statistics, sys
 nodes, pods, rounds, min_ratio, out = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 rows = [l.split() for l in open(sys.argv[6]).read().splitlines() if l.strip()]
 base = [float(r[1]) for r in rows if r[0] == "base"]
+nobatch = [float(r[1]) for r in rows if r[0] == "base-nobatch"]
 ext = [float(r[1]) for r in rows if r[0] == "ext"]
 nobind = [float(r[1]) for r in rows if r[0] == "ext-nobind"]
 peer = [float(r[1]) for r in rows if r[0] == "peer"]
@@ -278,7 +300,12 @@ me = statistics.mean(ext) if ext else 0.0
 ratio = me / mb if mb > 0 else 0.0
 print(f"kube-scheduler, {nodes} kwok nodes, {pods} one-GPU pods per run, {rounds} round(s)")
 print(f"  without extender: {' '.join(f'{x:.1f}' for x in base)} pods/s (mean {mb:.1f})")
+if nobatch:
+    mnb = statistics.mean(nobatch)
+    print(f"  without extender, OpportunisticBatching off: {' '.join(f'{x:.1f}' for x in nobatch)} pods/s (mean {mnb:.1f})")
 print(f"  with tally-extender: {' '.join(f'{x:.1f}' for x in ext)} pods/s (mean {me:.1f})")
+if nobatch and ext:
+    print(f"  with tally-extender / without, both unbatched: {me / mnb:.3f}")
 if nobind:
     print(f"  with tally-extender, no bindVerb: {' '.join(f'{x:.1f}' for x in nobind)} pods/s (mean {statistics.mean(nobind):.1f}, ratio {(statistics.mean(nobind) / mb if mb else 0):.3f})")
 if peer:
@@ -288,7 +315,7 @@ if peer:
 print(f"  ratio with/without: {ratio:.3f} (goal >= 0.9)")
 print(f"  every pod bound in every run: {'yes' if bound_ok else 'NO'}")
 if out:
-    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "ext": ext, "extNoBind": nobind, "peer": peer, "ratio": ratio,
+    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "peer": peer, "ratio": ratio,
                "allBound": bound_ok}, open(out, "w"), indent=1)
 sys.exit(0 if bound_ok and ratio >= min_ratio else 1)
 EOF
