@@ -10,6 +10,66 @@ namespace tally::extender {
 
 using observability::appendJsonString;
 
+namespace {
+
+using Answer = model::FitTable::Query::Answer;
+
+// One request's questions to a snapshot: the pod's demand and the query over it.
+struct Asked {
+  model::PodDemand demand;
+  model::FitTable::Query query;
+  Asked(const ExtenderSnapshot& snap, const model::Pod& pod)
+      : demand(model::podDemand(snap.cluster(), snap.usage, pod)),
+        query(snap.fit.query(snap.cluster(), snap.usage, demand)) {}
+};
+
+// The pod's answer for every candidate, in order (verdict null: a node the
+// snapshot does not hold yet); thread-local scratch the thread's next call reuses.
+const std::vector<Answer>& answersFor(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, Asked& asked) {
+  thread_local std::vector<std::uint32_t> rows;
+  thread_local std::vector<Answer> answers;
+  snap.fit.findAll(args.nodeNames, rows);
+  asked.query.filterAll(rows, answers);
+  return answers;
+}
+
+// The pod's score (unclamped) on every candidate, 0 for one the snapshot does not hold.
+const std::vector<int>& scoresFor(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, Asked& asked,
+                                  model::ScoreStrategy strategy) {
+  thread_local std::vector<std::uint32_t> rows;
+  thread_local std::vector<int> scores;
+  snap.fit.findAll(args.nodeNames, rows);
+  asked.query.scoreAll(rows, strategy, scores);
+  return scores;
+}
+
+std::string notCachedYet(std::string_view node) {
+  return "node " + std::string(node) + " is not in tally-extender's cache yet";
+}
+
+// Copies the n bytes of a node name (tens of bytes) in word-sized moves, the
+// last one overlapping: cheaper than a call to memcpy for each of thousands.
+inline void copyShort(char* d, const char* s, std::size_t n) {
+  if (n < 8) {
+    for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
+    return;
+  }
+  for (std::size_t i = 0; i + 8 < n; i += 8) std::memcpy(d + i, s + i, 8);
+  std::memcpy(d + n - 8, s + n - 8, 8);
+}
+
+// Copies `name` between quotes at `d` and returns the end: for names that need
+// no escape (ExtenderArgs::plainNames), which is what appendJsonString writes.
+char* putQuoted(char* d, std::string_view name) {
+  *d++ = '"';
+  copyShort(d, name.data(), name.size());
+  d += name.size();
+  *d++ = '"';
+  return d;
+}
+
+}  // namespace
+
 wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
   wire::FilterResult result;
   result.asNodeList = args.fromNodeList;
@@ -19,12 +79,10 @@ wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::Extende
     if (tally) tally->add(FilterResultKind::Error, model::Code::CacheNotSynced);
     return result;
   }
-  const model::Cluster& cluster = snap.cluster();
-  model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
-  model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
+  Asked asked(snap, args.pod);
   // Nodes sharing a verdict share its message: each is copied into the result once.
   std::vector<std::string_view> messageOf;
-  auto message = [&](const model::FitTable::Query::Answer& a, std::string_view fallback) {
+  auto message = [&](const Answer& a, std::string_view fallback) {
     if (a.id >= messageOf.size()) messageOf.resize(a.id + 1);
     std::string_view& m = messageOf[a.id];
     if (m.data() == nullptr) {
@@ -33,19 +91,15 @@ wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::Extende
     return m;
   };
   result.passed.reserve(args.nodeNames.size());
-  thread_local std::vector<std::uint32_t> rows;  // scratch, reused by the thread's next request
-  snap.fit.findAll(args.nodeNames, rows);
+  const std::vector<Answer>& answers = answersFor(snap, args, asked);
   for (std::size_t i = 0; i < args.nodeNames.size(); ++i) {
     const std::string_view name = args.nodeNames[i];
-    if (i + 4 < rows.size() && rows[i + 4] != model::FitTable::kNoRow) snap.fit.prefetch(rows[i + 4]);
-    const std::uint32_t row = rows[i];
-    if (row == model::FitTable::kNoRow) {
-      std::string_view m = result.messages.emplace_back("node " + std::string(name) + " is not in tally-extender's cache yet");
-      result.failed.emplace_back(name, m);
+    const Answer& a = answers[i];
+    if (!a.verdict) {
+      result.failed.emplace_back(name, result.messages.emplace_back(notCachedYet(name)));
       if (tally) tally->add(FilterResultKind::Failed, std::nullopt);
       continue;
     }
-    const model::FitTable::Query::Answer a = query.filter(row);
     const model::NodeVerdict& v = *a.verdict;
     const std::optional<model::Code> code = v.reason ? std::optional(v.reason->code) : std::nullopt;
     switch (v.verdict) {
@@ -75,51 +129,17 @@ std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, co
     for (const auto& name : args.nodeNames) out.push_back({name, 0});
     return out;
   }
-  const model::Cluster& cluster = snap.cluster();
-  model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
-  model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
-  thread_local std::vector<std::uint32_t> rows;  // scratch, reused by the thread's next request
-  snap.fit.findAll(args.nodeNames, rows);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (i + 4 < rows.size() && rows[i + 4] != model::FitTable::kNoRow) snap.fit.prefetch(rows[i + 4]);
-    int score = rows[i] == model::FitTable::kNoRow ? 0 : query.score(rows[i], strategy);
-    out.push_back({args.nodeNames[i], std::clamp(score, 0, 10)});
-  }
+  Asked asked(snap, args.pod);
+  const std::vector<int>& scores = scoresFor(snap, args, asked, strategy);
+  for (std::size_t i = 0; i < scores.size(); ++i) out.push_back({args.nodeNames[i], std::clamp(scores[i], 0, 10)});
   return out;
 }
 
-namespace {
-
-// Copies the n bytes of a node name (tens of bytes) in word-sized moves, the
-// last one overlapping: cheaper than a call to memcpy for each of thousands.
-inline void copyShort(char* d, const char* s, std::size_t n) {
-  if (n < 8) {
-    for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
-    return;
-  }
-  for (std::size_t i = 0; i + 8 < n; i += 8) std::memcpy(d + i, s + i, 8);
-  std::memcpy(d + n - 8, s + n - 8, 8);
-}
-
-// Copies `name` between quotes at `d` and returns the end: for names that need
-// no escape (ExtenderArgs::plainNames), which is what appendJsonString writes.
-char* putQuoted(char* d, std::string_view name) {
-  *d++ = '"';
-  copyShort(d, name.data(), name.size());
-  d += name.size();
-  *d++ = '"';
-  return d;
-}
-
-}  // namespace
 
 std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
   if (!snap.ready() || args.fromNodeList || !args.plainNames) return wire::encode(filterNodes(snap, args, tally));
-  const model::Cluster& cluster = snap.cluster();
-  model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
-  model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
-  thread_local std::vector<std::uint32_t> rows;  // scratch, reused by the thread's next request
-  snap.fit.findAll(args.nodeNames, rows);
+  Asked asked(snap, args.pod);
+  const std::vector<Answer>& answers = answersFor(snap, args, asked);
 
   // Per distinct verdict: ':' and its message as a JSON literal, and how many
   // nodes got it (tallied at the end).
@@ -144,19 +164,17 @@ std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArg
   std::memcpy(d, kHead.data(), kHead.size());
   d += kHead.size();
   char* const first = d;
-  thread_local std::vector<model::FitTable::Query::Answer> answers;
-  query.filterAll(rows, answers);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
+  for (std::size_t i = 0; i < answers.size(); ++i) {
     const std::string_view name = args.nodeNames[i];
-    if (rows[i] == model::FitTable::kNoRow) {
+    const Answer& a = answers[i];
+    if (!a.verdict) {
       if (!failed.empty()) failed += ',';
       appendJsonString(failed, name);
       failed += ':';
-      appendJsonString(failed, "node " + std::string(name) + " is not in tally-extender's cache yet");
+      appendJsonString(failed, notCachedYet(name));
       ++unknown;
       continue;
     }
-    const model::FitTable::Query::Answer a = answers[i];
     if (a.verdict->verdict == model::Verdict::Fits) {
       if (d != first) *d++ = ',';
       d = putQuoted(d, name);
@@ -191,7 +209,7 @@ std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArg
   if (tally) {
     const std::size_t rejected = unknown + std::accumulate(shared.begin(), shared.end(), std::size_t{0},
                                                            [](std::size_t n, const Shared& sh) { return n + sh.nodes; });
-    tally->add(FilterResultKind::Pass, std::nullopt, static_cast<std::uint32_t>(rows.size() - rejected));
+    tally->add(FilterResultKind::Pass, std::nullopt, static_cast<std::uint32_t>(answers.size() - rejected));
     if (unknown) tally->add(FilterResultKind::Failed, std::nullopt, unknown);
     for (const Shared& sh : shared) {
       if (sh.nodes) tally->add(sh.kind, sh.code, sh.nodes);
@@ -205,11 +223,8 @@ std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::Extende
   if (!snap.ready() || !args.plainNames) {
     return wire::encode(prioritizeNodes(snap, args, strategy), args.plainNames);
   }
-  const model::Cluster& cluster = snap.cluster();
-  model::PodDemand demand = model::podDemand(cluster, snap.usage, args.pod);
-  model::FitTable::Query query = snap.fit.query(cluster, snap.usage, demand);
-  thread_local std::vector<std::uint32_t> rows;  // scratch, reused by the thread's next request
-  snap.fit.findAll(args.nodeNames, rows);
+  Asked asked(snap, args.pod);
+  const std::vector<int>& scores = scoresFor(snap, args, asked, strategy);
   constexpr std::string_view kHost = "{\"Host\":\"", kScore = "\",\"Score\":";
   std::size_t bound = 2;
   for (std::string_view name : args.nodeNames) bound += name.size() + kHost.size() + kScore.size() + 4;
@@ -217,9 +232,7 @@ std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::Extende
   out.resize(bound);
   char* d = out.data();
   *d++ = '[';
-  thread_local std::vector<int> scores;
-  query.scoreAll(rows, strategy, scores);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
+  for (std::size_t i = 0; i < scores.size(); ++i) {
     const std::string_view name = args.nodeNames[i];
     const int score = std::clamp(scores[i], 0, 10);
     if (score == 0) continue;  // as wire::encode: unlisted is 0 to kube-scheduler

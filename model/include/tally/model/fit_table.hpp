@@ -53,14 +53,12 @@ class FitTable {
 
   // The row of a node, by name.
   std::optional<std::uint32_t> find(std::string_view node) const;
-  // The rows of many nodes at once (kNoRow for a node the table does not hold),
-  // with the memory each lookup touches fetched a few names ahead.
+  // The rows of many nodes at once (kNoRow for a node the table does not hold):
+  // following the order the last list was in while it holds (Layout::successor),
+  // else by hash, with the memory each lookup touches fetched a few names ahead.
+  // Safe to call from many threads on one table.
   static constexpr std::uint32_t kNoRow = UINT32_MAX;
   void findAll(std::span<const std::string_view> nodes, std::vector<std::uint32_t>& rows) const;
-  // Hints the CPU to fetch what filter/score will read of a row.
-  void prefetch(std::uint32_t row) const {
-    if (width_) __builtin_prefetch(&blockData_[row >> kBlockShift][(row & (kBlockRows - 1)) * width_]);
-  }
   const std::string& nodeName(std::uint32_t row) const;
   std::size_t size() const;
   // Blocks this table shares with the table it was updated from (for tests and stats).
