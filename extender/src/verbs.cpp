@@ -192,11 +192,12 @@ std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArg
                                             : std::string_view(resolvable ? "does not fit" : "cannot fit"));
     }
     std::string& to = sh.kind == FilterResultKind::Failed ? failed : unresolvable;
-    if (!to.empty()) to += ',';
-    to += '"';
-    to += name;
-    to += '"';
-    to += sh.literal;
+    const std::size_t at = to.size();
+    to.resize(at + (at ? 1 : 0) + name.size() + 2 + sh.literal.size());
+    char* w = to.data() + at;
+    if (at) *w++ = ',';
+    w = putQuoted(w, name);
+    std::memcpy(w, sh.literal.data(), sh.literal.size());
   }
   out.resize(static_cast<std::size_t>(d - out.data()));
   out.reserve(out.size() + failed.size() + unresolvable.size() + 64);

@@ -214,8 +214,11 @@ std::optional<std::uint32_t> FitTable::find(std::string_view node) const {
 
 void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std::uint32_t>& rows) const {
   const std::size_t n = nodes.size();
-  rows.assign(n, kNoRow);
-  if (!layout_ || layout_->index.empty()) return;
+  rows.resize(n);  // every entry is written below
+  if (!layout_ || layout_->index.empty()) {
+    std::fill(rows.begin(), rows.end(), kNoRow);
+    return;
+  }
   const Layout& l = *layout_;
   const auto count = static_cast<std::uint32_t>(l.names.size());
   auto successorOf = [&](std::uint32_t row) {
