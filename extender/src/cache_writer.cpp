@@ -133,7 +133,7 @@ void CacheWriter::run(std::stop_token stop) {
       auto now = Clock::now();
       auto wakeAt = now + std::chrono::seconds(1);
       if (dirty_) wakeAt = std::min(wakeAt, lastPublish_ + options_.publishInterval);
-      for (const auto& [uid, deadline] : assumeDeadline_) wakeAt = std::min(wakeAt, deadline);
+      if (!deadlineQueue_.empty()) wakeAt = std::min(wakeAt, deadlineQueue_.front().first);
       queueCv_.wait_until(lock, stop, wakeAt, [&] { return urgent_ || (!dirty_ && !queue_.empty()); });
       batch.swap(queue_);
       urgent = urgent_;
@@ -314,7 +314,9 @@ void CacheWriter::apply(Assume& a) {
       return;
     }
     index_.assume(it->second, a.node);
-    assumeDeadline_[it->second.uid] = Clock::now() + options_.assumeTtl;
+    const auto deadline = Clock::now() + options_.assumeTtl;
+    assumeDeadline_[it->second.uid] = deadline;
+    deadlineQueue_.emplace_back(deadline, it->second.uid);
   }
   waitingForPublish_.push_back(std::move(a.done));
 }
@@ -326,18 +328,18 @@ void CacheWriter::apply(Forget& f) {
 
 void CacheWriter::expireAssumptions(Clock::time_point now) {
   std::uint64_t expired = 0;
-  for (auto it = assumeDeadline_.begin(); it != assumeDeadline_.end();) {
-    if (it->second <= now) {
-      // A no-op when the watch already confirmed the pod bound.
-      std::size_t before = index_.assumedCount();
-      index_.forget(it->first);
-      if (index_.assumedCount() != before) {
-        ++expired;
-        dirty_ = true;
-      }
-      it = assumeDeadline_.erase(it);
-    } else {
-      ++it;
+  while (!deadlineQueue_.empty() && deadlineQueue_.front().first <= now) {
+    auto [deadline, uid] = std::move(deadlineQueue_.front());
+    deadlineQueue_.pop_front();
+    auto it = assumeDeadline_.find(uid);
+    if (it == assumeDeadline_.end() || it->second != deadline) continue;  // forgotten, or assumed again since
+    assumeDeadline_.erase(it);
+    // A no-op when the watch already confirmed the pod bound.
+    std::size_t before = index_.assumedCount();
+    index_.forget(uid);
+    if (index_.assumedCount() != before) {
+      ++expired;
+      dirty_ = true;
     }
   }
   if (expired) {

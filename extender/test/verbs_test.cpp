@@ -127,6 +127,32 @@ TEST(Filter, AssumptionExpiresAfterItsTtl) {
   EXPECT_EQ(writer->stats().assumptionsExpired, 1u);
 }
 
+// A pod assumed, forgotten and assumed again keeps its second deadline: the
+// first one coming up must not expire it.
+TEST(Filter, AssumptionMadeAgainExpiresAtItsNewDeadline) {
+  auto objects = twoNodes();
+  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
+  CacheWriter::Options o;
+  o.assumeTtl = std::chrono::milliseconds(400);
+  auto writer = loadedWriter(objects, o);
+  auto first = writer->assume("tenant-a", "first", "uid-1", "free");
+  writer->flush();
+  writer->forget("uid-1");
+  writer->flush();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  auto second = writer->assume("tenant-a", "first", "uid-1", "free");
+  writer->flush();
+  EXPECT_EQ(second.get(), AssumeOutcome::Recorded);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past the first deadline, not the second
+  writer->flush();
+  EXPECT_EQ(writer->snapshots().read()->assumedPlacements, 1u);
+  EXPECT_EQ(writer->stats().assumptionsExpired, 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  writer->flush();
+  EXPECT_EQ(writer->snapshots().read()->assumedPlacements, 0u);
+  EXPECT_EQ(writer->stats().assumptionsExpired, 1u);
+}
+
 TEST(Filter, WatchConfirmingTheBindDropsTheAssumption) {
   auto objects = twoNodes();
   objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));

@@ -139,7 +139,12 @@ class CacheWriter {
   std::shared_ptr<const model::Cluster> base_;
   bool baseDirty_ = true;
   const ExtenderSnapshot* published_ = nullptr;  // alive until the next publish retires it
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> assumeDeadline_;  // uid
+  // Each assumption's deadline by pod uid, and the same deadlines in the order
+  // they fall (one TTL for all: the order they were set in). Entries of
+  // assumptions forgotten or made again stay in the queue until they come up
+  // and are skipped then, so expiry costs what expires, not what is assumed.
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> assumeDeadline_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> deadlineQueue_;
   std::vector<std::shared_ptr<std::promise<AssumeOutcome>>> waitingForPublish_;
   bool dirty_ = true;
   std::uint64_t generation_ = 0;
