@@ -113,12 +113,21 @@ TEST(Filter, ForgottenAssumptionFreesTheUnits) {
   EXPECT_EQ(r.passed.size(), 1u);
 }
 
-TEST(Filter, AssumptionExpiresAfterItsTtl) {
+namespace {
+
+// twoNodes() with a pending 8-unit pod "first" (uid-1), assumptions held `ttl`.
+std::unique_ptr<CacheWriter> writerWithPendingPod(std::chrono::milliseconds ttl) {
   auto objects = twoNodes();
   objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
   CacheWriter::Options o;
-  o.assumeTtl = std::chrono::milliseconds(1);
-  auto writer = loadedWriter(objects, o);
+  o.assumeTtl = ttl;
+  return loadedWriter(objects, o);
+}
+
+}  // namespace
+
+TEST(Filter, AssumptionExpiresAfterItsTtl) {
+  auto writer = writerWithPendingPod(std::chrono::milliseconds(1));
   auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
   writer->flush();
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -130,11 +139,7 @@ TEST(Filter, AssumptionExpiresAfterItsTtl) {
 // A pod assumed, forgotten and assumed again keeps its second deadline: the
 // first one coming up must not expire it.
 TEST(Filter, AssumptionMadeAgainExpiresAtItsNewDeadline) {
-  auto objects = twoNodes();
-  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
-  CacheWriter::Options o;
-  o.assumeTtl = std::chrono::milliseconds(400);
-  auto writer = loadedWriter(objects, o);
+  auto writer = writerWithPendingPod(std::chrono::milliseconds(400));
   auto first = writer->assume("tenant-a", "first", "uid-1", "free");
   writer->flush();
   writer->forget("uid-1");
