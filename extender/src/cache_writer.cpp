@@ -128,13 +128,18 @@ void CacheWriter::run(std::stop_token stop) {
   std::vector<Event> batch;
   while (!stop.stop_requested()) {
     bool urgent = false;
+    auto wakeAt = Clock::now() + std::chrono::seconds(1);
+    bool dirty = false;
+    {
+      // Writer state, read under the writer's lock (flush() may apply too).
+      std::lock_guard writer(writerMu_);
+      dirty = dirty_;
+      if (dirty) wakeAt = std::min(wakeAt, lastPublish_ + options_.publishInterval);
+      if (!deadlineQueue_.empty()) wakeAt = std::min(wakeAt, deadlineQueue_.front().first);
+    }
     {
       std::unique_lock lock(queueMu_);
-      auto now = Clock::now();
-      auto wakeAt = now + std::chrono::seconds(1);
-      if (dirty_) wakeAt = std::min(wakeAt, lastPublish_ + options_.publishInterval);
-      if (!deadlineQueue_.empty()) wakeAt = std::min(wakeAt, deadlineQueue_.front().first);
-      queueCv_.wait_until(lock, stop, wakeAt, [&] { return urgent_ || (!dirty_ && !queue_.empty()); });
+      queueCv_.wait_until(lock, stop, wakeAt, [&] { return urgent_ || (!dirty && !queue_.empty()); });
       batch.swap(queue_);
       urgent = urgent_;
       urgent_ = false;
