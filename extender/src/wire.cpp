@@ -220,6 +220,9 @@ bool keyEquals(std::string_view key, std::string_view goName) {
 
 namespace {
 
+// JSON's insignificant whitespace.
+bool isJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
 #if defined(__SSE2__)
 // Over the 64 bytes at p: which are '"', and which no plain name holds ('\\'
 // and control characters).
@@ -283,7 +286,7 @@ const char* scanPlainNames(const char* p, const char* end, std::vector<std::stri
   using observability::detail::isJsonSpecial;
   using observability::detail::jsonSpecialBytes;
   auto skipSpace = [&] {
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) ++p;
+    while (p < end && isJsonSpace(*p)) ++p;
   };
   if (p == end || *p++ != '[') return nullptr;
   skipSpace();
@@ -339,10 +342,9 @@ const char* scanPlainNames(const char* p, const char* end, std::vector<std::stri
 // Whether [p, end) is what may follow the last member of the top-level
 // object: its closing brace between whitespace.
 bool onlyTheClosingBrace(const char* p, const char* end) {
-  auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
-  while (p < end && space(*p)) ++p;
+  while (p < end && isJsonSpace(*p)) ++p;
   if (p == end || *p++ != '}') return false;
-  while (p < end && space(*p)) ++p;
+  while (p < end && isJsonSpace(*p)) ++p;
   return p == end;
 }
 
@@ -391,15 +393,14 @@ Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
       // walking its thousands of elements through the parser first.
       const char* at = value.raw_json_token().data();
       const char* bodyEnd = body.data() + body.size();
-      if (const char* after = scanPlainNames(at, bodyEnd, out.value.nodeNames)) {
-        if (onlyTheClosingBrace(after, bodyEnd)) return r.finish();
-      }
-      out.value.nodeNames.clear();
+      const char* after = scanPlainNames(at, bodyEnd, out.value.nodeNames);
+      if (after && onlyTheClosingBrace(after, bodyEnd)) return r.finish();
+      // More follows: the parser skips the array to go on from there.
       od::array array;
       if (!r.check(value.get_array().get(array), path, "an array")) return false;
       std::string_view text;
       if (!r.check(array.raw_json().get(text), path, "an array")) return false;
-      if (scanPlainNames(text.data(), text.data() + text.size(), out.value.nodeNames)) return true;
+      if (after) return true;  // the names were read above
       // Escapes, null, the wrong type or odd spacing: element by element, with
       // errors that name the element.
       out.value.nodeNames.clear();
@@ -523,24 +524,15 @@ std::string encode(const FilterResult& result) {
     out += "]},\"NodeNames\":null,";
   } else {
     out += "\"Nodes\":null,\"NodeNames\":[";
-    if (result.plainNames) {
-      // Names read as written need no escape: copied straight into place.
-      std::size_t size = 0;
-      for (auto n : result.passed) size += n.size() + 3;
-      const std::size_t at = out.size();
-      out.resize(at + size);
-      char* d = out.data() + at;
-      for (std::size_t i = 0; i < result.passed.size(); ++i) {
-        if (i) *d++ = ',';
-        *d++ = '"';
-        std::memcpy(d, result.passed[i].data(), result.passed[i].size());
-        d += result.passed[i].size();
-        *d++ = '"';
-      }
-      out.resize(static_cast<std::size_t>(d - out.data()));
-    } else {
-      for (std::size_t i = 0; i < result.passed.size(); ++i) {
-        if (i) out += ',';
+    // Names read as written need no escape (the service answers those in
+    // one pass, verbs.cpp's filterResponse; this is the general path).
+    for (std::size_t i = 0; i < result.passed.size(); ++i) {
+      if (i) out += ',';
+      if (result.plainNames) {
+        out += '"';
+        out += result.passed[i];
+        out += '"';
+      } else {
         appendJsonString(out, result.passed[i]);
       }
     }
