@@ -157,6 +157,43 @@ batching() {
          END { if (!f) printf "none" }'
 }
 
+# Mean wall time per pod of kube-scheduler's scheduling algorithm (filter and
+# score, extender calls included) and of a whole scheduling attempt, in ms.
+cycle_means() {
+  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
+    awk '/^scheduler_scheduling_algorithm_duration_seconds_(sum|count) / { a[$1] = $2 }
+         /^scheduler_scheduling_attempt_duration_seconds_(sum|count)\{/ && /profile="bench"/ && /result="scheduled"/ {
+           split($1, n, "{"); b[n[1]] = $2 }
+         END { ca = a["scheduler_scheduling_algorithm_duration_seconds_count"]; cb = b["scheduler_scheduling_attempt_duration_seconds_count"]
+               printf "algorithm %.2f ms, attempt %.2f ms",
+                 ca ? 1000 * a["scheduler_scheduling_algorithm_duration_seconds_sum"] / ca : 0,
+                 cb ? 1000 * b["scheduler_scheduling_attempt_duration_seconds_sum"] / cb : 0 }'
+}
+# tally-extender's server-side seconds per route so far, "route sum count" per line.
+ext_latency() {
+  [[ -n "$ext_pid" ]] || return 0
+  curl -s "http://127.0.0.1:$port/metrics" 2>/dev/null |
+    awk '/^tally_extender_request_duration_seconds_(sum|count)\{/ {
+           match($0, /route="[^"]*"/); r = substr($0, RSTART + 7, RLENGTH - 8)
+           if ($1 ~ /_sum\{/) s[r] = $2; else c[r] = $2 }
+         END { for (r in s) print r, s[r], c[r] }'
+}
+# ext_latency_used BEFORE AFTER -> "route=mean_us(n) ..."
+ext_latency_used() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def read(t):
+    return {l.split()[0]: (float(l.split()[1]), float(l.split()[2])) for l in t.splitlines() if len(l.split()) == 3}
+a, b = read(sys.argv[1]), read(sys.argv[2])
+out = []
+for r, (s, c) in sorted(b.items()):
+    s0, c0 = a.get(r, (0.0, 0.0))
+    if c - c0 > 0:
+        out.append(f"{r}={1e6 * (s - s0) / (c - c0):.0f}us({int(c - c0)})")
+print(" ".join(out) or "none")
+PY
+}
+
 scheduled() {
   curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
     awk '/^scheduler_schedule_attempts_total\{/ && /profile="bench"/ && /result="scheduled"/ {print $2; f=1} END {if (!f) print 0}'
@@ -230,13 +267,28 @@ measure() {
   # base-nobatch is the baseline with it off too: the extender's own cost.
   [[ "$label" == base-nobatch ]] && flags="--feature-gates=OpportunisticBatching=false"
   restart "$cfg" "$flags"
-  local cpu_before
+  local cpu_before lat_before
   cpu_before="$(cpu_now)"
+  lat_before="$(ext_latency)"
   while :; do
     n="$(scheduled)"
     now="$(date +%s.%N)"
     [[ -n "$t_first" || "$n" -lt 1 ]] || t_first="$now"
-    [[ -n "$t_lo" || "$n" -lt "$lo" ]] || t_lo="$now"
+    if [[ -z "$t_lo" && "$n" -ge "$lo" ]]; then
+      t_lo="$now"
+      # TALLY_BENCH_PPROF=DIR: a 5 s CPU profile of kube-scheduler from here (go tool pprof).
+      if [[ -n "${TALLY_BENCH_PPROF:-}" ]]; then
+        mkdir -p "$TALLY_BENCH_PPROF"
+        curl -sk -H "Authorization: Bearer $token" -o "$TALLY_BENCH_PPROF/$ns.pprof" \
+          "https://127.0.0.1:$SCHED_PORT/debug/pprof/profile?seconds=5" &
+      fi
+      # TALLY_BENCH_PERF=DIR: 5 s of perf samples (DWARF call graphs) of tally-extender from here.
+      if [[ -n "${TALLY_BENCH_PERF:-}" && -n "$ext_pid" ]]; then
+        mkdir -p "$TALLY_BENCH_PERF"
+        perf record -q -F ${TALLY_BENCH_PERF_HZ:-499} --call-graph dwarf,16384 -p "$ext_pid" -o "$TALLY_BENCH_PERF/$ns.perf.data" -- sleep 5 \
+          >/dev/null 2>&1 &
+      fi
+    fi
     if [[ -z "$t_hi" && "$n" -ge "$hi" ]]; then t_hi="$now"; c_hi="$n"; fi
     if [[ "$n" -ge "$pods" ]]; then t_last="$now"; break; fi
     # A bind that kube-scheduler timed out but that did happen is counted as an
@@ -248,6 +300,7 @@ measure() {
     sleep 0.2
   done
   log "$label: CPU seconds while scheduling: $(cpu_used "$cpu_before" "$(cpu_now)"); batching: $(batching)"
+  log "$label: kube-scheduler per pod: $(cycle_means); tally-extender server-side mean: $(ext_latency_used "$lat_before" "$(ext_latency)")"
   local bound
   bound="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d' | wc -l)"
   ((bound == pods)) || log "$label: $bound of $pods pods bound"

@@ -61,12 +61,16 @@ CacheWriter::CacheWriter(Options options) : options_(std::move(options)) {
 CacheWriter::~CacheWriter() { stop(); }
 
 void CacheWriter::enqueue(Event event, bool urgent) {
+  bool wake = false;
   {
     std::lock_guard lock(queueMu_);
+    // The first event of a batch, or the first urgent one, is the one the
+    // writer waits for; the rest find it awake or due anyway.
+    wake = (urgent && !urgent_) || (wakeOnAny_ && queue_.empty());
     queue_.push_back(std::move(event));
     urgent_ = urgent_ || urgent;
   }
-  queueCv_.notify_one();
+  if (wake) queueCv_.notify_one();
 }
 
 void CacheWriter::upsert(WatchedObject object) { enqueue(std::move(object), false); }
@@ -120,8 +124,14 @@ std::size_t CacheWriter::queued() const {
 }
 
 PublishStats CacheWriter::stats() const {
-  std::lock_guard lock(statsMu_);
-  return stats_;
+  PublishStats s;
+  {
+    std::lock_guard lock(statsMu_);
+    s = stats_;
+  }
+  std::lock_guard lock(queueMu_);
+  s.writerWakeups = writerWakeups_;
+  return s;
 }
 
 void CacheWriter::run(std::stop_token stop) {
@@ -139,7 +149,13 @@ void CacheWriter::run(std::stop_token stop) {
     }
     {
       std::unique_lock lock(queueMu_);
-      queueCv_.wait_until(lock, stop, wakeAt, [&] { return urgent_ || (!dirty && !queue_.empty()); });
+      wakeOnAny_ = !dirty;
+      bool waited = false;
+      queueCv_.wait_until(lock, stop, wakeAt, [&] {
+        writerWakeups_ += waited ? 1 : 0;  // every check after the first follows a wake-up
+        waited = true;
+        return urgent_ || (!dirty && !queue_.empty());
+      });
       batch.swap(queue_);
       urgent = urgent_;
       urgent_ = false;

@@ -10,6 +10,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include <pthread.h>
+#include <sys/socket.h>
+
 #include "tally/extender/wire.hpp"
 
 namespace tally::extender {
@@ -49,11 +52,16 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   Router router;
   HttpObserver observer;
-  net::io_context ioc;
+  // One io_context per thread, each run by that thread alone; the acceptor
+  // lives on the first and deals accepted connections out in turn.
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> keepRunning;
+  std::size_t nextContext = 0;
   std::optional<ssl::context> tlsContext;
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
   std::atomic<bool> running{false};
+  std::atomic<std::uint64_t> bodyCompletionReads{0};
   std::uint16_t boundPort = 0;
 
   void reject(std::string_view kind) {
@@ -114,10 +122,52 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       // Beast reads as much as the buffer has room for; a flat_buffer left at
       // its first 512 bytes would take a 70 KB request in 140 system calls.
       buffer_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(*length, 1u << 20)));
+      if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+        // What the buffer holds past the header is body (or, pipelined, more).
+        if (*length > buffer_.size()) return awaitBody(static_cast<std::size_t>(*length - buffer_.size()));
+      }
     }
+    readBody();
+  }
+
+  void readBody() {
     beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
     http::async_read(stream_, buffer_, *parser_,
                      [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
+  }
+
+  // Plain TCP only: read the `missing` body bytes into the buffer with the
+  // socket's low-water mark at exactly what is still to come, so the kernel
+  // reports the socket readable once all of it is queued (Go's HTTP client,
+  // kube-scheduler's, writes a request's first 4 KB and the rest separately).
+  // The mark never exceeds what the client still owes, so it cannot hold back
+  // a read that should complete; a client that owes more than it sends meets
+  // the read timeout as before. (Behind TLS the engine reads ahead of the
+  // plaintext, so the count would not be exact there: not used.)
+  void awaitBody(std::size_t missing) {
+    setLowWater(missing);
+    ++server_.bodyCompletionReads;
+    beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
+    stream_.async_read_some(buffer_.prepare(missing), [self = this->shared_from_this(), missing](
+                                                          beast::error_code ec, std::size_t n) {
+      self->buffer_.commit(n);
+      if (!ec && n < missing) return self->awaitBody(missing - n);
+      self->setLowWater(1);
+      if (ec) return self->readFailed(ec);
+      self->readBody();  // parses what the buffer now holds
+    });
+  }
+
+  void setLowWater(std::size_t bytes) {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      // The kernel caps the mark at half the receive buffer; a larger body is
+      // then read in a few pieces. Failure only costs wake-ups.
+      int mark = static_cast<int>(std::min<std::size_t>(bytes, 1u << 20));
+      if (mark == lowWater_) return;
+      if (::setsockopt(stream_.socket().native_handle(), SOL_SOCKET, SO_RCVLOWAT, &mark, sizeof mark) == 0) {
+        lowWater_ = mark;
+      }
+    }
   }
 
   void readFailed(beast::error_code ec) {
@@ -220,21 +270,27 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   bool first_ = true;
   bool keepAlive_ = true;
   bool closeAfter_ = false;
+  int lowWater_ = 1;  // the socket's SO_RCVLOWAT as last set
 };
 
 }  // namespace
 
 void HttpServer::Impl::accept() {
-  acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+  net::io_context& home = *contexts[nextContext];
+  nextContext = (nextContext + 1) % contexts.size();
+  acceptor->async_accept(home, [this](beast::error_code ec, tcp::socket socket) {
     if (!running.load()) return;
     if (!ec) {
       socket.set_option(tcp::no_delay(true), ec);
+      // The session starts on its own thread; this one only accepts.
+      auto executor = socket.get_executor();
       if (tlsContext) {
-        std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-            *this, beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *tlsContext))
-            ->run();
+        auto session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+            *this, beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *tlsContext));
+        net::post(executor, [session] { session->run(); });
       } else {
-        std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket)))->run();
+        auto session = std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket)));
+        net::post(executor, [session] { session->run(); });
       }
     }
     accept();
@@ -270,7 +326,12 @@ void HttpServer::start() {
   auto address = net::ip::make_address(o.address, ec);
   if (ec) throw std::runtime_error("invalid bind address " + o.address + ": " + ec.message());
   tcp::endpoint endpoint(address, o.port);
-  s.acceptor.emplace(net::make_strand(s.ioc));
+  unsigned n = std::max(1u, o.threads);
+  for (unsigned i = 0; i < n; ++i) {
+    s.contexts.push_back(std::make_unique<net::io_context>(1));
+    s.keepRunning.push_back(net::make_work_guard(*s.contexts.back()));
+  }
+  s.acceptor.emplace(*s.contexts.front());
   s.acceptor->open(endpoint.protocol(), ec);
   if (!ec) s.acceptor->set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) s.acceptor->bind(endpoint, ec);
@@ -279,8 +340,13 @@ void HttpServer::start() {
   s.boundPort = s.acceptor->local_endpoint().port();
   s.running.store(true);
   s.accept();
-  unsigned n = std::max(1u, o.threads);
-  for (unsigned i = 0; i < n; ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
+  for (unsigned i = 0; i < n; ++i) {
+    s.threads.emplace_back([&s, i] {
+      std::string name = "tally-http-" + std::to_string(i);
+      pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+      s.contexts[i]->run();
+    });
+  }
 }
 
 void HttpServer::stop() {
@@ -290,10 +356,13 @@ void HttpServer::stop() {
     beast::error_code ec;
     s.acceptor->close(ec);
   });
-  s.ioc.stop();
+  s.keepRunning.clear();
+  for (auto& c : s.contexts) c->stop();
   for (auto& t : s.threads) t.join();
   s.threads.clear();
 }
+
+std::uint64_t HttpServer::bodyCompletionReads() const { return impl_->bodyCompletionReads.load(); }
 
 std::uint16_t HttpServer::port() const { return impl_->boundPort; }
 bool HttpServer::tls() const { return impl_->tlsContext.has_value(); }

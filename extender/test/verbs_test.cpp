@@ -126,6 +126,36 @@ std::unique_ptr<CacheWriter> writerWithPendingPod(std::chrono::milliseconds ttl)
 
 }  // namespace
 
+// Events arriving while a publication is pending wait for it without waking
+// the writer: a watch delivering thousands of events a second would otherwise
+// wake it for each, to find nothing to do yet. An urgent event (a bind's
+// assumption) still wakes it at once.
+TEST(Snapshot, EventsQueuedBeforeAPublicationIsDueDoNotWakeTheWriter) {
+  CacheWriter::Options o;
+  o.publishInterval = std::chrono::milliseconds(400);
+  auto objects = twoNodes();
+  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
+  auto writer = loadedWriter(objects, o);
+  writer->start();
+  const auto publishesBefore = writer->stats().publishes;
+  for (int i = 0; i < 200; ++i) {
+    // A pod event each, the writer waiting for its publication to fall due.
+    writer->upsert(gpuPod("tenant-a", "p" + std::to_string(i), "uid-p" + std::to_string(i), 1));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const auto stats = writer->stats();
+  // The first event woke it; the 400 ms timer may have fired once since.
+  EXPECT_LE(stats.writerWakeups, 4u) << "the writer woke for events it was not waiting for";
+  EXPECT_LE(stats.publishes, publishesBefore + 1);
+  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
+  ASSERT_EQ(assumed.wait_for(std::chrono::milliseconds(200)), std::future_status::ready)
+      << "an urgent event waited for the publication timer";
+  EXPECT_EQ(assumed.get(), AssumeOutcome::Recorded);
+  writer->stop();
+  writer->flush();
+  EXPECT_GE(writer->stats().eventsApplied, 200u) << "queued events were lost";
+}
+
 TEST(Filter, AssumptionExpiresAfterItsTtl) {
   auto writer = writerWithPendingPod(std::chrono::milliseconds(1));
   auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");

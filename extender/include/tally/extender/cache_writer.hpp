@@ -46,6 +46,7 @@ struct PublishStats {
   std::size_t lastFitBlocksShared = 0;  // FitTable blocks shared with the previous snapshot
   std::uint64_t skippedUnchanged = 0;  // upserts equal to what the cache held (e.g. node heartbeats)
   std::uint64_t assumptionsExpired = 0;
+  std::uint64_t writerWakeups = 0;     // times the writer thread woke up (signalled, timed out or spurious)
 };
 
 // Why an assumption could not be recorded.
@@ -126,6 +127,13 @@ class CacheWriter {
   std::condition_variable_any queueCv_;
   std::vector<Event> queue_;
   bool urgent_ = false;
+  // Set by the writer before it waits: whether any event wakes it (nothing
+  // waits to be published) or only an urgent one (it sleeps until the next
+  // publication is due and takes what queued meanwhile). Enqueuers signal only
+  // what it waits for: a watch delivering thousands of events a second would
+  // otherwise wake it for each, to find it has nothing to do yet.
+  bool wakeOnAny_ = true;
+  std::uint64_t writerWakeups_ = 0;
 
   // Writer-only state.
   model::UsageIndex index_;

@@ -1,9 +1,14 @@
 #pragma once
-// A small HTTP/1.1 server on Boost.Beast: a pool of threads running one
-// io_context, keep-alive, optional TLS, a body limit (413), a timeout while
-// waiting for a request (idle) and while reading one (read), 404 for unknown
-// paths and 405 for known paths with another method. Knows nothing about
-// extenders: routes map a method and a path to a handler.
+// A small HTTP/1.1 server on Boost.Beast: threads that each run their own
+// io_context (a connection stays on the thread that accepted it, so a request
+// is read, answered and written without handing it to another thread),
+// keep-alive, optional TLS, a body limit (413), a timeout while waiting for a
+// request (idle) and while reading one (read), 404 for unknown paths and 405
+// for known paths with another method. A body that has not fully arrived with
+// its header is awaited with the socket's receive low-water mark
+// (SO_RCVLOWAT) set to the bytes missing, so the thread wakes once for it
+// rather than once per TCP segment. Knows nothing about extenders: routes map
+// a method and a path to a handler.
 
 #include <chrono>
 #include <cstdint>
@@ -89,6 +94,10 @@ class HttpServer {
   void stop();
   std::uint16_t port() const;
   bool tls() const;
+  // Reads it took to complete the bodies of plain-TCP requests whose body had
+  // not fully arrived with the header (one per request when the low-water mark
+  // does its job). For tests and diagnostics.
+  std::uint64_t bodyCompletionReads() const;
 
   struct Impl;
 
