@@ -169,27 +169,31 @@ cycle_means() {
                  ca ? 1000 * a["scheduler_scheduling_algorithm_duration_seconds_sum"] / ca : 0,
                  cb ? 1000 * b["scheduler_scheduling_attempt_duration_seconds_sum"] / cb : 0 }'
 }
-# tally-extender's server-side seconds per route so far, "route sum count" per line.
+# tally-extender's server-side seconds per route so far: "route sum count
+# handling_sum" per line (request_duration from the header read, handling from
+# the whole body read).
 ext_latency() {
   [[ -n "$ext_pid" ]] || return 0
   curl -s "http://127.0.0.1:$port/metrics" 2>/dev/null |
-    awk '/^tally_extender_request_duration_seconds_(sum|count)\{/ {
+    awk '/^tally_extender_request_(duration|handling)_seconds_(sum|count)\{/ {
            match($0, /route="[^"]*"/); r = substr($0, RSTART + 7, RLENGTH - 8)
-           if ($1 ~ /_sum\{/) s[r] = $2; else c[r] = $2 }
-         END { for (r in s) print r, s[r], c[r] }'
+           if ($1 ~ /handling_seconds_sum/) h[r] = $2
+           else if ($1 ~ /duration_seconds_sum/) s[r] = $2
+           else if ($1 ~ /duration_seconds_count/) c[r] = $2 }
+         END { for (r in s) print r, s[r], c[r], h[r] + 0 }'
 }
-# ext_latency_used BEFORE AFTER -> "route=mean_us(n) ..."
+# ext_latency_used BEFORE AFTER -> "route=mean_us/handling_mean_us(n) ..."
 ext_latency_used() {
   python3 - "$1" "$2" <<'PY'
 import sys
 def read(t):
-    return {l.split()[0]: (float(l.split()[1]), float(l.split()[2])) for l in t.splitlines() if len(l.split()) == 3}
+    return {l.split()[0]: tuple(map(float, l.split()[1:4])) for l in t.splitlines() if len(l.split()) == 4}
 a, b = read(sys.argv[1]), read(sys.argv[2])
 out = []
-for r, (s, c) in sorted(b.items()):
-    s0, c0 = a.get(r, (0.0, 0.0))
+for r, (s, c, h) in sorted(b.items()):
+    s0, c0, h0 = a.get(r, (0.0, 0.0, 0.0))
     if c - c0 > 0:
-        out.append(f"{r}={1e6 * (s - s0) / (c - c0):.0f}us({int(c - c0)})")
+        out.append(f"{r}={1e6 * (s - s0) / (c - c0):.0f}/{1e6 * (h - h0) / (c - c0):.0f}us({int(c - c0)})")
 print(" ".join(out) or "none")
 PY
 }
@@ -300,7 +304,7 @@ measure() {
     sleep 0.2
   done
   log "$label: CPU seconds while scheduling: $(cpu_used "$cpu_before" "$(cpu_now)"); batching: $(batching)"
-  log "$label: kube-scheduler per pod: $(cycle_means); tally-extender server-side mean: $(ext_latency_used "$lat_before" "$(ext_latency)")"
+  log "$label: kube-scheduler per pod: $(cycle_means); tally-extender server-side mean from header/from body: $(ext_latency_used "$lat_before" "$(ext_latency)")"
   local bound
   bound="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d' | wc -l)"
   ((bound == pods)) || log "$label: $bound of $pods pods bound"

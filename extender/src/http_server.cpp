@@ -67,8 +67,8 @@ struct HttpServer::Impl {
   void reject(std::string_view kind) {
     if (observer.onRejected) observer.onRejected(kind);
   }
-  void responded(std::string_view route, int status, double seconds) {
-    if (observer.onResponse) observer.onResponse(route, status, seconds);
+  void responded(std::string_view route, int status, double seconds, double handlingSeconds) {
+    if (observer.onResponse) observer.onResponse(route, status, seconds, handlingSeconds);
   }
   void accept();
 };
@@ -196,6 +196,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void onBody(beast::error_code ec) {
     if (ec) return readFailed(ec);
+    bodyRead_ = Clock::now();
     auto& req = parser_->get();
     keepAlive_ = req.keep_alive();
     request_.method = std::string(req.method_string());
@@ -226,8 +227,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void write(std::string_view route, HttpResponse r) {
-    double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
-    server_.responded(route, r.status, seconds);
+    const auto now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - started_).count();
+    // Refused before the body was read: no handling to speak of.
+    const double handling = bodyRead_ > started_ ? std::chrono::duration<double>(now - bodyRead_).count() : 0.0;
+    server_.responded(route, r.status, seconds, handling);
     response_ = {};
     response_.version(11);
     response_.result(static_cast<unsigned>(r.status));
@@ -267,6 +271,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   HttpRequest request_;
   std::string route_;
   Clock::time_point started_ = Clock::now();
+  Clock::time_point bodyRead_{};
   bool first_ = true;
   bool keepAlive_ = true;
   bool closeAfter_ = false;

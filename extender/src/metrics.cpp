@@ -39,6 +39,10 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
       latency_(registry.histogram("tally_extender_request_duration_seconds",
                                   "Server-side time from request read to response ready, by route.",
                                   obs::exponentialBuckets(0.000025, 2, 18), {"route"})),
+      handling_(registry.histogram("tally_extender_request_handling_seconds",
+                                   "Server-side time from the whole request read to response ready, by route: "
+                                   "request_duration less the wait for a body still arriving.",
+                                   obs::exponentialBuckets(0.000025, 2, 18), {"route"})),
       requests_(registry.counter("tally_extender_requests_total", "Responses by route and HTTP status.",
                                  {"route", "code"})),
       badRequests_(registry.counter("tally_extender_bad_requests_total",
@@ -48,8 +52,9 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
                                        "Per-node filter decisions by result and the model's reason code.",
                                        {"result", "reason"})) {}
 
-void ExtenderMetrics::response(std::string_view route, int status, double seconds) {
+void ExtenderMetrics::response(std::string_view route, int status, double seconds, double handlingSeconds) {
   latency_.with({route}).observe(seconds);
+  handling_.with({route}).observe(handlingSeconds);
   requests_.with({route, std::to_string(status)}).inc();
 }
 

@@ -113,7 +113,9 @@ void ExtenderService::addOperationRoutes(Router& router) {
 
 HttpObserver ExtenderService::observer() {
   HttpObserver o;
-  o.onResponse = [this](std::string_view route, int status, double seconds) { metrics_.response(route, status, seconds); };
+  o.onResponse = [this](std::string_view route, int status, double seconds, double handling) {
+    metrics_.response(route, status, seconds, handling);
+  };
   o.onRejected = [this](std::string_view kind) { metrics_.rejected(kind); };
   return o;
 }

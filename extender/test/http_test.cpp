@@ -170,6 +170,19 @@ TEST(Http, BodyArrivingInPiecesIsReadOnceItIsAllThere) {
   c.writeRaw(body.substr(10));
   EXPECT_EQ(c.read().body, expected);
   EXPECT_EQ(h.server->bodyCompletionReads(), 2u);
+
+  // The request duration counts the wait for the body; the handling time not.
+  const std::string m = TestClient(h.port()).send("GET", "/metrics").body;
+  auto value = [&](const std::string& series) {
+    auto at = m.find(series + " ");
+    EXPECT_NE(at, std::string::npos) << series << " missing";
+    return at == std::string::npos ? 0.0 : std::stod(m.substr(at + series.size() + 1));
+  };
+  const double duration = value(R"(tally_extender_request_duration_seconds_sum{route="filter"})");
+  const double handling = value(R"(tally_extender_request_handling_seconds_sum{route="filter"})");
+  EXPECT_GE(duration, 0.1);  // two 50 ms pauses within the first body in pieces
+  EXPECT_LT(handling, duration - 0.09);
+  EXPECT_GT(handling, 0.0);
 }
 
 TEST(Http, PipelinedRequestsAreAnsweredInOrder) {

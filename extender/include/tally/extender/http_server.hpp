@@ -74,8 +74,10 @@ struct HttpServerOptions {
 
 // What the server tells its owner about every exchange.
 struct HttpObserver {
-  // A response was sent: route label, status, seconds from request read to response ready.
-  std::function<void(std::string_view route, int status, double seconds)> onResponse;
+  // A response was sent: route label, status, seconds from the request's
+  // header read to the response ready, and the part of it after the whole
+  // body was read (the handler's own time, without waiting for the client).
+  std::function<void(std::string_view route, int status, double seconds, double handlingSeconds)> onResponse;
   // A request that never reached a handler: "body_too_large", "timeout",
   // "not_found", "method_not_allowed", "malformed_http", "tls_handshake".
   std::function<void(std::string_view kind)> onRejected;

@@ -18,7 +18,7 @@ class ExtenderMetrics {
 
   observability::Registry& registry() { return registry_; }
 
-  void response(std::string_view route, int status, double seconds);
+  void response(std::string_view route, int status, double seconds, double handlingSeconds);
   void rejected(std::string_view kind);  // a bad request, by kind
   void decisions(const DecisionTally& tally);
   void bind(std::string_view result);
@@ -37,6 +37,7 @@ class ExtenderMetrics {
  private:
   observability::Registry& registry_;
   observability::Family<observability::Histogram>& latency_;
+  observability::Family<observability::Histogram>& handling_;
   observability::Family<observability::Counter>& requests_;
   observability::Family<observability::Counter>& badRequests_;
   observability::Family<observability::Counter>& binds_;
