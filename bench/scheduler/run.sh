@@ -2,7 +2,7 @@
 # Bench 1: real kube-scheduler throughput with Tally's extender vs without it,
 # same cluster, same nodes, same pods (see bench/scheduler/README.md).
 #
-#   bench/scheduler/run.sh [--nodes 5000] [--pods 1000] [--rounds 2]
+#   bench/scheduler/run.sh [--nodes 5000] [--pods 2000] [--rounds 3]
 #                          [--min-ratio R] [--json FILE] [--keep]
 #                          [--variants base,ext[,base-nobatch][,ext-nobind][,peer]]
 #
@@ -37,7 +37,7 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cluster="$repo/e2e/cluster"
-nodes=5000 pods=1000 rounds=2 min_ratio="" json="" keep=0 variants="base,ext"
+nodes=5000 pods=2000 rounds=3 min_ratio="" json="" keep=0 variants="base,ext"
 while (($#)); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
