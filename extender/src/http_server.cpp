@@ -106,6 +106,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
  private:
   void readHeader() {
+    bodyRead_ = {};  // the last request's; a refusal of this one has no handling time
     parser_.emplace();
     parser_->body_limit(server_.options.maxBodyBytes);
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.maxHeaderBytes));
@@ -238,7 +239,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     const auto now = Clock::now();
     const double seconds = std::chrono::duration<double>(now - started_).count();
     // Refused before the body was read: no handling to speak of.
-    const double handling = bodyRead_ > started_ ? std::chrono::duration<double>(now - bodyRead_).count() : 0.0;
+    const double handling =
+        bodyRead_ != Clock::time_point{} ? std::chrono::duration<double>(now - bodyRead_).count() : 0.0;
     server_.responded(route, r.status, seconds, handling);
     response_ = {};
     response_.version(11);
@@ -296,14 +298,14 @@ void HttpServer::Impl::accept() {
     if (!ec) {
       socket.set_option(tcp::no_delay(true), ec);
       // The session starts on its own thread; this one only accepts.
-      auto executor = socket.get_executor();
+      auto startOn = [executor = socket.get_executor()](auto session) {
+        net::post(executor, [session] { session->run(); });
+      };
       if (tlsContext) {
-        auto session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-            *this, beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *tlsContext));
-        net::post(executor, [session] { session->run(); });
+        startOn(std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+            *this, beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *tlsContext)));
       } else {
-        auto session = std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket)));
-        net::post(executor, [session] { session->run(); });
+        startOn(std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket))));
       }
     }
     accept();

@@ -37,7 +37,7 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
                         .with(obs::LabelValues{})),
       registry_(registry),
       latency_(registry.histogram("tally_extender_request_duration_seconds",
-                                  "Server-side time from request read to response ready, by route.",
+                                  "Server-side time from the request's header read to response ready, by route.",
                                   obs::exponentialBuckets(0.000025, 2, 18), {"route"})),
       handling_(registry.histogram("tally_extender_request_handling_seconds",
                                    "Server-side time from the whole request read to response ready, by route: "
