@@ -171,7 +171,7 @@ cycle_means() {
 }
 # tally-extender's server-side seconds per route so far: "route sum count
 # handling_sum" per line (request_duration from the header read, handling from
-# the whole body read).
+# the whole body read), and per bind phase as routes bind:assume and bind:post.
 ext_latency() {
   [[ -n "$ext_pid" ]] || return 0
   curl -s "http://127.0.0.1:$port/metrics" 2>/dev/null |
@@ -180,6 +180,9 @@ ext_latency() {
            if ($1 ~ /handling_seconds_sum/) h[r] = $2
            else if ($1 ~ /duration_seconds_sum/) s[r] = $2
            else if ($1 ~ /duration_seconds_count/) c[r] = $2 }
+         /^tally_extender_bind_phase_seconds_(sum|count)\{/ {
+           match($0, /phase="[^"]*"/); r = "bind:" substr($0, RSTART + 7, RLENGTH - 8)
+           if ($1 ~ /_sum/) { s[r] = $2; h[r] = $2 } else c[r] = $2 }
          END { for (r in s) print r, s[r], c[r], h[r] + 0 }'
 }
 # ext_latency_used BEFORE AFTER -> "route=mean_us/handling_mean_us(n) ..."

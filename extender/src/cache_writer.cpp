@@ -375,23 +375,10 @@ void CacheWriter::publish() {
   const model::Cluster& c = index_.cluster();
   const bool copyCluster = baseDirty_ || !base_;
   if (copyCluster) {
-    auto out = std::make_shared<model::Cluster>();
+    auto out = std::make_shared<model::Cluster>(c.withoutPods());
     // `now` only dates audits and reports, which the extender does not run: the
     // copy keeps the time it was taken.
     out->now = options_.clock();
-    out->nodes = c.nodes;
-    out->classes = c.classes;
-    out->namespaces = c.namespaces;
-    out->hrqs = c.hrqs;
-    out->quotas = c.quotas;
-    out->devices = c.devices;
-    out->vmis = c.vmis;
-    out->organizations = c.organizations;
-    out->plans = c.plans;
-    out->permittedHostDevices = c.permittedHostDevices;
-    out->ledger = c.ledger;
-    out->alerts = c.alerts;
-    out->caches = c.caches;
     base_ = std::move(out);
     baseDirty_ = false;
   }

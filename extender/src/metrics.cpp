@@ -48,6 +48,12 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
       badRequests_(registry.counter("tally_extender_bad_requests_total",
                                     "Requests refused before a decision, by kind.", {"kind"})),
       binds_(registry.counter("tally_extender_binds_total", "Bind verb outcomes.", {"result"})),
+      bindPhases_(registry.histogram("tally_extender_bind_phase_seconds",
+                                     "Time a bind spent per phase: assume (until its placement is published to the "
+                                     "snapshots filter reads) and post (the Binding POST to the API server).",
+                                     obs::exponentialBuckets(0.0001, 2, 18), {"phase"})),
+      bindAssume_(bindPhases_.with({"assume"})),
+      bindPost_(bindPhases_.with({"post"})),
       decisionFamily_(registry.counter("tally_extender_filter_decisions_total",
                                        "Per-node filter decisions by result and the model's reason code.",
                                        {"result", "reason"})) {}
@@ -60,7 +66,11 @@ void ExtenderMetrics::response(std::string_view route, int status, double second
 
 void ExtenderMetrics::rejected(std::string_view kind) { badRequests_.with({kind}).inc(); }
 
-void ExtenderMetrics::bind(std::string_view result) { binds_.with({result}).inc(); }
+void ExtenderMetrics::bind(std::string_view result, double assumeSeconds, double postSeconds) {
+  binds_.with({result}).inc();
+  if (assumeSeconds > 0) bindAssume_.observe(assumeSeconds);
+  if (postSeconds > 0) bindPost_.observe(postSeconds);
+}
 
 void ExtenderMetrics::decisions(const DecisionTally& tally) {
   const auto& counts = tally.counts;

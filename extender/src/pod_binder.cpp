@@ -24,6 +24,10 @@ void PodBinder::stop() { impl_->pool.join(); }
 
 void PodBinder::bind(wire::BindingArgs args, Done done) {
   boost::asio::post(impl_->pool, [impl = impl_.get(), args = std::move(args), done = std::move(done)] {
+    using Clock = std::chrono::steady_clock;
+    auto secondsSince = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    Times times;
+    const auto started = Clock::now();
     auto outcome = impl->writer.assume(args.podNamespace, args.podName, args.podUid, args.node);
     bool assumed = false;
     AssumeOutcome result = AssumeOutcome::NotPublished;
@@ -31,11 +35,13 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
       result = outcome.get();
       assumed = result == AssumeOutcome::Recorded;
     }
+    times.assumeSeconds = secondsSince(started);
     if (result == AssumeOutcome::NoLongerFits) {
       observability::logWarning("bind refused: the node no longer fits the pod",
                                 {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}});
-      return done("refused_no_longer_fits", "GPUs on node " + args.node + " were taken by another placement after "
-                                            "filter; the pod is retried");
+      return done("refused_no_longer_fits",
+                  "GPUs on node " + args.node + " were taken by another placement after filter; the pod is retried",
+                  times);
     }
     if (!assumed) {
       // Binding a pod whose units nobody has counted yet would let the next
@@ -44,22 +50,26 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
       if (!args.podUid.empty()) impl->writer.forget(args.podUid);
       observability::logWarning("bind refused: the pod is not in the cache yet, placement cannot be held",
                                 {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}});
-      return done("refused_unassumed", "tally-extender has not seen pod " + args.podNamespace + "/" + args.podName +
-                                           " yet, so it cannot hold its GPUs on " + args.node + "; retry");
+      return done("refused_unassumed",
+                  "tally-extender has not seen pod " + args.podNamespace + "/" + args.podName +
+                      " yet, so it cannot hold its GPUs on " + args.node + "; retry",
+                  times);
     }
     std::string error;
+    const auto posted = Clock::now();
     try {
       error = impl->post(args);
     } catch (const std::exception& e) {
       error = e.what();
     }
+    times.postSeconds = secondsSince(posted);
     if (!error.empty()) {
       if (!args.podUid.empty()) impl->writer.forget(args.podUid);
       observability::logWarning("bind failed",
                                 {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}, {"error", error}});
-      return done("failed", std::move(error));
+      return done("failed", std::move(error), times);
     }
-    done("bound", "");
+    done("bound", "", times);
   });
 }
 

@@ -58,8 +58,9 @@ void ExtenderService::bind(std::string& body, Respond respond) {
     r.body = wire::encodeError("tally-extender runs without a Kubernetes client and cannot bind");
     return respond(std::move(r));
   }
-  binder_->bind(std::move(args.value), [this, respond = std::move(respond)](std::string_view outcome, std::string error) {
-    metrics_.bind(outcome);
+  binder_->bind(std::move(args.value), [this, respond = std::move(respond)](std::string_view outcome, std::string error,
+                                                                   PodBinder::Times times) {
+    metrics_.bind(outcome, times.assumeSeconds, times.postSeconds);
     HttpResponse r;
     r.body = wire::encodeError(error);
     respond(std::move(r));

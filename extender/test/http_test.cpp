@@ -30,6 +30,7 @@ struct Harness {
   std::unique_ptr<HttpServer> server;
   std::atomic<int> posts{0};
   std::string postError;
+  std::chrono::milliseconds postDelay{0};
 
   explicit Harness(HttpServerOptions options = {}, std::unique_ptr<CacheWriter> w = nullptr) {
     writer = w ? std::move(w) : loadedWriter(cluster());
@@ -38,6 +39,7 @@ struct Harness {
         *writer,
         [this](const wire::BindingArgs&) {
           ++posts;
+          std::this_thread::sleep_for(postDelay);
           return postError;
         },
         PodBinder::Options{});
@@ -279,6 +281,27 @@ TEST(Http, BindRecordsTheAssumptionBeforeThePostAndTheNextFilterSeesIt) {
   auto f = c.send("POST", "/tally/filter", filterBody({"free"}, 5));
   EXPECT_NE(f.body.find(R"("NodeNames":[])"), std::string::npos) << f.body;
   EXPECT_NE(f.body.find("with 4 of 8"), std::string::npos) << f.body;
+}
+
+// Operators tell a slow API server from a slow cache by the phase a bind spends
+// its time in.
+TEST(Http, BindReportsTheTimeOfEachPhase) {
+  Harness h;
+  h.postDelay = std::chrono::milliseconds(60);
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/bind", R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
+  ASSERT_EQ(r.body, R"({"Error":""})");
+  const std::string m = c.send("GET", "/metrics").body;
+  auto sumOf = [&](std::string_view phase) {
+    const std::string key = "tally_extender_bind_phase_seconds_sum{phase=\"" + std::string(phase) + "\"} ";
+    const auto at = m.find(key);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + key.size()));
+  };
+  EXPECT_NE(m.find(R"(tally_extender_bind_phase_seconds_count{phase="post"} 1)"), std::string::npos) << m;
+  EXPECT_NE(m.find(R"(tally_extender_bind_phase_seconds_count{phase="assume"} 1)"), std::string::npos) << m;
+  EXPECT_GE(sumOf("post"), 0.06);
+  EXPECT_GT(sumOf("assume"), 0.0);
+  EXPECT_LT(sumOf("assume"), 0.06);  // the publication, not the POST
 }
 
 TEST(Http, FailedBindForgetsTheAssumption) {

@@ -20,6 +20,27 @@ struct IndexedCluster : ::testing::Test {
   }
 };
 
+TEST_F(IndexedCluster, CopyWithoutPodsKeepsEveryOtherObject) {
+  put(c, gpuPod("acme-ml", "p", kH200, 1, "gpu-1"));
+  put(c, device("acme-ml", "dev", "h200", 2, DevicePhase::Bound, "gpu-2"));
+  put(c, hrq("acme", "budget", "requests.nvidia.com/h200", 4));
+  put(c, org("acme"));
+  c.alerts.emplace_back();
+  const Cluster copy = c.withoutPods();
+  EXPECT_TRUE(copy.pods.empty());
+  EXPECT_EQ(copy.now, c.now);
+  EXPECT_EQ(copy.nodes.size(), 2u);
+  EXPECT_EQ(copy.classes.size(), 1u);
+  EXPECT_EQ(copy.namespaces.size(), 2u);
+  EXPECT_EQ(copy.devices.size(), 1u);
+  EXPECT_EQ(copy.hrqs.size(), 1u);
+  EXPECT_EQ(copy.organizations.size(), 1u);
+  EXPECT_EQ(copy.alerts.size(), 1u);
+  EXPECT_EQ(copy.caches.size(), c.caches.size());
+  EXPECT_TRUE(copy.synced(Kind::GpuDevice));
+  EXPECT_EQ(c.pods.size(), 1u);  // the original keeps its pods
+}
+
 TEST_F(IndexedCluster, LauncherBecomesCoveredWhenKubeVirtListsIt) {
   auto index = UsageIndex::fromCluster(c);
   auto d = device("acme-ml", "dev", "h200", 2, DevicePhase::Attached, "gpu-1");

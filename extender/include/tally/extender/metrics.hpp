@@ -21,7 +21,8 @@ class ExtenderMetrics {
   void response(std::string_view route, int status, double seconds, double handlingSeconds);
   void rejected(std::string_view kind);  // a bad request, by kind
   void decisions(const DecisionTally& tally);
-  void bind(std::string_view result);
+  // A bind's outcome and where its time went (postSeconds 0: no Binding was posted).
+  void bind(std::string_view result, double assumeSeconds = 0, double postSeconds = 0);
 
   observability::Family<observability::Counter>& informerEvents;
   observability::Family<observability::Gauge>& informerStaleness;
@@ -41,6 +42,9 @@ class ExtenderMetrics {
   observability::Family<observability::Counter>& requests_;
   observability::Family<observability::Counter>& badRequests_;
   observability::Family<observability::Counter>& binds_;
+  observability::Family<observability::Histogram>& bindPhases_;
+  observability::Histogram& bindAssume_;
+  observability::Histogram& bindPost_;
   // [result][code]; the last code column is "none".
   observability::Family<observability::Counter>& decisionFamily_;
   std::array<std::array<std::atomic<observability::Counter*>, kCodeCount + 1>, kFilterResultKinds> decisions_{};

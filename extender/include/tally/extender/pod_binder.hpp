@@ -19,8 +19,15 @@ class PodBinder {
  public:
   // Posts a v1 Binding; returns an error text, empty on success.
   using PostBinding = std::function<std::string(const wire::BindingArgs&)>;
-  // Called with the outcome label ("bound", "refused_unassumed", "refused_no_longer_fits", "failed") and the error text.
-  using Done = std::function<void(std::string_view outcome, std::string error)>;
+  // Where a bind's time went: waiting for its assumption to be published, and
+  // the Binding POST (0 when it never ran).
+  struct Times {
+    double assumeSeconds = 0;
+    double postSeconds = 0;
+  };
+  // Called with the outcome label ("bound", "refused_unassumed", "refused_no_longer_fits", "failed"), the error
+  // text and the times.
+  using Done = std::function<void(std::string_view outcome, std::string error, Times times)>;
 
   struct Options {
     unsigned threads = 64;

@@ -43,11 +43,13 @@ struct CacheState {
 // "namespace/name" for namespaced objects.
 std::string objectKey(std::string_view ns, std::string_view name);
 
-struct Cluster {
+// Everything in a Cluster but its pods: the objects that change slowly. Kept
+// apart so a copy without the pods (the extender's snapshots share one between
+// publications and keep pods in their usage index) takes every field there is.
+struct ClusterObjects {
   Timestamp now = 0;
   std::map<std::string, Node> nodes;                      // by name
   std::map<std::string, DeviceClass> classes;             // by name
-  std::map<std::string, Pod> pods;                        // by ns/name
   std::map<std::string, Namespace> namespaces;            // by name
   std::map<std::string, HierarchicalResourceQuota> hrqs;  // by ns/name
   std::map<std::string, ResourceQuota> quotas;            // by ns/name
@@ -59,7 +61,17 @@ struct Cluster {
   Ledger ledger;
   std::vector<ActiveAlert> alerts;
   std::map<Kind, CacheState> caches;  // missing kind: not synced
+};
 
+struct Cluster : ClusterObjects {
+  std::map<std::string, Pod> pods;  // by ns/name
+
+  // A copy with every object but the pods.
+  Cluster withoutPods() const {
+    Cluster out;
+    static_cast<ClusterObjects&>(out) = *this;
+    return out;
+  }
   // Marks every kind synced at `now` (offline snapshots are complete by construction).
   void markAllSynced();
   bool synced(Kind kind) const;
