@@ -236,7 +236,7 @@ std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::Extende
   for (std::size_t i = 0; i < scores.size(); ++i) {
     const std::string_view name = args.nodeNames[i];
     const int score = std::clamp(scores[i], 0, 10);
-    if (score == 0) continue;  // as wire::encode: unlisted is 0 to kube-scheduler
+    if (!wire::listedScore(score)) continue;
     if (d != out.data() + 1) *d++ = ',';
     std::memcpy(d, kHost.data(), kHost.size());
     d += kHost.size();

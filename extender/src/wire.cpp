@@ -555,7 +555,7 @@ std::string encode(const std::vector<HostPriority>& priorities, bool plainHosts)
   out += '[';
   bool first = true;
   for (std::size_t i = 0; i < priorities.size(); ++i) {
-    if (priorities[i].score == 0) continue;  // unlisted is 0 to kube-scheduler
+    if (!listedScore(priorities[i].score)) continue;
     if (!first) out += ',';
     first = false;
     if (plainHosts) {

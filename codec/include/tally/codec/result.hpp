@@ -2,11 +2,10 @@
 // Decoding errors are values that name the item (kind, namespace/name or list
 // index) and the JSON field path, so a person can find the broken line.
 
-#include <cassert>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
+
+#include "tally/common/expected.hpp"
 
 namespace tally::codec {
 
@@ -29,44 +28,7 @@ struct DecodeError {
 std::string joinField(std::string_view parent, std::string_view child);
 
 template <class T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}          // NOLINT(implicit)
-  Result(DecodeError error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT(implicit)
-
-  bool ok() const { return v_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  const DecodeError& error() const& { assert(!ok()); return std::get<1>(v_); }
-  DecodeError&& error() && { assert(!ok()); return std::get<1>(std::move(v_)); }
-
- private:
-  std::variant<T, DecodeError> v_;
-};
-
-template <>
-class [[nodiscard]] Result<void> {
- public:
-  Result() = default;
-  Result(DecodeError error) : error_(std::move(error)), ok_(false) {}  // NOLINT(implicit)
-  bool ok() const { return ok_; }
-  explicit operator bool() const { return ok_; }
-  const DecodeError& error() const& { assert(!ok_); return error_; }
-  DecodeError&& error() && { assert(!ok_); return std::move(error_); }
-
- private:
-  DecodeError error_;
-  bool ok_ = true;
-};
-
+using Result = Expected<T, DecodeError>;
 using Status = Result<void>;
 
 }  // namespace tally::codec

@@ -86,11 +86,13 @@ struct HostPriority {
   std::string_view host;
   std::int64_t score = 0;
 };
+// Whether a host with this score is listed at all. Hosts scored 0 are left
+// out: kube-scheduler adds an extender's score only to the hosts it lists, so
+// an unlisted host scores 0 all the same, and on an empty cluster (where
+// bin-packing scores nearly every node 0) it decodes a handful of entries
+// instead of one per candidate. Every HostPriorityList encoder asks this.
+constexpr bool listedScore(std::int64_t score) { return score != 0; }
 // `plainHosts`: every host needs no JSON escape (ExtenderArgs::plainNames).
-// Hosts scored 0 are left out: kube-scheduler adds an extender's score only to
-// the hosts it lists, so an unlisted host scores 0 all the same, and on an
-// empty cluster (where bin-packing scores nearly every node 0) it decodes a
-// handful of entries instead of one per candidate.
 std::string encode(const std::vector<HostPriority>& priorities, bool plainHosts = false);
 
 // ExtenderPreemptionResult{NodeNameToMetaVictims}.

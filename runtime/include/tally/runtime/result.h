@@ -2,12 +2,11 @@
 // Errors are values: every fallible runtime call returns Result<T>, which holds
 // either the value or an Error carrying a code, the HTTP status and context.
 
-#include <cassert>
 #include <chrono>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
+
+#include "tally/common/expected.hpp"
 
 namespace tally::runtime {
 
@@ -54,44 +53,7 @@ struct Error {
 };
 
 template <class T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT(implicit)
-  Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}  // NOLINT(implicit)
-
-  bool ok() const { return v_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-
-  const Error& error() const& { assert(!ok()); return std::get<1>(v_); }
-  Error&& error() && { assert(!ok()); return std::get<1>(std::move(v_)); }
-
- private:
-  std::variant<T, Error> v_;
-};
-
-template <>
-class [[nodiscard]] Result<void> {
- public:
-  Result() = default;
-  Result(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT(implicit)
-  bool ok() const { return ok_; }
-  explicit operator bool() const { return ok_; }
-  const Error& error() const& { assert(!ok_); return error_; }
-  Error&& error() && { assert(!ok_); return std::move(error_); }
-
- private:
-  Error error_;
-  bool ok_ = true;
-};
-
+using Result = Expected<T, Error>;
 using Status = Result<void>;
 
 }  // namespace tally::runtime
