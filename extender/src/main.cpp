@@ -20,6 +20,7 @@
 #include "tally/extender/service.hpp"
 #include "tally/observability/log.hpp"
 #include "tally/runtime/client.h"
+#include "tally/runtime/codec.h"
 #include "tally/runtime/config.h"
 #include "tally/runtime/log.h"
 #include "watches.hpp"
@@ -297,7 +298,8 @@ int main(int argc, char** argv) {
     }
     obs::logInfo("tally-extender serving",
                  {{"address", f.bindAddress}, {"port", server.port()}, {"prefix", f.urlPrefix}, {"tls", server.tls()},
-                  {"metricsPort", opsServer ? opsServer->port() : 0}, {"offline", offline}});
+                  {"metricsPort", opsServer ? opsServer->port() : 0}, {"offline", offline},
+                  {"jsonKernel", std::string(runtime::kJsonKernel)}});
 
     int signal = 0;
     sigwait(&signals, &signal);

@@ -353,13 +353,6 @@ std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
     return entry;
   };
   const std::size_t width = columns_.size();
-  if (width == 1 && columns_[0] >= 0) {
-    const std::uint32_t id = table_.stateId(row, static_cast<std::size_t>(columns_[0]));
-    if (id >= entryOfState_.size()) entryOfState_.resize(table_.states_->values.size(), kNoRow);
-    std::uint32_t& entry = entryOfState_[id];
-    if (entry == kNoRow) entry = newEntry();
-    return entry;
-  }
   // The key: the row's state id of every requested resource (the node's mode
   // alone for a resource no class sells). Interned ids are equal exactly when
   // the facts are.
@@ -396,7 +389,8 @@ std::uint32_t FitTable::Query::entryOf(std::uint32_t row) {
 }
 
 FitTable::Query::Answer FitTable::Query::decide(std::uint32_t row) {
-  const std::uint32_t entry = entryOf(row);
+  // The direct case was looked up by the caller (answerOfState_).
+  const std::uint32_t entry = direct_ >= 0 ? kNoRow : entryOf(row);
   if (entry != kNoRow && verdictOf_[entry] >= 0) {
     const auto id = static_cast<std::uint32_t>(verdictOf_[entry]);
     return {id, &verdicts_[id]};
@@ -414,13 +408,13 @@ FitTable::Query::Answer FitTable::Query::decide(std::uint32_t row) {
   // A verdict read off the Node object (ineligibility, units not served) may
   // say something of that node alone: it is not shared.
   const Answer answer{id, &verdicts_.back()};
-  if (entry != kNoRow && !askedNode) {
+  if (askedNode) return answer;
+  if (direct_ >= 0) {
+    const std::uint32_t state = table_.stateId(row, static_cast<std::size_t>(direct_));
+    if (state >= answerOfState_.size()) answerOfState_.resize(table_.states_->values.size(), Answer{0, nullptr});
+    answerOfState_[state] = answer;
+  } else if (entry != kNoRow) {
     verdictOf_[entry] = static_cast<std::int32_t>(id);
-    if (direct_ >= 0) {
-      const std::uint32_t state = table_.stateId(row, static_cast<std::size_t>(direct_));
-      if (state >= answerOfState_.size()) answerOfState_.resize(table_.states_->values.size(), Answer{0, nullptr});
-      answerOfState_[state] = answer;
-    }
   }
   return answer;
 }
@@ -480,17 +474,17 @@ std::int64_t FitTable::Query::idleOthers(const DeviceClass& cls) {
 
 int FitTable::Query::scoreOnce(std::uint32_t row, ScoreStrategy strategy) {
   const std::size_t s = strategy == ScoreStrategy::Spread ? 1 : 0;
-  const std::uint32_t entry = entryOf(row);
+  // The direct case was looked up by the caller (scoreOfState_).
+  const std::uint32_t entry = direct_ >= 0 ? kNoRow : entryOf(row);
   if (entry != kNoRow && scoreOf_[s][entry] >= 0) return scoreOf_[s][entry];
   int score = detail::scoreCore(cluster_, demand_, table_.layout_->names[row], strategy, table_.factsOf(row),
                                 [&](const DeviceClass& cls) { return idleOthers(cls); });
-  if (entry != kNoRow) {
+  if (direct_ >= 0) {
+    const std::uint32_t state = table_.stateId(row, static_cast<std::size_t>(direct_));
+    if (state >= scoreOfState_[s].size()) scoreOfState_[s].resize(table_.states_->values.size(), -1);
+    scoreOfState_[s][state] = score;
+  } else if (entry != kNoRow) {
     scoreOf_[s][entry] = score;
-    if (direct_ >= 0) {
-      const std::uint32_t state = table_.stateId(row, static_cast<std::size_t>(direct_));
-      if (state >= scoreOfState_[s].size()) scoreOfState_[s].resize(table_.states_->values.size(), -1);
-      scoreOfState_[s][state] = score;
-    }
   }
   return score;
 }

@@ -11,6 +11,48 @@
 
 namespace tally::runtime::detail {
 
+namespace {
+// Where an SSL_CTX points back at its TlsContext. Not the "app data" slot:
+// Asio's ssl::context keeps its verify callback there and deletes it.
+int tlsContextIndex() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// OpenSSL calls this with every session ticket the server sends (TLS 1.3 sends
+// them after the handshake); returning 1 keeps the reference.
+int keepNewSession(SSL* ssl, SSL_SESSION* session) {
+  auto* tls = static_cast<TlsContext*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), tlsContextIndex()));
+  if (!tls) return 0;
+  tls->keep(session);
+  return 1;
+}
+}  // namespace
+
+TlsContext::TlsContext() {
+  SSL_CTX* raw = ctx.native_handle();
+  SSL_CTX_set_ex_data(raw, tlsContextIndex(), this);
+  // Client-side caching is what makes OpenSSL report new sessions; its own
+  // store is not used (one session, kept here, is enough for one server).
+  SSL_CTX_set_session_cache_mode(raw, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(raw, keepNewSession);
+}
+
+TlsContext::~TlsContext() {
+  if (session_) SSL_SESSION_free(session_);
+}
+
+void TlsContext::offer(SSL* ssl) {
+  std::lock_guard lock(mu_);
+  if (session_ && SSL_SESSION_is_resumable(session_)) SSL_set_session(ssl, session_);
+}
+
+void TlsContext::keep(SSL_SESSION* session) {
+  std::lock_guard lock(mu_);
+  if (session_) SSL_SESSION_free(session_);
+  session_ = session;
+}
+
 Result<std::unique_ptr<TlsContext>> makeTlsContext(const ClusterConfig& cfg) {
   auto tls = std::make_unique<TlsContext>();
   beast::error_code ec;
@@ -34,7 +76,7 @@ Result<std::unique_ptr<TlsContext>> makeTlsContext(const ClusterConfig& cfg) {
   return tls;
 }
 
-Connection::Connection(TlsContext& tls, const ClusterConfig& cfg) : cfg_(cfg), stream_(ioc_, tls.ctx) {}
+Connection::Connection(TlsContext& tls, const ClusterConfig& cfg) : tls_(tls), cfg_(cfg), stream_(ioc_, tls.ctx) {}
 
 Connection::~Connection() {
   beast::error_code ec;
@@ -82,9 +124,11 @@ Status Connection::connect() {
                          : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
     if (set != 1) return Error(ErrorCode::kTls, "cannot verify server name " + name);
   }
+  tls_.offer(ssl);
   ec = run([&](auto handler) { stream_.async_handshake(asio::ssl::stream_base::client, handler); },
            cfg_.connectTimeout);
   if (ec) return netError(ec, "TLS handshake with");
+  resumed_ = SSL_session_reused(ssl) == 1;
   return {};
 }
 

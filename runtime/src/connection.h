@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -23,8 +24,27 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
+// The client's TLS settings, and the newest session the API server gave a
+// ticket for: a new connection offers it and resumes, with no certificate
+// exchange, signature or chain verification on either side. The API server
+// closes connections idle for 90 s, so a binder's pool is rebuilt after every
+// quiet spell; without resumption each rebuilt connection costs both ends a
+// full handshake.
 struct TlsContext {
   asio::ssl::context ctx{asio::ssl::context::tls_client};
+
+  TlsContext();
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+  // Sets the kept session on a connection about to shake hands, if there is one.
+  void offer(SSL* ssl);
+  // Takes the reference to a session the server issued.
+  void keep(SSL_SESSION* session);
+
+ private:
+  std::mutex mu_;
+  SSL_SESSION* session_ = nullptr;
 };
 
 Result<std::unique_ptr<TlsContext>> makeTlsContext(const ClusterConfig& cfg);
@@ -54,12 +74,15 @@ class Connection {
   // False when the peer closed the idle connection or sent unexpected bytes.
   bool reusable();
   bool reused = false;
+  // Whether the TLS handshake resumed an earlier session.
+  bool resumedSession() const { return resumed_; }
 
  private:
   template <class Start>
   beast::error_code run(Start&& start, std::chrono::milliseconds timeout);
   Error netError(const beast::error_code& ec, std::string_view op) const;
 
+  TlsContext& tls_;
   const ClusterConfig& cfg_;
   asio::io_context ioc_;
   beast::ssl_stream<beast::tcp_stream> stream_;
@@ -67,6 +90,7 @@ class Connection {
   std::optional<http::response_parser<http::buffer_body>> streamParser_;
   std::atomic<bool> cancelled_{false};
   bool broken_ = false;
+  bool resumed_ = false;
 };
 
 }  // namespace tally::runtime::detail

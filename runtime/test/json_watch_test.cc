@@ -34,6 +34,10 @@ std::vector<WatchEvent<SlimPod>> decodeInPieces(const std::string& stream, size_
   return events;
 }
 
+// x86-64-v3 without PCLMUL once gave every decoder simdjson's scalar kernel
+// while the build meant AVX2.
+TEST(JsonKernel, DecodersRunTheKernelTheBuildAskedFor) { EXPECT_EQ(kJsonKernel, TALLY_EXPECTED_JSON_KERNEL); }
+
 TEST(JsonWatchDecoder, DecodesEveryEventTypeOfARecordedStyleStream) {
   const auto events = decodeInPieces(readTestdata("pods_watch_synthetic.jsonl"), 1 << 20);
   ASSERT_EQ(events.size(), 5u);

@@ -117,6 +117,21 @@ TEST(ClientCrud, ConfigMapLifecycleWithTypedErrors) {
   EXPECT_LE(c->connectionsOpened(), 2u) << "requests reuse keep-alive connections";
 }
 
+// A connection opened after the first one resumes its TLS session (the API
+// server issues tickets): no certificate exchange or signatures on either side.
+TEST(ClientTls, LaterConnectionsResumeTheSession) {
+  auto c = client();
+  ensureNamespace(*c, "tls");
+  const Resource cms = Resource::core("configmaps", "tls");
+  ASSERT_TRUE(c->list(cms, ListOptions{}));  // a full handshake; the ticket comes with the first reply
+  EXPECT_EQ(c->tlsResumptions(), 0u);
+  const auto opened = c->connectionsOpened();
+  auto stream = c->watch(cms, WatchOptions{});  // a watch always opens its own connection
+  ASSERT_TRUE(stream) << stream.error().describe();
+  EXPECT_EQ(c->connectionsOpened(), opened + 1);
+  EXPECT_EQ(c->tlsResumptions(), 1u);
+}
+
 TEST(ClientCrud, CustomResourceWithStatusSubresource) {
   auto c = client();
   ensureNamespace(*c, "crd");

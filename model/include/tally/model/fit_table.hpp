@@ -108,7 +108,8 @@ class FitTable {
     int scoreOnce(std::uint32_t row, ScoreStrategy strategy);
     Query(const FitTable& table, const Cluster& cluster, const CapacityView& view, const PodDemand& demand);
     // Index of the memo entry for the row's facts (inserted when new); kNoRow
-    // when the pod's verdict may depend on which node it is (launchers).
+    // when the pod's verdict may depend on which node it is (launchers). Not
+    // for the direct case.
     std::uint32_t entryOf(std::uint32_t row);
     std::int64_t idleOthers(const DeviceClass& cls);
 
@@ -119,12 +120,11 @@ class FitTable {
     std::vector<std::int32_t> columns_;  // per demand.requests entry: the table's column, -1 if none
     bool memoizable_ = true;
     // The column of the one requested resource when verdicts are memoized by
-    // its state id alone, else -1; then the answers and scores by state id.
+    // its state id alone (the common case), else -1; then the answers and
+    // scores are kept by state id, and the entries below are not used.
     std::int32_t direct_ = -1;
     std::vector<Answer> answerOfState_;
     std::vector<std::int32_t> scoreOfState_[2];
-    // One requested resource with a column (the common case): entry by state id.
-    std::vector<std::uint32_t> entryOfState_;
     // Otherwise: entry e's key is keys_[e * columns_.size() ...], a state id per
     // column (kModeKey | mode for a resource no class sells), found through slots_.
     std::vector<std::uint32_t> keys_;

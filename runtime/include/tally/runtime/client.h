@@ -161,6 +161,8 @@ class Client : public std::enable_shared_from_this<Client> {
 
   // Counters for tests and metrics.
   uint64_t connectionsOpened() const { return connectionsOpened_.load(); }
+  // Of those, the ones whose TLS handshake resumed an earlier session.
+  uint64_t tlsResumptions() const { return tlsResumptions_.load(); }
   uint64_t retries() const { return retries_.load(); }
 
  private:
@@ -176,6 +178,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::mutex poolMu_;
   std::vector<std::unique_ptr<detail::Connection>> idle_;
   std::atomic<uint64_t> connectionsOpened_{0};
+  std::atomic<uint64_t> tlsResumptions_{0};
   std::atomic<uint64_t> retries_{0};
 };
 

@@ -25,6 +25,11 @@
 
 namespace tally::runtime {
 
+// The simdjson kernel this build's on-demand decoders run ("haswell",
+// "icelake", "westmere", "fallback"): fixed at compile time by the flags of
+// TALLY_SIMD, so a build that meant AVX2 and got the scalar kernel shows here.
+inline constexpr std::string_view kJsonKernel = SIMDJSON_STRINGIFY(SIMDJSON_BUILTIN_IMPLEMENTATION);
+
 template <class C>
 concept JsonCodec = requires(simdjson::ondemand::value v, const typename C::Object& o) {
   typename C::Object;
