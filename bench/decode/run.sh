@@ -4,7 +4,7 @@
 #   bench/decode/run.sh BUILD_DIR [DATA_DIR]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-build="${1:?build dir}"
+build="$(cd "${1:?build dir}" && pwd)"  # absolute: the Go build below runs from go/
 data="${2:-${HOME}/.cache/tally/bench-decode}"
 [[ -s "$data/pods_watch.json" && -s "$data/pods_watch.pb" ]] || "$here/record-stream.sh" "$build" "$data"
 (cd "$here/go" && go build -o "$build/bin/clientgo-decode" .)

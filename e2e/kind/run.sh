@@ -79,7 +79,7 @@ dump_diagnostics() {
   k get pods -A -o wide >&2 || true
   k -n tally-system get events --sort-by=.lastTimestamp >&2 || true
   local c
-  for c in deploy/tally-controller deploy/tally-extender; do
+  for c in deploy/tally-extender; do
     k -n tally-system logs "$c" --all-containers --tail=200 >&2 || true
   done
   k -n tally-system logs deploy/tally-scheduler -c kube-scheduler --tail=200 >&2 || true
@@ -139,7 +139,7 @@ k wait --for=condition=Established crd/gpudeviceclasses.gpu.tally.dev crd/gpudev
 if (( reused )); then
   k -n tally-system rollout restart deployment -l app.kubernetes.io/name=tally
 fi
-for d in tally-controller tally-extender tally-scheduler; do
+for d in tally-extender tally-scheduler; do  # tally-controller: not built yet
   if ! k -n tally-system rollout status "deployment/$d" --timeout=300s; then
     dump_diagnostics
     die "deployment $d did not become ready"
