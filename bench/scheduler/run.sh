@@ -4,7 +4,7 @@
 #
 #   bench/scheduler/run.sh [--nodes 5000] [--pods 2000] [--rounds 3]
 #                          [--min-ratio R] [--json FILE] [--keep]
-#                          [--variants base,ext[,base-nobatch][,ext-nobind][,peer]]
+#                          [--variants base,ext[,base-nobatch][,ext-nobind][,ext-weighted][,peer]]
 #
 # One local control plane (e2e/cluster/up), NODES kwok nodes serving 8 H200
 # each (vm-passthrough, class nvidia-h200-passthrough), one tally-extender on
@@ -22,7 +22,11 @@
 # with extenders), so that the ratio to it is the extender's own cost.
 # Variant ext-nobind (diagnostic, not the default): the extender entry without
 # bindVerb (kube-scheduler binds itself), to split the cost of bind from that
-# of filter/prioritize. Variant peer (diagnostic): the Go peer extender of
+# of filter/prioritize. Variant ext-weighted (diagnostic): ext with
+# tally-extender's scheduler autogroup at nice -10 for the measurement (about
+# 10x the CPU weight of the other components, as a CPU request several times
+# kube-scheduler's would give its pod): how much of the extender's cost is
+# waiting for a CPU on the saturated machine. Variant peer (diagnostic): the Go peer extender of
 # bench/extender/go-peer (encoding/json, net/http, a static cluster: mode and
 # free devices per node) as filter and prioritize, without bind or preempt:
 # what an extender that does almost nothing costs kube-scheduler over HTTP.
@@ -138,6 +142,7 @@ config "$state/bench-idle.yaml" idle 0
 config "$state/bench-base.yaml" bench 0
 cp "$state/bench-base.yaml" "$state/bench-base-nobatch.yaml"
 config "$state/bench-ext.yaml" bench 1
+cp "$state/bench-ext.yaml" "$state/bench-ext-weighted.yaml"
 grep -v '^ *bindVerb:' "$state/bench-ext.yaml" >"$state/bench-ext-nobind.yaml"
 if [[ -n "$peer_pid" ]]; then
   grep -v -e '^ *bindVerb:' -e '^ *preemptVerb:' "$state/bench-ext.yaml" |
@@ -337,7 +342,9 @@ EOF
 results=()
 for ((r = 1; r <= rounds; r++)); do
   for mode in ${variants//,/ }; do
+    [[ "$mode" == ext-weighted ]] && echo -10 >"/proc/$ext_pid/autogroup"
     measure "$mode" "$state/bench-$mode.yaml" "bench-$mode-$r" >"$state/result"
+    [[ "$mode" == ext-weighted ]] && echo 0 >"/proc/$ext_pid/autogroup"
     line="$(cat "$state/result")"
     [[ -n "$line" ]] || { log "round $r $mode: no result"; exit 1; }
     results+=("$line")
@@ -356,6 +363,7 @@ base = [float(r[1]) for r in rows if r[0] == "base"]
 nobatch = [float(r[1]) for r in rows if r[0] == "base-nobatch"]
 ext = [float(r[1]) for r in rows if r[0] == "ext"]
 nobind = [float(r[1]) for r in rows if r[0] == "ext-nobind"]
+weighted = [float(r[1]) for r in rows if r[0] == "ext-weighted"]
 peer = [float(r[1]) for r in rows if r[0] == "peer"]
 bound_ok = all(int(r[4]) == pods for r in rows)
 mb = statistics.mean(base) if base else 0.0
@@ -371,6 +379,8 @@ if nobatch and ext:
     print(f"  with tally-extender / without, both unbatched: {me / mnb:.3f}")
 if nobind:
     print(f"  with tally-extender, no bindVerb: {' '.join(f'{x:.1f}' for x in nobind)} pods/s (mean {statistics.mean(nobind):.1f}, ratio {(statistics.mean(nobind) / mb if mb else 0):.3f})")
+if weighted:
+    print(f"  with tally-extender at nice -10: {' '.join(f'{x:.1f}' for x in weighted)} pods/s (mean {statistics.mean(weighted):.1f}, ratio {(statistics.mean(weighted) / mb if mb else 0):.3f})")
 if peer:
     print(f"  with the Go peer extender (filter+prioritize, no bind): {' '.join(f'{x:.1f}' for x in peer)} pods/s (mean {statistics.mean(peer):.1f}, ratio {(statistics.mean(peer) / mb if mb else 0):.3f})")
     if nobind:
@@ -378,7 +388,7 @@ if peer:
 print(f"  ratio with/without: {ratio:.3f} (goal >= 0.9)")
 print(f"  every pod bound in every run: {'yes' if bound_ok else 'NO'}")
 if out:
-    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "peer": peer, "ratio": ratio,
+    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "extWeighted": weighted, "peer": peer, "ratio": ratio,
                "allBound": bound_ok}, open(out, "w"), indent=1)
 sys.exit(0 if bound_ok and ratio >= min_ratio else 1)
 EOF

@@ -34,8 +34,8 @@ std::vector<WatchEvent<SlimPod>> decodeInPieces(const std::string& stream, size_
   return events;
 }
 
-// x86-64-v3 without PCLMUL once gave every decoder simdjson's scalar kernel
-// while the build meant AVX2.
+// x86-64-v3 without PCLMUL once compiled simdjson's fallback kernel into every
+// decoder while the build meant AVX2.
 TEST(JsonKernel, DecodersRunTheKernelTheBuildAskedFor) { EXPECT_EQ(kJsonKernel, TALLY_EXPECTED_JSON_KERNEL); }
 
 TEST(JsonWatchDecoder, DecodesEveryEventTypeOfARecordedStyleStream) {

@@ -25,9 +25,10 @@
 
 namespace tally::runtime {
 
-// The simdjson kernel this build's on-demand decoders run ("haswell",
-// "icelake", "westmere", "fallback"): fixed at compile time by the flags of
-// TALLY_SIMD, so a build that meant AVX2 and got the scalar kernel shows here.
+// The simdjson kernel compiled into this build's on-demand decoders ("haswell",
+// "icelake", "westmere", "fallback"; their structural scan is dispatched at
+// run time regardless): fixed by the flags of TALLY_SIMD, so a build that meant
+// AVX2 and got the fallback shows here.
 inline constexpr std::string_view kJsonKernel = SIMDJSON_STRINGIFY(SIMDJSON_BUILTIN_IMPLEMENTATION);
 
 template <class C>
