@@ -4,7 +4,7 @@
 #
 #   bench/scheduler/run.sh [--nodes 5000] [--pods 2000] [--rounds 3]
 #                          [--min-ratio R] [--json FILE] [--keep]
-#                          [--variants base,ext[,base-nobatch][,ext-nobind][,ext-weighted][,peer]]
+#                          [--variants base,ext[,base-nobatch][,ext-nobind][,ext-weighted][,ext-rt][,peer]]
 #
 # One local control plane (e2e/cluster/up), NODES kwok nodes serving 8 H200
 # each (vm-passthrough, class nvidia-h200-passthrough), one tally-extender on
@@ -26,7 +26,10 @@
 # tally-extender's scheduler autogroup at nice -10 for the measurement (about
 # 10x the CPU weight of the other components, as a CPU request several times
 # kube-scheduler's would give its pod): how much of the extender's cost is
-# waiting for a CPU on the saturated machine. Variant peer (diagnostic): the Go peer extender of
+# waiting for a CPU on the saturated machine. Variant ext-rt (diagnostic, needs
+# CAP_SYS_NICE): ext with tally-extender's HTTP threads (tally-http-N) at
+# SCHED_FIFO priority 10 for the measurement, so a request wakes its thread at
+# once. Variant peer (diagnostic): the Go peer extender of
 # bench/extender/go-peer (encoding/json, net/http, a static cluster: mode and
 # free devices per node) as filter and prioritize, without bind or preempt:
 # what an extender that does almost nothing costs kube-scheduler over HTTP.
@@ -143,6 +146,14 @@ config "$state/bench-base.yaml" bench 0
 cp "$state/bench-base.yaml" "$state/bench-base-nobatch.yaml"
 config "$state/bench-ext.yaml" bench 1
 cp "$state/bench-ext.yaml" "$state/bench-ext-weighted.yaml"
+cp "$state/bench-ext.yaml" "$state/bench-ext-rt.yaml"
+# http_threads_policy ARGS...: chrt ARGS on every tally-http-N thread of tally-extender.
+http_threads_policy() {
+  local t
+  for t in /proc/"$ext_pid"/task/*; do
+    [[ "$(cat "$t/comm" 2>/dev/null)" == tally-http-* ]] && chrt "$@" "${t##*/}"
+  done
+}
 grep -v '^ *bindVerb:' "$state/bench-ext.yaml" >"$state/bench-ext-nobind.yaml"
 if [[ -n "$peer_pid" ]]; then
   grep -v -e '^ *bindVerb:' -e '^ *preemptVerb:' "$state/bench-ext.yaml" |
@@ -343,8 +354,10 @@ results=()
 for ((r = 1; r <= rounds; r++)); do
   for mode in ${variants//,/ }; do
     [[ "$mode" == ext-weighted ]] && echo -10 >"/proc/$ext_pid/autogroup"
+    [[ "$mode" == ext-rt ]] && http_threads_policy -f -p 10
     measure "$mode" "$state/bench-$mode.yaml" "bench-$mode-$r" >"$state/result"
     [[ "$mode" == ext-weighted ]] && echo 0 >"/proc/$ext_pid/autogroup"
+    [[ "$mode" == ext-rt ]] && http_threads_policy -o -p 0
     line="$(cat "$state/result")"
     [[ -n "$line" ]] || { log "round $r $mode: no result"; exit 1; }
     results+=("$line")
@@ -364,6 +377,7 @@ nobatch = [float(r[1]) for r in rows if r[0] == "base-nobatch"]
 ext = [float(r[1]) for r in rows if r[0] == "ext"]
 nobind = [float(r[1]) for r in rows if r[0] == "ext-nobind"]
 weighted = [float(r[1]) for r in rows if r[0] == "ext-weighted"]
+realtime = [float(r[1]) for r in rows if r[0] == "ext-rt"]
 peer = [float(r[1]) for r in rows if r[0] == "peer"]
 bound_ok = all(int(r[4]) == pods for r in rows)
 mb = statistics.mean(base) if base else 0.0
@@ -381,6 +395,8 @@ if nobind:
     print(f"  with tally-extender, no bindVerb: {' '.join(f'{x:.1f}' for x in nobind)} pods/s (mean {statistics.mean(nobind):.1f}, ratio {(statistics.mean(nobind) / mb if mb else 0):.3f})")
 if weighted:
     print(f"  with tally-extender at nice -10: {' '.join(f'{x:.1f}' for x in weighted)} pods/s (mean {statistics.mean(weighted):.1f}, ratio {(statistics.mean(weighted) / mb if mb else 0):.3f})")
+if realtime:
+    print(f"  with tally-extender's HTTP threads SCHED_FIFO: {' '.join(f'{x:.1f}' for x in realtime)} pods/s (mean {statistics.mean(realtime):.1f}, ratio {(statistics.mean(realtime) / mb if mb else 0):.3f})")
 if peer:
     print(f"  with the Go peer extender (filter+prioritize, no bind): {' '.join(f'{x:.1f}' for x in peer)} pods/s (mean {statistics.mean(peer):.1f}, ratio {(statistics.mean(peer) / mb if mb else 0):.3f})")
     if nobind:
@@ -388,7 +404,7 @@ if peer:
 print(f"  ratio with/without: {ratio:.3f} (goal >= 0.9)")
 print(f"  every pod bound in every run: {'yes' if bound_ok else 'NO'}")
 if out:
-    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "extWeighted": weighted, "peer": peer, "ratio": ratio,
+    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "extWeighted": weighted, "extRt": realtime, "peer": peer, "ratio": ratio,
                "allBound": bound_ok}, open(out, "w"), indent=1)
 sys.exit(0 if bound_ok and ratio >= min_ratio else 1)
 EOF
