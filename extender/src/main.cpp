@@ -150,6 +150,12 @@ int loadSnapshotFile(const std::string& path, CacheWriter& writer) {
   return 0;
 }
 
+// Adds to `counter` what a running total grew by since it was last seen.
+void forward(obs::Counter& counter, std::uint64_t total, std::uint64_t& seen) {
+  if (total > seen) counter.inc(total - seen);
+  seen = total;
+}
+
 void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
   // The writer keeps running totals; each scrape adds what grew since the last.
   struct Last {
@@ -168,13 +174,20 @@ void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
       metrics.publishDuration.observe(std::chrono::duration<double>(s.lastPublish).count());
       last->publishes = s.publishes;
     }
-    auto forward = [](obs::Counter& counter, std::uint64_t total, std::uint64_t& seen) {
-      if (total > seen) counter.inc(total - seen);
-      seen = total;
-    };
     forward(metrics.assumptionsExpired, s.assumptionsExpired, last->expired);
     forward(metrics.unchangedUpdates, s.skippedUnchanged, last->unchanged);
     forward(metrics.clusterCopies, s.clusterCopies, last->copies);
+  });
+}
+
+void exportClientStats(std::shared_ptr<runtime::Client> client, ExtenderMetrics& metrics) {
+  struct Last {
+    std::uint64_t full = 0, resumed = 0;
+  };
+  auto last = std::make_shared<Last>();
+  metrics.registry().onScrape([client = std::move(client), &metrics, last] {
+    forward(metrics.apiConnectionsResumed, client->tlsResumptions(), last->resumed);
+    forward(metrics.apiConnectionsFull, client->tlsFullHandshakes(), last->full);
   });
 }
 
@@ -238,6 +251,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       client = std::move(created).value();
+      exportClientStats(client, metrics);
       watches = std::make_unique<Watches>(client, writer, metrics, watchOptions);
       PodBinder::Options bo;
       bo.threads = f.bindThreads;

@@ -125,11 +125,13 @@ TEST(ClientTls, LaterConnectionsResumeTheSession) {
   const Resource cms = Resource::core("configmaps", "tls");
   ASSERT_TRUE(c->list(cms, ListOptions{}));  // a full handshake; the ticket comes with the first reply
   EXPECT_EQ(c->tlsResumptions(), 0u);
+  EXPECT_EQ(c->tlsFullHandshakes(), c->connectionsOpened());
   const auto opened = c->connectionsOpened();
   auto stream = c->watch(cms, WatchOptions{});  // a watch always opens its own connection
   ASSERT_TRUE(stream) << stream.error().describe();
   EXPECT_EQ(c->connectionsOpened(), opened + 1);
   EXPECT_EQ(c->tlsResumptions(), 1u);
+  EXPECT_EQ(c->tlsFullHandshakes(), opened);
 }
 
 TEST(ClientCrud, CustomResourceWithStatusSubresource) {

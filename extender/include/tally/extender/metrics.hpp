@@ -34,6 +34,9 @@ class ExtenderMetrics {
   observability::Counter& assumptionsExpired;
   observability::Counter& unchangedUpdates;  // watch updates equal to the cached object, dropped
   observability::Counter& clusterCopies;     // publishes that copied the cluster (a non-pod object changed)
+  // Connections the API client opened, by TLS handshake (full, resumed).
+  observability::Counter& apiConnectionsFull;
+  observability::Counter& apiConnectionsResumed;
 
  private:
   observability::Registry& registry_;
