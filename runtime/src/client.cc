@@ -116,7 +116,6 @@ Result<std::unique_ptr<detail::Connection>> Client::acquire(bool fresh) {
   }
   auto conn = std::make_unique<detail::Connection>(*tls_, config_);
   if (auto st = conn->connect(); !st) return std::move(st).error();
-  connectionsOpened_.fetch_add(1);
   (conn->resumedSession() ? tlsResumptions_ : tlsFullHandshakes_).fetch_add(1);
   return conn;
 }

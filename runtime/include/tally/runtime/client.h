@@ -160,9 +160,9 @@ class Client : public std::enable_shared_from_this<Client> {
                                              Wire wire = Wire::kJson);
 
   // Counters for tests and metrics.
-  uint64_t connectionsOpened() const { return connectionsOpened_.load(); }
-  // Of those, the ones whose TLS handshake resumed an earlier session, and the
-  // ones that shook hands in full.
+  // Connections opened: those whose TLS handshake resumed an earlier session,
+  // and those that shook hands in full.
+  uint64_t connectionsOpened() const { return tlsResumptions() + tlsFullHandshakes(); }
   uint64_t tlsResumptions() const { return tlsResumptions_.load(); }
   uint64_t tlsFullHandshakes() const { return tlsFullHandshakes_.load(); }
   uint64_t retries() const { return retries_.load(); }
@@ -179,7 +179,6 @@ class Client : public std::enable_shared_from_this<Client> {
   std::unique_ptr<detail::TlsContext> tls_;
   std::mutex poolMu_;
   std::vector<std::unique_ptr<detail::Connection>> idle_;
-  std::atomic<uint64_t> connectionsOpened_{0};
   std::atomic<uint64_t> tlsResumptions_{0};
   std::atomic<uint64_t> tlsFullHandshakes_{0};
   std::atomic<uint64_t> retries_{0};
