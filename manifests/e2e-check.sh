@@ -12,7 +12,7 @@ name="${TALLY_MANIFESTS_CLUSTER:-manifests-check}"
 cleanup() { "$root/e2e/cluster/down" --name "$name" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 cleanup
-exports="$("$root/e2e/cluster/up" --name "$name")"
+exports="$(TALLY_E2E_OWNER_PID=$$ "$root/e2e/cluster/up" --name "$name")"
 eval "$exports"
 : "${KUBECONFIG:?e2e/cluster/up printed no KUBECONFIG}"
 export KUBECONFIG

@@ -4,7 +4,7 @@
 #
 #   bench/scheduler/run.sh [--nodes 5000] [--pods 2000] [--rounds 3]
 #                          [--min-ratio R] [--json FILE] [--keep]
-#                          [--variants base,ext[,base-nobatch][,ext-nobind][,ext-weighted][,ext-rt][,peer]]
+#                          [--variants base,ext[,base-nobatch][,ext-nobind][,ext-weighted][,ext-rt][,ext-batch][,peer][,floor]]
 #
 # One local control plane (e2e/cluster/up), NODES kwok nodes serving 8 H200
 # each (vm-passthrough, class nvidia-h200-passthrough), one tally-extender on
@@ -29,10 +29,17 @@
 # waiting for a CPU on the saturated machine. Variant ext-rt (diagnostic, needs
 # CAP_SYS_NICE): ext with tally-extender's HTTP threads (tally-http-N) at
 # SCHED_FIFO priority 10 for the measurement, so a request wakes its thread at
-# once. Variant peer (diagnostic): the Go peer extender of
+# once; ext-batch the same threads at SCHED_BATCH (they never preempt on
+# wake-up: does waking on the first 4 KB of a request delay the client's
+# write of the rest?). Variant peer (diagnostic): the Go peer extender of
 # bench/extender/go-peer (encoding/json, net/http, a static cluster: mode and
 # free devices per node) as filter and prioritize, without bind or preempt:
 # what an extender that does almost nothing costs kube-scheduler over HTTP.
+# Variant floor (diagnostic): bench/scheduler/floor_extender.cpp in the ext
+# entry's place (filter, prioritize, preempt, bind): tally-extender's HTTP
+# server and API client with no model, cache or assumption behind them (every
+# candidate passes, no host is scored, bind POSTs at once): what the
+# protocol itself costs here, the floor under any extender with these verbs.
 # Prints one line per measurement and the ratio with/without; --min-ratio
 # makes the exit status fail below R (used by the CTest smoke with a loose R).
 #
@@ -66,13 +73,14 @@ ext_pid=""
 cleanup() {
   if [[ -n "$ext_pid" ]]; then kill -TERM "$ext_pid" 2>/dev/null; wait "$ext_pid" 2>/dev/null; fi
   if [[ -n "${peer_pid:-}" ]]; then kill -TERM "$peer_pid" 2>/dev/null; wait "$peer_pid" 2>/dev/null; fi
+  if [[ -n "${floor_pid:-}" ]]; then kill -TERM "$floor_pid" 2>/dev/null; wait "$floor_pid" 2>/dev/null; fi
   if ((keep)); then log "cluster $name kept (e2e/cluster/down --name $name)"; else "$cluster/down" --name "$name" >/dev/null 2>&1; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 t0=$SECONDS
-eval "$(TALLY_E2E_CONTROLLER_MANAGER=0 "$cluster/up" --name "$name")" || { log "up failed"; exit 1; }
+eval "$(TALLY_E2E_OWNER_PID=$$ TALLY_E2E_CONTROLLER_MANAGER=0 "$cluster/up" --name "$name")" || { log "up failed"; exit 1; }
 state="$TALLY_E2E_STATE"
 # shellcheck source=/dev/null
 source "$state/env"
@@ -141,12 +149,23 @@ print(json.dumps({"mode": "vm-passthrough", "nodes": [{"name": n, "mode": "vm-pa
   for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$peer_port/" && break; sleep 0.1; done
 fi
 
+floor_pid=""
+if [[ ",$variants," == *",floor,"* ]]; then
+  floor_bin="$(dirname "$extender")/floor-extender"
+  [[ -x "$floor_bin" ]] || { log "$floor_bin not built (target floor-extender)"; exit 1; }
+  floor_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+  setsid "$floor_bin" --kubeconfig "$state/kubeconfig" --port "$floor_port" --url-prefix /tally >>"$state/logs/floor-extender.log" 2>&1 &
+  floor_pid=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$floor_port/" && break; sleep 0.1; done
+fi
+
 config "$state/bench-idle.yaml" idle 0
 config "$state/bench-base.yaml" bench 0
 cp "$state/bench-base.yaml" "$state/bench-base-nobatch.yaml"
 config "$state/bench-ext.yaml" bench 1
 cp "$state/bench-ext.yaml" "$state/bench-ext-weighted.yaml"
 cp "$state/bench-ext.yaml" "$state/bench-ext-rt.yaml"
+cp "$state/bench-ext.yaml" "$state/bench-ext-batch.yaml"
 # http_threads_policy ARGS...: chrt ARGS on every tally-http-N thread of tally-extender.
 http_threads_policy() {
   local t
@@ -159,10 +178,15 @@ if [[ -n "$peer_pid" ]]; then
   grep -v -e '^ *bindVerb:' -e '^ *preemptVerb:' "$state/bench-ext.yaml" |
     sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$peer_port#" >"$state/bench-peer.yaml"
 fi
+[[ -n "$floor_pid" ]] && sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$floor_port/tally#" "$state/bench-ext.yaml" >"$state/bench-floor.yaml"
 grep -q "urlPrefix: http://127.0.0.1:$port/tally" "$state/bench-ext.yaml" || { log "extender entry missing"; exit 1; }
 # restart CONFIG [KUBE_SCHEDULER_FLAGS]
 restart() {
-  TALLY_E2E_SCHEDULER_FLAGS="${2:-}" "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$1" >/dev/null ||
+  # TALLY_BENCH_SCHED_GOGC=N (diagnostic): kube-scheduler's Go GC target, for
+  # every variant alike (how much of the extender's cost is kube-scheduler's GC).
+  local env=()
+  [[ -n "${TALLY_BENCH_SCHED_GOGC:-}" ]] && env=(GOGC="$TALLY_BENCH_SCHED_GOGC")
+  env "${env[@]}" TALLY_E2E_SCHEDULER_FLAGS="${2:-}" "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$1" >/dev/null ||
     { log "restarting kube-scheduler with $1 failed"; exit 1; }
 }
 # kube-scheduler's OpportunisticBatching counts for the bench profile, "result=count ..."
@@ -259,8 +283,29 @@ cpu_now() {
     [[ -r /proc/$pid/stat ]] && echo "$comp $(awk '{print $14 + $15}' "/proc/$pid/stat")"
   done
   [[ -n "$ext_pid" && -r /proc/$ext_pid/stat ]] && echo "tally-extender $(awk '{print $14 + $15}' "/proc/$ext_pid/stat")"
+  # tally-extender's threads by name (tally-http-N, tally-bind, tally-writer,
+  # watch-<resource>, ...), numbers dropped: "ext/<name> ticks" per group.
+  [[ -n "$ext_pid" && -d /proc/$ext_pid/task ]] && ext_threads "$ext_pid"
   [[ -n "${peer_pid:-}" && -r /proc/$peer_pid/stat ]] && echo "go-peer $(awk '{print $14 + $15}' "/proc/$peer_pid/stat")"
+  [[ -n "${floor_pid:-}" && -r /proc/$floor_pid/stat ]] && echo "floor-extender $(awk '{print $14 + $15}' "/proc/$floor_pid/stat")"
   return 0
+}
+ext_threads() { # PID
+  python3 - "$1" <<'PY'
+import glob, re, sys
+groups = {}
+for stat in glob.glob(f"/proc/{sys.argv[1]}/task/*/stat"):
+    try:
+        text = open(stat).read()
+    except OSError:
+        continue  # the thread ended between the glob and the read
+    name = text[text.index("(") + 1:text.rindex(")")]
+    fields = text[text.rindex(")") + 2:].split()
+    group = re.sub(r"-?[0-9]+$", "", name)
+    groups[group] = groups.get(group, 0) + int(fields[11]) + int(fields[12])
+for group, ticks in sorted(groups.items()):
+    print(f"ext/{group} {ticks}")
+PY
 }
 # cpu_used BEFORE AFTER -> "comp=seconds ..." (clock ticks of /proc in seconds)
 cpu_used() {
@@ -269,7 +314,9 @@ import sys
 def read(text):
     return {l.split()[0]: float(l.split()[1]) for l in text.splitlines() if l.strip()}
 a, b, tck = read(sys.argv[1]), read(sys.argv[2]), float(sys.argv[3])
-print(" ".join(f"{k}={(b[k] - a.get(k, 0)) / tck:.2f}" for k in b))
+line = " ".join(f"{k}={(b[k] - a.get(k, 0)) / tck:.2f}" for k in b if not k.startswith("ext/"))
+threads = [f"{k[4:]}={(b[k] - a.get(k, 0)) / tck:.2f}" for k in b if k.startswith("ext/") and b[k] > a.get(k, 0)]
+print(line + ("; tally-extender threads: " + " ".join(threads) if threads else ""))
 PY
 }
 
@@ -355,9 +402,10 @@ for ((r = 1; r <= rounds; r++)); do
   for mode in ${variants//,/ }; do
     [[ "$mode" == ext-weighted ]] && echo -10 >"/proc/$ext_pid/autogroup"
     [[ "$mode" == ext-rt ]] && http_threads_policy -f -p 10
+    [[ "$mode" == ext-batch ]] && http_threads_policy -b -p 0
     measure "$mode" "$state/bench-$mode.yaml" "bench-$mode-$r" >"$state/result"
     [[ "$mode" == ext-weighted ]] && echo 0 >"/proc/$ext_pid/autogroup"
-    [[ "$mode" == ext-rt ]] && http_threads_policy -o -p 0
+    [[ "$mode" == ext-rt || "$mode" == ext-batch ]] && http_threads_policy -o -p 0
     line="$(cat "$state/result")"
     [[ -n "$line" ]] || { log "round $r $mode: no result"; exit 1; }
     results+=("$line")
@@ -378,7 +426,9 @@ ext = [float(r[1]) for r in rows if r[0] == "ext"]
 nobind = [float(r[1]) for r in rows if r[0] == "ext-nobind"]
 weighted = [float(r[1]) for r in rows if r[0] == "ext-weighted"]
 realtime = [float(r[1]) for r in rows if r[0] == "ext-rt"]
+batch = [float(r[1]) for r in rows if r[0] == "ext-batch"]
 peer = [float(r[1]) for r in rows if r[0] == "peer"]
+floor = [float(r[1]) for r in rows if r[0] == "floor"]
 bound_ok = all(int(r[4]) == pods for r in rows)
 mb = statistics.mean(base) if base else 0.0
 me = statistics.mean(ext) if ext else 0.0
@@ -397,14 +447,21 @@ if weighted:
     print(f"  with tally-extender at nice -10: {' '.join(f'{x:.1f}' for x in weighted)} pods/s (mean {statistics.mean(weighted):.1f}, ratio {(statistics.mean(weighted) / mb if mb else 0):.3f})")
 if realtime:
     print(f"  with tally-extender's HTTP threads SCHED_FIFO: {' '.join(f'{x:.1f}' for x in realtime)} pods/s (mean {statistics.mean(realtime):.1f}, ratio {(statistics.mean(realtime) / mb if mb else 0):.3f})")
+if batch:
+    print(f"  with tally-extender's HTTP threads SCHED_BATCH: {' '.join(f'{x:.1f}' for x in batch)} pods/s (mean {statistics.mean(batch):.1f}, ratio {(statistics.mean(batch) / mb if mb else 0):.3f})")
 if peer:
     print(f"  with the Go peer extender (filter+prioritize, no bind): {' '.join(f'{x:.1f}' for x in peer)} pods/s (mean {statistics.mean(peer):.1f}, ratio {(statistics.mean(peer) / mb if mb else 0):.3f})")
     if nobind:
         print(f"  tally no-bind / Go peer: {statistics.mean(nobind) / statistics.mean(peer):.3f}")
+if floor:
+    mf = statistics.mean(floor)
+    print(f"  with floor-extender (the verbs, no model): {' '.join(f'{x:.1f}' for x in floor)} pods/s (mean {mf:.1f}, ratio {(mf / mb if mb else 0):.3f})")
+    if me:
+        print(f"  tally-extender / floor-extender: {me / mf:.3f}")
 print(f"  ratio with/without: {ratio:.3f} (goal >= 0.9)")
 print(f"  every pod bound in every run: {'yes' if bound_ok else 'NO'}")
 if out:
-    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "extWeighted": weighted, "extRt": realtime, "peer": peer, "ratio": ratio,
+    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "extWeighted": weighted, "extRt": realtime, "peer": peer, "floor": floor, "ratio": ratio,
                "allBound": bound_ok}, open(out, "w"), indent=1)
 sys.exit(0 if bound_ok and ratio >= min_ratio else 1)
 EOF

@@ -95,7 +95,7 @@ suite_begin() {
   CLUSTER="suite-$ID"
   local out t0=$SECONDS
   # No kube-controller-manager: no scenario needs it, and 2 cores are shared.
-  out="$(TALLY_E2E_CONTROLLER_MANAGER=0 "$CLUSTER_DIR/up" --name "$CLUSTER")" || fatal "up --name $CLUSTER failed"
+  out="$(TALLY_E2E_OWNER_PID=$$ TALLY_E2E_CONTROLLER_MANAGER=0 "$CLUSTER_DIR/up" --name "$CLUSTER")" || fatal "up --name $CLUSTER failed"
   eval "$out"
   STATE="$TALLY_E2E_STATE"
   say "cluster $CLUSTER up in $((SECONDS - t0))s ($STATE)"

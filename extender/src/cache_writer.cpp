@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tally/common/thread_name.hpp"
 #include "tally/model/admission.hpp"
 #include "tally/model/usage.hpp"
 
@@ -135,6 +136,7 @@ PublishStats CacheWriter::stats() const {
 }
 
 void CacheWriter::run(std::stop_token stop) {
+  nameThisThread("tally-writer");
   std::vector<Event> batch;
   while (!stop.stop_requested()) {
     bool urgent = false;

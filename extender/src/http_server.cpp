@@ -12,9 +12,9 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <sys/socket.h>
 
+#include "tally/common/thread_name.hpp"
 #include "tally/extender/wire.hpp"
 
 namespace tally::extender {
@@ -357,8 +357,7 @@ void HttpServer::start() {
   s.accept();
   for (unsigned i = 0; i < n; ++i) {
     s.threads.emplace_back([&s, i] {
-      std::string name = "tally-http-" + std::to_string(i);
-      pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+      nameThisThread("tally-http-" + std::to_string(i));
       s.contexts[i]->run();
     });
   }

@@ -2,7 +2,10 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <latch>
+#include <memory>
 
+#include "tally/common/thread_name.hpp"
 #include "tally/observability/log.hpp"
 
 namespace tally::extender {
@@ -12,7 +15,21 @@ struct PodBinder::Impl {
   PostBinding post;
   Options options;
   boost::asio::thread_pool pool;
-  Impl(CacheWriter& w, PostBinding p, Options o) : writer(w), post(std::move(p)), options(o), pool(std::max(1u, o.threads)) {}
+  Impl(CacheWriter& w, PostBinding p, Options o) : writer(w), post(std::move(p)), options(o), pool(std::max(1u, o.threads)) {
+    // asio's pool starts its threads itself. One naming task per thread, each
+    // held until all have started, so every thread runs exactly one of them.
+    // The latch is shared: a thread woken by the last arrival may still be
+    // inside arrive_and_wait when this constructor has moved on.
+    const unsigned n = std::max(1u, o.threads);
+    auto started = std::make_shared<std::latch>(n);
+    for (unsigned i = 0; i < n; ++i) {
+      boost::asio::post(pool, [started] {
+        nameThisThread("tally-bind");
+        started->arrive_and_wait();
+      });
+    }
+    started->wait();
+  }
 };
 
 PodBinder::PodBinder(CacheWriter& writer, PostBinding post, Options options)

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "tally/codec/codecs.hpp"
+#include "tally/common/thread_name.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/codec/ledger_directory.hpp"
 #include "tally/observability/log.hpp"
@@ -186,7 +187,10 @@ Watches::~Watches() { stop(); }
 
 void Watches::start() {
   for (auto& s : sources_) s->start();
-  poller_ = std::jthread([this](std::stop_token st) { poll(st); });
+  poller_ = std::jthread([this](std::stop_token st) {
+    nameThisThread("tally-poll");
+    poll(st);
+  });
 }
 
 void Watches::stop() {

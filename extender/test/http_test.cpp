@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "fixtures.hpp"
@@ -336,4 +337,20 @@ TEST(Http, TlsListenerServesVerbs) {
   code >> status;
   EXPECT_EQ(status, "200");
   std::filesystem::remove_all(dir);
+}
+
+// Operators and the bench tell the extender's threads apart by name (top -H,
+// perf, /proc/PID/task/*/comm).
+TEST(Http, ServingThreadsCarryTheirNames) {
+  Harness h;
+  std::multiset<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names.insert(name);
+  }
+  EXPECT_TRUE(names.contains("tally-http-0"));
+  EXPECT_TRUE(names.contains("tally-writer"));
+  EXPECT_EQ(names.count("tally-bind"), PodBinder::Options{}.threads);  // every thread of the pool, before any bind
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -286,6 +287,16 @@ void expectMatchesFreshList(Client& c, const Resource& res, const Informer<Codec
 
 class InformerWire : public ::testing::TestWithParam<std::pair<Wire, bool>> {};
 
+// A thread of this process is called NAME (/proc/self/task/*/comm).
+bool hasThreadNamed(std::string_view name) {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) return true;
+  }
+  return false;
+}
+
 TEST_P(InformerWire, SeesEveryChangeInOrder) {
   auto [wire, watchList] = GetParam();
   auto c = client();
@@ -307,6 +318,7 @@ TEST_P(InformerWire, SeesEveryChangeInOrder) {
   inf.start();
   ASSERT_TRUE(inf.waitForSync(20s));
   EXPECT_EQ(inf.snapshot()->size(), 5u);
+  EXPECT_TRUE(hasThreadNamed("watch-pods")) << "the informer's thread is named after its resource";
 
   // 60 label updates on one pod, a create and a delete: all seen, in order.
   const Resource podsRes = pods;

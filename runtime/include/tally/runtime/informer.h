@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "tally/common/thread_name.hpp"
 #include "tally/runtime/backoff.h"
 #include "tally/runtime/client.h"
 #include "tally/runtime/json_watch.h"
@@ -131,6 +132,7 @@ class Informer {
   }
 
   void run(std::stop_token st) {
+    nameThisThread("watch-" + opts_.resource.resource);
     bool needList = true;
     bool watchListSupported = opts_.useWatchList;
     while (!st.stop_requested()) {
@@ -310,6 +312,7 @@ class Informer {
   }
 
   void resyncLoop(std::stop_token st) {
+    nameThisThread("resync-" + opts_.resource.resource);
     while (sleepFor(st, opts_.resyncPeriod)) {
       if (hasSynced()) store_.resync();
     }

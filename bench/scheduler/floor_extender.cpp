@@ -1,0 +1,103 @@
+// floor-extender (bench only): what the extender protocol itself costs
+// kube-scheduler on this machine, without Tally's model. It speaks the same
+// verbs over tally-extender's HTTP server and API client, but decides
+// nothing: filter passes every candidate, prioritize lists no host (all score
+// 0), bind POSTs the Binding with no assumption recorded first. It keeps no
+// cache and runs no watch. The `floor` variant of run.sh puts it where the
+// extender runs; the gap between its ratio and tally-extender's is what the
+// model, caches and assumptions cost, the gap between its ratio and 1 what any
+// extender with these verbs costs here.
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <csignal>
+#include <iostream>
+
+#include "tally/extender/allocator.hpp"
+#include "tally/extender/http_server.hpp"
+#include "tally/extender/wire.hpp"
+#include "tally/runtime/client.h"
+#include "tally/runtime/config.h"
+
+using namespace tally;
+using namespace tally::extender;
+
+namespace {
+
+HttpResponse badRequest(std::string_view what) {
+  HttpResponse r;
+  r.status = 400;
+  r.body = wire::encodeError(what);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string kubeconfig, prefix = "/tally";
+  std::uint16_t port = 8888;
+  unsigned threads = 2, bindThreads = 64;
+  CLI::App app{"floor-extender: the extender verbs with no decision behind them (bench/scheduler)"};
+  app.add_option("--kubeconfig", kubeconfig, "Kubeconfig of the cluster the Bindings go to")->required();
+  app.add_option("--port", port, "Loopback port to serve on");
+  app.add_option("--url-prefix", prefix, "Path prefix of the verbs");
+  app.add_option("--threads", threads, "HTTP threads");
+  app.add_option("--bind-threads", bindThreads, "Threads posting Bindings");
+  CLI11_PARSE(app, argc, argv);
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  tuneAllocatorForLargeRequests();  // as tally-extender does
+
+  auto config = runtime::loadKubeconfig(kubeconfig);
+  if (!config) {
+    std::cerr << "floor-extender: " << config.error().describe() << "\n";
+    return 2;
+  }
+  auto client = runtime::Client::create(std::move(config).value());
+  if (!client) {
+    std::cerr << "floor-extender: " << client.error().describe() << "\n";
+    return 2;
+  }
+  std::shared_ptr<runtime::Client> api = std::move(client).value();
+  boost::asio::thread_pool binders(bindThreads);
+
+  Router router;
+  router.add("POST", prefix + "/filter", "filter", [](HttpRequest& req, Respond respond) {
+    auto args = wire::parseExtenderArgs(req.body);
+    if (!args.ok()) return respond(badRequest(args.errors.front().message));
+    wire::FilterResult result;
+    result.passed = std::move(args.value.nodeNames);
+    result.plainNames = args.value.plainNames;
+    respond(HttpResponse{.body = wire::encode(result)});
+  });
+  router.add("POST", prefix + "/prioritize", "prioritize", [](HttpRequest& req, Respond respond) {
+    auto args = wire::parseExtenderArgs(req.body);
+    if (!args.ok()) return respond(badRequest(args.errors.front().message));
+    respond(HttpResponse{.body = wire::encode(std::vector<wire::HostPriority>{})});
+  });
+  router.add("POST", prefix + "/bind", "bind", [&](HttpRequest& req, Respond respond) {
+    auto args = wire::parseBindingArgs(req.body);
+    if (!args.ok()) return respond(badRequest(args.errors.front().message));
+    boost::asio::post(binders, [api, a = std::move(args.value), respond = std::move(respond)] {
+      auto status = api->bindPod(a.podNamespace, a.podName, a.podUid, a.node);
+      respond(HttpResponse{.body = wire::encodeError(status ? std::string() : status.error().describe())});
+    });
+  });
+
+  HttpServerOptions options;
+  options.port = port;
+  options.threads = threads;
+  HttpServer server(options, std::move(router), {});
+  server.start();
+  std::cerr << "floor-extender serving on 127.0.0.1:" << server.port() << prefix << "\n";
+  int signal = 0;
+  sigwait(&signals, &signal);
+  server.stop();
+  binders.join();
+  return 0;
+}
