@@ -94,6 +94,7 @@ void CacheWriter::forget(std::string uid) { enqueue(Forget{std::move(uid)}, true
 void CacheWriter::start() {
   if (thread_.joinable()) return;
   thread_ = std::jthread([this](std::stop_token st) { run(st); });
+  nameThread(thread_.native_handle(), "tally-writer");
 }
 
 void CacheWriter::stop() {
@@ -136,7 +137,6 @@ PublishStats CacheWriter::stats() const {
 }
 
 void CacheWriter::run(std::stop_token stop) {
-  nameThisThread("tally-writer");
   std::vector<Event> batch;
   while (!stop.stop_requested()) {
     bool urgent = false;

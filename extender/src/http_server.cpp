@@ -356,10 +356,8 @@ void HttpServer::start() {
   s.running.store(true);
   s.accept();
   for (unsigned i = 0; i < n; ++i) {
-    s.threads.emplace_back([&s, i] {
-      nameThisThread("tally-http-" + std::to_string(i));
-      s.contexts[i]->run();
-    });
+    s.threads.emplace_back([&s, i] { s.contexts[i]->run(); });
+    nameThread(s.threads.back().native_handle(), "tally-http-" + std::to_string(i));
   }
 }
 

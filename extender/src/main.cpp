@@ -3,6 +3,7 @@
 // assumed placement and posts the Binding.
 
 #include <CLI/CLI.hpp>
+#include <simdjson.h>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -43,6 +44,29 @@ std::chrono::milliseconds parseDuration(const std::string& text) {
                             : throw std::invalid_argument("unknown duration unit in " + text);
   if (ms < 0) throw std::invalid_argument("negative duration " + text);
   return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+}
+
+// Asks the API server for its version once before any watch opens: the log
+// names the server, and the TLS session this first connection gets is what
+// the watches' and binds' connections resume (otherwise every watch, all
+// starting together, would shake hands in full). Not reaching it is no reason
+// to stop: the informers retry, and /readyz stays 503 until they sync.
+void reportApiServer(runtime::Client& client) {
+  runtime::HttpRequest request;
+  request.target = "/version";
+  auto response = client.send(request);
+  if (!response) {
+    obs::logWarning("API server not reachable yet; the watches will retry", {{"error", response.error().describe()}});
+    return;
+  }
+  simdjson::dom::parser parser;
+  std::string_view version = "unknown";
+  simdjson::dom::element doc;
+  if (parser.parse(response->body).get(doc) == simdjson::SUCCESS) {
+    std::string_view v;
+    if (doc["gitVersion"].get_string().get(v) == simdjson::SUCCESS) version = v;
+  }
+  obs::logInfo("API server reached", {{"host", client.config().host}, {"port", client.config().port}, {"version", std::string(version)}});
 }
 
 struct Flags {
@@ -252,6 +276,7 @@ int main(int argc, char** argv) {
       }
       client = std::move(created).value();
       exportClientStats(client, metrics);
+      reportApiServer(*client);
       watches = std::make_unique<Watches>(client, writer, metrics, watchOptions);
       PodBinder::Options bo;
       bo.threads = f.bindThreads;

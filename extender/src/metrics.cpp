@@ -35,14 +35,12 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
                                      "Publishes that copied the cluster because an object other than a pod changed "
                                      "(the rest share it).")
                         .with(obs::LabelValues{})),
-      apiConnectionsFull(registry
-                             .counter("tally_extender_api_connections_total",
+      apiConnections(registry.counter("tally_extender_api_connections_total",
                                       "Connections opened to the API server (watches, Binding POSTs), by TLS "
                                       "handshake: full, or resumed from an earlier session.",
-                                      {"handshake"})
-                             .with({"full"})),
-      apiConnectionsResumed(registry.counter("tally_extender_api_connections_total", "", {"handshake"})
-                                .with({"resumed"})),
+                                      {"handshake"})),
+      apiConnectionsFull(apiConnections.with({"full"})),
+      apiConnectionsResumed(apiConnections.with({"resumed"})),
       registry_(registry),
       latency_(registry.histogram("tally_extender_request_duration_seconds",
                                   "Server-side time from the request's header read to response ready, by route.",

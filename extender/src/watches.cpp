@@ -187,10 +187,8 @@ Watches::~Watches() { stop(); }
 
 void Watches::start() {
   for (auto& s : sources_) s->start();
-  poller_ = std::jthread([this](std::stop_token st) {
-    nameThisThread("tally-poll");
-    poll(st);
-  });
+  poller_ = std::jthread([this](std::stop_token st) { poll(st); });
+  nameThread(poller_.native_handle(), "tally-poll");
 }
 
 void Watches::stop() {

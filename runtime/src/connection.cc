@@ -20,12 +20,15 @@ int tlsContextIndex() {
 }
 
 // OpenSSL calls this with every session ticket the server sends (TLS 1.3 sends
-// them after the handshake); returning 1 keeps the reference.
+// them after the handshake). The session is the connection's own object, which
+// OpenSSL marks not resumable if that connection later fails: a copy is kept
+// instead, and 0 returned (OpenSSL drops the reference it lent).
 int keepNewSession(SSL* ssl, SSL_SESSION* session) {
   auto* tls = static_cast<TlsContext*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), tlsContextIndex()));
-  if (!tls) return 0;
-  tls->keep(session);
-  return 1;
+  if (tls) {
+    if (SSL_SESSION* copy = SSL_SESSION_dup(session)) tls->keep(copy);
+  }
+  return 0;
 }
 }  // namespace
 
@@ -43,8 +46,17 @@ TlsContext::~TlsContext() {
 }
 
 void TlsContext::offer(SSL* ssl) {
-  std::lock_guard lock(mu_);
-  if (session_ && SSL_SESSION_is_resumable(session_)) SSL_set_session(ssl, session_);
+  // Each connection resumes from its own copy: whatever becomes of that
+  // connection (OpenSSL retires the session of one that fails or ends without
+  // a close_notify), the kept session stays good for the next.
+  SSL_SESSION* copy = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (session_ && SSL_SESSION_is_resumable(session_)) copy = SSL_SESSION_dup(session_);
+  }
+  if (!copy) return;
+  SSL_set_session(ssl, copy);  // takes a reference of its own
+  SSL_SESSION_free(copy);
 }
 
 void TlsContext::keep(SSL_SESSION* session) {

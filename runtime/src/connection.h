@@ -39,7 +39,7 @@ struct TlsContext {
   TlsContext& operator=(const TlsContext&) = delete;
   // Sets the kept session on a connection about to shake hands, if there is one.
   void offer(SSL* ssl);
-  // Takes the reference to a session the server issued.
+  // Takes the reference to a copy of a session the server issued.
   void keep(SSL_SESSION* session);
 
  private:

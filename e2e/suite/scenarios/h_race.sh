@@ -52,12 +52,16 @@ check_has "pending pods carry Tally's reason" "with 0 of 8 nvidia.com/GH100_H200
 sleep 5
 check_eq "still exactly 100 bound after 5 s" 100 "$(count_bound "$N" race=1)"
 if ((!EXTERNAL)); then
-  # The restarted extender opened its watches and the binds' connections after
-  # one full handshake: the rest resume that TLS session.
+  # The restarted extender asks for the server's version before its watches
+  # open: that one connection shakes hands in full, the watches' and binds'
+  # resume its TLS session (before, the ~10 watches started together with no
+  # session to resume: 10 full handshakes; and a connection dropped without a
+  # close_notify made OpenSSL retire the session every later one was offered:
+  # each now resumes from its own copy).
   metrics="$(curl -s "http://127.0.0.1:$EXT_PORT/metrics")"
   resumed="$(awk '/^tally_extender_api_connections_total\{handshake="resumed"\}/ {print $2}' <<<"$metrics")"
   full="$(awk '/^tally_extender_api_connections_total\{handshake="full"\}/ {print $2}' <<<"$metrics")"
   say "API connections of the restarted extender: ${full:-none} full handshakes, ${resumed:-none} resumed"
   check_has "API connections after the first resume their TLS session" yes \
-    "$([[ "${resumed:-0}" -ge 5 && "${full:-0}" -ge 1 ]] && echo yes)"
+    "$([[ "${resumed:-0}" -ge 10 && "${full:-0}" -eq 1 ]] && echo yes)"
 fi

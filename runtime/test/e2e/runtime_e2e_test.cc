@@ -133,6 +133,15 @@ TEST(ClientTls, LaterConnectionsResumeTheSession) {
   EXPECT_EQ(c->connectionsOpened(), opened + 1);
   EXPECT_EQ(c->tlsResumptions(), 1u);
   EXPECT_EQ(c->tlsFullHandshakes(), opened);
+
+  // The watch's connection got the newest ticket; it ends without a
+  // close_notify (a watch is dropped, not shut down). The session it leaves
+  // behind must stay resumable for the next connection.
+  stream->reset();
+  auto again = c->watch(cms, WatchOptions{});
+  ASSERT_TRUE(again) << again.error().describe();
+  EXPECT_EQ(c->tlsResumptions(), 2u);
+  EXPECT_EQ(c->tlsFullHandshakes(), opened);
 }
 
 TEST(ClientCrud, CustomResourceWithStatusSubresource) {

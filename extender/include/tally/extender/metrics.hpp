@@ -35,6 +35,7 @@ class ExtenderMetrics {
   observability::Counter& unchangedUpdates;  // watch updates equal to the cached object, dropped
   observability::Counter& clusterCopies;     // publishes that copied the cluster (a non-pod object changed)
   // Connections the API client opened, by TLS handshake (full, resumed).
+  observability::Family<observability::Counter>& apiConnections;
   observability::Counter& apiConnectionsFull;
   observability::Counter& apiConnectionsResumed;
 

@@ -70,8 +70,10 @@ class Informer {
 
   void start() {
     thread_ = std::jthread([this](std::stop_token st) { run(st); });
+    nameThread(thread_.native_handle(), "watch-" + opts_.resource.resource);
     if (opts_.resyncPeriod.count() > 0) {
       resyncThread_ = std::jthread([this](std::stop_token st) { resyncLoop(st); });
+      nameThread(resyncThread_.native_handle(), "resync-" + opts_.resource.resource);
     }
   }
 
@@ -132,7 +134,6 @@ class Informer {
   }
 
   void run(std::stop_token st) {
-    nameThisThread("watch-" + opts_.resource.resource);
     bool needList = true;
     bool watchListSupported = opts_.useWatchList;
     while (!st.stop_requested()) {
@@ -312,7 +313,6 @@ class Informer {
   }
 
   void resyncLoop(std::stop_token st) {
-    nameThisThread("resync-" + opts_.resource.resource);
     while (sleepFor(st, opts_.resyncPeriod)) {
       if (hasSynced()) store_.resync();
     }
