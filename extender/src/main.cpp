@@ -56,7 +56,8 @@ void reportApiServer(runtime::Client& client) {
   request.target = "/version";
   auto response = client.send(request);
   if (!response) {
-    obs::logWarning("API server not reachable yet; the watches will retry", {{"error", response.error().describe()}});
+    obs::logWarning("API server not reachable yet; the watches will retry",
+                    {{"error", response.error().describe()}});
     return;
   }
   simdjson::dom::parser parser;
@@ -66,7 +67,8 @@ void reportApiServer(runtime::Client& client) {
     std::string_view v;
     if (doc["gitVersion"].get_string().get(v) == simdjson::SUCCESS) version = v;
   }
-  obs::logInfo("API server reached", {{"host", client.config().host}, {"port", client.config().port}, {"version", std::string(version)}});
+  obs::logInfo("API server reached",
+               {{"host", client.config().host}, {"port", client.config().port}, {"version", std::string(version)}});
 }
 
 struct Flags {
