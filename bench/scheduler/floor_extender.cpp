@@ -23,17 +23,6 @@
 using namespace tally;
 using namespace tally::extender;
 
-namespace {
-
-HttpResponse badRequest(std::string_view what) {
-  HttpResponse r;
-  r.status = 400;
-  r.body = wire::encodeError(what);
-  return r;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   std::string kubeconfig, prefix = "/tally";
   std::uint16_t port = 8888;
@@ -69,7 +58,7 @@ int main(int argc, char** argv) {
   Router router;
   router.add("POST", prefix + "/filter", "filter", [](HttpRequest& req, Respond respond) {
     auto args = wire::parseExtenderArgs(req.body);
-    if (!args.ok()) return respond(badRequest(args.errors.front().message));
+    if (!args.ok()) return respond(errorResponse(400, args.errors.front().message));
     wire::FilterResult result;
     result.passed = std::move(args.value.nodeNames);
     result.plainNames = args.value.plainNames;
@@ -77,12 +66,12 @@ int main(int argc, char** argv) {
   });
   router.add("POST", prefix + "/prioritize", "prioritize", [](HttpRequest& req, Respond respond) {
     auto args = wire::parseExtenderArgs(req.body);
-    if (!args.ok()) return respond(badRequest(args.errors.front().message));
+    if (!args.ok()) return respond(errorResponse(400, args.errors.front().message));
     respond(HttpResponse{.body = wire::encode(std::vector<wire::HostPriority>{})});
   });
   router.add("POST", prefix + "/bind", "bind", [&](HttpRequest& req, Respond respond) {
     auto args = wire::parseBindingArgs(req.body);
-    if (!args.ok()) return respond(badRequest(args.errors.front().message));
+    if (!args.ok()) return respond(errorResponse(400, args.errors.front().message));
     boost::asio::post(binders, [api, a = std::move(args.value), respond = std::move(respond)] {
       auto status = api->bindPod(a.podNamespace, a.podName, a.podUid, a.node);
       respond(HttpResponse{.body = wire::encodeError(status ? std::string() : status.error().describe())});

@@ -75,14 +75,14 @@ struct HttpServer::Impl {
   void accept();
 };
 
-namespace {
-
 HttpResponse errorResponse(int status, std::string_view message) {
   HttpResponse r;
   r.status = status;
   r.body = wire::encodeError(message);
   return r;
 }
+
+namespace {
 
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {

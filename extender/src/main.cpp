@@ -3,7 +3,6 @@
 // assumed placement and posts the Binding.
 
 #include <CLI/CLI.hpp>
-#include <simdjson.h>
 #include <csignal>
 #include <fstream>
 #include <iostream>
@@ -60,15 +59,14 @@ void reportApiServer(runtime::Client& client) {
                     {{"error", response.error().describe()}});
     return;
   }
-  simdjson::dom::parser parser;
-  std::string_view version = "unknown";
-  simdjson::dom::element doc;
-  if (parser.parse(response->body).get(doc) == simdjson::SUCCESS) {
+  std::string version = "unknown";
+  (void)codec::withJsonValue(response->body, "version", [&](simdjson::ondemand::value value) -> codec::Status {
     std::string_view v;
-    if (doc["gitVersion"].get_string().get(v) == simdjson::SUCCESS) version = v;
-  }
+    if (value["gitVersion"].get_string().get(v) == simdjson::SUCCESS) version = v;
+    return {};
+  });
   obs::logInfo("API server reached",
-               {{"host", client.config().host}, {"port", client.config().port}, {"version", std::string(version)}});
+               {{"host", client.config().host}, {"port", client.config().port}, {"version", version}});
 }
 
 struct Flags {

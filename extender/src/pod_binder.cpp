@@ -1,34 +1,32 @@
 #include "tally/extender/pod_binder.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
-#include <latch>
-#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
 
 #include "tally/common/thread_name.hpp"
 #include "tally/observability/log.hpp"
 
 namespace tally::extender {
 
+// The pool's own threads (not asio::thread_pool's), so they are named as they
+// start, like every other thread of the extender.
 struct PodBinder::Impl {
   CacheWriter& writer;
   PostBinding post;
   Options options;
-  boost::asio::thread_pool pool;
-  Impl(CacheWriter& w, PostBinding p, Options o) : writer(w), post(std::move(p)), options(o), pool(std::max(1u, o.threads)) {
-    // asio's pool starts its threads itself. One naming task per thread, each
-    // held until all have started, so every thread runs exactly one of them.
-    // The latch is shared: a thread woken by the last arrival may still be
-    // inside arrive_and_wait when this constructor has moved on.
-    const unsigned n = std::max(1u, o.threads);
-    auto started = std::make_shared<std::latch>(n);
-    for (unsigned i = 0; i < n; ++i) {
-      boost::asio::post(pool, [started] {
-        nameThisThread("tally-bind");
-        started->arrive_and_wait();
-      });
+  boost::asio::io_context pool;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> keepRunning;
+  std::vector<std::thread> threads;
+  Impl(CacheWriter& w, PostBinding p, Options o)
+      : writer(w), post(std::move(p)), options(o), keepRunning(pool.get_executor()) {
+    for (unsigned i = 0; i < std::max(1u, o.threads); ++i) {
+      threads.emplace_back([this] { pool.run(); });
+      nameThread(threads.back().native_handle(), "tally-bind");
     }
-    started->wait();
   }
 };
 
@@ -37,7 +35,13 @@ PodBinder::PodBinder(CacheWriter& writer, PostBinding post, Options options)
 
 PodBinder::~PodBinder() { stop(); }
 
-void PodBinder::stop() { impl_->pool.join(); }
+void PodBinder::stop() {
+  // Binds in flight finish; then run() returns on every thread.
+  impl_->keepRunning.reset();
+  for (auto& t : impl_->threads) {
+    if (t.joinable()) t.join();
+  }
+}
 
 void PodBinder::bind(wire::BindingArgs args, Done done) {
   boost::asio::post(impl_->pool, [impl = impl_.get(), args = std::move(args), done = std::move(done)] {

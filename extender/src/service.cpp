@@ -12,10 +12,7 @@ ExtenderService::ExtenderService(const SnapshotCell<ExtenderSnapshot>& snapshots
 HttpResponse ExtenderService::badRequest(const wire::BadRequest& error) {
   metrics_.rejected(error.kind);
   observability::logDebug("bad request", {{"kind", error.kind}, {"error", error.message}});
-  HttpResponse r;
-  r.status = 400;
-  r.body = wire::encodeError(error.message);
-  return r;
+  return errorResponse(400, error.message);
 }
 
 HttpResponse ExtenderService::filter(std::string& body) {

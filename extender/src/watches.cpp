@@ -3,9 +3,9 @@
 #include <atomic>
 
 #include "tally/codec/codecs.hpp"
-#include "tally/common/thread_name.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/codec/ledger_directory.hpp"
+#include "tally/common/thread_name.hpp"
 #include "tally/observability/log.hpp"
 #include "tally/runtime/codec.h"
 #include "tally/runtime/informer.h"

@@ -35,6 +35,9 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+// A 4xx/5xx answer whose body is {"Error": message}, as kube-scheduler reads it.
+HttpResponse errorResponse(int status, std::string_view message);
+
 // Handlers may answer inline or later, from any thread, exactly once.
 using Respond = std::function<void(HttpResponse)>;
 using Handler = std::function<void(HttpRequest&, Respond)>;
