@@ -46,8 +46,11 @@ codec::Result<codec::Snapshot> loadInputs(const InputOptions& options) {
   }
 
   // An offline snapshot is complete by construction: every cache is synced now.
+  // The ledger is not in a snapshot: without --ledger its records (pending ones
+  // above all) cannot be seen, so it stays unknown and every pool fails closed.
   snapshot->cluster.now = now;
   snapshot->cluster.markAllSynced();
+  if (options.ledgerDirectory.empty()) snapshot->cluster.caches[model::Kind::Ledger].synced = false;
   return snapshot;
 }
 

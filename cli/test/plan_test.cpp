@@ -67,13 +67,28 @@ class TallyctlPlan : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(TallyctlPlan, ReservationThatFitsIsAllowedAndPrintedForCommit) {
-  auto file = write("new.yaml", record("gpu-res-2001", "globex", 2));
+TEST_F(TallyctlPlan, ActivationOfThePendingRecordCountsOnceAndIsPrintedForCommit) {
+  std::string text = read(fs::path(kExamples) / "ledger" / "gpu-res-1077.yaml");
+  auto swap = [&](std::string_view from, std::string_view to) { text.replace(text.find(from), from.size(), to); };
+  swap("state: pending", "state: active");
+  swap("    sre: \"\"", "    sre: sam@example.com");
+  swap("  reason: awaiting sre approval",
+       "  activatedAt: \"2026-12-15T00:00:00Z\"\n  evidenceRevision: evidence/gpu-res-1077\n  reason: active");
+  auto file = write("gpu-res-1077.yaml", text);
   Outcome r = plan("--record " + file.string());
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("after   nvidia-h200-passthrough: healthy 16 >= reserved 5"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("record/gpu-res-2001=2"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("id: gpu-res-2001"), std::string::npos) << r.out;
+  // Still 4 reserved: the active revision replaces the pending one.
+  EXPECT_NE(r.out.find("after   nvidia-h200-passthrough: healthy 16 >= reserved 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("record/gpu-res-1077=1 (active for globex)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("id: gpu-res-1077"), std::string::npos) << r.out;
+}
+
+TEST_F(TallyctlPlan, NewReservationWhileAnotherIsInFlightIsRefused) {
+  auto file = write("new.yaml", record("gpu-res-2001", "globex", 1));
+  Outcome r = plan("--record " + file.string());
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("TransactionInFlight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gpu-res-1077"), std::string::npos) << r.out;
 }
 
 TEST_F(TallyctlPlan, ReservationBeyondHeadroomIsRefused) {
@@ -82,7 +97,7 @@ TEST_F(TallyctlPlan, ReservationBeyondHeadroomIsRefused) {
   EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("\"allowed\":false"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("InvariantBroken"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\"headroom\":-2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"headroom\":-3"), std::string::npos) << r.out;
 }
 
 TEST_F(TallyctlPlan, InvalidRecordIsRefusedWithItsProblems) {

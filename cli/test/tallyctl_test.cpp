@@ -101,13 +101,21 @@ TEST_F(Tallyctl, ReportOnTheExampleShowsEachPoolsInvariant) {
   auto h200 = report.pool("nvidia-h200-passthrough");
   EXPECT_EQ(number(h200, "healthySchedulableDevices"), 16);
   EXPECT_EQ(number(h200, "healthySchedulableUnits"), 16);
-  // The active record (2) and the pending one (1) count; the released one does not.
-  EXPECT_EQ(number(h200, "reservedDevices"), 3);
+  // The active record (2), the pending one (1) and the releasing one (1) count;
+  // the released one does not.
+  EXPECT_EQ(number(h200, "reservedDevices"), 4);
   // Hard quota, not usage: acme 6 minus its 2 reserved add-on devices, globex 3.
   EXPECT_EQ(number(h200, "nonReservedHardQuota"), 7);
   EXPECT_EQ(number(h200, "spareDevices"), 1);
-  EXPECT_EQ(number(h200, "headroom"), 5);
+  EXPECT_EQ(number(h200, "headroom"), 4);
   EXPECT_TRUE(flag(h200, "invariantHolds"));
+  // A pending and a releasing record: two transactions in flight in one pool.
+  bool twoInFlight = false;
+  for (simdjson::dom::element finding : h200["findings"].get_array()) {
+    twoInFlight |= std::string_view(finding["code"].get_string()) == "MultipleTransactions";
+  }
+  EXPECT_TRUE(twoInFlight) << r.out;
+  EXPECT_FALSE(flag(h200["gate"], "open"));
 
   auto a100 = report.pool("nvidia-a100-10c");
   EXPECT_EQ(number(a100, "healthySchedulableDevices"), 8);
@@ -180,17 +188,22 @@ TEST_F(Tallyctl, ReportCountsSkippedKindsOnStderr) {
   EXPECT_NE(r.err.find("skipped ConfigMap: 1"), std::string::npos) << r.err;
 }
 
-TEST_F(Tallyctl, WithoutTheLedgerTheReservationAddonHasNoRecord) {
+TEST_F(Tallyctl, WithoutTheLedgerEveryPoolFailsClosedAndSaysSo) {
   Outcome r = run(exampleReport());
   ASSERT_EQ(r.exitCode, 0) << r.err;
   ReportJson report(r.out);
-  auto h200 = report.pool("nvidia-h200-passthrough");
-  EXPECT_EQ(number(h200, "reservedDevices"), 0);
-  bool missing = false;
-  for (simdjson::dom::element finding : h200["findings"].get_array()) {
-    missing |= std::string_view(finding["code"].get_string()) == "MissingLedgerRecord";
+  for (const char* name : {"nvidia-h200-passthrough", "nvidia-a100-10c", "nvidia-v100-shared"}) {
+    auto pool = report.pool(name);
+    EXPECT_EQ(number(pool, "reservedDevices"), 0);
+    EXPECT_FALSE(flag(pool, "invariantHolds")) << name << ": pending records cannot be seen";
+    EXPECT_FALSE(flag(pool["gate"], "open")) << name;
+    bool unknown = false;
+    for (simdjson::dom::element finding : pool["findings"].get_array()) {
+      unknown |= std::string_view(finding["code"].get_string()) == "StaleCapacity" &&
+                 std::string_view(finding["message"].get_string()).find("ledger is unknown") != std::string_view::npos;
+    }
+    EXPECT_TRUE(unknown) << name << ": " << r.out;
   }
-  EXPECT_TRUE(missing) << r.out;
 }
 
 TEST_F(Tallyctl, TableOutputIsReadable) {
@@ -249,7 +262,7 @@ TEST_F(Tallyctl, HelpExitsZero) { EXPECT_EQ(run("--help").exitCode, 0); }
 TEST_F(Tallyctl, LedgerValidateAcceptsTheExampleLedger) {
   Outcome r = run("ledger validate " + kExamples + "/ledger");
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("3 valid records, 0 invalid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 valid records, 0 invalid"), std::string::npos) << r.out;
 }
 
 TEST_F(Tallyctl, LedgerValidateListsEveryProblemAndExitsOne) {

@@ -102,6 +102,8 @@ Status readSpec(od::value value, model::DeviceClass& cls, SpecPresence& seen) {
     }
     if (key == "singleDevicePilotApproved") return readBool(field, key, cls.singleDevicePilotApproved);
     if (key == "pciVendorSelector") return readString(field, key, cls.pciVendorSelector);
+    if (key == "creationPaused") return readBool(field, key, cls.creationPaused);
+    if (key == "keepCreationOpenDuringTransactions") return readBool(field, key, cls.keepCreationOpenDuringTransactions);
     if (key == "gateAcknowledgements") {
       return forEachElement(field, key, [&](std::size_t index, od::value element) -> Status {
         Status read = readAcknowledgement(element, cls.acknowledgements.emplace_back());
@@ -122,13 +124,18 @@ Status readStatus(od::value value, model::DeviceClass& cls) {
       return forEachElement(field, key, [&](std::size_t index, od::value element) -> Status {
         std::string type;
         std::string conditionStatus;
+        std::string message;
         Status read = forEachField(element, indexField(index), [&](std::string_view k, od::value v) -> Status {
           if (k == "type") return readString(v, k, type);
           if (k == "status") return readString(v, k, conditionStatus);
+          if (k == "message") return readString(v, k, message);
           return {};
         });
         if (!read) return read;
-        if (type == "CreationOpen") cls.gateOpen = conditionStatus == "True";
+        if (type == "CreationOpen") {
+          cls.gateOpen = conditionStatus == "True";
+          cls.gateReason = std::move(message);
+        }
         return {};
       });
     }

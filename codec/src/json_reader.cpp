@@ -104,13 +104,5 @@ Status readPresence(od::value value, std::string_view field, bool& out) {
   return {};
 }
 
-bool keepGpuResource(std::string_view name) { return model::isGpuResourceName(name); }
-
-bool keepGpuQuotaKey(std::string_view key) {
-  for (std::string_view prefix : {std::string_view("requests."), std::string_view("limits.")}) {
-    if (key.starts_with(prefix)) return model::isGpuResourceName(key.substr(prefix.size()));
-  }
-  return model::isGpuResourceName(key);
-}
 
 }  // namespace tally::codec::detail

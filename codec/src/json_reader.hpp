@@ -88,10 +88,6 @@ Status readResources(od::value value, std::string_view field, Keep&& keep, model
   });
 }
 
-// Resource names of GPUs (nvidia.com/, amd.com/gpu, gpu.intel.com/).
-bool keepGpuResource(std::string_view name);
-// Quota keys of GPUs: requests.<gpu>, limits.<gpu> or a bare GPU name.
-bool keepGpuQuotaKey(std::string_view key);
 
 // withJsonValue for JSON held in an annotation: errors fall under `field`.
 template <class F>

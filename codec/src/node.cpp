@@ -66,7 +66,8 @@ Status readCondition(od::value value, std::string& type, std::string& conditionS
 
 Status readNodeStatus(od::value value, model::Node& node) {
   return forEachField(value, "status", [&](std::string_view key, od::value field) -> Status {
-    if (key == "allocatable") return readResources(field, key, keepGpuResource, node.allocatable);
+    if (key == "allocatable") return readResources(field, key, model::isExtendedResourceName, node.allocatable);
+    if (key == "capacity") return readResources(field, key, model::isExtendedResourceName, node.capacity);
     if (key == "conditions") {
       return forEachElement(field, key, [&](std::size_t index, od::value element) -> Status {
         std::string type;

@@ -13,8 +13,8 @@ using namespace detail;
 Status readContainerResources(od::value value, model::ResourceList& requests) {
   model::ResourceList limits;
   Status status = forEachField(value, "resources", [&](std::string_view key, od::value field) -> Status {
-    if (key == "requests") return readResources(field, key, keepGpuResource, requests);
-    if (key == "limits") return readResources(field, key, keepGpuResource, limits);
+    if (key == "requests") return readResources(field, key, model::isExtendedResourceName, requests);
+    if (key == "limits") return readResources(field, key, model::isExtendedResourceName, limits);
     return {};
   });
   if (!status) return status;
@@ -36,7 +36,7 @@ Status readSpec(od::value value, model::Pod& pod) {
   return forEachField(value, "spec", [&](std::string_view key, od::value field) -> Status {
     if (key == "nodeName") return readString(field, key, pod.nodeName);
     if (key == "schedulerName") return readString(field, key, pod.schedulerName);
-    if (key == "overhead") return readResources(field, key, keepGpuResource, pod.overhead);
+    if (key == "overhead") return readResources(field, key, model::isExtendedResourceName, pod.overhead);
     if (key == "containers") {
       return forEachElement(field, key, [&](std::size_t index, od::value element) -> Status {
         Status read = readContainer(element, pod.containers.emplace_back(), nullptr);

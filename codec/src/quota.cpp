@@ -13,7 +13,7 @@ Status readQuotaSection(od::value value, std::string_view section,
                         std::initializer_list<std::pair<std::string_view, model::ResourceList*>> lists) {
   return forEachField(value, section, [&](std::string_view key, od::value field) -> Status {
     for (const auto& [name, list] : lists) {
-      if (key == name) return readResources(field, key, keepGpuQuotaKey, *list);
+      if (key == name) return readResources(field, key, model::isGpuQuotaKey, *list);
     }
     return {};
   });

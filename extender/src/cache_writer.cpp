@@ -19,8 +19,6 @@ struct Overloaded : F... {
 template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
 
-// Pods asking for no GPU (and no resource claims) use no unit the model counts.
-bool gpuRelevant(const model::Pod& pod) { return pod.hasResourceClaims || !model::effectiveRequests(pod).empty(); }
 
 }  // namespace
 
@@ -216,7 +214,7 @@ void CacheWriter::apply(WatchedObject& object) {
   };
   if (auto* p = std::get_if<model::Pod>(&object)) {
     std::string key = model::objectKey(p->ns, p->name);
-    if (!gpuRelevant(*p)) {
+    if (!model::mayHoldGpu(*p)) {
       index_.removePod(p->ns, p->name);
       trackPod(key, "");
       return;

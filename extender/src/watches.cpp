@@ -6,6 +6,7 @@
 #include "tally/codec/json_text.hpp"
 #include "tally/codec/ledger_directory.hpp"
 #include "tally/common/thread_name.hpp"
+#include "tally/model/usage.hpp"
 #include "tally/observability/log.hpp"
 #include "tally/runtime/codec.h"
 #include "tally/runtime/informer.h"
@@ -148,6 +149,19 @@ std::set<model::Kind> Watches::kinds(const WatchOptions& options) {
   return k;
 }
 
+namespace {
+
+// status.phase!=<each phase in which the model says a pod uses nothing>.
+std::string nonTerminalPodSelector() {
+  std::string selector;
+  for (model::PodPhase phase : model::kTerminalPodPhases) {
+    selector += (selector.empty() ? "" : ",") + std::string("status.phase!=") + std::string(model::toString(phase));
+  }
+  return selector;
+}
+
+}  // namespace
+
 Watches::Watches(std::shared_ptr<runtime::Client> client, CacheWriter& writer, ExtenderMetrics& metrics,
                  WatchOptions options)
     : options_(std::move(options)), writer_(writer), metrics_(metrics) {
@@ -157,8 +171,7 @@ Watches::Watches(std::shared_ptr<runtime::Client> client, CacheWriter& writer, E
   };
   add((codec::NodeCodec*)nullptr, model::Kind::Node, optionsFor(Resource::core("nodes")));
   // Terminal pods hold nothing; the selector makes them leave the cache.
-  add((codec::PodCodec*)nullptr, model::Kind::Pod,
-      optionsFor(Resource::core("pods"), "status.phase!=Succeeded,status.phase!=Failed"));
+  add((codec::PodCodec*)nullptr, model::Kind::Pod, optionsFor(Resource::core("pods"), nonTerminalPodSelector()));
   add((codec::NamespaceCodec*)nullptr, model::Kind::Namespace, optionsFor(Resource::core("namespaces")));
   add((codec::ResourceQuotaCodec*)nullptr, model::Kind::ResourceQuota, optionsFor(Resource::core("resourcequotas")));
   add((codec::HierarchicalResourceQuotaCodec*)nullptr, model::Kind::HierarchicalResourceQuota,

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "filter_core.hpp"
+#include "tally/model/audit.hpp"
 #include "lookup.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/pool.hpp"
@@ -31,32 +32,37 @@ std::int64_t poolAvailableFor(const Cluster& cluster, const CapacityView& view, 
   return view.poolFreeUnits(cluster, cls) - idleReservedByOthers(cluster, view, cls, org);
 }
 
-// The VMI that lists the pod in status.activePods, looked up within the pod's
-// namespace only, and the devices attached to it.
-const VirtualMachineInstance* findLauncherVmi(const Cluster& cluster, const Pod& pod) {
-  if (pod.uid.empty()) return nullptr;
-  auto [first, last] = namespacedRange(cluster.vmis, pod.ns);
-  for (auto it = first; it != last; ++it) {
-    if (it->second.activePods.contains(pod.uid)) return &it->second;
-  }
-  return nullptr;
-}
-
-std::vector<const GpuDevice*> devicesAttachedTo(const Cluster& cluster, const VirtualMachineInstance& vmi) {
-  std::vector<const GpuDevice*> out;
-  auto [first, last] = namespacedRange(cluster.devices, vmi.ns);
-  for (auto it = first; it != last; ++it) {
-    const GpuDevice& d = it->second;
-    if (attachableTo(d, vmi)) out.push_back(&d);
-  }
-  return out;
-}
-
 bool inSubtree(const Cluster& cluster, std::string_view ns, std::string_view root) {
   for (const auto& a : detail::chainOf(cluster, ns)) {
     if (a == root) return true;
   }
   return false;
+}
+
+// An add-on increase is a new grant: refused in a pool closed by a failed audit,
+// and when the pool's equation would break (or become unknown) with it.
+void checkIncrease(const Cluster& cluster, const Organization& after, const std::string& key, std::int64_t delta,
+                   Decision& d) {
+  std::optional<Cluster> next;
+  for (const auto& [name, cls] : cluster.classes) {
+    if (quotaKey(cls.resourceName) != key) continue;
+    if (!cls.gateOpen && !cls.gateFailureId.empty()) {
+      d.refuse(Code::GateClosed, fmt::format("organization {}: the change grants {} more {}, but {}; no new grants until "
+                                             "the failure is cleared and acknowledged",
+                                             after.name, delta, key, gateClosedMessage(cls)));
+      continue;
+    }
+    if (!next) next = withOrganization(cluster, after);
+    PoolInvariant was = evaluateInvariant(cluster, cls);
+    PoolInvariant will = evaluateInvariant(*next, cls);
+    if (!will.unknown.empty()) {
+      d.refuse(Code::InvariantUnknown, fmt::format("organization {}: the change grants {} more {}, but {}", after.name,
+                                                   delta, key, will.equation()));
+    } else if (!will.holds() && will.headroom < was.headroom) {
+      d.refuse(Code::InvariantBroken, fmt::format("organization {}: the change grants {} more {}, which breaks {}",
+                                                  after.name, delta, key, will.equation()));
+    }
+  }
 }
 
 }  // namespace
@@ -96,11 +102,7 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
       d.refuse(Code::CountAboveMax, fmt::format("{} asks for {} GPU(s) of class {}; one order may take at most {} (maxCount)",
                                                 order.subject, count, name, cls->maxCount));
     }
-    if (!cls->gateOpen) {
-      d.refuse(Code::GateClosed, fmt::format("creation in pool {} is closed by a failed audit ({}); existing holders keep "
-                                             "their GPUs",
-                                             name, cls->gateFailureId));
-    }
+    if (!cls->gateOpen) d.refuse(Code::GateClosed, gateClosedMessage(*cls));
     if (cls->requiresEntitlement && !entitled(cluster, order.ns, name)) {
       d.refuse(Code::NotEntitled, fmt::format("namespace {} is not entitled to licensed class {} (label {}{}=\"true\" on it "
                                               "or an ancestor)",
@@ -122,7 +124,7 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
     }
   }
   for (const auto& [key, units] : budgetDemand) {
-    if (auto refusal = checkBudget(cluster, view, order.ns, key, units)) d.refusals.push_back(*refusal);
+    if (auto refusal = checkBudget(cluster, view, order.ns, BudgetAsk{key, units, 0})) d.refusals.push_back(*refusal);
   }
   if (!d.allowed() || classes.empty()) return d;
   bool oneNode = false;
@@ -194,11 +196,10 @@ Placement placeDeviceSet(const Cluster& cluster, const CapacityView& view, const
 
 std::vector<std::string> holdersOf(const Cluster& cluster, std::string_view orgNamespace, std::string_view key) {
   std::vector<std::string> holders;
+  ClusterLaunchFacts facts(cluster);
   for (const auto& [k, pod] : cluster.pods) {
     if (!inSubtree(cluster, pod.ns, orgNamespace)) continue;
-    const VirtualMachineInstance* vmi = findLauncherVmi(cluster, pod);
-    std::vector<const GpuDevice*> attached = vmi ? devicesAttachedTo(cluster, *vmi) : std::vector<const GpuDevice*>{};
-    PodUsage u = podUsage(pod, vmi, attached, cluster);
+    PodUsage u = podUsage(pod, launchOf(pod, facts), cluster);
     if (std::int64_t n = u.budget.get(key)) holders.push_back(fmt::format("pod/{}: {}", k, n));
   }
   for (const auto& [k, d] : cluster.devices) {
@@ -235,7 +236,11 @@ Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, cons
   for (const auto& [k, v] : will) keys.insert(k);
   for (const auto& key : keys) {
     std::int64_t delta = will.get(key) - was.get(key);
-    if (delta >= 0) continue;
+    if (delta > 0) {
+      checkIncrease(cluster, after, key, delta, d);
+      continue;
+    }
+    if (delta == 0) continue;
     std::int64_t currentHard = hrq ? hrq->hard.get(key) : was.get(key);
     std::int64_t newHard = currentHard + delta;
     std::int64_t statusUsed = hrq ? hrq->statusUsed.get(key) : 0;
@@ -255,16 +260,17 @@ Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, cons
 PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod& pod) {
   PodDemand demand;
   demand.pod = &pod;
-  demand.requests = effectiveRequests(pod);
+  demand.requests = gpuRequests(cluster, pod);
   demand.organization = organizationOf(cluster, pod.ns);
   for (Kind kind : {Kind::Node, Kind::Pod, Kind::GpuDevice, Kind::DeviceClass, Kind::VirtualMachineInstance}) {
     if (!cluster.synced(kind)) {
       demand.podUnresolvable.push_back({Code::CacheNotSynced, fmt::format("the {} cache is not synced yet", toString(kind))});
     }
   }
-  demand.launcherOf = findLauncherVmi(cluster, pod);
+  Launch launch = launchOf(pod, ClusterLaunchFacts(cluster));
+  demand.launcherOf = launch.vmi;
   if (demand.launcherOf) {
-    demand.attached = devicesAttachedTo(cluster, *demand.launcherOf);
+    demand.attached = std::move(launch.devices);
     for (const GpuDevice* d : demand.attached) {
       if (holdsNodeUnits(*d)) {
         demand.requiredNode = d->node;
@@ -279,8 +285,9 @@ PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod&
     if (need <= 0) continue;
     std::string key = budgetKeyFor(resource);
     demand.budget.add(key, need);
-    if (auto refusal = checkBudget(cluster, view, pod.ns, key, counted ? 0 : need)) {
-      if (refusal->code == Code::BudgetUnknown) {
+    BudgetAsk ask{key, counted ? 0 : need, counted ? need : 0};
+    if (auto refusal = checkBudget(cluster, view, pod.ns, ask)) {
+      if (refusal->code == Code::BudgetUnknown || refusal->code == Code::NamespaceUnknown) {
         demand.podUnresolvable.push_back(*refusal);
       } else {
         demand.podWide.push_back(*refusal);
@@ -324,41 +331,98 @@ int scoreNode(const Cluster& cluster, const CapacityView& view, const PodDemand&
       [&](const DeviceClass& cls) { return idleReservedByOthers(cluster, view, cls, demand.organization); });
 }
 
+namespace {
+
+// The capacity view a node would have with some pods gone: their units leave the
+// node, their budget charges leave every namespace of their chain. Preemption
+// asks the filter itself whether the pod fits in that world.
+class WithoutPods final : public CapacityView {
+ public:
+  WithoutPods(const Cluster& cluster, const CapacityView& base, const Node& node)
+      : cluster_(cluster), base_(base), node_(node) {}
+
+  void remove(const Pod& pod) {
+    PodUsage u = podUsage(pod, launchOf(pod, ClusterLaunchFacts(cluster_)), cluster_);
+    if (u.node == node_.name) {
+      for (const auto& [r, a] : u.capacity) freed_.add(r, a);
+    }
+    for (const auto& scope : detail::chainOf(cluster_, pod.ns)) {
+      for (const auto& [k, a] : u.budget) subtreeFreed_[scope].add(k, a);
+      if (u.node == node_.name) {
+        for (const auto& [r, a] : u.capacity) placedFreed_[scope].add(r, a);
+      }
+    }
+    for (const auto& [k, a] : u.budget) namespaceFreed_[pod.ns].add(k, a);
+  }
+
+  std::int64_t nodeUsed(std::string_view node, std::string_view resource) const override {
+    return base_.nodeUsed(node, resource) - (node == node_.name ? freed_.get(resource) : 0);
+  }
+  std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override {
+    return base_.nodeHeld(node, resource);
+  }
+  std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override {
+    return base_.subtreeUsed(ns, key) - freedIn(subtreeFreed_, ns, key);
+  }
+  std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override {
+    return base_.namespaceUsed(ns, key) - freedIn(namespaceFreed_, ns, key);
+  }
+  bool counts(const Pod& pod) const override { return base_.counts(pod); }
+  std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override {
+    return base_.subtreePlaced(ns, resource) - freedIn(placedFreed_, ns, resource);
+  }
+  std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override {
+    std::int64_t free = base_.poolFreeUnits(cluster, pool);
+    if (inPool(node_, pool)) free += freeUnits(node_, pool, *this) - freeUnits(node_, pool, base_);
+    return free;
+  }
+
+ private:
+  static std::int64_t freedIn(const std::map<std::string, ResourceList, std::less<>>& m, std::string_view ns,
+                              std::string_view name) {
+    auto it = m.find(ns);
+    return it == m.end() ? 0 : it->second.get(name);
+  }
+  const Cluster& cluster_;
+  const CapacityView& base_;
+  const Node& node_;
+  ResourceList freed_;
+  std::map<std::string, ResourceList, std::less<>> subtreeFreed_, namespaceFreed_, placedFreed_;
+};
+
+bool fitsWithout(const Cluster& cluster, const CapacityView& view, const Pod& pod, const Node& node,
+                 const std::vector<const Pod*>& victims) {
+  WithoutPods world(cluster, view, node);
+  for (const Pod* v : victims) world.remove(*v);
+  PodDemand demand = podDemand(cluster, world, pod);
+  return filterNode(cluster, world, demand, node).verdict == Verdict::Fits;
+}
+
+}  // namespace
+
 std::optional<std::vector<const Pod*>> narrowVictims(const Cluster& cluster, const CapacityView& view,
                                                      const PodDemand& demand, const Node& node,
                                                      const std::vector<const Pod*>& candidates) {
-  std::map<std::string, std::int64_t> deficit;
-  for (const auto& [resource, amount] : demand.requests) {
-    std::int64_t need = amount - capacityCoverage(demand.attached, cluster, resource, node.name);
-    if (need <= 0) continue;
-    const DeviceClass* cls = classServing(cluster, node, resource);
-    if (!cls) {
-      if (resource == "nvidia.com/gpumem" || resource == "nvidia.com/gpucores") continue;
-      return std::nullopt;
-    }
-    if (nodeIneligibility(node, *cls) || !cls->gateOpen) return std::nullopt;
-    std::int64_t free = unitsServed(node, *cls).units - view.nodeUsed(node.name, resource);
-    if (free < need) deficit[resource] = need - free;
-  }
-  std::vector<const Pod*> kept;
+  const Pod& pod = *demand.pod;
+  if (filterNode(cluster, view, demand, node).verdict == Verdict::Fits) return std::vector<const Pod*>{};
+  std::vector<const Pod*> onNode;
   for (const Pod* victim : candidates) {
-    if (deficit.empty()) break;
-    if (victim->nodeName != node.name) continue;
-    const VirtualMachineInstance* vmi = findLauncherVmi(cluster, *victim);
-    std::vector<const GpuDevice*> attached = vmi ? devicesAttachedTo(cluster, *vmi) : std::vector<const GpuDevice*>{};
-    PodUsage u = podUsage(*victim, vmi, attached, cluster);
+    if (victim->nodeName == node.name && victim->uid != pod.uid) onNode.push_back(victim);
+  }
+  // The same decision as the filter: if even evicting every candidate leaves the
+  // node refused (mode, gate, budget, idle reservations), it is no target.
+  if (!fitsWithout(cluster, view, pod, node, onNode)) return std::nullopt;
+  ClusterLaunchFacts facts(cluster);
+  std::vector<const Pod*> kept;
+  for (const Pod* victim : onNode) {
+    if (fitsWithout(cluster, view, pod, node, kept)) break;
+    PodUsage u = podUsage(*victim, launchOf(*victim, facts), cluster);
     bool helps = false;
-    for (auto it = deficit.begin(); it != deficit.end();) {
-      std::int64_t freed = u.capacity.get(it->first);
-      if (freed > 0) {
-        helps = true;
-        it->second -= freed;
-      }
-      it = it->second <= 0 ? deficit.erase(it) : std::next(it);
-    }
+    for (const auto& [resource, amount] : demand.requests) helps = helps || u.capacity.get(resource) > 0;
+    for (const auto& [key, amount] : demand.budget) helps = helps || u.budget.get(key) > 0;
     if (helps) kept.push_back(victim);
   }
-  if (!deficit.empty()) return std::nullopt;
+  if (!fitsWithout(cluster, view, pod, node, kept)) return onNode;
   return kept;
 }
 
@@ -366,7 +430,9 @@ Decision checkPodBudget(const Cluster& cluster, const CapacityView& view, const 
   Decision d;
   PodDemand demand = podDemand(cluster, view, pod);
   for (const auto& r : demand.podUnresolvable) {
-    if (r.code == Code::BudgetUnknown || r.code == Code::CacheNotSynced) d.refusals.push_back(r);
+    if (r.code == Code::BudgetUnknown || r.code == Code::NamespaceUnknown || r.code == Code::CacheNotSynced) {
+      d.refusals.push_back(r);
+    }
   }
   for (const auto& r : demand.podWide) d.refusals.push_back(r);
   return d;

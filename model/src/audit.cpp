@@ -24,6 +24,10 @@ std::string_view toString(FindingCode code) {
     case FindingCode::StatusDisagreement: return "StatusDisagreement";
     case FindingCode::MultipleTransactions: return "MultipleTransactions";
     case FindingCode::InvalidRecord: return "InvalidRecord";
+    case FindingCode::QuotaUnknown: return "QuotaUnknown";
+    case FindingCode::UnattributedQuantity: return "UnattributedQuantity";
+    case FindingCode::BothDevicePlugins: return "BothDevicePlugins";
+    case FindingCode::DegradedHealth: return "DegradedHealth";
     case FindingCode::SharedNodeWithoutInventory: return "SharedNodeWithoutInventory";
   }
   return "Unknown";
@@ -33,16 +37,33 @@ bool failsClosed(FindingCode code) { return code != FindingCode::SharedNodeWitho
 
 namespace {
 
+const Addon* findAddon(const Cluster& cluster, std::string_view id) {
+  if (!cluster.plans) return nullptr;
+  auto it = cluster.plans->addons.find(std::string(id));
+  return it == cluster.plans->addons.end() ? nullptr : &it->second;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
 void staleCapacity(const Cluster& cluster, const AuditOptions& options, std::vector<Finding>& out) {
-  for (Kind kind : {Kind::Node, Kind::Pod, Kind::DeviceClass, Kind::GpuDevice, Kind::HierarchicalResourceQuota,
-                    Kind::Organization, Kind::BillingPlans, Kind::Ledger}) {
+  for (Kind kind : {Kind::Node, Kind::Pod, Kind::Namespace, Kind::DeviceClass, Kind::GpuDevice,
+                    Kind::HierarchicalResourceQuota, Kind::Organization, Kind::BillingPlans, Kind::Ledger}) {
+    std::string subject = fmt::format("cache/{}", toString(kind));
     auto it = cluster.caches.find(kind);
     if (it == cluster.caches.end() || !it->second.synced) {
-      out.push_back({FindingCode::StaleCapacity, fmt::format("the {} cache is not synced", toString(kind))});
+      std::string what = kind == Kind::Ledger ? "the reservation ledger is unknown (not read, or its last read failed): "
+                                                "pending and active records cannot be seen"
+                                              : fmt::format("the {} cache is not synced", toString(kind));
+      out.push_back({FindingCode::StaleCapacity, what, subject});
     } else if (cluster.now - it->second.lastSynced > options.staleAfterSeconds) {
       out.push_back({FindingCode::StaleCapacity,
                      fmt::format("the {} cache was last confirmed {}s ago (bound {}s)", toString(kind),
-                                 cluster.now - it->second.lastSynced, options.staleAfterSeconds)});
+                                 cluster.now - it->second.lastSynced, options.staleAfterSeconds),
+                     subject});
     }
   }
 }
@@ -57,30 +78,44 @@ void ledgerFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
   for (const auto& r : cluster.ledger.records) {
     if (r.profileId == pool.name && ids[r.id] > 1 && reported.insert(r.id).second) {
       out.push_back({FindingCode::DuplicateReservationId,
-                     fmt::format("reservation id {} appears {} times in the ledger", r.id, ids[r.id])});
+                     fmt::format("reservation id {} appears {} times in the ledger", r.id, ids[r.id]), "record/" + r.id});
     }
   }
   for (const auto& inv : cluster.ledger.invalid) {
     // A record that could not be attributed to a pool affects every pool.
     if (!inv.profileId.empty() && inv.profileId != pool.name) continue;
     std::string why = inv.problems.empty() ? "invalid" : inv.problems.front().message;
-    out.push_back({FindingCode::InvalidRecord, fmt::format("ledger record {} is invalid: {}", inv.source, why)});
+    out.push_back({FindingCode::InvalidRecord, fmt::format("ledger record {} is invalid: {}", inv.source, why),
+                   "ledger/" + inv.source});
   }
   std::vector<std::string> inflight;
   for (const auto& r : cluster.ledger.records) {
     if (r.profileId == pool.name && inFlight(r.state)) inflight.push_back(fmt::format("{} ({})", r.id, toString(r.state)));
   }
   if (inflight.size() > 1) {
-    std::string names;
-    for (const auto& n : inflight) names += (names.empty() ? "" : ", ") + n;
     out.push_back({FindingCode::MultipleTransactions,
-                   fmt::format("{} transactions in flight in pool {} (at most one): {}", inflight.size(), pool.name, names)});
+                   fmt::format("{} transactions in flight in pool {} (at most one): {}", inflight.size(), pool.name,
+                               joined(inflight)),
+                   "pool/" + pool.name});
   }
   for (const auto& r : cluster.ledger.records) {
-    if (r.profileId != pool.name) continue;
-    if (pool.workload != Workload::Vm || pool.allocation == Allocation::Shared) {
-      out.push_back({FindingCode::ProfileModeMismatch,
-                     fmt::format("record {} reserves profile {}, which is not a whole-device VM profile", r.id, pool.name)});
+    if (r.profileId != pool.name || !holdsCapacity(r.state)) continue;
+    if (auto wrong = reservationMismatch(cluster, r)) {
+      out.push_back({FindingCode::ProfileModeMismatch, wrong->message, "record/" + r.id});
+    }
+  }
+  // A reservation add-on of a pool that cannot be reserved sells a guarantee the
+  // pool cannot give, whether or not an organization holds it yet.
+  if (cluster.plans && (pool.allocation != Allocation::Passthrough || pool.workload != Workload::Vm)) {
+    for (const auto& [id, addon] : cluster.plans->addons) {
+      auto profile = reservationProfile(addon);
+      if (profile && *profile == pool.name && !addon.disabled) {
+        out.push_back({FindingCode::ProfileModeMismatch,
+                       fmt::format("add-on {} is an operator-only reservation add-on of {}, a {} pool: only whole-device "
+                                   "VM profiles (passthrough) can be reserved",
+                                   id, pool.name, toString(pool.allocation)),
+                       "addon/" + id});
+      }
     }
   }
 }
@@ -88,67 +123,75 @@ void ledgerFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
 void addonFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<Finding>& out) {
   for (const auto& [key, org] : cluster.organizations) {
     for (const auto& a : org.addons) {
-      const Addon* addon = nullptr;
-      if (cluster.plans) {
-        auto it = cluster.plans->addons.find(a.addonId);
-        if (it != cluster.plans->addons.end()) addon = &it->second;
-      }
+      const Addon* addon = findAddon(cluster, a.addonId);
       if (!addon) {
         // An add-on nobody can attribute may grant anything: every pool fails.
         out.push_back({FindingCode::UnknownAddon,
                        fmt::format("organization {} is assigned add-on {} x{}, which billing-plans does not define",
-                                   org.name, a.addonId, a.quantity)});
+                                   org.name, a.addonId, a.quantity),
+                       fmt::format("organization/{}/addon/{}", org.name, a.addonId)});
         continue;
+      }
+      if (!addon->disabled && a.quantity != 0) {
+        for (const auto& [profile, grant] : addon->gpu) {
+          if (detail::findClass(cluster, profile)) continue;
+          // Quota of a profile no pool sells cannot be put in any equation.
+          out.push_back({FindingCode::UnattributedQuantity,
+                         fmt::format("organization {} is assigned add-on {} x{}, which grants profile {}; no "
+                                     "GPUDeviceClass is named {}",
+                                     org.name, a.addonId, a.quantity, profile, profile),
+                         fmt::format("addon/{}/profile/{}", a.addonId, profile)});
+        }
       }
       auto profile = reservationProfile(*addon);
       if (!profile || *profile != pool.name || a.quantity <= 0) continue;
       std::int64_t granted = a.quantity * addon->gpu.begin()->second.devices;
       std::int64_t recorded = 0;
+      // Pending, active and releasing records all keep their entitlement.
       for (const auto& r : cluster.ledger.records) {
         if (r.organization == org.name && r.profileId == pool.name && r.addonId == a.addonId && holdsCapacity(r.state)) {
-          recorded += r.devices;
-        }
-      }
-      // A record being released keeps its entitlement until the add-on is removed.
-      for (const auto& r : cluster.ledger.records) {
-        if (r.organization == org.name && r.profileId == pool.name && r.addonId == a.addonId &&
-            r.state == ReservationState::Releasing) {
           recorded += r.devices;
         }
       }
       if (granted > recorded) {
         out.push_back({FindingCode::MissingLedgerRecord,
                        fmt::format("organization {} holds reservation add-on {} for {} device(s) of {} but the ledger "
-                                   "has active/pending records for {}",
-                                   org.name, a.addonId, granted, pool.name, recorded)});
+                                   "has pending/active/releasing records for {}",
+                                   org.name, a.addonId, granted, pool.name, recorded),
+                       fmt::format("organization/{}/addon/{}", org.name, a.addonId)});
       }
     }
   }
 }
 
 void modeFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<Finding>& out) {
+  std::string subject = "gpudeviceclass/" + pool.name;
   if (pool.nodeMode != defaultNodeMode(pool.allocation)) {
     out.push_back({FindingCode::ProfileModeMismatch,
                    fmt::format("class {} has allocation {} but node mode '{}' (expected '{}')", pool.name,
                                toString(pool.allocation), toString(pool.nodeMode),
-                               toString(defaultNodeMode(pool.allocation)))});
+                               toString(defaultNodeMode(pool.allocation))),
+                   subject});
   }
   if ((pool.workload == Workload::Vm) != (pool.allocation != Allocation::Shared)) {
     out.push_back({FindingCode::ProfileModeMismatch,
                    fmt::format("class {} sells workload {} with allocation {}", pool.name, toString(pool.workload),
-                               toString(pool.allocation))});
+                               toString(pool.allocation)),
+                   subject});
   }
   for (const auto& [name, node] : cluster.nodes) {
     if (!inPool(node, pool)) continue;
     if (node.activeMode != node.expectedMode && node.expectedMode != NodeMode::Unset) {
       out.push_back({FindingCode::ProfileModeMismatch,
                      fmt::format("node {} of pool {} is in mode '{}' but expected '{}'", name, pool.name,
-                                 toString(node.activeMode), toString(node.expectedMode))});
+                                 toString(node.activeMode), toString(node.expectedMode)),
+                     "node/" + name});
     }
     if (pool.allocation == Allocation::Shared && !node.inventory) {
       out.push_back({FindingCode::SharedNodeWithoutInventory,
                      fmt::format("node {} is in pool {} without a {} annotation and serves no shared units", name,
-                                 pool.name, kAnnotationInventory)});
+                                 pool.name, kAnnotationInventory),
+                     "node/" + name});
     }
   }
   if (pool.workload == Workload::Vm && cluster.permittedHostDevices) {
@@ -157,50 +200,157 @@ void modeFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<F
                            [&](const PermittedHostDevice& p) { return p.resourceName == pool.resourceName; });
     if (it == permitted.end()) {
       out.push_back({FindingCode::ProfileModeMismatch,
-                     fmt::format("KubeVirt does not permit host device {} of class {}", pool.resourceName, pool.name)});
+                     fmt::format("KubeVirt does not permit host device {} of class {}", pool.resourceName, pool.name),
+                     subject});
     } else if (pool.allocation == Allocation::Passthrough && !pool.pciVendorSelector.empty() &&
                it->selector != pool.pciVendorSelector) {
       out.push_back({FindingCode::ProfileModeMismatch,
                      fmt::format("class {} selects PCI {} but KubeVirt permits {} as {}", pool.name,
-                                 pool.pciVendorSelector, pool.resourceName, it->selector)});
+                                 pool.pciVendorSelector, pool.resourceName, it->selector),
+                     subject});
+    }
+  }
+}
+
+// The seed's stop conditions on the pool's nodes: both device plugins present,
+// and degraded health.
+void healthFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<Finding>& out) {
+  auto advertisesMore = [](const Node& node, std::string_view resource) {
+    return node.allocatable.get(resource) > 0 || node.capacity.get(resource) > 0;
+  };
+  std::set<std::string> vmResources, sharedResources;
+  for (const auto& [name, cls] : cluster.classes) {
+    (cls.allocation == Allocation::Shared ? sharedResources : vmResources).insert(cls.resourceName);
+  }
+  sharedResources.insert("nvidia.com/gpu");
+  for (const auto& [name, node] : cluster.nodes) {
+    if (!inPool(node, pool)) continue;
+    std::vector<std::string> vm, shared;
+    for (const auto& r : vmResources) {
+      if (advertisesMore(node, r) && !sharedResources.contains(r)) vm.push_back(r);
+    }
+    for (const auto& r : sharedResources) {
+      if (advertisesMore(node, r)) shared.push_back(r);
+    }
+    if (!vm.empty() && !shared.empty()) {
+      out.push_back({FindingCode::BothDevicePlugins,
+                     fmt::format("node {} of pool {} advertises both {} (VM devices) and {} (HAMi): both device plugins "
+                                 "are present",
+                                 name, pool.name, joined(vm), joined(shared)),
+                     "node/" + name});
+    }
+    std::int64_t capacity = node.capacity.get(pool.resourceName);
+    std::int64_t allocatable = node.allocatable.get(pool.resourceName);
+    if (node.capacity.contains(pool.resourceName) && capacity > allocatable) {
+      out.push_back({FindingCode::DegradedHealth,
+                     fmt::format("node {} of pool {} has {} {} in capacity but only {} allocatable: {} device(s) are "
+                                 "unhealthy",
+                                 name, pool.name, capacity, pool.resourceName, allocatable, capacity - allocatable),
+                     "node/" + name});
+    }
+    if (node.inventory) {
+      std::vector<std::string> unhealthy;
+      for (const auto& parent : *node.inventory) {
+        if (!parent.healthy) unhealthy.push_back(parent.id.empty() ? "<unnamed>" : parent.id);
+      }
+      if (!unhealthy.empty()) {
+        out.push_back({FindingCode::DegradedHealth,
+                       fmt::format("node {} of pool {} reports {} unhealthy GPU parent(s) in {}", name, pool.name,
+                                   unhealthy.size(), kAnnotationInventory),
+                       "node/" + name});
+      }
     }
   }
 }
 
 void statusFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<Finding>& out) {
   const std::string key = quotaKey(pool.resourceName);
+  const auto sharing = classesFor(cluster, pool.resourceName);
   for (const auto& [k, org] : cluster.organizations) {
     const HierarchicalResourceQuota* hrq = organizationQuota(cluster, org);
-    auto status = org.acceleratorStatus.find(pool.name);
-    if (status != org.acceleratorStatus.end() && hrq) {
-      const auto& usage = status->second;
-      std::optional<HardUsed> reported = pool.allocation == Allocation::Shared ? usage.shares : usage.devices;
+    std::string hrqName = fmt::format("hrq/{}/{}", org.ns, kOrgQuotaName);
+    if (!hrq) {
+      if (grantsInPool(cluster, org, pool)) {
+        out.push_back({FindingCode::QuotaUnknown,
+                       fmt::format("organization {} holds add-ons granting {} but its HRQ {}/{} cannot be read: its hard "
+                                   "quota in pool {} is unknown, not 0",
+                                   org.name, key, org.ns, kOrgQuotaName, pool.name),
+                       hrqName});
+      }
+    } else {
       std::int64_t hard = hrq->hard.get(key);
-      if (reported && reported->hard != hard && classesFor(cluster, pool.resourceName).size() == 1) {
+      std::int64_t granted = grantedQuota(cluster, org).get(key);
+      if (hard > granted) {
+        out.push_back({FindingCode::UnattributedQuantity,
+                       fmt::format("HRQ {}/{} has hard {} {} but organization {}'s add-ons grant {}: {} unit(s) no add-on "
+                                   "explains",
+                                   hrq->ns, hrq->name, hard, key, org.name, granted, hard - granted),
+                       hrqName});
+      } else if (hard < granted) {
         out.push_back({FindingCode::StatusDisagreement,
-                       fmt::format("organization {} status reports hard {} for {} but HRQ {}/{} has {} for {}", org.name,
-                                   reported->hard, pool.name, hrq->ns, hrq->name, hard, key)});
+                       fmt::format("HRQ {}/{} has hard {} {} but organization {}'s add-ons grant {}: the quota has not "
+                                   "converged",
+                                   hrq->ns, hrq->name, hard, key, org.name, granted),
+                       hrqName});
+      }
+      if (hrq->hard.contains(key) && hrq->statusHard.get(key) != hard) {
+        out.push_back({FindingCode::StatusDisagreement,
+                       fmt::format("HRQ {}/{} has spec.hard {} {} but status.hard {}{}", hrq->ns, hrq->name, hard, key,
+                                   hrq->statusHard.get(key),
+                                   hrq->statusHard.contains(key) ? "" : " (HNC has not reported it)"),
+                       hrqName + "/status"});
+      }
+      auto status = org.acceleratorStatus.find(pool.name);
+      if (status != org.acceleratorStatus.end()) {
+        const auto& usage = status->second;
+        std::optional<HardUsed> reported = pool.allocation == Allocation::Shared ? usage.shares : usage.devices;
+        if (reported && reported->hard != hard && sharing.size() == 1) {
+          out.push_back({FindingCode::StatusDisagreement,
+                         fmt::format("organization {} status reports hard {} for {} but HRQ {}/{} has {} for {}",
+                                     org.name, reported->hard, pool.name, hrq->ns, hrq->name, hard, key),
+                         "organization/" + org.name + "/status"});
+        }
       }
     }
-    std::int64_t active = 0;
+    // An active record needs its own reservation add-on's grant, not just any hard quota.
+    std::map<std::string, std::int64_t> activeByAddon;
     for (const auto& r : cluster.ledger.records) {
-      if (r.organization == org.name && r.profileId == pool.name && r.state == ReservationState::Active) active += r.devices;
+      if (r.organization == org.name && r.profileId == pool.name && r.state == ReservationState::Active) {
+        activeByAddon[r.addonId] += r.devices;
+      }
     }
-    if (active > 0) {
-      std::int64_t hard = hrq ? hrq->hard.get(key) : 0;
-      if (hard < active * unitsPerDevice(pool)) {
+    for (const auto& [addonId, devices] : activeByAddon) {
+      std::int64_t grant = 0;
+      const Addon* addon = findAddon(cluster, addonId);
+      for (const auto& a : org.addons) {
+        if (a.addonId != addonId || !addon || addon->disabled) continue;
+        auto it = addon->gpu.find(pool.name);
+        if (it != addon->gpu.end()) grant += a.quantity * it->second.devices;
+      }
+      if (grant < devices) {
         out.push_back({FindingCode::StatusDisagreement,
-                       fmt::format("organization {} has {} active reserved device(s) of {} but its HRQ hard {} is {}",
-                                   org.name, active, pool.name, key, hard)});
+                       fmt::format("organization {} has {} active reserved device(s) of {} under add-on {} but that add-on "
+                                   "grants it {}",
+                                   org.name, devices, pool.name, addonId, grant),
+                       fmt::format("organization/{}/addon/{}", org.name, addonId)});
       }
     }
   }
   for (const auto& r : cluster.ledger.records) {
     if (r.profileId == pool.name && r.state == ReservationState::Active && !detail::findOrganization(cluster, r.organization)) {
       out.push_back({FindingCode::StatusDisagreement,
-                     fmt::format("active record {} names organization {}, which does not exist", r.id, r.organization)});
+                     fmt::format("active record {} names organization {}, which does not exist", r.id, r.organization),
+                     "record/" + r.id});
     }
   }
+}
+
+std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 1469598103934665603ULL) {
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return hash;
 }
 
 }  // namespace
@@ -209,22 +359,37 @@ std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, 
   std::vector<Finding> out;
   staleCapacity(cluster, options, out);
   PoolInvariant inv = evaluateInvariant(cluster, pool);
-  if (!inv.holds()) {
-    out.push_back({FindingCode::HardQuotaAboveCapacity, "capacity invariant fails: " + inv.equation()});
+  if (inv.unknown.empty() && !inv.holds()) {
+    out.push_back({FindingCode::HardQuotaAboveCapacity, "capacity invariant fails: " + inv.equation(),
+                   "pool/" + pool.name});
   }
   ledgerFindings(cluster, pool, out);
   addonFindings(cluster, pool, out);
   modeFindings(cluster, pool, out);
+  healthFindings(cluster, pool, out);
   for (const auto& alert : cluster.alerts) {
     if (alert.pool.empty() || alert.pool == pool.name) {
-      out.push_back({FindingCode::ActiveAlert, fmt::format("alert {} is firing", alert.name)});
+      out.push_back({FindingCode::ActiveAlert, fmt::format("alert {} is firing", alert.name), "alert/" + alert.name});
     }
   }
   statusFindings(cluster, pool, out);
   return out;
 }
 
-GateState evaluateGate(const DeviceClass& pool, const std::vector<Finding>& findings, Timestamp now) {
+std::string failureId(const DeviceClass& pool, const std::vector<Finding>& findings, Timestamp now) {
+  std::set<std::string> parts;
+  for (const auto& f : findings) {
+    if (failsClosed(f.code)) parts.insert(fmt::format("{}|{}", toString(f.code), f.subject.empty() ? f.message : f.subject));
+  }
+  std::uint64_t hash = fnv1a(pool.name);
+  for (const auto& p : parts) hash = fnv1a(p, fnv1a("\n", hash));
+  std::string digest = fmt::format("{}-{:08x}-", pool.name, static_cast<std::uint32_t>(hash ^ (hash >> 32)));
+  // The same failure still going on keeps the id it was published with.
+  if (!pool.gateOpen && pool.gateFailureId.starts_with(digest)) return pool.gateFailureId;
+  return digest + std::to_string(now);
+}
+
+GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const std::vector<Finding>& findings) {
   GateState gate;
   std::vector<const Finding*> failing;
   for (const auto& f : findings) {
@@ -232,41 +397,63 @@ GateState evaluateGate(const DeviceClass& pool, const std::vector<Finding>& find
   }
   if (!failing.empty()) {
     gate.open = false;
-    // Keep the failure id while the pool stays failed, so acknowledgements given
-    // for it remain valid; a fresh failure gets a fresh id.
-    gate.failureId = !pool.gateOpen && !pool.gateFailureId.empty() ? pool.gateFailureId
-                                                                   : fmt::format("{}-{}", pool.name, now);
+    gate.failureId = failureId(pool, findings, cluster.now);
     gate.reason = fmt::format("{} failing finding(s), first: {}: {}", failing.size(), toString(failing.front()->code),
                               failing.front()->message);
     return gate;
   }
-  if (pool.gateOpen || pool.gateFailureId.empty()) {
-    gate.open = true;
-    gate.reason = "audit clean";
+  if (!pool.gateOpen && !pool.gateFailureId.empty()) {
+    std::set<std::string> products, sres;
+    for (const auto& ack : pool.acknowledgements) {
+      if (ack.failureId != pool.gateFailureId || ack.identity.empty()) continue;
+      if (ack.role == "product") products.insert(ack.identity);
+      if (ack.role == "sre") sres.insert(ack.identity);
+    }
+    // Two people: some product identity and some sre identity that differs from it.
+    bool pair = std::any_of(products.begin(), products.end(), [&](const std::string& p) {
+      return std::any_of(sres.begin(), sres.end(), [&](const std::string& s) { return s != p; });
+    });
+    if (!pair) {
+      gate.open = false;
+      gate.failureId = pool.gateFailureId;
+      std::string missing = products.empty() && sres.empty() ? "product and sre"
+                            : products.empty()               ? "product"
+                            : sres.empty()                   ? "sre"
+                                                             : "product and sre by two different identities";
+      gate.reason = fmt::format("findings cleared; failure {} awaits acknowledgement by {}", pool.gateFailureId, missing);
+      return gate;
+    }
+    gate.reason = fmt::format("findings cleared and failure {} acknowledged by product and sre", pool.gateFailureId);
+  }
+  if (pool.creationPaused) {
+    gate.open = false;
+    gate.paused = true;
+    gate.reason = fmt::format("creation in pool {} is paused by the operator (spec.creationPaused)", pool.name);
     return gate;
   }
-  std::set<std::string> identities;
-  bool product = false, sre = false;
-  for (const auto& ack : pool.acknowledgements) {
-    if (ack.failureId != pool.gateFailureId || ack.identity.empty()) continue;
-    if (ack.role == "product" && !product && !identities.contains(ack.identity)) {
-      product = true;
-      identities.insert(ack.identity);
-    } else if (ack.role == "sre" && !sre && !identities.contains(ack.identity)) {
-      sre = true;
-      identities.insert(ack.identity);
+  if (!pool.keepCreationOpenDuringTransactions) {
+    for (const auto& r : cluster.ledger.records) {
+      if (r.profileId != pool.name || !inFlight(r.state)) continue;
+      gate.open = false;
+      gate.transaction = r.id;
+      gate.reason = fmt::format("reservation {} of organization {} is {} in pool {}: creation stays closed until the "
+                                "transaction ends",
+                                r.id, r.organization, toString(r.state), pool.name);
+      return gate;
     }
   }
-  if (product && sre) {
-    gate.open = true;
-    gate.reason = fmt::format("findings cleared and failure {} acknowledged by product and sre", pool.gateFailureId);
-    return gate;
-  }
-  gate.open = false;
-  gate.failureId = pool.gateFailureId;
-  gate.reason = fmt::format("findings cleared; failure {} awaits acknowledgement by {}", pool.gateFailureId,
-                            !product && !sre ? "product and sre" : (!product ? "product" : "sre"));
+  gate.open = true;
+  if (gate.reason.empty()) gate.reason = "audit clean";
   return gate;
+}
+
+std::string gateClosedMessage(const DeviceClass& pool) {
+  if (!pool.gateFailureId.empty()) {
+    return fmt::format("creation in pool {} is closed by a failed audit ({}); existing holders keep their GPUs", pool.name,
+                       pool.gateFailureId);
+  }
+  return fmt::format("creation in pool {} is closed{}; existing holders keep their GPUs", pool.name,
+                     pool.gateReason.empty() ? "" : ": " + pool.gateReason);
 }
 
 }  // namespace tally::model

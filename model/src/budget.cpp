@@ -29,14 +29,32 @@ std::int64_t TotalsUsageReader::namespaceUsed(std::string_view ns, std::string_v
   return it == totals_.namespaceUsed.end() ? 0 : it->second.get(key);
 }
 
+namespace {
+
+std::string usageText(std::int64_t used, const BudgetAsk& ask, std::int64_t hard) {
+  if (ask.amount == 0 && ask.included > 0) {
+    return fmt::format("{} in use, this pod's {} included, limit {}", used, ask.included, hard);
+  }
+  return fmt::format("{} in use + {} requested = {}, limit {}", used, ask.amount, used + ask.amount, hard);
+}
+
+}  // namespace
+
 std::optional<Refusal> checkBudget(const Cluster& cluster, const UsageReader& usage, std::string_view ns,
-                                   std::string_view key, std::int64_t amount) {
+                                   const BudgetAsk& ask) {
+  const std::string_view key = ask.key;
   for (Kind kind : {Kind::Namespace, Kind::HierarchicalResourceQuota, Kind::ResourceQuota}) {
     if (!cluster.synced(kind)) {
       return Refusal{Code::BudgetUnknown,
                      fmt::format("budget of namespace {} for {} is unknown: the {} cache is not synced", ns, key,
                                  toString(kind))};
     }
+  }
+  if (!cluster.namespaces.contains(std::string(ns))) {
+    return Refusal{Code::NamespaceUnknown,
+                   fmt::format("budget of namespace {} for {} is unknown: the namespace is not in the namespace cache, "
+                               "so its ancestors' quotas cannot be read",
+                               ns, key)};
   }
   for (const auto& scope : chainOf(cluster, ns)) {
     auto [first, last] = namespacedRange(cluster.hrqs, scope);
@@ -45,11 +63,10 @@ std::optional<Refusal> checkBudget(const Cluster& cluster, const UsageReader& us
       if (!hrq.hard.contains(key)) continue;
       std::int64_t used = usage.subtreeUsed(scope, key);
       std::int64_t hard = hrq.hard.get(key);
-      if (used + amount > hard) {
+      if (used + ask.amount > hard) {
         return Refusal{Code::BudgetExceeded,
-                       fmt::format("hierarchicalresourcequota {}/{} limits {} to {} for the subtree of {}: {} in use + "
-                                   "{} requested = {}",
-                                   hrq.ns, hrq.name, key, hard, scope, used, amount, used + amount)};
+                       fmt::format("hierarchicalresourcequota {}/{} limits {} to {} for the subtree of {}: {}", hrq.ns,
+                                   hrq.name, key, hard, scope, usageText(used, ask, hard))};
       }
     }
   }
@@ -59,10 +76,9 @@ std::optional<Refusal> checkBudget(const Cluster& cluster, const UsageReader& us
     if (!rq.hard.contains(key)) continue;
     std::int64_t used = usage.namespaceUsed(ns, key);
     std::int64_t hard = rq.hard.get(key);
-    if (used + amount > hard) {
-      return Refusal{Code::BudgetExceeded,
-                     fmt::format("resourcequota {}/{} limits {} to {}: {} in use + {} requested = {}", rq.ns, rq.name, key,
-                                 hard, used, amount, used + amount)};
+    if (used + ask.amount > hard) {
+      return Refusal{Code::BudgetExceeded, fmt::format("resourcequota {}/{} limits {} to {}: {}", rq.ns, rq.name, key, hard,
+                                                       usageText(used, ask, hard))};
     }
   }
   return std::nullopt;

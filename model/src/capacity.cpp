@@ -69,7 +69,9 @@ std::int64_t idleReservedByOthers(const Cluster& cluster, const CapacityView& vi
                                   const Organization* org) {
   std::map<std::string, std::int64_t> reservedByOrg;
   for (const auto& r : cluster.ledger.records) {
-    if (r.state != ReservationState::Active || r.profileId != pool.name) continue;
+    // A release in progress still holds its capacity until it is released.
+    bool holds = r.state == ReservationState::Active || r.state == ReservationState::Releasing;
+    if (!holds || r.profileId != pool.name) continue;
     if (org && r.organization == org->name) continue;
     reservedByOrg[r.organization] += r.devices * unitsPerDevice(pool);
   }

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "tally/model/admission.hpp"
+#include "tally/model/audit.hpp"
 #include "tally/model/capacity.hpp"
 #include "tally/model/units.hpp"
 #include "tally/model/usage.hpp"
@@ -62,11 +63,7 @@ NodeVerdict decideNode(const Cluster& cluster, const PodDemand& demand, std::str
       bool transient = why.code == Code::NodeNotReady || why.code == Code::NodeCordoned;
       return {transient ? Verdict::Unschedulable : Verdict::Unresolvable, std::move(why)};
     }
-    if (!cls.gateOpen) {
-      return {Verdict::Unresolvable,
-              Refusal{Code::GateClosed, fmt::format("pool {} is closed to new GPU workloads by a failed audit ({})",
-                                                    cls.name, cls.gateFailureId)}};
-    }
+    if (!cls.gateOpen) return {Verdict::Unresolvable, Refusal{Code::GateClosed, gateClosedMessage(cls)}};
     if (facts.served == 0) {
       NodeUnits units = unitsServed(nodeOf(), cls);
       if (units.notServed) return {Verdict::Unresolvable, *units.notServed};

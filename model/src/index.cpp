@@ -41,7 +41,7 @@ struct UsageIndex::State {
   std::unordered_map<std::string, Charged> deviceCharges;  // device key
   std::unordered_map<std::string, std::string> podKeyByUid;
   std::unordered_map<std::string, std::string> vmiKeyByUid;
-  std::unordered_map<std::string, std::string> vmiKeyByPodUid;              // status.activePods
+  std::unordered_map<std::string, std::set<std::string>> vmiKeysByPodUid;   // status.activePods
   std::unordered_map<std::string, std::set<std::string>> deviceKeysByVmiUid;  // attachedTo.uid
   // What snapshots copy lives in CowMaps: a copy shares every untouched bucket.
   CowMap<ResourceList> nodeUsed, nodeHeld, assumedUsed;
@@ -107,23 +107,36 @@ struct UsageIndex::State {
     for (const auto& [name, node] : cluster.nodes) refreshNodeFree(name);
   }
 
-  std::vector<const GpuDevice*> attachedTo(const VirtualMachineInstance& vmi) const {
-    std::vector<const GpuDevice*> out;
-    auto it = deviceKeysByVmiUid.find(vmi.uid);
-    if (it == deviceKeysByVmiUid.end()) return out;
-    for (const auto& key : it->second) {
-      auto d = cluster.devices.find(key);
-      if (d != cluster.devices.end() && attachableTo(d->second, vmi)) out.push_back(&d->second);
+  // The launcher rule's facts, read from the index's own maps.
+  struct Facts final : LaunchFacts {
+    const State* s;
+    explicit Facts(const State* state) : s(state) {}
+    void forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const override {
+      auto it = s->vmiKeysByPodUid.find(pod.uid);
+      if (it == s->vmiKeysByPodUid.end()) return;
+      for (const auto& key : it->second) {
+        auto vmi = s->cluster.vmis.find(key);
+        if (vmi != s->cluster.vmis.end()) visit(vmi->second);
+      }
     }
-    return out;
-  }
+    void forEachDeviceOf(const VirtualMachineInstance& vmi,
+                         const std::function<void(const GpuDevice&)>& visit) const override {
+      auto it = s->deviceKeysByVmiUid.find(vmi.uid);
+      if (it == s->deviceKeysByVmiUid.end()) return;
+      for (const auto& key : it->second) {
+        auto d = s->cluster.devices.find(key);
+        if (d != s->cluster.devices.end()) visit(d->second);
+      }
+    }
+  };
 
-  const VirtualMachineInstance* launcherVmi(const Pod& pod) const {
-    auto it = vmiKeyByPodUid.find(pod.uid);
-    if (pod.uid.empty() || it == vmiKeyByPodUid.end()) return nullptr;
-    auto vmi = cluster.vmis.find(it->second);
-    if (vmi == cluster.vmis.end() || vmi->second.ns != pod.ns) return nullptr;
-    return &vmi->second;
+  Launch launchOf(const Pod& pod) const { return model::launchOf(pod, Facts(this)); }
+
+  void forgetListing(const std::string& podUid, const std::string& vmiKey) {
+    auto it = vmiKeysByPodUid.find(podUid);
+    if (it == vmiKeysByPodUid.end()) return;
+    it->second.erase(vmiKey);
+    if (it->second.empty()) vmiKeysByPodUid.erase(it);
   }
 
   void uncharge(std::unordered_map<std::string, Charged>& charges, const std::string& key) {
@@ -140,8 +153,7 @@ struct UsageIndex::State {
     auto it = cluster.pods.find(key);
     if (it == cluster.pods.end()) return;
     const Pod& pod = it->second;
-    const VirtualMachineInstance* vmi = launcherVmi(pod);
-    PodUsage u = podUsage(pod, vmi, vmi ? attachedTo(*vmi) : std::vector<const GpuDevice*>{}, cluster);
+    PodUsage u = podUsage(pod, launchOf(pod), cluster);
     Charged c{u.node, std::move(u.capacity), pod.ns, detail::chainOf(cluster, pod.ns), std::move(u.budget), {}};
     charge(c, +1);
     std::string node = c.node;
@@ -219,7 +231,7 @@ UsageIndex UsageIndex::fromCluster(const Cluster& cluster) {
   }
   for (const auto& [key, vmi] : cluster.vmis) {
     s.vmiKeyByUid[vmi.uid] = key;
-    for (const auto& [podUid, node] : vmi.activePods) s.vmiKeyByPodUid[podUid] = key;
+    for (const auto& [podUid, node] : vmi.activePods) s.vmiKeysByPodUid[podUid].insert(key);
   }
   for (const auto& [key, d] : cluster.devices) {
     if (!d.attachedTo.uid.empty()) s.deviceKeysByVmiUid[d.attachedTo.uid].insert(key);
@@ -325,8 +337,7 @@ void UsageIndex::upsertVmi(const VirtualMachineInstance& vmi) {
   if (old != s.cluster.vmis.end()) {
     for (const auto& [podUid, node] : old->second.activePods) {
       affected.insert(podUid);
-      auto m = s.vmiKeyByPodUid.find(podUid);
-      if (m != s.vmiKeyByPodUid.end() && m->second == key) s.vmiKeyByPodUid.erase(m);
+      s.forgetListing(podUid, key);
     }
     if (old->second.uid != vmi.uid) s.vmiKeyByUid.erase(old->second.uid);
   }
@@ -334,7 +345,7 @@ void UsageIndex::upsertVmi(const VirtualMachineInstance& vmi) {
   s.vmiKeyByUid[vmi.uid] = key;
   for (const auto& [podUid, node] : vmi.activePods) {
     affected.insert(podUid);
-    s.vmiKeyByPodUid[podUid] = key;
+    s.vmiKeysByPodUid[podUid].insert(key);
   }
   for (const auto& uid : affected) {
     auto pod = s.podKeyByUid.find(uid);
@@ -351,8 +362,7 @@ void UsageIndex::removeVmi(std::string_view ns, std::string_view name) {
   s.cluster.vmis.erase(it);
   s.vmiKeyByUid.erase(old.uid);
   for (const auto& [podUid, node] : old.activePods) {
-    auto m = s.vmiKeyByPodUid.find(podUid);
-    if (m != s.vmiKeyByPodUid.end() && m->second == key) s.vmiKeyByPodUid.erase(m);
+    s.forgetListing(podUid, key);
     auto pod = s.podKeyByUid.find(podUid);
     if (pod != s.podKeyByUid.end()) s.refreshPod(pod->second);
   }
@@ -363,8 +373,7 @@ void UsageIndex::assume(const Pod& pod, std::string_view node) {
   s.dropAssumption(pod.uid);
   Pod placed = pod;
   placed.nodeName = std::string(node);
-  const VirtualMachineInstance* vmi = s.launcherVmi(pod);
-  PodUsage u = podUsage(placed, vmi, vmi ? s.attachedTo(*vmi) : std::vector<const GpuDevice*>{}, s.cluster);
+  PodUsage u = podUsage(placed, s.launchOf(pod), s.cluster);
   if (u.capacity.empty()) return;
   addTo(s.assumedUsed, placed.nodeName, u.capacity, +1);
   auto chain = detail::chainOf(s.cluster, pod.ns);

@@ -107,7 +107,11 @@ std::optional<ReservationState> parseReservationState(std::string_view text) {
   return std::nullopt;
 }
 
-bool holdsCapacity(ReservationState s) { return s == ReservationState::Pending || s == ReservationState::Active; }
+bool holdsCapacity(ReservationState s) {
+  // A release in progress keeps its capacity until it is released: a failed
+  // release must never free or resell it.
+  return s == ReservationState::Pending || s == ReservationState::Active || s == ReservationState::Releasing;
+}
 
 bool inFlight(ReservationState s) { return s == ReservationState::Pending || s == ReservationState::Releasing; }
 

@@ -6,6 +6,7 @@
 
 #include "lookup.hpp"
 #include "tally/model/admission.hpp"
+#include "tally/model/audit.hpp"
 #include "tally/model/capacity.hpp"
 #include "tally/model/tenancy.hpp"
 #include "tally/model/units.hpp"
@@ -32,11 +33,52 @@ std::vector<std::string> affectedPools(const Cluster& cluster, const Node& node)
 }  // namespace
 
 std::string PoolInvariant::equation() const {
-  return fmt::format("{}: healthy {} >= reserved {} + non-reserved hard quota {} + spare {} (headroom {})", pool,
-                     healthy.units, reserved.units, nonReservedHard.units, spare.units, headroom);
+  std::string text = fmt::format("{}: healthy {} >= reserved {} + non-reserved hard quota {} + spare {} (headroom {})",
+                                 pool, healthy.units, reserved.units, nonReservedHard.units, spare.units, headroom);
+  if (!unknown.empty()) {
+    text += "; unknown, so it does not hold:";
+    for (std::size_t i = 0; i < unknown.size(); ++i) text += (i ? "; " : " ") + unknown[i];
+  }
+  return text;
+}
+
+bool grantsInPool(const Cluster& cluster, const Organization& org, const DeviceClass& pool) {
+  for (const auto& a : org.addons) {
+    if (a.quantity == 0) continue;
+    const Addon* addon = findAddon(cluster, a.addonId);
+    // An add-on nobody can read may grant anything.
+    if (!addon) return true;
+    if (!addon->disabled && addon->gpu.contains(pool.name)) return true;
+  }
+  return false;
+}
+
+std::optional<Refusal> reservationMismatch(const Cluster& cluster, const ReservationRecord& record) {
+  const DeviceClass* cls = detail::findClass(cluster, record.profileId);
+  if (!cls) return std::nullopt;  // reported as an unknown profile elsewhere
+  if (cls->allocation != Allocation::Passthrough || cls->workload != Workload::Vm) {
+    return Refusal{Code::ReservationMismatch,
+                   fmt::format("record {} reserves profile {}, a {} {} pool: only whole-device VM profiles "
+                               "(passthrough) can be reserved",
+                               record.id, cls->name, toString(cls->workload), toString(cls->allocation))};
+  }
+  const Addon* addon = findAddon(cluster, record.addonId);
+  if (!addon) {
+    return Refusal{Code::ReservationMismatch,
+                   fmt::format("record {} names add-on {}, which billing-plans does not define", record.id, record.addonId)};
+  }
+  auto profile = reservationProfile(*addon);
+  if (!profile || *profile != record.profileId) {
+    return Refusal{Code::ReservationMismatch,
+                   fmt::format("record {} names add-on {}, which is not an operator-only add-on (selfService: false) "
+                               "granting only devices of {}",
+                               record.id, record.addonId, record.profileId)};
+  }
+  return std::nullopt;
 }
 
 std::int64_t spareDevices(const DeviceClass& cls, std::int64_t poolDevices) {
+  if (poolDevices <= 0) return 0;
   if (cls.operatorSpareDevices && *cls.operatorSpareDevices >= 1) return *cls.operatorSpareDevices;
   if (poolDevices <= 1 && cls.singleDevicePilotApproved) return 0;
   return 1;
@@ -123,7 +165,16 @@ PoolInvariant evaluateInvariant(const Cluster& cluster, const DeviceClass& pool)
     inv.reserved.units += units;
     inv.reserved.sources.push_back({"record/" + r.id, units, std::string(toString(r.state)) + " for " + r.organization});
   }
+  if (!cluster.synced(Kind::HierarchicalResourceQuota)) inv.unknown.push_back("the HRQ cache is not synced");
+  if (!cluster.synced(Kind::Organization)) inv.unknown.push_back("the Organization cache is not synced");
+  if (!cluster.synced(Kind::Ledger)) inv.unknown.push_back("the reservation ledger is unknown");
   for (const auto& [key, org] : cluster.organizations) {
+    if (!organizationQuota(cluster, org) && grantsInPool(cluster, org, pool)) {
+      inv.unknown.push_back(fmt::format("hard quota of organization {}: HRQ {}/{} is missing", org.name, org.ns, kOrgQuotaName));
+      inv.nonReservedHard.sources.push_back(
+          {fmt::format("hrq/{}/{}", org.ns, kOrgQuotaName), 0, "unknown: the organization holds add-ons but no HRQ"});
+      continue;
+    }
     std::int64_t hard = hardQuotaUnits(cluster, org, pool);
     std::int64_t reservedGrant = reservationGrantUnits(cluster, org, pool);
     std::int64_t nonReserved = std::max<std::int64_t>(0, hard - reservedGrant);
@@ -144,7 +195,7 @@ std::vector<std::string> nodeHolders(const Cluster& cluster, std::string_view no
   std::vector<std::string> holders;
   for (const auto& [key, pod] : cluster.pods) {
     if (pod.nodeName != node || isTerminal(pod)) continue;
-    if (!effectiveRequests(pod).empty() || pod.hasResourceClaims) holders.push_back("pod/" + key);
+    if (!gpuRequests(cluster, pod).empty() || pod.hasResourceClaims) holders.push_back("pod/" + key);
   }
   for (const auto& [key, d] : cluster.devices) {
     if (holdsNodeUnits(d) && d.node == node) holders.push_back("gpudevice/" + key);
@@ -152,50 +203,112 @@ std::vector<std::string> nodeHolders(const Cluster& cluster, std::string_view no
   return holders;
 }
 
-Cluster applyChange(const Cluster& cluster, const Change& change) {
+Cluster withOrganization(const Cluster& cluster, const Organization& after) {
   Cluster next = cluster;
-  if (const auto* add = std::get_if<AddRecordChange>(&change)) {
-    next.ledger.records.push_back(add->record);
-  } else if (const auto* addon = std::get_if<AddonQuantityChange>(&change)) {
-    for (auto& [key, org] : next.organizations) {
-      if (org.name != addon->organization) continue;
-      ResourceList before = grantedQuota(next, org);
-      auto it = std::find_if(org.addons.begin(), org.addons.end(),
-                             [&](const AddonAssignment& a) { return a.addonId == addon->addonId; });
-      if (it == org.addons.end()) {
-        org.addons.push_back({addon->addonId, addon->quantity});
-      } else {
-        it->quantity = addon->quantity;
-      }
-      ResourceList after = grantedQuota(next, org);
-      auto hrq = next.hrqs.find(objectKey(org.ns, kOrgQuotaName));
-      if (hrq != next.hrqs.end()) {
-        // The quota controller rewrites Tally's keys of plan-quota from the add-ons.
-        for (const auto& [k, amount] : after) hrq->second.hard.set(k, hrq->second.hard.get(k) - before.get(k) + amount);
-        for (const auto& [k, amount] : before) {
-          if (!after.contains(k)) hrq->second.hard.set(k, hrq->second.hard.get(k) - amount);
-        }
-      }
+  for (auto& [key, org] : next.organizations) {
+    if (org.name != after.name) continue;
+    ResourceList before = grantedQuota(next, org);
+    org.addons = after.addons;
+    ResourceList granted = grantedQuota(next, org);
+    auto hrq = next.hrqs.find(objectKey(org.ns, kOrgQuotaName));
+    if (hrq == next.hrqs.end()) continue;
+    // The quota controller rewrites Tally's keys of plan-quota from the add-ons.
+    for (const auto& [k, amount] : granted) hrq->second.hard.set(k, hrq->second.hard.get(k) - before.get(k) + amount);
+    for (const auto& [k, amount] : before) {
+      if (!granted.contains(k)) hrq->second.hard.set(k, hrq->second.hard.get(k) - amount);
     }
-  } else if (const auto* mode = std::get_if<NodeModeChange>(&change)) {
+    hrq->second.statusHard = hrq->second.hard;
+  }
+  return next;
+}
+
+Cluster applyChange(const Cluster& cluster, const Change& change) {
+  if (const auto* add = std::get_if<AddRecordChange>(&change)) {
+    Cluster next = cluster;
+    auto& records = next.ledger.records;
+    auto same = std::find_if(records.begin(), records.end(),
+                             [&](const ReservationRecord& r) { return r.id == add->record.id; });
+    if (same != records.end()) {
+      *same = add->record;  // a record's next revision replaces it: pending -> active counts once
+    } else {
+      records.push_back(add->record);
+    }
+    return next;
+  }
+  if (const auto* addon = std::get_if<AddonQuantityChange>(&change)) {
+    const Organization* org = detail::findOrganization(cluster, addon->organization);
+    if (!org) return cluster;
+    Organization after = *org;
+    auto it = std::find_if(after.addons.begin(), after.addons.end(),
+                           [&](const AddonAssignment& a) { return a.addonId == addon->addonId; });
+    if (it == after.addons.end()) {
+      after.addons.push_back({addon->addonId, addon->quantity});
+    } else {
+      it->quantity = addon->quantity;
+    }
+    return withOrganization(cluster, after);
+  }
+  Cluster next = cluster;
+  if (const auto* mode = std::get_if<NodeModeChange>(&change)) {
     auto it = next.nodes.find(mode->node);
     if (it != next.nodes.end()) it->second.expectedMode = mode->expectedMode;
   }
   return next;
 }
 
+namespace {
+
+GateState liveGate(const Cluster& cluster, const DeviceClass& pool) {
+  return evaluateGate(cluster, pool, auditPool(cluster, pool));
+}
+
+void checkRecordChange(const Cluster& cluster, const ReservationRecord& record, PlanResult& result) {
+  for (auto& problem : validateRecord(record)) result.decision.refusals.push_back(problem);
+  if (!detail::findClass(cluster, record.profileId)) {
+    result.decision.refuse(Code::ClassUnknown, fmt::format("record {} names profile {}, which is no GPUDeviceClass",
+                                                           record.id, record.profileId));
+    return;
+  }
+  if (auto wrong = reservationMismatch(cluster, record)) result.decision.refusals.push_back(*wrong);
+  std::vector<const ReservationRecord*> same;
+  for (const auto& r : cluster.ledger.records) {
+    if (r.id == record.id) same.push_back(&r);
+  }
+  if (same.size() > 1) {
+    result.decision.refuse(Code::RecordDuplicate, fmt::format("record id {} appears {} times in the ledger; fix the "
+                                                              "ledger before planning a change to it",
+                                                              record.id, same.size()));
+  } else if (same.size() == 1) {
+    if (auto bad = checkRecordTransition(*same.front(), record)) result.decision.refusals.push_back(*bad);
+  } else if (record.state != ReservationState::Pending) {
+    result.decision.refuse(Code::RecordTransition,
+                           fmt::format("record {} is new, so it must start pending, not {}", record.id,
+                                       toString(record.state)));
+  }
+  for (const auto& r : cluster.ledger.records) {
+    if (r.id != record.id && r.profileId == record.profileId && inFlight(r.state) && inFlight(record.state)) {
+      result.decision.refuse(Code::TransactionInFlight,
+                             fmt::format("record {} ({}) is already in flight in pool {}: at most one reservation "
+                                         "transaction per pool",
+                                         r.id, toString(r.state), record.profileId));
+    }
+  }
+}
+
+}  // namespace
+
 PlanResult plan(const Cluster& cluster, const Change& change) {
   PlanResult result;
   const Cluster after = applyChange(cluster, change);
   std::set<std::string> pools;
+  // A change that sells more (a new reservation, a larger add-on) needs a gate no
+  // failure closed; moving a record along, or shrinking, repairs and is allowed.
+  bool grows = false;
   if (const auto* add = std::get_if<AddRecordChange>(&change)) {
     pools.insert(add->record.profileId);
-    for (auto& problem : validateRecord(add->record)) result.decision.refusals.push_back(problem);
-    if (!detail::findClass(cluster, add->record.profileId)) {
-      result.decision.refuse(Code::ClassUnknown,
-                             fmt::format("record {} names profile {}, which is no GPUDeviceClass", add->record.id,
-                                         add->record.profileId));
-    }
+    grows = std::none_of(cluster.ledger.records.begin(), cluster.ledger.records.end(),
+                         [&](const ReservationRecord& r) { return r.id == add->record.id; });
+    checkRecordChange(cluster, add->record, result);
   } else if (const auto* addon = std::get_if<AddonQuantityChange>(&change)) {
     const Addon* known = findAddon(cluster, addon->addonId);
     const Organization* org = detail::findOrganization(cluster, addon->organization);
@@ -203,6 +316,11 @@ PlanResult plan(const Cluster& cluster, const Change& change) {
       result.decision.refuse(Code::AddonUnknown, fmt::format("add-on {} is not in billing-plans", addon->addonId));
     } else {
       for (const auto& [profile, grant] : known->gpu) pools.insert(profile);
+    }
+    if (org) {
+      auto it = std::find_if(org->addons.begin(), org->addons.end(),
+                             [&](const AddonAssignment& a) { return a.addonId == addon->addonId; });
+      grows = addon->quantity > (it == org->addons.end() ? 0 : it->quantity);
     }
     if (org && known) {
       const Organization* changed = detail::findOrganization(after, addon->organization);
@@ -220,7 +338,15 @@ PlanResult plan(const Cluster& cluster, const Change& change) {
       for (auto& p : affectedPools(cluster, it->second)) pools.insert(p);
       Node moved = it->second;
       moved.expectedMode = mode->expectedMode;
-      for (auto& p : affectedPools(cluster, moved)) pools.insert(p);
+      auto joined = affectedPools(cluster, moved);
+      // A node that does not advertise its new mode's devices yet may join any
+      // pool of that mode: each must be ready for it.
+      if (joined.empty()) {
+        for (const auto& [name, cls] : cluster.classes) {
+          if (cls.nodeMode == mode->expectedMode) joined.push_back(name);
+        }
+      }
+      for (auto& p : joined) pools.insert(p);
       auto holders = nodeHolders(cluster, mode->node);
       if (!holders.empty()) {
         std::string names;
@@ -229,19 +355,44 @@ PlanResult plan(const Cluster& cluster, const Change& change) {
                                fmt::format("node {} cannot switch to '{}' while {} holder(s) remain: {}", mode->node,
                                            toString(mode->expectedMode), holders.size(), names));
       }
+      // The seed's step 3: a sequential node moves only with both pools' creation gates closed.
+      for (const auto& name : pools) {
+        const DeviceClass* cls = detail::findClass(cluster, name);
+        if (cls && liveGate(cluster, *cls).open) {
+          result.decision.refuse(Code::ModeTransitionBlocked,
+                                 fmt::format("node {} cannot switch modes while creation in pool {} is open: close it "
+                                             "first (spec.creationPaused: true on GPUDeviceClass {})",
+                                             mode->node, name, name));
+        }
+      }
     }
   }
   for (const auto& name : pools) {
     const DeviceClass* before = detail::findClass(cluster, name);
     if (!before) continue;
+    GateState gate = liveGate(cluster, *before);
+    if (grows && gate.failed()) {
+      result.decision.refuse(Code::GateClosed, fmt::format("pool {} is closed by a failed audit ({}): {}", name,
+                                                           gate.failureId, gate.reason));
+    }
+    result.gates.push_back(std::move(gate));
     result.before.push_back(evaluateInvariant(cluster, *before));
     PoolInvariant next = evaluateInvariant(after, *detail::findClass(after, name));
-    // A change that leaves a broken pool better off (a reduction) is not refused.
-    if (!next.holds() && next.headroom < result.before.back().headroom) {
+    if (!next.unknown.empty()) {
+      result.decision.refuse(Code::InvariantUnknown, "after the change " + next.equation());
+    } else if (!next.holds() && next.headroom < result.before.back().headroom) {
+      // A change that leaves a broken pool better off (a reduction) is not refused.
       result.decision.refuse(Code::InvariantBroken, "after the change " + next.equation());
     }
     result.after.push_back(std::move(next));
   }
+  // The add-on door and the equation may refuse for the same reason: say it once.
+  auto& refusals = result.decision.refusals;
+  std::vector<Refusal> unique;
+  for (auto& r : refusals) {
+    if (std::find(unique.begin(), unique.end(), r) == unique.end()) unique.push_back(std::move(r));
+  }
+  refusals = std::move(unique);
   return result;
 }
 

@@ -30,12 +30,16 @@ std::string_view toString(Code code) {
     case Code::AddonUnknown: return "AddonUnknown";
     case Code::ModeTransitionBlocked: return "ModeTransitionBlocked";
     case Code::InvariantBroken: return "InvariantBroken";
+    case Code::InvariantUnknown: return "InvariantUnknown";
+    case Code::TransactionInFlight: return "TransactionInFlight";
+    case Code::ReservationMismatch: return "ReservationMismatch";
     case Code::CacheNotSynced: return "CacheNotSynced";
     case Code::RecordSchema: return "RecordSchema";
     case Code::RecordTime: return "RecordTime";
     case Code::RecordState: return "RecordState";
     case Code::RecordForbiddenContent: return "RecordForbiddenContent";
     case Code::RecordTransition: return "RecordTransition";
+    case Code::RecordDuplicate: return "RecordDuplicate";
   }
   return "Unknown";
 }

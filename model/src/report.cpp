@@ -13,7 +13,7 @@ Report buildReport(const Cluster& cluster, const AuditOptions& options) {
     pool.pool = name;
     pool.invariant = evaluateInvariant(cluster, cls);
     pool.findings = auditPool(cluster, cls, options);
-    pool.gate = evaluateGate(cls, pool.findings, cluster.now);
+    pool.gate = evaluateGate(cluster, cls, pool.findings);
     report.pools.push_back(std::move(pool));
   }
   TotalsCapacityView view(cluster, computeUsage(cluster));

@@ -48,9 +48,24 @@ void ResourceList::add(std::string_view name, std::int64_t amount) {
 
 std::string quotaKey(std::string_view resourceName) { return "requests." + std::string(resourceName); }
 
-bool isGpuResourceName(std::string_view name) {
-  return name.starts_with("nvidia.com/") || name == "amd.com/gpu" || name.starts_with("amd.com/gpu") ||
-         name.starts_with("gpu.intel.com/");
+bool isExtendedResourceName(std::string_view name) {
+  auto slash = name.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == name.size()) return false;
+  std::string_view domain = name.substr(0, slash);
+  if (domain == "kubernetes.io" || domain.ends_with(".kubernetes.io")) return false;
+  // Quota keys ("requests.x/y") are not resource names.
+  return !domain.starts_with("requests.") && !domain.starts_with("limits.");
+}
+
+bool isGpuVendorResourceName(std::string_view name) {
+  return name.starts_with("nvidia.com/") || name.starts_with("amd.com/gpu") || name.starts_with("gpu.intel.com/");
+}
+
+bool isGpuQuotaKey(std::string_view key) {
+  for (std::string_view prefix : {std::string_view("requests."), std::string_view("limits.")}) {
+    if (key.starts_with(prefix)) return isExtendedResourceName(key.substr(prefix.size()));
+  }
+  return isExtendedResourceName(key);
 }
 
 }  // namespace tally::model

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lookup.hpp"
+
 namespace tally::model {
 
 namespace {
@@ -36,7 +38,7 @@ ResourceList effectiveRequests(const Pod& pod) {
   std::vector<std::string_view> names;
   auto note = [&](const ResourceList& l) {
     for (const auto& [name, amount] : l) {
-      if (isGpuResourceName(name) && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      if (isExtendedResourceName(name) && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
     }
   };
   for (const auto& c : pod.containers) note(c);
@@ -50,29 +52,86 @@ ResourceList effectiveRequests(const Pod& pod) {
   return out;
 }
 
-bool isTerminal(const Pod& pod) { return pod.phase == PodPhase::Succeeded || pod.phase == PodPhase::Failed; }
+bool isGpuResource(const Cluster& cluster, std::string_view resource) {
+  if (isGpuVendorResourceName(resource)) return true;
+  return std::any_of(cluster.classes.begin(), cluster.classes.end(),
+                     [&](const auto& entry) { return entry.second.resourceName == resource; });
+}
 
-LauncherIndex::LauncherIndex(const Cluster& cluster) : cluster_(&cluster) {
+ResourceList gpuRequests(const Cluster& cluster, const Pod& pod) {
+  ResourceList out;
+  for (const auto& [name, amount] : effectiveRequests(pod)) {
+    if (isGpuResource(cluster, name)) out.set(name, amount);
+  }
+  return out;
+}
+
+bool mayHoldGpu(const Pod& pod) { return pod.hasResourceClaims || !effectiveRequests(pod).empty(); }
+
+bool isTerminal(const Pod& pod) {
+  return std::find(std::begin(kTerminalPodPhases), std::end(kTerminalPodPhases), pod.phase) != std::end(kTerminalPodPhases);
+}
+
+std::string_view toString(PodPhase phase) {
+  switch (phase) {
+    case PodPhase::Pending: return "Pending";
+    case PodPhase::Running: return "Running";
+    case PodPhase::Succeeded: return "Succeeded";
+    case PodPhase::Failed: return "Failed";
+    case PodPhase::Unknown: return "Unknown";
+  }
+  return "Unknown";
+}
+
+Launch launchOf(const Pod& pod, const LaunchFacts& facts) {
+  Launch out;
+  if (pod.uid.empty()) return out;
+  const VirtualMachineInstance* listed = nullptr;
+  bool twice = false;
+  facts.forEachVmiListing(pod, [&](const VirtualMachineInstance& vmi) {
+    if (vmi.ns != pod.ns || !vmi.activePods.contains(pod.uid) || &vmi == listed) return;
+    if (listed) twice = true;
+    listed = &vmi;
+  });
+  if (!listed || twice) return out;
+  out.vmi = listed;
+  facts.forEachDeviceOf(*listed, [&](const GpuDevice& d) {
+    if (attachableTo(d, *listed)) out.devices.push_back(&d);
+  });
+  return out;
+}
+
+void ClusterLaunchFacts::forEachVmiListing(const Pod& pod,
+                                           const std::function<void(const VirtualMachineInstance&)>& visit) const {
+  auto [first, last] = detail::namespacedRange(cluster_->vmis, pod.ns);
+  for (auto it = first; it != last; ++it) visit(it->second);
+}
+
+void ClusterLaunchFacts::forEachDeviceOf(const VirtualMachineInstance& vmi,
+                                         const std::function<void(const GpuDevice&)>& visit) const {
+  auto [first, last] = detail::namespacedRange(cluster_->devices, vmi.ns);
+  for (auto it = first; it != last; ++it) visit(it->second);
+}
+
+LauncherIndex::LauncherIndex(const Cluster& cluster) {
   for (const auto& [key, vmi] : cluster.vmis) {
-    for (const auto& [podUid, node] : vmi.activePods) byPodUid_[podUid] = &vmi;
+    for (const auto& [podUid, node] : vmi.activePods) byPodUid_.emplace(podUid, &vmi);
   }
+  // By uid only: the name in attachedTo may be stale (a VMI recreated under the same name).
   for (const auto& [key, d] : cluster.devices) {
-    if (d.attachedTo.uid.empty()) continue;
-    auto vmi = cluster.vmis.find(objectKey(d.ns, d.attachedTo.name));
-    if (vmi != cluster.vmis.end() && attachableTo(d, vmi->second)) devicesByVmiUid_[d.attachedTo.uid].push_back(&d);
+    if (!d.attachedTo.uid.empty()) devicesByVmiUid_.emplace(d.attachedTo.uid, &d);
   }
 }
 
-const VirtualMachineInstance* LauncherIndex::launcherOf(const Pod& pod) const {
-  auto it = byPodUid_.find(pod.uid);
-  if (it == byPodUid_.end() || pod.uid.empty()) return nullptr;
-  // A VMI only launches pods of its own namespace.
-  return it->second->ns == pod.ns ? it->second : nullptr;
+void LauncherIndex::forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const {
+  auto [first, last] = byPodUid_.equal_range(pod.uid);
+  for (auto it = first; it != last; ++it) visit(*it->second);
 }
 
-const std::vector<const GpuDevice*>& LauncherIndex::attachedDevices(const VirtualMachineInstance& vmi) const {
-  auto it = devicesByVmiUid_.find(vmi.uid);
-  return it == devicesByVmiUid_.end() ? kNoDevices : it->second;
+void LauncherIndex::forEachDeviceOf(const VirtualMachineInstance& vmi,
+                                    const std::function<void(const GpuDevice&)>& visit) const {
+  auto [first, last] = devicesByVmiUid_.equal_range(vmi.uid);
+  for (auto it = first; it != last; ++it) visit(*it->second);
 }
 
 bool attachableTo(const GpuDevice& d, const VirtualMachineInstance& vmi) {
@@ -101,14 +160,13 @@ std::int64_t capacityCoverage(const std::vector<const GpuDevice*>& attached, con
 
 std::string budgetKeyFor(std::string_view resource) { return quotaKey(resource); }
 
-PodUsage podUsage(const Pod& pod, const VirtualMachineInstance* launcherOf,
-                  const std::vector<const GpuDevice*>& attached, const Cluster& cluster) {
+PodUsage podUsage(const Pod& pod, const Launch& launch, const Cluster& cluster) {
   PodUsage out;
   if (isTerminal(pod)) return out;
   out.node = pod.nodeName;
-  out.isLauncher = launcherOf != nullptr;
-  const auto& devices = launcherOf ? attached : kNoDevices;
-  for (const auto& [resource, amount] : effectiveRequests(pod)) {
+  out.isLauncher = launch.vmi != nullptr;
+  const auto& devices = launch.vmi ? launch.devices : kNoDevices;
+  for (const auto& [resource, amount] : gpuRequests(cluster, pod)) {
     std::int64_t forBudget = std::max<std::int64_t>(0, amount - budgetCoverage(devices, cluster, resource));
     if (forBudget > 0) out.budget.add(budgetKeyFor(resource), forBudget);
     if (!pod.nodeName.empty()) {
@@ -136,8 +194,7 @@ UsageTotals computeUsage(const Cluster& cluster) {
   UsageTotals totals;
   LauncherIndex launchers(cluster);
   for (const auto& [key, pod] : cluster.pods) {
-    const VirtualMachineInstance* vmi = launchers.launcherOf(pod);
-    PodUsage u = podUsage(pod, vmi, vmi ? launchers.attachedDevices(*vmi) : kNoDevices, cluster);
+    PodUsage u = podUsage(pod, launchOf(pod, launchers), cluster);
     if (!u.node.empty()) {
       for (const auto& [r, a] : u.capacity) {
         totals.nodeUsed[u.node].add(r, a);

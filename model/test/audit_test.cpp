@@ -113,41 +113,147 @@ TEST_F(AuditedPool, InvalidRecordOfThePoolFails) {
   EXPECT_FALSE(has(FindingCode::InvalidRecord));
 }
 
-TEST(Gate, FailingAuditClosesTheGateWithAFailureId) {
-  auto cls = passthroughClass();
-  auto gate = evaluateGate(cls, {{FindingCode::ActiveAlert, "alert X is firing"}}, 1000);
+Cluster gateCluster(DeviceClass cls, Timestamp now = 1000) {
+  Cluster c = syncedCluster(now);
+  put(c, std::move(cls));
+  return c;
+}
+
+TEST(Gate, FailingAuditClosesTheGateWithAFailureIdDerivedFromTheFindings) {
+  Cluster c = gateCluster(passthroughClass());
+  const auto& cls = c.classes.at("h200");
+  std::vector<Finding> alert = {{FindingCode::ActiveAlert, "alert X is firing", "alert/X"}};
+  auto gate = evaluateGate(c, cls, alert);
   EXPECT_FALSE(gate.open);
-  EXPECT_EQ(gate.failureId, "h200-1000");
+  EXPECT_TRUE(gate.failed());
+  EXPECT_TRUE(gate.failureId.starts_with("h200-")) << gate.failureId;
+  EXPECT_TRUE(gate.failureId.ends_with("-1000")) << gate.failureId;
+  // Another failure gets another id; the same findings with other figures in
+  // their messages keep it.
+  std::vector<Finding> other = {{FindingCode::StaleCapacity, "the Pod cache was last confirmed 400s ago", "cache/Pod"}};
+  EXPECT_NE(evaluateGate(c, cls, other).failureId, gate.failureId);
+  std::vector<Finding> reworded = {{FindingCode::ActiveAlert, "alert X is firing (again)", "alert/X"}};
+  EXPECT_EQ(evaluateGate(c, cls, reworded).failureId, gate.failureId);
+}
+
+TEST(Gate, TheSameFailureKeepsItsPublishedIdWhileItLasts) {
+  Cluster c = gateCluster(passthroughClass(), 1000);
+  std::vector<Finding> alert = {{FindingCode::ActiveAlert, "alert X is firing", "alert/X"}};
+  std::string first = evaluateGate(c, c.classes.at("h200"), alert).failureId;
+  c.now = 5000;
+  auto& cls = c.classes.at("h200");
+  cls.gateOpen = false;
+  cls.gateFailureId = first;
+  EXPECT_EQ(evaluateGate(c, cls, alert).failureId, first);
+  // Once it reopened, the same findings later are a new failure with a new id.
+  cls.gateOpen = true;
+  EXPECT_NE(evaluateGate(c, cls, alert).failureId, first);
 }
 
 TEST(Gate, StaysClosedAfterFindingsClearUntilProductAndSreAcknowledge) {
-  auto cls = passthroughClass();
+  Cluster c = gateCluster(passthroughClass(), 2000);
+  auto& cls = c.classes.at("h200");
   cls.gateOpen = false;
   cls.gateFailureId = "h200-1000";
-  EXPECT_FALSE(evaluateGate(cls, {}, 2000).open);
+  EXPECT_FALSE(evaluateGate(c, cls, {}).open);
   cls.acknowledgements.push_back({"h200-1000", "product", "pat"});
-  EXPECT_FALSE(evaluateGate(cls, {}, 2000).open);
+  EXPECT_FALSE(evaluateGate(c, cls, {}).open);
   cls.acknowledgements.push_back({"h200-1000", "sre", "pat"});  // same person twice
-  EXPECT_FALSE(evaluateGate(cls, {}, 2000).open);
+  EXPECT_FALSE(evaluateGate(c, cls, {}).open);
   cls.acknowledgements.push_back({"h200-999", "sre", "sam"});  // another failure
-  EXPECT_FALSE(evaluateGate(cls, {}, 2000).open);
+  EXPECT_FALSE(evaluateGate(c, cls, {}).open);
   cls.acknowledgements.push_back({"h200-1000", "sre", "sam"});
-  EXPECT_TRUE(evaluateGate(cls, {}, 2000).open);
+  EXPECT_TRUE(evaluateGate(c, cls, {}).open);
+}
+
+TEST(Gate, AnyProductIdentityPairsWithAnyDifferentSreIdentity) {
+  // Greedy matching took product pat first and then refused sre pat, missing the
+  // valid pair product sam + sre pat.
+  Cluster c = gateCluster(passthroughClass(), 2000);
+  auto& cls = c.classes.at("h200");
+  cls.gateOpen = false;
+  cls.gateFailureId = "h200-1000";
+  cls.acknowledgements = {{"h200-1000", "product", "pat"}, {"h200-1000", "product", "sam"}, {"h200-1000", "sre", "pat"}};
+  EXPECT_TRUE(evaluateGate(c, cls, {}).open);
+  cls.acknowledgements = {{"h200-1000", "sre", "pat"}, {"h200-1000", "product", "pat"}};
+  auto gate = evaluateGate(c, cls, {});
+  EXPECT_FALSE(gate.open);
+  EXPECT_NE(gate.reason.find("two different identities"), std::string::npos) << gate.reason;
+}
+
+TEST(Gate, AcknowledgementsOfOneFailureDoNotReopenAfterAnother) {
+  Cluster c = gateCluster(passthroughClass(), 1000);
+  std::vector<Finding> alert = {{FindingCode::ActiveAlert, "alert X is firing", "alert/X"}};
+  std::vector<Finding> stale = {{FindingCode::StaleCapacity, "stale", "cache/Node"}};
+  auto& cls = c.classes.at("h200");
+  std::string first = evaluateGate(c, cls, alert).failureId;
+  cls.acknowledgements = {{first, "product", "pat"}, {first, "sre", "sam"}};
+  // A different failure came and went: the class published its id.
+  cls.gateOpen = false;
+  cls.gateFailureId = evaluateGate(c, cls, stale).failureId;
+  ASSERT_NE(cls.gateFailureId, first);
+  EXPECT_FALSE(evaluateGate(c, cls, {}).open);
 }
 
 TEST(Gate, AcknowledgementsDoNotOpenAGateWhileFindingsRemain) {
-  auto cls = passthroughClass();
+  Cluster c = gateCluster(passthroughClass(), 2000);
+  auto& cls = c.classes.at("h200");
   cls.gateOpen = false;
   cls.gateFailureId = "h200-1000";
   cls.acknowledgements = {{"h200-1000", "product", "pat"}, {"h200-1000", "sre", "sam"}};
-  auto gate = evaluateGate(cls, {{FindingCode::StaleCapacity, "stale"}}, 2000);
+  auto gate = evaluateGate(c, cls, {{FindingCode::StaleCapacity, "stale", "cache/Pod"}});
   EXPECT_FALSE(gate.open);
-  EXPECT_EQ(gate.failureId, "h200-1000");
 }
 
 TEST(Gate, InformationalFindingsDoNotClose) {
-  auto cls = sharedClass();
-  EXPECT_TRUE(evaluateGate(cls, {{FindingCode::SharedNodeWithoutInventory, "no inventory"}}, 1).open);
+  Cluster c = gateCluster(sharedClass());
+  EXPECT_TRUE(evaluateGate(c, c.classes.at("v100-8g"), {{FindingCode::SharedNodeWithoutInventory, "no inventory", "node/x"}}).open);
+}
+
+TEST(Gate, PendingRecordClosesCreationUntilTheTransactionEnds) {
+  Cluster c = gateCluster(passthroughClass());
+  c.ledger.records.push_back(record("gpu-res-7", "acme", "h200", 1, ReservationState::Pending));
+  auto gate = evaluateGate(c, c.classes.at("h200"), {});
+  EXPECT_FALSE(gate.open);
+  EXPECT_FALSE(gate.failed()) << "a transaction freezes creation, it is no failure: grants stay possible";
+  EXPECT_EQ(gate.transaction, "gpu-res-7");
+  c.ledger.records.back() = record("gpu-res-7", "acme", "h200", 1, ReservationState::Active);
+  EXPECT_TRUE(evaluateGate(c, c.classes.at("h200"), {}).open) << "reopens by itself";
+}
+
+TEST(Gate, ReleasingRecordClosesCreation) {
+  Cluster c = gateCluster(passthroughClass());
+  auto r = record("gpu-res-7", "acme", "h200", 1, ReservationState::Releasing);
+  c.ledger.records.push_back(r);
+  EXPECT_FALSE(evaluateGate(c, c.classes.at("h200"), {}).open);
+  r.state = ReservationState::Released;
+  r.releasedAt = r.activatedAt.value() + 10;
+  c.ledger.records.back() = r;
+  EXPECT_TRUE(evaluateGate(c, c.classes.at("h200"), {}).open);
+}
+
+TEST(Gate, ClassMayOptOutOfTheTransactionFreeze) {
+  auto cls = passthroughClass();
+  cls.keepCreationOpenDuringTransactions = true;
+  Cluster c = gateCluster(cls);
+  c.ledger.records.push_back(record("gpu-res-7", "acme", "h200", 1, ReservationState::Pending));
+  EXPECT_TRUE(evaluateGate(c, c.classes.at("h200"), {}).open);
+}
+
+TEST(Gate, OperatorPauseClosesCreation) {
+  auto cls = passthroughClass();
+  cls.creationPaused = true;
+  Cluster c = gateCluster(cls);
+  auto gate = evaluateGate(c, c.classes.at("h200"), {});
+  EXPECT_FALSE(gate.open);
+  EXPECT_TRUE(gate.paused);
+  EXPECT_FALSE(gate.failed());
+}
+
+TEST(Gate, TransactionInOtherPoolLeavesThisOneOpen) {
+  Cluster c = gateCluster(passthroughClass());
+  c.ledger.records.push_back(record("gpu-res-7", "acme", "other", 1, ReservationState::Pending));
+  EXPECT_TRUE(evaluateGate(c, c.classes.at("h200"), {}).open);
 }
 
 }  // namespace

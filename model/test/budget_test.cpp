@@ -22,7 +22,7 @@ struct TenantTree : ::testing::Test {
   }
   std::optional<Refusal> check(std::string_view nsName, std::int64_t amount) {
     TotalsCapacityView view(c, computeUsage(c));
-    return checkBudget(c, view, nsName, key, amount);
+    return checkBudget(c, view, nsName, BudgetAsk{key, amount, 0});
   }
 };
 

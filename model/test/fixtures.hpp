@@ -109,6 +109,7 @@ inline HierarchicalResourceQuota hrq(std::string nsName, std::string name, std::
   q.ns = std::move(nsName);
   q.name = std::move(name);
   q.hard.set(key, hard);
+  q.statusHard.set(key, hard);  // as HNC reports it once converged
   return q;
 }
 

@@ -155,7 +155,10 @@ TEST_F(H200Pool, PlanModeTransitionIsRefusedWhileTheNodeHasHolders) {
 }
 
 TEST_F(H200Pool, PlanModeTransitionIsRefusedWhenItBreaksThePoolItLeaves) {
-  put(c, sharedClass());
+  auto shared = sharedClass();
+  shared.creationPaused = true;
+  put(c, shared);
+  c.classes.at("h200").creationPaused = true;  // both gates closed for the transition
   put(c, org("acme", {{"h200-quota", 6}}));
   put(c, hrq("acme", "plan-quota", key, 6));
   auto r = plan(c, NodeModeChange{"gpu-2", NodeMode::PodHami});

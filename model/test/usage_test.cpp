@@ -40,9 +40,9 @@ TEST(PodUsage, TerminalPodsUseNothing) {
   Cluster c = syncedCluster();
   put(c, passthroughClass());
   Pod p = gpuPod("t", "done", kH200, 2, "gpu-1", PodPhase::Succeeded);
-  EXPECT_TRUE(podUsage(p, nullptr, {}, c).capacity.empty());
+  EXPECT_TRUE(podUsage(p, Launch{}, c).capacity.empty());
   p.phase = PodPhase::Failed;
-  EXPECT_TRUE(podUsage(p, nullptr, {}, c).budget.empty());
+  EXPECT_TRUE(podUsage(p, Launch{}, c).budget.empty());
 }
 
 struct VmScenario : ::testing::Test {

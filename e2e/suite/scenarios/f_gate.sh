@@ -32,7 +32,7 @@ msg="$(pod_unsched "$N" after)"
 say "after: $msg"
 check_has "new pod is Unschedulable" "Unschedulable:" "$msg"
 check_has "reason: the pool gate is closed, with the failure id" \
-  "pool $(cls h200) is closed to new GPU workloads by a failed audit ($fid)" "$msg"
+  "creation in pool $(cls h200) is closed by a failed audit ($fid)" "$msg"
 ev="$(failed_events "$N" after)"
 check_has "unresolvable: kube-scheduler does not look for preemption victims" "Preemption is not helpful" "$ev"
 check_lacks "no node is reported as resolvable" "No preemption victims" "$ev"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tally/model/cluster.hpp"
+#include "tally/model/gate.hpp"
 #include "tally/model/pool.hpp"
 
 namespace tally::model {
@@ -21,6 +22,10 @@ enum class FindingCode {
   StatusDisagreement,
   MultipleTransactions,
   InvalidRecord,
+  QuotaUnknown,            // an organization with GPU add-ons whose HRQ plan-quota cannot be read
+  UnattributedQuantity,    // a quantity no add-on, class or pool explains
+  BothDevicePlugins,       // a node advertises a VM GPU resource and HAMi's nvidia.com/gpu
+  DegradedHealth,          // capacity above allocatable, or an unhealthy GPU parent
   SharedNodeWithoutInventory,  // informational: such a node serves no shared units
 };
 std::string_view toString(FindingCode code);
@@ -30,6 +35,10 @@ bool failsClosed(FindingCode code);
 struct Finding {
   FindingCode code;
   std::string message;
+  // What the finding is about ("node/gpu-1", "record/gpu-res-4", "cache/Pod"):
+  // with the code, what identifies a failure across audits (messages carry
+  // figures that change from one audit to the next).
+  std::string subject;
   friend bool operator==(const Finding&, const Finding&) = default;
 };
 
@@ -39,16 +48,24 @@ struct AuditOptions {
 
 std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, const AuditOptions& options = {});
 
-struct GateState {
-  bool open = true;
-  std::string failureId;  // the failure that closed it (kept until acknowledged)
-  std::string reason;
-  friend bool operator==(const GateState&, const GateState&) = default;
-};
+// The id of the failure a set of findings makes: the pool, a digest of the
+// failing findings' codes and subjects, and when that failure began (kept from
+// the class's published gateFailureId while the same failure lasts), so an
+// acknowledgement binds to one failure and never reopens the gate after another.
+std::string failureId(const DeviceClass& pool, const std::vector<Finding>& findings, Timestamp now);
 
-// The creation gate: closed while failing findings exist; after they clear it
-// reopens only when two distinct identities, one "product" and one "sre",
-// acknowledged the failure id on the class.
-GateState evaluateGate(const DeviceClass& pool, const std::vector<Finding>& findings, Timestamp now);
+// The creation gate of the pool, in this order:
+//  * closed while failing findings exist (a failure: new grants are refused too);
+//  * after a failure clears, closed until acknowledged: any "product" identity
+//    and any "sre" identity different from it, both for the failure id;
+//  * closed while the operator pauses creation (spec.creationPaused);
+//  * closed while a reservation transaction (a pending or releasing record) is
+//    in flight in the pool, unless spec.keepCreationOpenDuringTransactions;
+//    it reopens by itself when the transaction ends;
+//  * otherwise open.
+GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const std::vector<Finding>& findings);
+
+// The gate as a door reads it from the class's published status, and its message.
+std::string gateClosedMessage(const DeviceClass& pool);
 
 }  // namespace tally::model

@@ -35,11 +35,21 @@ class TotalsUsageReader final : public UsageReader {
   const UsageTotals& totals_;
 };
 
-// A request of `amount` for `key` in namespace `ns` fits when for `ns` and every
-// ancestor with an HRQ limit on `key`, used_subtree + amount <= hard, and `ns`'s
-// ResourceQuotas allow it. Returns the first refusal, naming the quota, the key,
-// the usage, the request and the limit.
+// One budget question: `amount` more of `key`, of which `included` units are
+// already part of the usage (a pod the cache counts, since Kubernetes quota
+// counts every non-terminal pod), so the message can say so.
+struct BudgetAsk {
+  std::string_view key;
+  std::int64_t amount = 0;
+  std::int64_t included = 0;
+};
+
+// A request fits when for its namespace and every ancestor with an HRQ limit on
+// the key, used_subtree + amount <= hard, and the namespace's ResourceQuotas
+// allow it. Returns the first refusal, naming the quota, the key, the usage, the
+// request and the limit. A namespace the (synced) namespace cache does not hold
+// is refused as NamespaceUnknown: its ancestors, and so their HRQs, are unknown.
 std::optional<Refusal> checkBudget(const Cluster& cluster, const UsageReader& usage, std::string_view ns,
-                                   std::string_view key, std::int64_t amount);
+                                   const BudgetAsk& ask);
 
 }  // namespace tally::model

@@ -16,7 +16,7 @@ enum class ReservationState { Pending, Active, Releasing, Released, Canceled };
 std::string_view toString(ReservationState s);
 std::optional<ReservationState> parseReservationState(std::string_view text);
 
-// Whether the record holds capacity in the invariant (pending or active).
+// Whether the record holds capacity in the invariant (pending, active or releasing).
 bool holdsCapacity(ReservationState s);
 // Whether the record is a transaction still in flight (pending or releasing).
 bool inFlight(ReservationState s);

@@ -50,7 +50,8 @@ struct Node {
   NodeMode expectedMode = NodeMode::Unset;
   bool ready = false;
   bool unschedulable = false;
-  ResourceList allocatable;                                   // GPU resources only
+  ResourceList capacity;                                      // extended resources only
+  ResourceList allocatable;                                   // extended resources only
   std::optional<std::vector<InventoryParent>> inventory;      // absent without annotation
   friend bool operator==(const Node&, const Node&) = default;
 };
@@ -89,12 +90,20 @@ struct DeviceClass {
   std::optional<std::int64_t> operatorSpareDevices;
   bool singleDevicePilotApproved = false;
   std::string pciVendorSelector;
+  // spec.creationPaused: an operator closes creation in the pool by hand (e.g.
+  // before a sequential node switches modes).
+  bool creationPaused = false;
+  // spec.keepCreationOpenDuringTransactions: opt out of the freeze that closes
+  // creation while a reservation transaction (pending or releasing record) is in
+  // flight in the pool.
+  bool keepCreationOpenDuringTransactions = false;
   bool deleting = false;
   std::vector<GateAcknowledgement> acknowledgements;
   // Last gate decision the controller published (status), so a closed gate
   // stays closed until acknowledged.
   std::string gateFailureId;
   bool gateOpen = true;
+  std::string gateReason;  // the CreationOpen condition's message
   friend bool operator==(const DeviceClass&, const DeviceClass&) = default;
 };
 

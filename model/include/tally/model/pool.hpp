@@ -1,7 +1,7 @@
 #pragma once
 // Pools, reservations and the capacity invariant (SPEC 3.4):
 //
-//   healthy schedulable devices(P) >= active+pending reserved devices(P)
+//   healthy schedulable devices(P) >= pending+active+releasing reserved devices(P)
 //                                   + sum over orgs of non-reserved hard quota(org, P)
 //                                   + operator spare(P)
 //
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tally/model/cluster.hpp"
+#include "tally/model/gate.hpp"
 #include "tally/model/refusal.hpp"
 
 namespace tally::model {
@@ -38,17 +39,21 @@ struct PoolInvariant {
   std::int64_t unitsPerDevice = 1;
   std::int64_t healthySchedulableDevices = 0;
   Term healthy;           // units of eligible nodes of the pool
-  Term reserved;          // active + pending records
+  Term reserved;          // pending + active + releasing records
   Term nonReservedHard;   // sum over orgs of HRQ hard minus reservation grants
   Term spare;             // operator spare
   std::int64_t headroom = 0;  // healthy - (reserved + nonReservedHard + spare)
-  bool holds() const { return headroom >= 0; }
+  // Terms that could not be read (an organization's HRQ missing, an unsynced
+  // cache): the equation is unknown and never holds.
+  std::vector<std::string> unknown;
+  bool holds() const { return unknown.empty() && headroom >= 0; }
   std::string equation() const;  // "8 >= 2 + 5 + 1" style, with the pool named
   friend bool operator==(const PoolInvariant&, const PoolInvariant&) = default;
 };
 
-// Operator spare in devices: operatorSpareDevices when >= 1; otherwise 1, and 0
-// only for a one-device pool with singleDevicePilotApproved.
+// Operator spare in devices: 0 for an empty pool (nothing to keep spare, so a
+// sequential node can leave a pool nobody holds); else operatorSpareDevices when
+// >= 1; otherwise 1, and 0 only for a one-device pool with singleDevicePilotApproved.
 std::int64_t spareDevices(const DeviceClass& cls, std::int64_t poolDevices);
 
 // Units of a reservation-add-on grant for the pool held by an organization
@@ -71,6 +76,19 @@ std::int64_t hardQuotaUnits(const Cluster& cluster, const Organization& org, con
 
 PoolInvariant evaluateInvariant(const Cluster& cluster, const DeviceClass& pool);
 
+// Whether the organization holds add-ons that grant quota in the pool (its HRQ
+// must then be readable for the pool's equation to be known).
+bool grantsInPool(const Cluster& cluster, const Organization& org, const DeviceClass& pool);
+
+// Only whole-device VM profiles (passthrough pools) can be reserved, through an
+// operator-only add-on granting only devices of exactly that profile. Returns
+// what is wrong with the record (its pool or its add-on), if anything.
+std::optional<Refusal> reservationMismatch(const Cluster& cluster, const ReservationRecord& record);
+
+// The cluster with one organization's add-ons replaced by `after`'s, and Tally's
+// keys of its HRQ plan-quota rewritten from them as the quota controller would.
+Cluster withOrganization(const Cluster& cluster, const Organization& after);
+
 // A proposed change to evaluate before it is made.
 struct AddRecordChange {
   ReservationRecord record;
@@ -89,11 +107,17 @@ using Change = std::variant<AddRecordChange, AddonQuantityChange, NodeModeChange
 struct PlanResult {
   std::vector<PoolInvariant> before;  // affected pools, before the change
   std::vector<PoolInvariant> after;   // the same pools, after it
+  std::vector<GateState> gates;       // the affected pools' gates before the change
   Decision decision;                  // refused when an invariant breaks or holders remain
 };
 
 // plan(change): applies the change to a copy of the cluster and evaluates the
-// invariant of every affected pool, with every term and its sources.
+// invariant of every affected pool, with every term and its sources. A record
+// replaces the record of the same id (pending -> active counts once) and must
+// move along the state machine; a new record must be pending; at most one
+// transaction may be in flight per pool; the pool's gate must not be closed by a
+// failed audit. A node mode change needs zero holders and both pools' creation
+// gates closed.
 PlanResult plan(const Cluster& cluster, const Change& change);
 
 // Applies a change to a copy of the cluster (what plan() evaluates).

@@ -37,6 +37,9 @@ enum class Code {
   AddonUnknown,
   ModeTransitionBlocked,
   InvariantBroken,
+  InvariantUnknown,
+  TransactionInFlight,
+  ReservationMismatch,
   CacheNotSynced,
   // ledger records
   RecordSchema,
@@ -44,6 +47,7 @@ enum class Code {
   RecordState,
   RecordForbiddenContent,
   RecordTransition,
+  RecordDuplicate,
 };
 
 std::string_view toString(Code code);

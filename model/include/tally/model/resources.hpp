@@ -41,8 +41,17 @@ class ResourceList {
 // "requests.<resourceName>", the key quotas use for extended resources.
 std::string quotaKey(std::string_view resourceName);
 
-// Whether a resource name is a GPU resource for holder checks (nvidia.com/,
-// amd.com/gpu, gpu.intel.com/).
-bool isGpuResourceName(std::string_view name);
+// Whether a resource name is an extended resource (domain-prefixed and outside
+// the kubernetes.io domains): what decoders keep, since a GPUDeviceClass may sell
+// any extended resource name the CRD accepts, of any vendor.
+bool isExtendedResourceName(std::string_view name);
+
+// Whether a resource name is a GPU vendor's (nvidia.com/, amd.com/gpu,
+// gpu.intel.com/): a GPU even where no class sells it, so it is never ignored.
+bool isGpuVendorResourceName(std::string_view name);
+
+// Whether a quota key may limit a GPU: requests.<name>, limits.<name> or <name>
+// of an extended resource.
+bool isGpuQuotaKey(std::string_view key);
 
 }  // namespace tally::model

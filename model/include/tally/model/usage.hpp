@@ -3,6 +3,7 @@
 // units and of a tenant's budget.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,25 +16,73 @@ namespace tally::model {
 // app containers plus restartable init containers, and each regular init
 // container plus the sidecars started before it; plus overhead.
 std::int64_t effectiveRequest(const Pod& pod, std::string_view resource);
-// Every GPU resource name the pod requests, with its effective request.
+// Every extended resource the pod requests, with its effective request.
 ResourceList effectiveRequests(const Pod& pod);
 
-bool isTerminal(const Pod& pod);
+// Whether the resource is a GPU in this cluster: a GPU vendor's name, or one a
+// GPUDeviceClass sells (of any vendor), or a HAMi figure riding along.
+bool isGpuResource(const Cluster& cluster, std::string_view resource);
+// The pod's effective requests of GPU resources (isGpuResource).
+ResourceList gpuRequests(const Cluster& cluster, const Pod& pod);
+// Whether a pod may hold a GPU whatever classes exist: any extended resource
+// request, or resource claims. What a cache of GPU pods keeps.
+bool mayHoldGpu(const Pod& pod);
 
-// Launcher detection: a pod is the launcher of a VMI only when that VMI lists the
-// pod's UID in status.activePods. Owner references and labels prove nothing.
-class LauncherIndex {
+bool isTerminal(const Pod& pod);
+// The phases in which a pod uses nothing (Succeeded, Failed).
+inline constexpr PodPhase kTerminalPodPhases[] = {PodPhase::Succeeded, PodPhase::Failed};
+std::string_view toString(PodPhase phase);
+
+// Where the launcher rule reads VMIs and attached devices from. A scan of a
+// Cluster, LauncherIndex and the incremental UsageIndex each implement it; the
+// rule itself (launchOf) is written once.
+class LaunchFacts {
  public:
-  explicit LauncherIndex(const Cluster& cluster);
-  // The VMI whose launcher the pod is, or null.
-  const VirtualMachineInstance* launcherOf(const Pod& pod) const;
-  // Devices attached to the VMI (attachedTo.uid == vmi.uid), not Released.
-  const std::vector<const GpuDevice*>& attachedDevices(const VirtualMachineInstance& vmi) const;
+  virtual ~LaunchFacts() = default;
+  // Calls `visit` for VMIs whose status.activePods may list the pod's uid (a
+  // superset is fine: the rule checks).
+  virtual void forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const = 0;
+  // Calls `visit` for devices that may be attached to the VMI (a superset is
+  // fine), in a deterministic order (by namespace/name).
+  virtual void forEachDeviceOf(const VirtualMachineInstance& vmi, const std::function<void(const GpuDevice&)>& visit) const = 0;
+};
+
+// A pod is a VMI's launcher and which devices cover it.
+struct Launch {
+  const VirtualMachineInstance* vmi = nullptr;
+  std::vector<const GpuDevice*> devices;  // attachableTo(vmi), by namespace/name
+};
+
+// The launcher rule: a pod is the launcher of a VMI only when that VMI, in the
+// pod's own namespace, lists the pod's uid in status.activePods (owner references
+// and labels prove nothing; a pod without a uid launches nothing). A pod that two
+// or more VMIs list launches none of them: KubeVirt lists a pod once, so a second
+// listing is stale or forged, and picking one would let whichever status was
+// written last choose which devices hide the pod's GPUs; its GPUs count as raw
+// usage until one VMI remains. Devices are matched to the VMI by uid only.
+Launch launchOf(const Pod& pod, const LaunchFacts& facts);
+
+// LaunchFacts read by scanning a Cluster (per namespace): for one-off decisions.
+class ClusterLaunchFacts final : public LaunchFacts {
+ public:
+  explicit ClusterLaunchFacts(const Cluster& cluster) : cluster_(&cluster) {}
+  void forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const override;
+  void forEachDeviceOf(const VirtualMachineInstance& vmi, const std::function<void(const GpuDevice&)>& visit) const override;
 
  private:
-  std::map<std::string, const VirtualMachineInstance*> byPodUid_;
-  std::map<std::string, std::vector<const GpuDevice*>> devicesByVmiUid_;
   const Cluster* cluster_;
+};
+
+// LaunchFacts indexed once over a whole Cluster: for recomputing every pod.
+class LauncherIndex final : public LaunchFacts {
+ public:
+  explicit LauncherIndex(const Cluster& cluster);
+  void forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const override;
+  void forEachDeviceOf(const VirtualMachineInstance& vmi, const std::function<void(const GpuDevice&)>& visit) const override;
+
+ private:
+  std::multimap<std::string, const VirtualMachineInstance*> byPodUid_;
+  std::multimap<std::string, const GpuDevice*> devicesByVmiUid_;
 };
 
 // A device covers a VMI's launcher only when attached to that VMI (by uid), in
@@ -56,8 +105,7 @@ struct PodUsage {
   bool isLauncher = false;
   friend bool operator==(const PodUsage&, const PodUsage&) = default;
 };
-PodUsage podUsage(const Pod& pod, const VirtualMachineInstance* launcherOf,
-                  const std::vector<const GpuDevice*>& attached, const Cluster& cluster);
+PodUsage podUsage(const Pod& pod, const Launch& launch, const Cluster& cluster);
 
 // What one held device contributes.
 struct DeviceUsage {

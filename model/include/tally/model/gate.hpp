@@ -1,0 +1,22 @@
+#pragma once
+// The creation gate of a pool (SPEC 3.4, 3.5): what every door reads before it
+// admits or schedules a NEW GPU workload or device order there.
+
+#include <string>
+
+namespace tally::model {
+
+struct GateState {
+  bool open = true;
+  // The failure that closed it, kept until acknowledged; empty when the gate is
+  // closed only by a transaction in flight or by the operator's pause.
+  std::string failureId;
+  std::string transaction;  // the in-flight record (pending or releasing) freezing creation
+  bool paused = false;      // spec.creationPaused
+  std::string reason;
+  // Closed by a failed audit: new grants (add-on increases) are refused too.
+  bool failed() const { return !open && !failureId.empty(); }
+  friend bool operator==(const GateState&, const GateState&) = default;
+};
+
+}  // namespace tally::model
