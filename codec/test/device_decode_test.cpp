@@ -59,6 +59,22 @@ TEST(DeviceClassDecode, CreationOpenTrueOpensAndUnknownCloses) {
   EXPECT_FALSE(unknown.gateOpen);
 }
 
+TEST(DeviceClassDecode, ReadsTheGateControlsAndTheConditionMessage) {
+  auto cls = decodeOk<DeviceClassCodec>(R"({"metadata": {"name": "h"}, "spec": {"allocation": "passthrough",
+    "resourceName": "habana.ai/gaudi2", "creationPaused": true, "keepCreationOpenDuringTransactions": true},
+    "status": {"conditions": [{"type": "CreationOpen", "status": "False",
+                               "message": "reservation gpu-res-7 is pending"}]}})");
+  EXPECT_EQ(cls.resourceName, "habana.ai/gaudi2") << "a class may sell any vendor's extended resource";
+  EXPECT_TRUE(cls.creationPaused);
+  EXPECT_TRUE(cls.keepCreationOpenDuringTransactions);
+  EXPECT_FALSE(cls.gateOpen);
+  EXPECT_EQ(cls.gateReason, "reservation gpu-res-7 is pending");
+  auto plain = decodeOk<DeviceClassCodec>(R"({"metadata": {"name": "h"}, "spec": {"allocation": "passthrough",
+    "resourceName": "r"}})");
+  EXPECT_FALSE(plain.creationPaused);
+  EXPECT_FALSE(plain.keepCreationOpenDuringTransactions);
+}
+
 TEST(DeviceClassDecode, DeletionTimestampMeansDeleting) {
   auto cls = decodeOk<DeviceClassCodec>(R"({"metadata": {"name": "h", "deletionTimestamp": "2026-01-01T00:00:00Z"},
     "spec": {"allocation": "passthrough", "resourceName": "r"}})");

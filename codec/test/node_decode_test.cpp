@@ -32,6 +32,19 @@ TEST(NodeDecode, ReadsModesReadinessCordonAndGpuAllocatable) {
   EXPECT_FALSE(node.inventory.has_value());
 }
 
+TEST(NodeDecode, KeepsCapacityAndExtendedResourcesOfAnyVendor) {
+  auto node = decodeOk<NodeCodec>(R"({"metadata": {"name": "hl-1"}, "status": {
+      "capacity": {"cpu": "64", "habana.ai/gaudi2": "8", "nvidia.com/GH100_H200_SXM_141GB": "8"},
+      "allocatable": {"cpu": "63", "habana.ai/gaudi2": "7", "nvidia.com/GH100_H200_SXM_141GB": "8",
+                      "hugepages-1Gi": "0", "kubernetes.io/something": "1"}}})");
+  EXPECT_EQ(node.capacity.get("habana.ai/gaudi2"), 8);
+  EXPECT_EQ(node.allocatable.get("habana.ai/gaudi2"), 7);
+  EXPECT_EQ(node.capacity.get(kH200), 8);
+  EXPECT_FALSE(node.capacity.contains("cpu"));
+  EXPECT_FALSE(node.allocatable.contains("hugepages-1Gi"));
+  EXPECT_FALSE(node.allocatable.contains("kubernetes.io/something"));
+}
+
 TEST(NodeDecode, FieldOrderDoesNotMatter) {
   auto node = decodeOk<NodeCodec>(R"({"status": {"conditions": [{"status": "True", "type": "Ready"}]},
     "metadata": {"labels": {"kube-dc.com/gpu.workload-mode": "pod-hami"}, "name": "n"}, "kind": "Node"})");

@@ -37,6 +37,14 @@ TEST(PodDecode, KeepsOnlyGpuRequestsPerContainer) {
   EXPECT_TRUE(pod.containers[1].empty());
 }
 
+TEST(PodDecode, KeepsExtendedResourcesOfAnyVendorForTheModelToJudge) {
+  auto pod = decodeOk<PodCodec>(R"({"metadata": {"name": "p"}, "spec": {"containers": [
+    {"name": "a", "resources": {"requests": {"cpu": "1", "habana.ai/gaudi2": "2", "example.com/rdma": "1"}}}]}})");
+  EXPECT_EQ(pod.containers[0].get("habana.ai/gaudi2"), 2);
+  EXPECT_EQ(pod.containers[0].get("example.com/rdma"), 1);
+  EXPECT_FALSE(pod.containers[0].contains("cpu"));
+}
+
 TEST(PodDecode, LimitsStandInForAbsentRequestsAsKubernetesDefaultsThem) {
   auto pod = decodeOk<PodCodec>(R"({"metadata": {"name": "p"}, "spec": {"containers": [
     {"resources": {"limits": {"nvidia.com/gpu": "2", "amd.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}}]}})");
