@@ -286,12 +286,6 @@ void statusFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
                                    "explains",
                                    hrq->ns, hrq->name, hard, key, org.name, granted, hard - granted),
                        hrqName});
-      } else if (hard < granted) {
-        out.push_back({FindingCode::StatusDisagreement,
-                       fmt::format("HRQ {}/{} has hard {} {} but organization {}'s add-ons grant {}: the quota has not "
-                                   "converged",
-                                   hrq->ns, hrq->name, hard, key, org.name, granted),
-                       hrqName});
       }
       if (hrq->hard.contains(key) && hrq->statusHard.get(key) != hard) {
         out.push_back({FindingCode::StatusDisagreement,

@@ -1602,6 +1602,56 @@ TEST(PropertyBudget, NoBudgetCheckPassesWithAnUnreadableInput) {
   EXPECT_GT(checks, 500);
 }
 
+// Preemption is the filter's own decision: whatever victims narrowVictims names
+// on a node, the filter accepts the pod there once they are gone; when it names
+// none (no target), even evicting every candidate leaves the node refused.
+TEST(PropertyPreempt, VictimsNamedAreExactlyWhatMakesTheFilterAcceptTheNode) {
+  int targets = 0, refusedTargets = 0;
+  for (std::uint64_t seed : kSeeds) {
+    Shape shape;
+    shape.pods = 40;
+    World w(seed, shape);
+    // Budgets and an idle reservation in the way, sometimes.
+    for (const auto& name : w.namespaceNames) {
+      if (w.truth.namespaces.contains(name) && w.rng.chance(0.3)) {
+        fx::put(w.truth, fx::hrq(name, "cap", quotaKey(w.rng.pick(kResources)), w.rng.between(0, 6)));
+      }
+    }
+    TotalsCapacityView view(w.truth, computeUsage(w.truth));
+    for (int i = 0; i < 12; ++i) {
+      Pod pending;
+      pending.ns = w.rng.pick(w.namespaceNames);
+      pending.name = "preemptor-" + std::to_string(i);
+      pending.uid = "preemptor-uid-" + std::to_string(i);
+      pending.phase = PodPhase::Pending;
+      randomiseRequests(w.rng, pending);
+      PodDemand demand = podDemand(w.truth, view, pending);
+      for (const auto& [nodeName, node] : w.truth.nodes) {
+        std::vector<const Pod*> candidates;
+        for (const auto& [key, p] : w.truth.pods) {
+          if (p.nodeName == nodeName && !isTerminal(p)) candidates.push_back(&p);
+        }
+        auto kept = narrowVictims(w.truth, view, demand, node, candidates);
+        Cluster without = w.truth;
+        for (const Pod* v : kept ? *kept : candidates) without.pods.erase(objectKey(v->ns, v->name));
+        TotalsCapacityView afterView(without, computeUsage(without));
+        Verdict after = filterNode(without, afterView, podDemand(without, afterView, pending), without.nodes.at(nodeName)).verdict;
+        if (kept) {
+          ++targets;
+          ASSERT_EQ(after, Verdict::Fits) << "seed " << seed << " " << describe(pending) << " on " << describe(node)
+                                          << ": " << kept->size() << " victim(s) named but the filter still refuses";
+        } else {
+          ++refusedTargets;
+          ASSERT_NE(after, Verdict::Fits) << "seed " << seed << " " << describe(pending) << " on " << describe(node)
+                                          << ": no target, yet evicting every candidate would make it fit";
+        }
+      }
+    }
+  }
+  EXPECT_GT(targets, 50);
+  EXPECT_GT(refusedTargets, 50);
+}
+
 TEST(PropertyCowMap, CopiesStayFrozenWhileTheOriginalChanges) {
   std::mt19937_64 rng(7);
   CowMap<std::int64_t> live;
