@@ -58,8 +58,9 @@ const DeviceClass* classServing(const Cluster& cluster, const Node& node, std::s
 // The classes selling `resource` (any node mode).
 std::vector<const DeviceClass*> classesFor(const Cluster& cluster, std::string_view resource);
 
-// Units of the pool not held by active reservations of organizations other than
-// `org` that those organizations do not use yet (idle reserved capacity).
+// Units of the pool held by active (and releasing: a release keeps its capacity
+// until released) reservations of organizations other than `org` that those
+// organizations do not use yet (idle reserved capacity).
 std::int64_t idleReservedByOthers(const Cluster& cluster, const CapacityView& view, const DeviceClass& pool,
                                   const Organization* org);
 
