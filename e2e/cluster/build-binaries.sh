@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the pinned control plane (etcd, kube-apiserver, kube-scheduler,
-# kube-controller-manager, kubectl,
-# kwok) from the Go module proxy into a cache outside the repository, keyed by
-# version, plus Tally's test fixtures tool (tools/fixtures, rebuilt when its
-# source changes). Reuses what is already there. Prints the bin directory on its
-# last line. Concurrent runs wait for each other (flock on the cache).
+# kube-controller-manager, kubectl, kwok) from their Go modules, fetched by the
+# go command, into a cache outside the repository, keyed by version, plus
+# Tally's test fixtures tool (tools/fixtures, rebuilt when its source changes).
+# Reuses what is already there. Prints the bin directory on its last line.
+# Concurrent runs wait for each other (flock on the cache).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=versions.env
@@ -24,10 +24,18 @@ build_kubernetes() {
   mkdir -p "$work"
   cp "$here/tools/kubernetes/main.go" "$work/main.go"
   if [[ ! -f "$work/go.mod" ]]; then
-    curl -fsSL "https://proxy.golang.org/k8s.io/kubernetes/@v/${K8S_VERSION}.mod" -o "$work/upstream.mod" ||
-      (cd "$work" && go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" >/dev/null &&
-        cp "$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/${K8S_VERSION}.mod" "$work/upstream.mod")
-    "$here/tools/kubernetes/gen-go-mod.sh" "$K8S_VERSION" "$work/upstream.mod" "$work/go.mod.tmp"
+    # The release's own go.mod (it lists the staging modules), fetched by the go
+    # command like any module (GOPROXY as configured); its JSON names the file in
+    # the module cache (GoMod). The build below needs the module anyway.
+    local json gomod
+    if ! json="$(cd "$work" && go mod download -json "k8s.io/kubernetes@${K8S_VERSION}")"; then
+      log "go mod download k8s.io/kubernetes@${K8S_VERSION} failed: $json"
+      return 1
+    fi
+    gomod="$(sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p' <<<"$json")"
+    [[ -n "$gomod" && -f "$gomod" ]] || { log "go mod download -json named no GoMod file: $json"; return 1; }
+    cp "$gomod" "$work/upstream.mod" || return 1
+    "$here/tools/kubernetes/gen-go-mod.sh" "$K8S_VERSION" "$work/upstream.mod" "$work/go.mod.tmp" || return 1
     mv "$work/go.mod.tmp" "$work/go.mod"
   fi
   local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"

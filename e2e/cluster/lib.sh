@@ -34,13 +34,48 @@ pid_of() {
   return 0
 }
 
-# alive STATE PID: the pid runs and is ours (its command line names the state
-# folder). This rejects reused pids and zombies (empty command line).
+# alive STATE PID: the pid runs and is ours. Ours means a child of this shell
+# (what up itself started), or a process whose command line names the state
+# folder. The first rule is needed: right after `setsid CMD &` the child has not
+# exec'd yet and its command line is still up's own, and during each exec
+# (bash -> setsid -> CMD) the kernel shows it empty for a moment, so a running
+# component of a cluster being started would otherwise read as exited. The
+# second rejects reused pids (other processes, not naming the state folder);
+# zombies fail both. Builtins only: no fork per check.
 alive() {
-  local state="$1" pid="$2" cmd
-  [[ -n "$pid" && -r "/proc/$pid/cmdline" ]] || return 1
-  cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" || return 1
+  local state="$1" pid="$2" stat rest arg cmd=""
+  [[ "$pid" =~ ^[1-9][0-9]*$ ]] || return 1
+  # /proc/PID/stat: "PID (COMM) STATE PPID ..."; COMM may hold spaces and ')'.
+  IFS= read -r stat 2>/dev/null <"/proc/$pid/stat" || return 1
+  rest="${stat##*) }"
+  [[ "${rest%% *}" != [ZX] ]] || return 1
+  rest="${rest#* }"
+  [[ "${rest%% *}" == "$$" ]] && return 0
+  { while IFS= read -r -d '' arg || [[ -n "$arg" ]]; do cmd+="$arg "; arg=""; done <"/proc/$pid/cmdline"; } 2>/dev/null ||
+    return 1
   [[ "$cmd" == *"$state/"* ]]
+}
+
+# exit_status STATE PID: set EXITED_HOW to how a child of this shell that has
+# ended ended ("status 1", "signal KILL"); empty for a process that still runs
+# or is not our child. Not in $(...): only this shell can wait for its children.
+# shellcheck disable=SC2034 # EXITED_HOW is read by up
+exit_status() {
+  local state="$1" pid="$2" stat rest rc=0 err="$1/.wait.err"
+  EXITED_HOW=""
+  if IFS= read -r stat 2>/dev/null <"/proc/$pid/stat"; then
+    rest="${stat##*) }"
+    [[ "${rest%% *}" == [ZX] ]] || return 0
+  fi
+  wait "$pid" 2>"$err" || rc=$?
+  if ((rc == 127)) && [[ -s "$err" ]]; then rc=-1; fi # "not a child of this shell"
+  rm -f "$err"
+  if ((rc > 128)); then
+    EXITED_HOW="signal $(kill -l $((rc - 128)) 2>/dev/null || echo $((rc - 128)))"
+  elif ((rc >= 0)); then
+    EXITED_HOW="status $rc"
+  fi
+  return 0
 }
 
 # stop_pid STATE COMPONENT: TERM, wait up to 15s, then KILL.
