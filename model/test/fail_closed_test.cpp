@@ -501,66 +501,78 @@ TEST_F(Launchers, VmiRecreatedUnderTheSameNameDoesNotInheritTheDevices) {
   EXPECT_EQ(a.demandBudget, 2);
 }
 
-TEST_F(Launchers, PreemptNamesNoVictimsWhereFilterStillRefusesForTheGate) {
-  put(c, gpuPod("acme", "raw", kH200, 2, "gpu-2"));
-  put(c, gpuPod("acme", "raw-2", kH200, 2, "gpu-2"));
-  Pod pending = gpuPod("acme", "new", kH200, 2);
-  pending.phase = PodPhase::Pending;
-  std::vector<const Pod*> victims = {&c.pods.at("acme/raw"), &c.pods.at("acme/raw-2")};
-  TotalsCapacityView view(c, computeUsage(c));
-  PodDemand demand = podDemand(c, view, pending);
-  auto kept = narrowVictims(c, view, demand, c.nodes.at("gpu-2"), victims);
-  ASSERT_TRUE(kept);
-  EXPECT_EQ(kept->size(), 1u) << "one victim frees the 2 units the pod needs";
-  c.classes.at("h200").gateOpen = false;
-  c.classes.at("h200").gateFailureId = "h200-x-1";
-  PodDemand closed = podDemand(c, view, pending);
-  EXPECT_FALSE(narrowVictims(c, view, closed, c.nodes.at("gpu-2"), victims));
-}
-
-TEST_F(Launchers, PreemptNamesNoVictimsWhenAnIdleReservationOfAnotherOrgStillBlocks) {
-  // globex reserved 4 devices it does not use: gpu-2's 4 back it. Evicting
-  // acme's pods on gpu-2 would free units that acme may not take anyway.
-  c.plans->addons["h200-reserved"] = reservationAddon("h200-reserved", "h200");
-  put(c, ns("globex"));
-  put(c, org("globex", {{"h200-reserved", 4}}));
-  put(c, hrq("globex", "plan-quota", quotaKey(kH200), 4));
-  c.ledger.records.push_back(record("gpu-res-1", "globex", "h200", 4, ReservationState::Active));
-  put(c, org("acme"));
-  put(c, gpuPod("acme", "raw", kH200, 2, "gpu-2"));
-  put(c, gpuPod("acme", "raw-2", kH200, 2, "gpu-2"));
-  Pod pending = gpuPod("acme", "new", kH200, 2);
-  pending.phase = PodPhase::Pending;
-  std::vector<const Pod*> victims = {&c.pods.at("acme/raw"), &c.pods.at("acme/raw-2")};
-  TotalsCapacityView view(c, computeUsage(c));
-  PodDemand demand = podDemand(c, view, pending);
-  auto verdict = filterNode(c, view, demand, c.nodes.at("gpu-2"));
-  ASSERT_NE(verdict.verdict, Verdict::Fits);
-  auto kept = narrowVictims(c, view, demand, c.nodes.at("gpu-2"), victims);
-  // Whatever it names, the filter must accept the node without them.
-  if (kept) {
-    std::vector<const Pod*> gone = *kept;
+// acme's two raw 2-GPU pods fill gpu-2 beside a pending 2-GPU pod of acme.
+struct Preempt : Launchers {
+  Pod pending;
+  std::vector<const Pod*> victims;
+  void SetUp() override {
+    Launchers::SetUp();
+    put(c, gpuPod("acme", "raw", kH200, 2, "gpu-2"));
+    put(c, gpuPod("acme", "raw-2", kH200, 2, "gpu-2"));
+    pending = gpuPod("acme", "new", kH200, 2);
+    pending.phase = PodPhase::Pending;
+    victims = {&c.pods.at("acme/raw"), &c.pods.at("acme/raw-2")};
+  }
+  std::optional<std::vector<const Pod*>> narrow() {
+    TotalsCapacityView view(c, computeUsage(c));
+    return narrowVictims(c, view, podDemand(c, view, pending), c.nodes.at("gpu-2"), victims);
+  }
+  Verdict filterWithout(const std::vector<const Pod*>& gone) {
     Cluster after = c;
     for (const Pod* v : gone) after.pods.erase(objectKey(v->ns, v->name));
-    TotalsCapacityView afterView(after, computeUsage(after));
-    EXPECT_EQ(filterNode(after, afterView, podDemand(after, afterView, pending), after.nodes.at("gpu-2")).verdict,
-              Verdict::Fits);
+    TotalsCapacityView view(after, computeUsage(after));
+    return filterNode(after, view, podDemand(after, view, pending), after.nodes.at("gpu-2")).verdict;
   }
-}
+};
 
-TEST_F(Launchers, PreemptAcrossABudgetFreesOnlyWhatTheSubtreeNeeds) {
-  put(c, hrq("acme", "plan-quota", quotaKey(kH200), 6));  // device 2 + launcher 0 + raw 2 + raw-2 2 = 6
-  put(c, gpuPod("acme", "raw", kH200, 2, "gpu-2"));
-  put(c, gpuPod("acme", "raw-2", kH200, 2, "gpu-2"));
-  Pod pending = gpuPod("acme", "new", kH200, 2);
-  pending.phase = PodPhase::Pending;
-  std::vector<const Pod*> victims = {&c.pods.at("acme/raw"), &c.pods.at("acme/raw-2")};
-  TotalsCapacityView view(c, computeUsage(c));
-  PodDemand demand = podDemand(c, view, pending);
-  ASSERT_EQ(filterNode(c, view, demand, c.nodes.at("gpu-2")).reason->code, Code::NodeInsufficient);
-  auto kept = narrowVictims(c, view, demand, c.nodes.at("gpu-2"), victims);
+TEST_F(Preempt, OneVictimFreesTheUnitsThePodNeeds) {
+  ASSERT_NE(filterWithout({}), Verdict::Fits);
+  auto kept = narrow();
   ASSERT_TRUE(kept);
   EXPECT_EQ(kept->size(), 1u);
+  EXPECT_EQ(filterWithout(*kept), Verdict::Fits);
+}
+
+TEST_F(Preempt, NamesNoVictimsWhereTheFilterStillRefusesForTheGate) {
+  c.classes.at("h200").gateOpen = false;
+  c.classes.at("h200").gateFailureId = "h200-x-1";
+  EXPECT_FALSE(narrow());
+}
+
+TEST_F(Preempt, NamesNoVictimsWhenAnIdleReservationOfAnotherOrgStillBlocks) {
+  // globex reserved 8 devices it does not use: every free unit backs it, so
+  // evicting acme's pods frees units acme may not take anyway.
+  c.plans->addons["h200-reserved"] = reservationAddon("h200-reserved", "h200");
+  put(c, ns("globex"));
+  put(c, org("globex", {{"h200-reserved", 8}}));
+  put(c, hrq("globex", "plan-quota", quotaKey(kH200), 8));
+  c.ledger.records.push_back(record("gpu-res-1", "globex", "h200", 8, ReservationState::Active));
+  put(c, org("acme"));
+  ASSERT_NE(filterWithout(victims), Verdict::Fits);
+  EXPECT_FALSE(narrow());
+}
+
+TEST_F(Preempt, NamesNoVictimsWhileTheTenantsBudgetStillRefuses) {
+  // acme's HRQ is full with pods elsewhere: evicting gpu-2's pods of another
+  // tenant frees units, but not acme's budget.
+  for (const Pod* v : victims) c.pods.at(objectKey(v->ns, v->name)).ns = "other";
+  c.pods = {c.pods.begin(), c.pods.end()};
+  put(c, ns("other"));
+  std::map<std::string, Pod> moved;
+  for (auto& [key, p] : c.pods) moved[objectKey(p.ns, p.name)] = p;
+  c.pods = moved;
+  victims = {&c.pods.at("other/raw"), &c.pods.at("other/raw-2")};
+  put(c, hrq("acme", "plan-quota", quotaKey(kH200), 2));  // the held device's 2 already use it
+  ASSERT_NE(filterWithout(victims), Verdict::Fits);
+  EXPECT_FALSE(narrow());
+}
+
+TEST_F(Preempt, VictimsInTheSameSubtreeFreeItsBudgetToo) {
+  put(c, hrq("acme", "plan-quota", quotaKey(kH200), 6));  // device 2 + raw 2 + raw-2 2 = 6, full
+  auto kept = narrow();
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->size(), 1u);
+  EXPECT_EQ(filterWithout(*kept), Verdict::Fits);
 }
 
 // --- 9. Messages that read right ---------------------------------------------
