@@ -29,11 +29,16 @@ int main(int argc, char** argv) {
   planCommand->add_option("--node-mode", plan.nodeMode, "A node mode change: <node>=<mode>");
   planCommand->add_option("--output,-o", plan.output, "text or json")->check(CLI::IsMember({"text", "json"}));
 
-  std::string ledgerDirectory;
+  LedgerValidateOptions validate;
   auto* ledgerCommand = app.add_subcommand("ledger", "Reservation ledger tools");
   ledgerCommand->require_subcommand(1);
-  auto* validateCommand = ledgerCommand->add_subcommand("validate", "Validate every record of a ledger directory");
-  validateCommand->add_option("directory", ledgerDirectory, "Directory of GPUReservationRecord YAML files")->required();
+  auto* validateCommand = ledgerCommand->add_subcommand(
+      "validate", "Validate every record of a ledger directory, and its change from the previous revision");
+  validateCommand->add_option("directory", validate.directory, "Directory of GPUReservationRecord YAML files")
+      ->required();
+  validateCommand->add_option("--previous", validate.previousDirectory,
+                              "The same ledger at its previous revision: every record may change only along the "
+                              "state machine, and none may disappear");
 
   try {
     app.parse(argc, argv);
@@ -43,7 +48,7 @@ int main(int argc, char** argv) {
   }
 
   if (*reportCommand) return runReport(report);
-  if (*validateCommand) return runLedgerValidate(ledgerDirectory);
+  if (*validateCommand) return runLedgerValidate(validate);
   if (*planCommand) return runPlan(plan);
   return kExitBadInput;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -154,6 +155,96 @@ std::optional<Refusal> checkRecordTransition(const ReservationRecord& before, co
                                after.devices)};
   }
   return std::nullopt;
+}
+
+std::string_view toString(LedgerRule rule) {
+  switch (rule) {
+    case LedgerRule::DuplicateId: return "DuplicateId";
+    case LedgerRule::MultipleTransactions: return "MultipleTransactions";
+    case LedgerRule::Transition: return "Transition";
+    case LedgerRule::Disappeared: return "Disappeared";
+  }
+  return "Unknown";
+}
+
+namespace {
+
+// Where each id occurs in one revision, valid and invalid records alike, in
+// the ledger's (path) order.
+std::map<std::string, std::vector<std::string>> sourcesById(const Ledger& ledger) {
+  std::map<std::string, std::vector<std::string>> sources;
+  for (const auto& r : ledger.records) sources[r.id].push_back(r.source);
+  for (const auto& inv : ledger.invalid) {
+    if (!inv.id.empty()) sources[inv.id].push_back(inv.source);
+  }
+  for (auto& [id, files] : sources) std::sort(files.begin(), files.end());
+  return sources;
+}
+
+void duplicateIds(const Ledger& ledger, std::vector<LedgerProblem>& out) {
+  for (const auto& [id, files] : sourcesById(ledger)) {
+    for (std::size_t i = 1; i < files.size(); ++i) {
+      out.push_back({files[i], id, LedgerRule::DuplicateId,
+                     fmt::format("id {} is already recorded in {}; each reservation has one record", id, files[0])});
+    }
+  }
+}
+
+void multipleTransactions(const Ledger& ledger, std::vector<LedgerProblem>& out) {
+  std::map<std::string, std::vector<const ReservationRecord*>> inFlightByPool;
+  for (const auto& r : ledger.records) {
+    if (inFlight(r.state)) inFlightByPool[r.profileId].push_back(&r);
+  }
+  for (const auto& [pool, records] : inFlightByPool) {
+    for (std::size_t i = 1; i < records.size(); ++i) {
+      const ReservationRecord& first = *records[0];
+      out.push_back({records[i]->source, records[i]->id, LedgerRule::MultipleTransactions,
+                     fmt::format("{} record in pool {} while {} ({}, {}) is still in flight; at most one "
+                                 "transaction per pool",
+                                 toString(records[i]->state), pool, first.id, toString(first.state), first.source)});
+    }
+  }
+}
+
+void transitions(const Ledger& current, const Ledger& previous, std::vector<LedgerProblem>& out) {
+  std::map<std::string, const ReservationRecord*> before;
+  for (const auto& r : previous.records) before.try_emplace(r.id, &r);
+  for (const auto& r : current.records) {
+    auto it = before.find(r.id);
+    if (it == before.end()) continue;
+    if (auto refusal = checkRecordTransition(*it->second, r)) {
+      out.push_back({r.source, r.id, LedgerRule::Transition, std::move(refusal->message)});
+    }
+  }
+}
+
+void disappeared(const Ledger& current, const Ledger& previous, std::vector<LedgerProblem>& out) {
+  const auto present = sourcesById(current);
+  std::set<std::string> reported;  // an id recorded twice before vanishes once
+  for (const auto& r : previous.records) {
+    if (present.contains(r.id) || !reported.insert(r.id).second) continue;
+    out.push_back({r.source, r.id, LedgerRule::Disappeared,
+                   fmt::format("the {} record of pool {} is gone; a record is released or canceled, never deleted",
+                               toString(r.state), r.profileId)});
+  }
+  for (const auto& inv : previous.invalid) {
+    if (inv.id.empty() || present.contains(inv.id) || !reported.insert(inv.id).second) continue;
+    out.push_back({inv.source, inv.id, LedgerRule::Disappeared,
+                   "the record is gone; a record is released or canceled, never deleted"});
+  }
+}
+
+}  // namespace
+
+std::vector<LedgerProblem> checkLedgerHistory(const Ledger& current, const Ledger* previous) {
+  std::vector<LedgerProblem> out;
+  duplicateIds(current, out);
+  multipleTransactions(current, out);
+  if (previous) {
+    transitions(current, *previous, out);
+    disappeared(current, *previous, out);
+  }
+  return out;
 }
 
 }  // namespace tally::model

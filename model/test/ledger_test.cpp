@@ -83,6 +83,133 @@ TEST(ForbiddenContent, PhysicalIdentifiersSecretsPaymentDataAndHamiAnnotationsAr
   EXPECT_FALSE(findForbiddenContent("activatedAt: 2026-10-02T10:04:05.123Z"));
 }
 
+// A ledger revision of records, each in the file named after its id.
+Ledger revision(std::vector<ReservationRecord> records) {
+  Ledger ledger;
+  ledger.loaded = true;
+  for (auto& r : records) {
+    r.source = r.id + ".yaml";
+    ledger.records.push_back(std::move(r));
+  }
+  return ledger;
+}
+
+ReservationRecord rec(std::string id, ReservationState state, std::string pool = "h200") {
+  return testing::record(std::move(id), "acme", std::move(pool), 1, state);
+}
+
+TEST(LedgerHistory, EveryChangeAlongTheStateMachineAndANewRecordPass) {
+  using S = ReservationState;
+  Ledger before = revision({rec("gpu-res-1", S::Pending, "a"), rec("gpu-res-2", S::Active, "b"),
+                            rec("gpu-res-3", S::Releasing, "c"), rec("gpu-res-4", S::Pending, "d"),
+                            rec("gpu-res-5", S::Released, "e")});
+  Ledger after = revision({rec("gpu-res-1", S::Active, "a"), rec("gpu-res-2", S::Releasing, "b"),
+                           rec("gpu-res-3", S::Released, "c"), rec("gpu-res-4", S::Canceled, "d"),
+                           rec("gpu-res-5", S::Released, "e"), rec("gpu-res-6", S::Pending, "e")});
+  EXPECT_EQ(checkLedgerHistory(after, &before), std::vector<LedgerProblem>{});
+}
+
+TEST(LedgerHistory, ActiveRecordBackToPendingIsATransitionProblem) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Active)});
+  Ledger after = revision({rec("gpu-res-1", ReservationState::Pending)});
+  auto problems = checkLedgerHistory(after, &before);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::Transition);
+  EXPECT_EQ(problems[0].source, "gpu-res-1.yaml");
+  EXPECT_EQ(problems[0].id, "gpu-res-1");
+  EXPECT_NE(problems[0].message.find("active to pending"), std::string::npos) << problems[0].message;
+}
+
+TEST(LedgerHistory, DevicesChangedOnAnActiveRecordIsATransitionProblem) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Active)});
+  Ledger after = revision({rec("gpu-res-1", ReservationState::Active)});
+  after.records[0].devices = 3;
+  auto problems = checkLedgerHistory(after, &before);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::Transition);
+}
+
+TEST(LedgerHistory, RecordMissingFromTheNewRevisionDisappeared) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Released), rec("gpu-res-2", ReservationState::Active)});
+  Ledger after = revision({rec("gpu-res-2", ReservationState::Active)});
+  auto problems = checkLedgerHistory(after, &before);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::Disappeared);
+  EXPECT_EQ(problems[0].source, "gpu-res-1.yaml");
+  EXPECT_EQ(problems[0].id, "gpu-res-1");
+}
+
+TEST(LedgerHistory, RecordMovedToAnotherFileHasNotDisappeared) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Active)});
+  Ledger after = revision({rec("gpu-res-1", ReservationState::Active)});
+  after.records[0].source = "2026/gpu-res-1.yaml";
+  EXPECT_TRUE(checkLedgerHistory(after, &before).empty());
+}
+
+TEST(LedgerHistory, RecordThatBecameInvalidHasNotDisappeared) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Active)});
+  Ledger after = revision({});
+  after.invalid.push_back({"gpu-res-1.yaml", "gpu-res-1", "h200", {{Code::RecordSchema, "spec.devices is required"}}});
+  EXPECT_TRUE(checkLedgerHistory(after, &before).empty());
+}
+
+TEST(LedgerHistory, SameIdInTwoFilesIsADuplicateNamedOnTheSecondFile) {
+  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Active, "a"), rec("gpu-res-1", ReservationState::Released, "b")});
+  ledger.records[0].source = "a.yaml";
+  ledger.records[1].source = "b.yaml";
+  auto problems = checkLedgerHistory(ledger, nullptr);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::DuplicateId);
+  EXPECT_EQ(problems[0].source, "b.yaml");
+  EXPECT_EQ(problems[0].id, "gpu-res-1");
+  EXPECT_NE(problems[0].message.find("a.yaml"), std::string::npos) << problems[0].message;
+}
+
+TEST(LedgerHistory, InvalidRecordWithTheSameIdIsADuplicate) {
+  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Active)});
+  ledger.invalid.push_back({"z.yaml", "gpu-res-1", "h200", {{Code::RecordState, "spec.state 'paused'"}}});
+  auto problems = checkLedgerHistory(ledger, nullptr);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::DuplicateId);
+  EXPECT_EQ(problems[0].source, "z.yaml");
+}
+
+TEST(LedgerHistory, PendingAndReleasingInOnePoolAreMultipleTransactions) {
+  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Pending), rec("gpu-res-2", ReservationState::Releasing)});
+  auto problems = checkLedgerHistory(ledger, nullptr);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::MultipleTransactions);
+  EXPECT_EQ(problems[0].id, "gpu-res-2");
+  EXPECT_NE(problems[0].message.find("gpu-res-1"), std::string::npos) << problems[0].message;
+  EXPECT_NE(problems[0].message.find("h200"), std::string::npos) << problems[0].message;
+}
+
+TEST(LedgerHistory, ThreePendingRecordsInOnePoolAreTwoProblems) {
+  using S = ReservationState;
+  Ledger ledger = revision({rec("gpu-res-1", S::Pending), rec("gpu-res-2", S::Pending), rec("gpu-res-3", S::Pending)});
+  EXPECT_EQ(checkLedgerHistory(ledger, nullptr).size(), 2u);
+}
+
+TEST(LedgerHistory, TransactionsInDifferentPoolsAndSettledRecordsAreNotCounted) {
+  using S = ReservationState;
+  Ledger ledger = revision({rec("gpu-res-1", S::Pending, "a"), rec("gpu-res-2", S::Releasing, "b"),
+                            rec("gpu-res-3", S::Active, "a"), rec("gpu-res-4", S::Released, "a"),
+                            rec("gpu-res-5", S::Canceled, "a")});
+  EXPECT_TRUE(checkLedgerHistory(ledger, nullptr).empty());
+}
+
+TEST(LedgerHistory, WithoutAPreviousRevisionNoRecordCanHaveDisappearedOrMoved) {
+  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Released)});
+  EXPECT_TRUE(checkLedgerHistory(ledger).empty());
+}
+
+TEST(LedgerHistory, RuleNamesAreStable) {
+  EXPECT_EQ(toString(LedgerRule::DuplicateId), "DuplicateId");
+  EXPECT_EQ(toString(LedgerRule::MultipleTransactions), "MultipleTransactions");
+  EXPECT_EQ(toString(LedgerRule::Transition), "Transition");
+  EXPECT_EQ(toString(LedgerRule::Disappeared), "Disappeared");
+}
+
 TEST(Rfc3339, ParsesOffsetsAndRejectsNonsense) {
   EXPECT_EQ(parseRfc3339("1970-01-01T00:00:00Z"), 0);
   EXPECT_EQ(parseRfc3339("1970-01-01T01:00:00+01:00"), 0);
