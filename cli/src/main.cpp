@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   reportCommand->add_option("--output,-o", report.output, "json or table")
       ->check(CLI::IsMember({"json", "table"}));
   reportCommand->add_option("--now", report.input.now, "Evaluate at this RFC 3339 time (default: now)");
+  reportCommand->add_option("--billing-plans", report.input.billingPlans,
+                            "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
+      ->capture_default_str();
 
   PlanOptions plan;
   auto* planCommand = app.add_subcommand("plan", "Evaluate the invariant after a proposed change, before making it");
@@ -24,6 +27,9 @@ int main(int argc, char** argv) {
       ->required();
   planCommand->add_option("--ledger", plan.input.ledgerDirectory, "Directory of GPUReservationRecord YAML files");
   planCommand->add_option("--now", plan.input.now, "Evaluate at this RFC 3339 time (default: now)");
+  planCommand->add_option("--billing-plans", plan.input.billingPlans,
+                          "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
+      ->capture_default_str();
   planCommand->add_option("--record", plan.recordFile, "A new GPUReservationRecord YAML file");
   planCommand->add_option("--addon", plan.addon, "An add-on quantity change: <organization>/<add-on>=<quantity>");
   planCommand->add_option("--node-mode", plan.nodeMode, "A node mode change: <node>=<mode>");

@@ -361,4 +361,47 @@ TEST_F(Tallyctl, LedgerValidateOfMissingPreviousDirectoryExitsTwo) {
   EXPECT_NE(r.err.find("--previous"), std::string::npos) << r.err;
 }
 
+// The example snapshot with its billing plans kept in platform/plans.
+std::string snapshotWithPlansAtPlatform() {
+  std::string text = slurp(kExamples + "/snapshot.json");
+  const std::string from = "\"name\": \"billing-plans\",\n        \"namespace\": \"kube-dc\"";
+  const auto at = text.find(from);
+  if (at == std::string::npos) return {};
+  return text.replace(at, from.size(), "\"name\": \"plans\",\n        \"namespace\": \"platform\"");
+}
+
+bool hasFinding(simdjson::dom::element pool, std::string_view code) {
+  for (simdjson::dom::element finding : pool["findings"].get_array()) {
+    if (std::string_view(finding["code"].get_string()) == code) return true;
+  }
+  return false;
+}
+
+TEST_F(Tallyctl, ReportReadsTheBillingPlansFromTheConfiguredConfigMap) {
+  const std::string text = snapshotWithPlansAtPlatform();
+  ASSERT_FALSE(text.empty()) << "the example snapshot no longer has kube-dc/billing-plans";
+  auto snapshot = write("platform.json", text);
+  Outcome r = run("report --snapshot " + snapshot.string() + " --ledger " + kExamples + "/ledger " + kNow +
+                  " --billing-plans platform/plans");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ReportJson report(r.out);
+  EXPECT_FALSE(hasFinding(report.pool("nvidia-h200-passthrough"), "UnknownAddon")) << r.out;
+  EXPECT_EQ(number(report.pool("nvidia-h200-passthrough"), "nonReservedHardQuota"), 7);
+}
+
+TEST_F(Tallyctl, ReportIgnoresBillingPlansInAConfigMapNotConfigured) {
+  auto snapshot = write("platform.json", snapshotWithPlansAtPlatform());
+  Outcome r = run("report --snapshot " + snapshot.string() + " --ledger " + kExamples + "/ledger " + kNow);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("skipped ConfigMap: 2"), std::string::npos) << r.err;
+  ReportJson report(r.out);
+  EXPECT_TRUE(hasFinding(report.pool("nvidia-h200-passthrough"), "UnknownAddon")) << r.out;
+}
+
+TEST_F(Tallyctl, MalformedBillingPlansFlagExitsTwo) {
+  Outcome r = run(exampleReport("--billing-plans billing-plans"));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--billing-plans"), std::string::npos) << r.err;
+}
+
 }  // namespace
