@@ -18,7 +18,13 @@ struct ReportOptions {
 };
 int runReport(const ReportOptions& options);
 
-int runLedgerValidate(const std::string& directory);
+// ledger validate: every record of a directory, the revision as a whole, and,
+// given the previous revision, every record's change since.
+struct LedgerValidateOptions {
+  std::string directory;
+  std::string previousDirectory;  // empty: no history check
+};
+int runLedgerValidate(const LedgerValidateOptions& options);
 
 // plan: one proposed change, evaluated against the invariant of every pool it touches.
 struct PlanOptions {

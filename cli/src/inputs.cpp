@@ -30,13 +30,18 @@ codec::Result<codec::Snapshot> loadInputs(const InputOptions& options) {
     now = *parsed;
   }
 
+  auto billingPlans = codec::parseBillingPlansLocation(options.billingPlans);
+  if (!billingPlans) return inputError("--billing-plans", billingPlans.error().message);
+
   std::ifstream in(options.snapshotFile, std::ios::binary);
   if (!in) return inputError("snapshot " + options.snapshotFile, "cannot be opened");
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return inputError("snapshot " + options.snapshotFile, "cannot be read");
 
-  auto snapshot = codec::loadSnapshot(text.str());
+  codec::SnapshotOptions snapshotOptions;
+  snapshotOptions.billingPlans = std::move(billingPlans).value();
+  auto snapshot = codec::loadSnapshot(text.str(), snapshotOptions);
   if (!snapshot) return std::move(snapshot).error();
 
   if (!options.ledgerDirectory.empty()) {

@@ -1,6 +1,7 @@
 #pragma once
 // What every tallyctl command reads: a snapshot file, an optional ledger
 // directory, and the clock (the CLI is the shell; the model never reads one).
+// The add-on catalogue is the ConfigMap --billing-plans names, as in the extender.
 
 #include <cstdint>
 #include <optional>
@@ -15,6 +16,7 @@ struct InputOptions {
   std::string snapshotFile;
   std::string ledgerDirectory;  // empty: no ledger source configured
   std::string now;              // RFC 3339; empty: the current time
+  std::string billingPlans = "kube-dc/billing-plans";  // namespace/name of the add-on catalogue
 };
 
 // Reads and decodes everything, marks every cache synced at `now`.

@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   reportCommand->add_option("--output,-o", report.output, "json or table")
       ->check(CLI::IsMember({"json", "table"}));
   reportCommand->add_option("--now", report.input.now, "Evaluate at this RFC 3339 time (default: now)");
+  reportCommand->add_option("--billing-plans", report.input.billingPlans,
+                            "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
+      ->capture_default_str();
 
   PlanOptions plan;
   auto* planCommand = app.add_subcommand("plan", "Evaluate the invariant after a proposed change, before making it");
@@ -24,16 +27,24 @@ int main(int argc, char** argv) {
       ->required();
   planCommand->add_option("--ledger", plan.input.ledgerDirectory, "Directory of GPUReservationRecord YAML files");
   planCommand->add_option("--now", plan.input.now, "Evaluate at this RFC 3339 time (default: now)");
+  planCommand->add_option("--billing-plans", plan.input.billingPlans,
+                          "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
+      ->capture_default_str();
   planCommand->add_option("--record", plan.recordFile, "A new GPUReservationRecord YAML file");
   planCommand->add_option("--addon", plan.addon, "An add-on quantity change: <organization>/<add-on>=<quantity>");
   planCommand->add_option("--node-mode", plan.nodeMode, "A node mode change: <node>=<mode>");
   planCommand->add_option("--output,-o", plan.output, "text or json")->check(CLI::IsMember({"text", "json"}));
 
-  std::string ledgerDirectory;
+  LedgerValidateOptions validate;
   auto* ledgerCommand = app.add_subcommand("ledger", "Reservation ledger tools");
   ledgerCommand->require_subcommand(1);
-  auto* validateCommand = ledgerCommand->add_subcommand("validate", "Validate every record of a ledger directory");
-  validateCommand->add_option("directory", ledgerDirectory, "Directory of GPUReservationRecord YAML files")->required();
+  auto* validateCommand = ledgerCommand->add_subcommand(
+      "validate", "Validate every record of a ledger directory, and its change from the previous revision");
+  validateCommand->add_option("directory", validate.directory, "Directory of GPUReservationRecord YAML files")
+      ->required();
+  validateCommand->add_option("--previous", validate.previousDirectory,
+                              "The same ledger at its previous revision: every record may change only along the "
+                              "state machine, and none may disappear");
 
   try {
     app.parse(argc, argv);
@@ -43,7 +54,7 @@ int main(int argc, char** argv) {
   }
 
   if (*reportCommand) return runReport(report);
-  if (*validateCommand) return runLedgerValidate(ledgerDirectory);
+  if (*validateCommand) return runLedgerValidate(validate);
   if (*planCommand) return runPlan(plan);
   return kExitBadInput;
 }

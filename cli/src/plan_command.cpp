@@ -4,7 +4,7 @@
 
 #include "commands.hpp"
 #include "plan_output.hpp"
-#include "tally/model/ledger.hpp"
+#include "tally/codec/reservation_record.hpp"
 #include "tally/model/pool.hpp"
 
 namespace tally::cli {
@@ -59,7 +59,7 @@ int runPlan(const PlanOptions& options) {
     std::ostringstream text;
     text << in.rdbuf();
     recordText = text.str();
-    model::ParsedRecord parsed = model::parseReservationRecord(recordText, options.recordFile);
+    codec::ParsedRecord parsed = codec::decodeReservationRecord(recordText, options.recordFile);
     if (!parsed.record) {
       for (const auto& problem : parsed.invalid.problems) {
         std::cout << "refused: " << model::toString(problem.code) << ": " << problem.message << '\n';

@@ -93,6 +93,23 @@ class ReportJson {
 std::int64_t number(simdjson::dom::element e, const char* key) { return e[key].get_int64(); }
 bool flag(simdjson::dom::element e, const char* key) { return e[key].get_bool(); }
 
+// A valid GPUReservationRecord in `state`, with the fields that state needs.
+std::string ledgerRecord(std::string_view id, std::string_view state,
+                         std::string_view pool = "nvidia-h200-passthrough") {
+  std::string text = "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\nmetadata:\n  id: ";
+  text.append(id).append("\nspec:\n  organization: acme\n  profileId: ").append(pool);
+  text.append("\n  devices: 1\n  state: ").append(state);
+  text += "\n  requestedAt: \"2026-09-20T09:00:00Z\"\n  startsAt: \"2026-10-01T00:00:00Z\"\n"
+          "  addonId: gpu-h200-reserved\n  billingReference: OPS-7\n";
+  const bool activated = state == "active" || state == "releasing" || state == "released";
+  if (activated) text += "  approvedBy:\n    product: pat@example.com\n    sre: sam@example.com\n";
+  text += "status:\n";
+  if (activated) text += "  activatedAt: \"2026-10-01T00:00:00Z\"\n  evidenceRevision: evidence/ops-7\n";
+  if (state == "released") text += "  releasedAt: \"2026-11-01T00:00:00Z\"\n";
+  text += "  reason: pilot\n";
+  return text;
+}
+
 TEST_F(Tallyctl, ReportOnTheExampleShowsEachPoolsInvariant) {
   Outcome r = run(exampleReport("--ledger " + kExamples + "/ledger"));
   ASSERT_EQ(r.exitCode, 0) << r.err;
@@ -291,6 +308,113 @@ spec:
 
 TEST_F(Tallyctl, LedgerValidateOfMissingDirectoryExitsTwo) {
   EXPECT_EQ(run("ledger validate " + (dir_ / "nope").string()).exitCode, 2);
+}
+
+TEST_F(Tallyctl, LedgerValidateAcceptsAHistoryAlongTheStateMachine) {
+  write("before/gpu-res-1.yaml", ledgerRecord("gpu-res-1", "pending"));
+  write("before/gpu-res-2.yaml", ledgerRecord("gpu-res-2", "releasing", "nvidia-a100-passthrough"));
+  write("after/gpu-res-1.yaml", ledgerRecord("gpu-res-1", "active"));
+  write("after/gpu-res-2.yaml", ledgerRecord("gpu-res-2", "released", "nvidia-a100-passthrough"));
+  write("after/gpu-res-3.yaml", ledgerRecord("gpu-res-3", "pending"));
+  Outcome r = run("ledger validate " + (dir_ / "after").string() + " --previous " + (dir_ / "before").string());
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("3 valid records, 0 invalid, 0 ledger problems against the previous revision"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(Tallyctl, LedgerValidateRefusesAnActiveRecordGoingBackToPending) {
+  write("before/gpu-res-1.yaml", ledgerRecord("gpu-res-1", "active"));
+  write("after/gpu-res-1.yaml", ledgerRecord("gpu-res-1", "pending"));
+  Outcome r = run("ledger validate " + (dir_ / "after").string() + " --previous " + (dir_ / "before").string());
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("gpu-res-1.yaml: gpu-res-1: Transition: record gpu-res-1: state may not change from active to "
+                       "pending\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(Tallyctl, LedgerValidateRefusesARecordThatVanished) {
+  write("before/gpu-res-1.yaml", ledgerRecord("gpu-res-1", "released"));
+  write("before/gpu-res-2.yaml", ledgerRecord("gpu-res-2", "active"));
+  write("after/gpu-res-2.yaml", ledgerRecord("gpu-res-2", "active"));
+  Outcome r = run("ledger validate " + (dir_ / "after").string() + " --previous " + (dir_ / "before").string());
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("gpu-res-1.yaml: gpu-res-1: Disappeared: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("gpu-res-2: Disappeared"), std::string::npos) << r.out;
+}
+
+TEST_F(Tallyctl, LedgerValidateRefusesADuplicateIdNamingBothFiles) {
+  write("ledger/a.yaml", ledgerRecord("gpu-res-1", "active"));
+  write("ledger/b.yaml", ledgerRecord("gpu-res-1", "released"));
+  Outcome r = run("ledger validate " + (dir_ / "ledger").string());
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("b.yaml: gpu-res-1: DuplicateId: id gpu-res-1 is already recorded in a.yaml"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(Tallyctl, LedgerValidateRefusesTwoTransactionsInFlightInOnePool) {
+  write("ledger/gpu-res-1.yaml", ledgerRecord("gpu-res-1", "pending"));
+  write("ledger/gpu-res-2.yaml", ledgerRecord("gpu-res-2", "releasing"));
+  write("ledger/gpu-res-3.yaml", ledgerRecord("gpu-res-3", "pending", "nvidia-a100-passthrough"));
+  Outcome r = run("ledger validate " + (dir_ / "ledger").string());
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("gpu-res-2.yaml: gpu-res-2: MultipleTransactions: releasing record in pool "
+                       "nvidia-h200-passthrough while gpu-res-1 (pending, gpu-res-1.yaml) is still in flight"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("gpu-res-3: MultipleTransactions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 ledger problem\n"), std::string::npos) << r.out;
+}
+
+TEST_F(Tallyctl, LedgerValidateOfMissingPreviousDirectoryExitsTwo) {
+  write("ledger/gpu-res-1.yaml", ledgerRecord("gpu-res-1", "pending"));
+  Outcome r = run("ledger validate " + (dir_ / "ledger").string() + " --previous " + (dir_ / "nope").string());
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--previous"), std::string::npos) << r.err;
+}
+
+// The example snapshot with its billing plans kept in platform/plans.
+std::string snapshotWithPlansAtPlatform() {
+  std::string text = slurp(kExamples + "/snapshot.json");
+  const std::string from = "\"name\": \"billing-plans\",\n        \"namespace\": \"kube-dc\"";
+  const auto at = text.find(from);
+  if (at == std::string::npos) return {};
+  return text.replace(at, from.size(), "\"name\": \"plans\",\n        \"namespace\": \"platform\"");
+}
+
+bool hasFinding(simdjson::dom::element pool, std::string_view code) {
+  for (simdjson::dom::element finding : pool["findings"].get_array()) {
+    if (std::string_view(finding["code"].get_string()) == code) return true;
+  }
+  return false;
+}
+
+TEST_F(Tallyctl, ReportReadsTheBillingPlansFromTheConfiguredConfigMap) {
+  const std::string text = snapshotWithPlansAtPlatform();
+  ASSERT_FALSE(text.empty()) << "the example snapshot no longer has kube-dc/billing-plans";
+  auto snapshot = write("platform.json", text);
+  Outcome r = run("report --snapshot " + snapshot.string() + " --ledger " + kExamples + "/ledger " + kNow +
+                  " --billing-plans platform/plans");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  ReportJson report(r.out);
+  EXPECT_FALSE(hasFinding(report.pool("nvidia-h200-passthrough"), "UnknownAddon")) << r.out;
+  EXPECT_EQ(number(report.pool("nvidia-h200-passthrough"), "nonReservedHardQuota"), 7);
+}
+
+TEST_F(Tallyctl, ReportIgnoresBillingPlansInAConfigMapNotConfigured) {
+  auto snapshot = write("platform.json", snapshotWithPlansAtPlatform());
+  Outcome r = run("report --snapshot " + snapshot.string() + " --ledger " + kExamples + "/ledger " + kNow);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.err.find("skipped ConfigMap: 2"), std::string::npos) << r.err;
+  ReportJson report(r.out);
+  EXPECT_TRUE(hasFinding(report.pool("nvidia-h200-passthrough"), "UnknownAddon")) << r.out;
+}
+
+TEST_F(Tallyctl, MalformedBillingPlansFlagExitsTwo) {
+  Outcome r = run(exampleReport("--billing-plans billing-plans"));
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--billing-plans"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -11,8 +11,6 @@ namespace {
 
 using namespace detail;
 
-constexpr std::string_view kPlansNamespace = "kube-dc";
-constexpr std::string_view kPlansName = "billing-plans";
 constexpr std::string_view kPlansKey = "plans.yaml";
 
 std::string scalarOf(const YAML::Node& node) { return node.IsScalar() ? node.Scalar() : std::string(); }
@@ -95,6 +93,20 @@ Status yamlPlans(const YAML::Node& root, model::BillingPlans& plans) {
 
 }  // namespace
 
+std::string BillingPlansLocation::describe() const { return ns + "/" + name; }
+
+Result<BillingPlansLocation> parseBillingPlansLocation(std::string_view namespacedName) {
+  const auto slash = namespacedName.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == namespacedName.size() ||
+      namespacedName.find('/', slash + 1) != std::string_view::npos) {
+    DecodeError error;
+    error.item = "billing plans ConfigMap";
+    error.message = "\"" + std::string(namespacedName) + "\" is not namespace/name";
+    return error;
+  }
+  return BillingPlansLocation{std::string(namespacedName.substr(0, slash)), std::string(namespacedName.substr(slash + 1))};
+}
+
 Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml) {
   model::BillingPlans plans;
   try {
@@ -106,7 +118,8 @@ Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml) {
   return plans;
 }
 
-Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(od::value json, ObjectMeta* out) {
+Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(od::value json, ObjectMeta* out,
+                                                                        const BillingPlansLocation& location) {
   Metadata meta;
   meta.sink = out;
   std::optional<std::string> plansYaml;
@@ -119,7 +132,7 @@ Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(od::value
     });
   });
   if (!status) return inObject(std::move(status).error(), "ConfigMap", meta);
-  if (meta.ns != kPlansNamespace || meta.name != kPlansName) return std::optional<model::BillingPlans>();
+  if (meta.ns != location.ns || meta.name != location.name) return std::optional<model::BillingPlans>();
   if (!plansYaml) return inObject(fieldError("data[plans.yaml]", "missing"), "ConfigMap", meta);
   auto plans = decodeBillingPlansYaml(*plansYaml);
   if (!plans) return inObject(std::move(plans).error().under("data[plans.yaml]"), "ConfigMap", meta);

@@ -6,6 +6,8 @@
 #include <system_error>
 #include <vector>
 
+#include "tally/codec/reservation_record.hpp"
+
 namespace tally::codec {
 namespace fs = std::filesystem;
 
@@ -59,7 +61,7 @@ Result<model::Ledger> loadLedgerDirectory(const fs::path& directory) {
     std::ostringstream text;
     text << in.rdbuf();
     if (in.bad()) return ioError(directory / relative, "cannot be read");
-    model::addToLedger(ledger, text.str(), relative.generic_string());
+    addLedgerFile(ledger, text.str(), relative.generic_string());
   }
   return ledger;
 }

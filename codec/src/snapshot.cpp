@@ -68,7 +68,7 @@ void count(std::map<std::string, std::size_t>& counts, std::string_view kind) {
   ++counts[kind.empty() ? std::string("(no kind)") : std::string(kind)];
 }
 
-Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied);
+Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied, const SnapshotOptions& options);
 
 }  // namespace
 
@@ -87,7 +87,8 @@ bool isKnownKind(std::string_view group, std::string_view kind) {
 
 // Decodes an object whose type is already known. `json` has been rewound by
 // readTypeMeta; an empty object is never read again.
-Status addTypedObject(Snapshot& snapshot, od::value json, const TypeMeta& type, bool empty) {
+Status addTypedObject(Snapshot& snapshot, od::value json, const TypeMeta& type, bool empty,
+                      const SnapshotOptions& options) {
   if (type.kind.empty()) return fieldError("kind", "missing");
   const std::string_view group = groupOf(type.apiVersion);
   const std::string_view kind = type.kind;
@@ -128,7 +129,7 @@ Status addTypedObject(Snapshot& snapshot, od::value json, const TypeMeta& type, 
     if (!permitted) permitted.emplace();
     permitted->insert(permitted->end(), devices->begin(), devices->end());
   } else if (group.empty() && kind == "ConfigMap") {
-    auto plans = decodeBillingPlansConfigMap(json);
+    auto plans = decodeBillingPlansConfigMap(json, nullptr, options.billingPlans);
     if (!plans) return std::move(plans).error();
     if (!plans->has_value()) {
       count(snapshot.skipped, kind);
@@ -136,7 +137,7 @@ Status addTypedObject(Snapshot& snapshot, od::value json, const TypeMeta& type, 
     }
     if (cluster.plans) {
       DecodeError error = fieldError("metadata.name", "duplicate object in the snapshot");
-      error.item = "ConfigMap kube-dc/billing-plans";
+      error.item = "ConfigMap " + options.billingPlans.describe();
       return error;
     }
     cluster.plans = std::move(plans->value());
@@ -151,16 +152,16 @@ Status addTypedObject(Snapshot& snapshot, od::value json, const TypeMeta& type, 
 
 }  // namespace
 
-Status addObject(Snapshot& snapshot, od::value json, const TypeMeta& implied) {
+Status addObject(Snapshot& snapshot, od::value json, const TypeMeta& implied, const SnapshotOptions& options) {
   TypeMeta type = implied;
   bool empty = false;
   if (auto read = readTypeMeta(json, type, empty); !read) return read;
-  return addTypedObject(snapshot, json, type, empty);
+  return addTypedObject(snapshot, json, type, empty, options);
 }
 
 namespace {
 
-Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied) {
+Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied, const SnapshotOptions& options) {
   auto null = isNull(items, "items");
   if (!null) return std::move(null).error();
   if (*null) return {};
@@ -171,7 +172,7 @@ Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied) {
     const std::string place = "items" + indexField(index);
     od::value item;
     if (auto code = std::move(entry).get(item)) return jsonError(code, "", "an object").within(place);
-    Status added = addObject(snapshot, item, implied);
+    Status added = addObject(snapshot, item, implied, options);
     if (!added) return std::move(added).error().within(place);
     ++index;
   }
@@ -180,13 +181,13 @@ Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied) {
 
 }  // namespace
 
-Result<Snapshot> loadSnapshot(std::string_view json) {
+Result<Snapshot> loadSnapshot(std::string_view json, const SnapshotOptions& options) {
   Snapshot snapshot;
   Status status = withJsonValue(json, "", [&](od::value root) -> Status {
     TypeMeta listType;
     bool empty = false;
     if (auto read = readTypeMeta(root, listType, empty); !read) return std::move(read).error().within("snapshot");
-    if (!listType.kind.ends_with("List")) return addTypedObject(snapshot, root, listType, empty);
+    if (!listType.kind.ends_with("List")) return addTypedObject(snapshot, root, listType, empty, options);
     if (empty) return fieldError("items", "missing").within("snapshot " + listType.kind);
     // Items of a typed list (NodeList) carry no kind of their own.
     TypeMeta implied;
@@ -198,7 +199,7 @@ Result<Snapshot> loadSnapshot(std::string_view json) {
     Status items = forEachField(root, "", [&](std::string_view key, od::value field) -> Status {
       if (key != "items") return {};
       sawItems = true;
-      return addItems(snapshot, field, implied);
+      return addItems(snapshot, field, implied, options);
     });
     if (!items) return items;
     if (!sawItems) return fieldError("items", "missing").within("snapshot " + listType.kind);

@@ -212,5 +212,41 @@ TEST(Snapshot, ExampleSnapshotDecodes) {
   EXPECT_EQ(snapshot->skipped, (std::map<std::string, std::size_t>{{"ConfigMap", 1}, {"Deployment", 1}, {"Service", 1}}));
 }
 
+constexpr std::string_view kPlatformPlans = R"({"kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plans", "namespace": "platform"},
+     "data": {"plans.yaml": "addons:\n  gpu-h200-reserved:\n    selfService: false\n    gpu:\n      h200: {devices: 1}\n"}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "billing-plans", "namespace": "kube-dc"},
+     "data": {"plans.yaml": "addons: {}"}}]})";
+
+TEST(Snapshot, CatalogueInAConfiguredConfigMapIsDecodedWhenSoConfigured) {
+  SnapshotOptions options;
+  options.billingPlans = {"platform", "plans"};
+  auto snapshot = loadSnapshot(kPlatformPlans, options);
+  ASSERT_TRUE(snapshot) << snapshot.error().describe();
+  ASSERT_TRUE(snapshot->cluster.plans.has_value());
+  EXPECT_EQ(snapshot->cluster.plans->addons.at("gpu-h200-reserved").gpu.at("h200").devices, 1);
+  // The ConfigMap at the default location is then just another ConfigMap.
+  EXPECT_EQ(snapshot->skipped, (std::map<std::string, std::size_t>{{"ConfigMap", 1}}));
+}
+
+TEST(Snapshot, CatalogueInAnotherConfigMapIsIgnoredByDefault) {
+  auto snapshot = loadSnapshot(kPlatformPlans);
+  ASSERT_TRUE(snapshot) << snapshot.error().describe();
+  ASSERT_TRUE(snapshot->cluster.plans.has_value());
+  EXPECT_TRUE(snapshot->cluster.plans->addons.empty()) << "read from kube-dc/billing-plans, not platform/plans";
+  EXPECT_EQ(snapshot->skipped, (std::map<std::string, std::size_t>{{"ConfigMap", 1}}));
+}
+
+TEST(Snapshot, SecondConfiguredCatalogueIsADuplicateNamingTheConfiguredLocation) {
+  SnapshotOptions options;
+  options.billingPlans = {"platform", "plans"};
+  const std::string twice = R"({"kind": "List", "items": [
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plans", "namespace": "platform"}, "data": {"plans.yaml": ""}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plans", "namespace": "platform"}, "data": {"plans.yaml": ""}}]})";
+  auto snapshot = loadSnapshot(twice, options);
+  ASSERT_FALSE(snapshot);
+  EXPECT_NE(snapshot.error().item.find("ConfigMap platform/plans"), std::string::npos) << snapshot.error().describe();
+}
+
 }  // namespace
 }  // namespace tally::codec

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "decode_test_support.hpp"
+#include "tally/codec/json_text.hpp"
 
 namespace tally::codec {
 namespace {
@@ -194,6 +195,55 @@ TEST(BillingPlansDecode, BrokenPlansNameTheConfigMapAndKey) {
 TEST(BillingPlansDecode, MissingPlansKeyIsAnError) {
   auto error = decodeError<BillingPlansCodec>(R"({"metadata": {"name": "billing-plans", "namespace": "kube-dc"}, "data": {}})");
   EXPECT_EQ(error.field, "data[plans.yaml]");
+}
+
+// The catalogue decoded from one ConfigMap, with the location configured.
+std::optional<model::BillingPlans> plansAt(std::string_view json, const BillingPlansLocation& location) {
+  std::optional<model::BillingPlans> plans;
+  Status status = withJsonValue(json, "", [&](simdjson::ondemand::value value) -> Status {
+    auto decoded = decodeBillingPlansConfigMap(value, nullptr, location);
+    if (!decoded) return std::move(decoded).error();
+    plans = std::move(decoded).value();
+    return {};
+  });
+  EXPECT_TRUE(status) << status.error().describe();
+  return plans;
+}
+
+TEST(BillingPlansDecode, ConfigMapAtTheConfiguredLocationIsTheCatalogue) {
+  const BillingPlansLocation platform{"platform", "plans"};
+  auto plans = plansAt(R"({"metadata": {"name": "plans", "namespace": "platform"},
+    "data": {"plans.yaml": "addons:\n  a: {selfService: true}\n"}})", platform);
+  ASSERT_TRUE(plans.has_value());
+  EXPECT_TRUE(plans->addons.at("a").selfService);
+}
+
+TEST(BillingPlansDecode, WithAnotherLocationConfiguredTheDefaultConfigMapIsIgnored) {
+  EXPECT_FALSE(plansAt(R"({"metadata": {"name": "billing-plans", "namespace": "kube-dc"},
+    "data": {"plans.yaml": "addons: {}"}})", {"platform", "plans"}));
+}
+
+TEST(BillingPlansDecode, TheCodecReadsTheDefaultLocationOnly) {
+  auto plans = decodeOk<BillingPlansCodec>(R"({"metadata": {"name": "plans", "namespace": "platform"},
+    "data": {"plans.yaml": "addons: {}"}})");
+  EXPECT_FALSE(plans.has_value());
+}
+
+TEST(BillingPlansLocation, NamespaceSlashNameIsParsed) {
+  auto location = parseBillingPlansLocation("platform/plans");
+  ASSERT_TRUE(location) << location.error().describe();
+  EXPECT_EQ(*location, (BillingPlansLocation{"platform", "plans"}));
+  EXPECT_EQ(location->describe(), "platform/plans");
+  EXPECT_EQ(BillingPlansLocation{}.describe(), "kube-dc/billing-plans");
+}
+
+TEST(BillingPlansLocation, AMissingHalfOrAThirdPartIsAnErrorNamingTheText) {
+  for (std::string_view bad : {"plans", "/plans", "platform/", "", "a/b/c"}) {
+    auto location = parseBillingPlansLocation(bad);
+    ASSERT_FALSE(location) << bad;
+    EXPECT_NE(location.error().message.find("\"" + std::string(bad) + "\""), std::string::npos)
+        << location.error().describe();
+  }
 }
 
 }  // namespace

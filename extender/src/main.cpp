@@ -6,6 +6,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -144,7 +145,10 @@ void bridgeRuntimeLogs() {
   });
 }
 
-int loadSnapshotFile(const std::string& path, CacheWriter& writer) {
+// Without `billingPlans` (--billing-plans "") the snapshot's catalogue is left
+// out, as a live extender would watch no ConfigMap.
+int loadSnapshotFile(const std::string& path, const std::optional<codec::BillingPlansLocation>& billingPlans,
+                     CacheWriter& writer) {
   std::ifstream in(path);
   if (!in) {
     obs::logError("cannot open --snapshot-file", {{"path", path}});
@@ -152,7 +156,9 @@ int loadSnapshotFile(const std::string& path, CacheWriter& writer) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  auto snapshot = codec::loadSnapshot(text.str());
+  codec::SnapshotOptions options;
+  if (billingPlans) options.billingPlans = *billingPlans;
+  auto snapshot = codec::loadSnapshot(text.str(), options);
   if (!snapshot) {
     obs::logError("cannot decode --snapshot-file", {{"path", path}, {"error", snapshot.error().describe()}});
     return 2;
@@ -167,7 +173,7 @@ int loadSnapshotFile(const std::string& path, CacheWriter& writer) {
   for (const auto& [k, v] : c.vmis) writer.upsert(v);
   for (const auto& [k, v] : c.organizations) writer.upsert(v);
   for (const auto& [k, v] : c.pods) writer.upsert(v);
-  if (c.plans) writer.upsert(c.plans);
+  if (c.plans && billingPlans) writer.upsert(c.plans);
   if (c.permittedHostDevices) writer.upsert(*c.permittedHostDevices);
   writer.flush();
   obs::logInfo("serving from a snapshot file", {{"path", path}, {"nodes", c.nodes.size()}, {"pods", c.pods.size()}});
@@ -232,6 +238,16 @@ int main(int argc, char** argv) {
   obs::setLogLevel(level);
   bridgeRuntimeLogs();
 
+  std::optional<codec::BillingPlansLocation> billingPlans;
+  if (!f.billingPlans.empty()) {
+    auto parsed = codec::parseBillingPlansLocation(f.billingPlans);
+    if (!parsed) {
+      std::cerr << "--billing-plans: " << parsed.error().message << "\n";
+      return 2;
+    }
+    billingPlans = std::move(parsed).value();
+  }
+
   // Signals are waited for by the main thread only.
   sigset_t signals;
   sigemptyset(&signals);
@@ -243,7 +259,7 @@ int main(int argc, char** argv) {
     obs::Registry registry;
     ExtenderMetrics metrics(registry);
     WatchOptions watchOptions;
-    watchOptions.billingPlans = f.billingPlans;
+    watchOptions.billingPlans = billingPlans;
     watchOptions.organizations = f.watchOrganizations;
     watchOptions.kubevirt = f.watchKubevirt;
     watchOptions.ledgerDir = f.ledgerDir;
@@ -261,7 +277,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Watches> watches;
     std::unique_ptr<PodBinder> binder;
     if (offline) {
-      if (int rc = loadSnapshotFile(f.snapshotFile, writer)) return rc;
+      if (int rc = loadSnapshotFile(f.snapshotFile, billingPlans, writer)) return rc;
     } else {
       auto config = f.kubeconfig.empty() ? runtime::defaultConfig() : runtime::loadKubeconfig(f.kubeconfig, f.context);
       if (!config) {

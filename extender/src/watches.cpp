@@ -25,6 +25,31 @@ struct Keyed {
   std::string ns, name, resourceVersion;
 };
 
+// An object's text through its codec; `identity` is its metadata, already read.
+template <class Codec>
+codec::Result<typename Codec::Object> decodeWatched(std::string_view raw, const Keyed<Codec>&) {
+  return codec::decodeText<Codec>(raw);
+}
+
+// The billing-plans informer lists only the ConfigMap --billing-plans names
+// (its namespace and a metadata.name selector), and codecs carry no
+// configuration: the ConfigMap it delivers is decoded as the catalogue at its
+// own location.
+template <>
+codec::Result<std::optional<model::BillingPlans>> decodeWatched<codec::BillingPlansCodec>(
+    std::string_view raw, const Keyed<codec::BillingPlansCodec>& identity) {
+  const codec::BillingPlansLocation location{identity.ns, identity.name};
+  std::optional<model::BillingPlans> plans;
+  codec::Status status = codec::withJsonValue(raw, "", [&](od::value json) -> codec::Status {
+    auto decoded = codec::decodeBillingPlansConfigMap(json, nullptr, location);
+    if (!decoded) return std::move(decoded).error();
+    plans = std::move(decoded).value();
+    return {};
+  });
+  if (!status) return std::move(status).error();
+  return plans;
+}
+
 // Adapts a codec::*Codec to the runtime's JsonCodec: reads metadata, then hands
 // the object's text to the same decoder tallyctl and the controller use.
 template <class Codec>
@@ -58,7 +83,7 @@ struct WatchCodec {
     if (auto e = object.reset().error()) return runtime::jsonError(e, std::string(Codec::kKind));
     std::string_view raw;
     if (auto e = object.raw_json().get(raw)) return runtime::jsonError(e, std::string(Codec::kKind));
-    auto decoded = codec::decodeText<Codec>(raw);
+    auto decoded = decodeWatched<Codec>(raw, out);
     if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
     out.value = std::move(decoded).value();
     return out;
@@ -129,12 +154,6 @@ runtime::InformerOptions optionsFor(runtime::Resource resource, std::string fiel
   return o;
 }
 
-std::pair<std::string, std::string> splitName(const std::string& namespacedName) {
-  auto slash = namespacedName.find('/');
-  if (slash == std::string::npos) return {"default", namespacedName};
-  return {namespacedName.substr(0, slash), namespacedName.substr(slash + 1)};
-}
-
 }  // namespace
 
 std::set<model::Kind> Watches::kinds(const WatchOptions& options) {
@@ -143,7 +162,7 @@ std::set<model::Kind> Watches::kinds(const WatchOptions& options) {
                              model::Kind::ResourceQuota, model::Kind::DeviceClass,
                              model::Kind::GpuDevice,     model::Kind::VirtualMachineInstance};
   if (options.organizations) k.insert(model::Kind::Organization);
-  if (!options.billingPlans.empty()) k.insert(model::Kind::BillingPlans);
+  if (options.billingPlans) k.insert(model::Kind::BillingPlans);
   if (options.kubevirt) k.insert(model::Kind::KubeVirt);
   if (!options.ledgerDir.empty()) k.insert(model::Kind::Ledger);
   return k;
@@ -186,10 +205,10 @@ Watches::Watches(std::shared_ptr<runtime::Client> client, CacheWriter& writer, E
     add((codec::OrganizationCodec*)nullptr, model::Kind::Organization,
         optionsFor(Resource::of("kube-dc.com", "v1", "organizations")));
   }
-  if (!options_.billingPlans.empty()) {
-    auto [ns, name] = splitName(options_.billingPlans);
+  if (options_.billingPlans) {
+    const codec::BillingPlansLocation& plans = *options_.billingPlans;
     add((codec::BillingPlansCodec*)nullptr, model::Kind::BillingPlans,
-        optionsFor(Resource::core("configmaps", ns), "metadata.name=" + name));
+        optionsFor(Resource::core("configmaps", plans.ns), "metadata.name=" + plans.name));
   }
   if (options_.kubevirt) {
     add((codec::KubeVirtCodec*)nullptr, model::Kind::KubeVirt, optionsFor(Resource::of("kubevirt.io", "v1", "kubevirts")));

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tally/codec/objects.hpp"
 #include "tally/extender/cache_writer.hpp"
 #include "tally/extender/metrics.hpp"
 #include "tally/runtime/client.h"
@@ -17,7 +19,8 @@
 namespace tally::extender {
 
 struct WatchOptions {
-  std::string billingPlans = "kube-dc/billing-plans";  // namespace/name; empty: no add-on catalogue
+  // The ConfigMap of the add-on catalogue; empty: none is watched.
+  std::optional<codec::BillingPlansLocation> billingPlans = codec::BillingPlansLocation{};
   bool organizations = true;
   bool kubevirt = false;
   std::filesystem::path ledgerDir;  // empty: no ledger (no reservation holds)

@@ -6,138 +6,6 @@
 namespace tally::model {
 namespace {
 
-std::string activeRecord(std::string extraSpec = "", std::string extraStatus = "") {
-  return R"(apiVersion: operations.kube-dc.com/v1alpha1
-kind: GPUReservationRecord
-metadata:
-  id: gpu-res-1042
-spec:
-  organization: acme
-  project: ""
-  profileId: h200
-  devices: 2
-  state: active
-  requestedAt: 2026-10-01T09:00:00Z
-  startsAt: 2026-10-02T00:00:00Z
-  endsAt: ""
-  addonId: h200-reserved
-  billingReference: OPS-1042
-  approvedBy:
-    product: pat
-    sre: sam
-)" + extraSpec +
-         R"(status:
-  activatedAt: 2026-10-02T10:00:00Z
-  releasedAt: ""
-  evidenceRevision: ev-7f3
-  reason: pilot
-)" + extraStatus;
-}
-
-bool hasCode(const ParsedRecord& p, Code code) {
-  for (const auto& r : p.invalid.problems) {
-    if (r.code == code) return true;
-  }
-  return false;
-}
-
-TEST(LedgerRecord, ParsesTheSeedFormat) {
-  auto p = parseReservationRecord(activeRecord(), "gpu-res-1042.yaml");
-  ASSERT_TRUE(p.record) << (p.invalid.problems.empty() ? "" : p.invalid.problems.front().message);
-  EXPECT_EQ(p.record->id, "gpu-res-1042");
-  EXPECT_EQ(p.record->devices, 2);
-  EXPECT_EQ(p.record->state, ReservationState::Active);
-  EXPECT_EQ(p.record->activatedAt, parseRfc3339("2026-10-02T10:00:00Z"));
-  EXPECT_FALSE(p.record->endsAt);
-}
-
-TEST(LedgerRecord, DeviceUuidIsRefused) {
-  auto p = parseReservationRecord(activeRecord("", "  note: GPU-5f2a1c3e-9b1d-4e2f-8a7b-0c1d2e3f4a5b\n"), "x.yaml");
-  ASSERT_FALSE(p.record);
-  EXPECT_TRUE(hasCode(p, Code::RecordForbiddenContent));
-  EXPECT_NE(p.invalid.problems.front().message.find("device UUID"), std::string::npos);
-}
-
-TEST(LedgerRecord, PciAddressIsRefused) {
-  std::string text = activeRecord();
-  text.replace(text.find("reason: pilot"), 13, "reason: moved 0000:3b:00.0");
-  auto p = parseReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
-  EXPECT_TRUE(hasCode(p, Code::RecordForbiddenContent));
-}
-
-TEST(LedgerRecord, FractionalTimestampIsNotMistakenForAPciAddress) {
-  std::string text = activeRecord();
-  text.replace(text.find("2026-10-02T10:00:00Z"), 20, "2026-10-02T10:04:05.123Z");
-  EXPECT_TRUE(parseReservationRecord(text, "x.yaml").record);
-}
-
-TEST(LedgerRecord, SecretsPaymentDataAndHamiAnnotationsAreRefused) {
-  for (std::string bad : std::vector<std::string>{"reason: password hunter2", "reason: card 4111 1111 1111 1111",
-                          "reason: hami.io/vgpu-devices-allocated", "reason: -----BEGIN PRIVATE KEY-----"}) {
-    std::string text = activeRecord();
-    text.replace(text.find("reason: pilot"), 13, bad);
-    auto p = parseReservationRecord(text, "x.yaml");
-    EXPECT_FALSE(p.record) << bad;
-    EXPECT_TRUE(hasCode(p, Code::RecordForbiddenContent)) << bad;
-  }
-}
-
-TEST(LedgerRecord, UnknownStateIsRefusedByName) {
-  std::string text = activeRecord();
-  text.replace(text.find("state: active"), 13, "state: paused");
-  auto p = parseReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
-  EXPECT_TRUE(hasCode(p, Code::RecordState));
-  EXPECT_EQ(p.invalid.id, "gpu-res-1042");
-  EXPECT_EQ(p.invalid.profileId, "h200");
-}
-
-TEST(LedgerRecord, EndMustBeAfterStart) {
-  std::string text = activeRecord();
-  text.replace(text.find("endsAt: \"\""), 10, "endsAt: 2026-10-01T00:00:00Z");
-  auto p = parseReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
-  EXPECT_TRUE(hasCode(p, Code::RecordTime));
-}
-
-TEST(LedgerRecord, ActiveRecordNeedsActivationTimeBecauseBillingStartsThere) {
-  std::string text = activeRecord();
-  text.replace(text.find("activatedAt: 2026-10-02T10:00:00Z"), 33, "activatedAt: \"\"");
-  auto p = parseReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
-  EXPECT_TRUE(hasCode(p, Code::RecordState));
-}
-
-TEST(LedgerRecord, PendingRecordMustNotBeActivated) {
-  std::string text = activeRecord();
-  text.replace(text.find("state: active"), 13, "state: pending");
-  auto p = parseReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
-  EXPECT_TRUE(hasCode(p, Code::RecordState));
-}
-
-TEST(LedgerRecord, UnknownFieldTypoIsRefused) {
-  auto p = parseReservationRecord(activeRecord("  device: 3\n"), "x.yaml");
-  ASSERT_FALSE(p.record);
-  EXPECT_NE(p.invalid.problems.front().message.find("unknown field spec.device"), std::string::npos);
-}
-
-TEST(LedgerRecord, BadInputNeverThrows) {
-  for (std::string bad : std::vector<std::string>{"", "[", "{a: [", "- 1\n- 2", "apiVersion: 3", "spec: 7", std::string(70000, 'a'),
-                          "spec:\n  devices: 99999999999999999999\n", "spec:\n  devices: -1\n", "\t\x01\x02"}) {
-    auto p = parseReservationRecord(bad, "bad.yaml");
-    EXPECT_FALSE(p.record);
-    EXPECT_FALSE(p.invalid.problems.empty());
-  }
-}
-
-TEST(LedgerRecord, SameApproverForBothRolesIsRefused) {
-  std::string text = activeRecord();
-  text.replace(text.find("sre: sam"), 8, "sre: pat");
-  EXPECT_FALSE(parseReservationRecord(text, "x.yaml").record);
-}
-
 TEST(StateMachine, LegalTransitions) {
   using S = ReservationState;
   EXPECT_TRUE(transitionAllowed(S::Pending, S::Active));
@@ -162,15 +30,184 @@ TEST(StateMachine, IllegalTransitionsAreRefused) {
   EXPECT_NE(refusal->message.find("active to released"), std::string::npos);
 }
 
-TEST(Ledger, MultipleDocumentsInOneFileAreEachChecked) {
+bool hasCode(const std::vector<Refusal>& refusals, Code code) {
+  for (const auto& r : refusals) {
+    if (r.code == code) return true;
+  }
+  return false;
+}
+
+TEST(RecordValidation, RecordsOfEveryStateFromTheFixtureAreValid) {
+  using S = ReservationState;
+  for (S state : {S::Pending, S::Active, S::Releasing, S::Released, S::Canceled}) {
+    EXPECT_TRUE(validateRecord(testing::record("gpu-res-1", "acme", "h200", 1, state)).empty()) << toString(state);
+  }
+}
+
+TEST(RecordValidation, EndBeforeStartIsRefused) {
+  auto r = testing::record("gpu-res-1", "acme", "h200", 1, ReservationState::Pending);
+  r.endsAt = *r.startsAt - 1;
+  EXPECT_TRUE(hasCode(validateRecord(r), Code::RecordTime));
+}
+
+TEST(RecordValidation, ActiveRecordWithoutActivationTimeIsRefusedBecauseBillingStartsThere) {
+  auto r = testing::record("gpu-res-1", "acme", "h200", 1, ReservationState::Active);
+  r.activatedAt.reset();
+  EXPECT_TRUE(hasCode(validateRecord(r), Code::RecordState));
+}
+
+TEST(RecordValidation, PendingRecordWithActivationTimeIsRefused) {
+  auto r = testing::record("gpu-res-1", "acme", "h200", 1, ReservationState::Pending);
+  r.activatedAt = *r.requestedAt + 10;
+  EXPECT_TRUE(hasCode(validateRecord(r), Code::RecordState));
+}
+
+TEST(RecordValidation, SameApproverForBothRolesIsRefused) {
+  auto r = testing::record("gpu-res-1", "acme", "h200", 1, ReservationState::Active);
+  r.approvedBySre = r.approvedByProduct;
+  EXPECT_TRUE(hasCode(validateRecord(r), Code::RecordSchema));
+}
+
+TEST(RecordValidation, IdNotShapedLikeATicketIsRefused) {
+  auto r = testing::record("reservation-1", "acme", "h200", 1, ReservationState::Pending);
+  EXPECT_TRUE(hasCode(validateRecord(r), Code::RecordSchema));
+}
+
+TEST(ForbiddenContent, PhysicalIdentifiersSecretsPaymentDataAndHamiAnnotationsAreFound) {
+  EXPECT_NE(findForbiddenContent("GPU-5f2a1c3e-9b1d-4e2f-8a7b-0c1d2e3f4a5b").value_or("").find("device UUID"),
+            std::string::npos);
+  EXPECT_NE(findForbiddenContent("moved 0000:3b:00.0").value_or("").find("PCI address"), std::string::npos);
+  EXPECT_TRUE(findForbiddenContent("password hunter2"));
+  EXPECT_TRUE(findForbiddenContent("card 4111 1111 1111 1111"));
+  EXPECT_TRUE(findForbiddenContent("hami.io/vgpu-devices-allocated"));
+  EXPECT_FALSE(findForbiddenContent("activatedAt: 2026-10-02T10:04:05.123Z"));
+}
+
+// A ledger revision of records, each in the file named after its id.
+Ledger revision(std::vector<ReservationRecord> records) {
   Ledger ledger;
-  std::string second = activeRecord();
-  second.replace(second.find("gpu-res-1042"), 12, "gpu-res-1043");
-  second.replace(second.find("sre: sam"), 8, "sre: pat");
-  addToLedger(ledger, activeRecord() + "---\n" + second, "both.yaml");
-  EXPECT_EQ(ledger.records.size(), 1u);
-  ASSERT_EQ(ledger.invalid.size(), 1u);
-  EXPECT_EQ(ledger.invalid[0].id, "gpu-res-1043");
+  ledger.loaded = true;
+  for (auto& r : records) {
+    r.source = r.id + ".yaml";
+    ledger.records.push_back(std::move(r));
+  }
+  return ledger;
+}
+
+ReservationRecord rec(std::string id, ReservationState state, std::string pool = "h200") {
+  return testing::record(std::move(id), "acme", std::move(pool), 1, state);
+}
+
+TEST(LedgerHistory, EveryChangeAlongTheStateMachineAndANewRecordPass) {
+  using S = ReservationState;
+  Ledger before = revision({rec("gpu-res-1", S::Pending, "a"), rec("gpu-res-2", S::Active, "b"),
+                            rec("gpu-res-3", S::Releasing, "c"), rec("gpu-res-4", S::Pending, "d"),
+                            rec("gpu-res-5", S::Released, "e")});
+  Ledger after = revision({rec("gpu-res-1", S::Active, "a"), rec("gpu-res-2", S::Releasing, "b"),
+                           rec("gpu-res-3", S::Released, "c"), rec("gpu-res-4", S::Canceled, "d"),
+                           rec("gpu-res-5", S::Released, "e"), rec("gpu-res-6", S::Pending, "e")});
+  EXPECT_EQ(checkLedgerHistory(after, &before), std::vector<LedgerProblem>{});
+}
+
+TEST(LedgerHistory, ActiveRecordBackToPendingIsATransitionProblem) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Active)});
+  Ledger after = revision({rec("gpu-res-1", ReservationState::Pending)});
+  auto problems = checkLedgerHistory(after, &before);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::Transition);
+  EXPECT_EQ(problems[0].source, "gpu-res-1.yaml");
+  EXPECT_EQ(problems[0].id, "gpu-res-1");
+  EXPECT_NE(problems[0].message.find("active to pending"), std::string::npos) << problems[0].message;
+}
+
+TEST(LedgerHistory, DevicesChangedOnAnActiveRecordIsATransitionProblem) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Active)});
+  Ledger after = revision({rec("gpu-res-1", ReservationState::Active)});
+  after.records[0].devices = 3;
+  auto problems = checkLedgerHistory(after, &before);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::Transition);
+}
+
+TEST(LedgerHistory, RecordMissingFromTheNewRevisionDisappeared) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Released), rec("gpu-res-2", ReservationState::Active)});
+  Ledger after = revision({rec("gpu-res-2", ReservationState::Active)});
+  auto problems = checkLedgerHistory(after, &before);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::Disappeared);
+  EXPECT_EQ(problems[0].source, "gpu-res-1.yaml");
+  EXPECT_EQ(problems[0].id, "gpu-res-1");
+}
+
+TEST(LedgerHistory, RecordMovedToAnotherFileHasNotDisappeared) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Active)});
+  Ledger after = revision({rec("gpu-res-1", ReservationState::Active)});
+  after.records[0].source = "2026/gpu-res-1.yaml";
+  EXPECT_TRUE(checkLedgerHistory(after, &before).empty());
+}
+
+TEST(LedgerHistory, RecordThatBecameInvalidHasNotDisappeared) {
+  Ledger before = revision({rec("gpu-res-1", ReservationState::Active)});
+  Ledger after = revision({});
+  after.invalid.push_back({"gpu-res-1.yaml", "gpu-res-1", "h200", {{Code::RecordSchema, "spec.devices is required"}}});
+  EXPECT_TRUE(checkLedgerHistory(after, &before).empty());
+}
+
+TEST(LedgerHistory, SameIdInTwoFilesIsADuplicateNamedOnTheSecondFile) {
+  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Active, "a"), rec("gpu-res-1", ReservationState::Released, "b")});
+  ledger.records[0].source = "a.yaml";
+  ledger.records[1].source = "b.yaml";
+  auto problems = checkLedgerHistory(ledger, nullptr);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::DuplicateId);
+  EXPECT_EQ(problems[0].source, "b.yaml");
+  EXPECT_EQ(problems[0].id, "gpu-res-1");
+  EXPECT_NE(problems[0].message.find("a.yaml"), std::string::npos) << problems[0].message;
+}
+
+TEST(LedgerHistory, InvalidRecordWithTheSameIdIsADuplicate) {
+  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Active)});
+  ledger.invalid.push_back({"z.yaml", "gpu-res-1", "h200", {{Code::RecordState, "spec.state 'paused'"}}});
+  auto problems = checkLedgerHistory(ledger, nullptr);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::DuplicateId);
+  EXPECT_EQ(problems[0].source, "z.yaml");
+}
+
+TEST(LedgerHistory, PendingAndReleasingInOnePoolAreMultipleTransactions) {
+  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Pending), rec("gpu-res-2", ReservationState::Releasing)});
+  auto problems = checkLedgerHistory(ledger, nullptr);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].rule, LedgerRule::MultipleTransactions);
+  EXPECT_EQ(problems[0].id, "gpu-res-2");
+  EXPECT_NE(problems[0].message.find("gpu-res-1"), std::string::npos) << problems[0].message;
+  EXPECT_NE(problems[0].message.find("h200"), std::string::npos) << problems[0].message;
+}
+
+TEST(LedgerHistory, ThreePendingRecordsInOnePoolAreTwoProblems) {
+  using S = ReservationState;
+  Ledger ledger = revision({rec("gpu-res-1", S::Pending), rec("gpu-res-2", S::Pending), rec("gpu-res-3", S::Pending)});
+  EXPECT_EQ(checkLedgerHistory(ledger, nullptr).size(), 2u);
+}
+
+TEST(LedgerHistory, TransactionsInDifferentPoolsAndSettledRecordsAreNotCounted) {
+  using S = ReservationState;
+  Ledger ledger = revision({rec("gpu-res-1", S::Pending, "a"), rec("gpu-res-2", S::Releasing, "b"),
+                            rec("gpu-res-3", S::Active, "a"), rec("gpu-res-4", S::Released, "a"),
+                            rec("gpu-res-5", S::Canceled, "a")});
+  EXPECT_TRUE(checkLedgerHistory(ledger, nullptr).empty());
+}
+
+TEST(LedgerHistory, WithoutAPreviousRevisionNoRecordCanHaveDisappearedOrMoved) {
+  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Released)});
+  EXPECT_TRUE(checkLedgerHistory(ledger).empty());
+}
+
+TEST(LedgerHistory, RuleNamesAreStable) {
+  EXPECT_EQ(toString(LedgerRule::DuplicateId), "DuplicateId");
+  EXPECT_EQ(toString(LedgerRule::MultipleTransactions), "MultipleTransactions");
+  EXPECT_EQ(toString(LedgerRule::Transition), "Transition");
+  EXPECT_EQ(toString(LedgerRule::Disappeared), "Disappeared");
 }
 
 TEST(Rfc3339, ParsesOffsetsAndRejectsNonsense) {

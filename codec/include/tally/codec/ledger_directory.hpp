@@ -1,8 +1,8 @@
 #pragma once
 // Reads the reservation ledger from a directory (a Git checkout): every
 // *.yaml / *.yml file below it, one record per file, in path order, so two
-// readers of the same checkout see the same ledger. Parsing and validation
-// are the model's (model::addToLedger); this is only the directory I/O.
+// readers of the same checkout see the same ledger. Each file is read by
+// addLedgerFile (reservation_record.hpp); this is only the directory I/O.
 
 #include <filesystem>
 

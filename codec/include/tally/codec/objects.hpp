@@ -7,6 +7,7 @@
 // come, and fails with a DecodeError naming the object and the field path.
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -40,9 +41,24 @@ Result<model::Organization> decodeOrganization(simdjson::ondemand::value json, O
 // The permittedHostDevices of a KubeVirt CR (PCI and mediated, in that order).
 Result<std::vector<model::PermittedHostDevice>> decodeKubeVirt(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 
-// A ConfigMap: the add-on catalogue when it is `billing-plans` in namespace
-// `kube-dc` (key `plans.yaml`), nothing for any other ConfigMap.
-Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+// Which ConfigMap holds the add-on catalogue (key `plans.yaml`). It is
+// configuration (tally-extender and tallyctl --billing-plans): a platform may
+// keep it elsewhere than kube-dc/billing-plans.
+struct BillingPlansLocation {
+  std::string ns = "kube-dc";
+  std::string name = "billing-plans";
+  std::string describe() const;  // "namespace/name"
+  friend bool operator==(const BillingPlansLocation&, const BillingPlansLocation&) = default;
+};
+
+// Reads "namespace/name"; the error names the text when either half is missing.
+Result<BillingPlansLocation> parseBillingPlansLocation(std::string_view namespacedName);
+
+// A ConfigMap: the add-on catalogue when it is the one at `location`, nothing
+// for any other ConfigMap.
+Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(simdjson::ondemand::value json,
+                                                                        ObjectMeta* meta = nullptr,
+                                                                        const BillingPlansLocation& location = {});
 
 // The `plans.yaml` document of the billing-plans ConfigMap.
 Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml);

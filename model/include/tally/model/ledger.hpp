@@ -1,6 +1,7 @@
 #pragma once
 // The reservation ledger: GPUReservationRecord documents kept in Git and
-// reviewed by people. Tally reads and validates them; it never writes them.
+// reviewed by people. Tally validates them and checks their history; it never
+// writes them. Reading the YAML is the codec's (tally/codec/reservation_record.hpp).
 
 #include <optional>
 #include <string>
@@ -62,22 +63,37 @@ struct Ledger {
   friend bool operator==(const Ledger&, const Ledger&) = default;
 };
 
-// Parses one YAML document into a record and validates it (schema, times,
-// state-dependent fields, forbidden content). Never throws.
-struct ParsedRecord {
-  std::optional<ReservationRecord> record;
-  InvalidRecord invalid;  // filled when record is empty
-};
-ParsedRecord parseReservationRecord(std::string_view yaml, std::string_view source);
-
 // Validation of an already-built record; empty when valid.
 std::vector<Refusal> validateRecord(const ReservationRecord& r);
 
-// Checks a change of one record between two revisions of the ledger.
+// Checks a change of one record between two revisions of the ledger: the state
+// machine, and the fields that are fixed once recorded.
 std::optional<Refusal> checkRecordTransition(const ReservationRecord& before, const ReservationRecord& after);
 
-// Adds the records of several documents (one file each) to a ledger.
-void addToLedger(Ledger& ledger, std::string_view yaml, std::string_view source);
+// A problem of one revision of the ledger as a whole, or of its change from
+// the revision before: the file and record it concerns and the rule broken.
+enum class LedgerRule {
+  DuplicateId,           // two records (files) carry the same metadata.id
+  MultipleTransactions,  // more than one pending or releasing record in a pool
+  Transition,            // a record changed other than the state machine allows
+  Disappeared,           // a record of the previous revision is gone
+};
+std::string_view toString(LedgerRule rule);
+
+struct LedgerProblem {
+  std::string source;  // the record's file (in the previous revision when it disappeared)
+  std::string id;
+  LedgerRule rule;
+  std::string message;
+  friend bool operator==(const LedgerProblem&, const LedgerProblem&) = default;
+};
+
+// Checks a revision of the ledger: ids are unique and at most one transaction
+// is in flight per profile pool. Given the revision before it, also that every
+// record changed only as checkRecordTransition allows and that none vanished
+// (records are released or canceled, never deleted). Invalid records count for
+// ids and presence; their own problems are in Ledger::invalid, not repeated.
+std::vector<LedgerProblem> checkLedgerHistory(const Ledger& current, const Ledger* previous = nullptr);
 
 // Parses an RFC 3339 timestamp ("2026-01-02T03:04:05Z", offsets, fractions).
 std::optional<Timestamp> parseRfc3339(std::string_view text);
