@@ -18,6 +18,7 @@
 #include "tally/runtime/codecs/slim_pod.h"
 #include "tally/runtime/conflict.h"
 #include "tally/runtime/informer.h"
+#include "tally/runtime/manager.h"
 #include "tally/runtime/json_watch.h"
 #include "tally/runtime/lease.h"
 #include "tally/runtime/log.h"
@@ -583,6 +584,139 @@ TEST(LeaderElection, TwoProcessesOneLeadsAndTheOtherTakesOverWithinTheLeaseDurat
   // Graceful stop releases the lease at once.
   ::kill(other.pid, SIGTERM);
   EXPECT_EQ(waitExit(other), 0);
+  EXPECT_EQ(holder(), "") << "released on shutdown";
+}
+
+// A reconciler that mirrors an HRQ's spec.hard into status.hard, as a status
+// writer would: it reads the object fresh, writes status pinned to the
+// resourceVersion it read, and on 409 leaves the retry to the controller,
+// which reads again. The first attempt meets a competing write on purpose.
+TEST(Controllers, ReconcileWritesStatusWithTheResourceVersionAndRetriesAConflictOnAFreshRead) {
+  auto c = client();
+  ensureNamespace(*c, "ctl");
+  const Resource hrqs = Resource::of("hnc.x-k8s.io", "v1alpha2", "hierarchicalresourcequotas", "ctl");
+  observability::Registry registry;
+  ManagerOptions mo;
+  mo.metrics = &registry;
+  Manager manager(c, mo);
+  InformerOptions io;
+  io.resource = hrqs;
+  auto& informer = manager.informer<MetaCodec>(io);
+  std::atomic<int> attempts{0}, conflicts{0};
+  ControllerOptions co;
+  co.name = "hrq-status";
+  co.rateLimits.itemBase = 10ms;
+  auto& controller = manager.controller(co, [&](const std::string& key, std::stop_token) -> Result<ReconcileResult> {
+    const std::string name = key.substr(key.find('/') + 1);
+    auto body = c->get(hrqs, name);
+    if (!body) return body.error().is(ErrorCode::kNotFound) ? Result<ReconcileResult>(ReconcileResult::done())
+                                                            : Result<ReconcileResult>(std::move(body).error());
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string padded(*body);
+    auto doc = parser.iterate(padded);
+    std::string_view rv, hard;
+    if (doc["metadata"]["resourceVersion"].get_string().get(rv) != simdjson::SUCCESS) {
+      return Error{ErrorCode::kDecode, "no resourceVersion"};
+    }
+    std::string rvCopy(rv);
+    simdjson::ondemand::object hardObject;
+    if (doc["spec"]["hard"].get_object().get(hardObject) != simdjson::SUCCESS || hardObject.raw_json().get(hard) != simdjson::SUCCESS) return Error{ErrorCode::kDecode, "no spec.hard"};
+    std::string hardCopy(hard);
+    if (++attempts == 1) {
+      // Someone else writes between our read and our write.
+      auto other = c->patch(hrqs, name, PatchType::kMerge, R"({"spec":{"hard":{"requests.nvidia.com/gpu":"12"}}})");
+      if (!other) return std::move(other).error();
+    }
+    std::string status = R"({"apiVersion":"hnc.x-k8s.io/v1alpha2","kind":"HierarchicalResourceQuota","metadata":{"name":)" +
+                         jsonString(name) + R"(,"namespace":"ctl","resourceVersion":)" + jsonString(rvCopy) +
+                         R"(},"spec":{"hard":)" + hardCopy + R"(},"status":{"hard":)" + hardCopy + "}}";
+    auto written = c->updateStatus(hrqs, name, status);
+    if (!written) {
+      if (written.error().is(ErrorCode::kConflict)) ++conflicts;
+      return std::move(written).error();
+    }
+    return ReconcileResult::done();
+  });
+  controller.watch(informer);
+  std::stop_source stop;
+  std::jthread running([&] { EXPECT_TRUE(manager.run(stop.get_token())); });
+  ASSERT_TRUE(eventually([&] { return manager.synced(); }));
+  ASSERT_TRUE(c->create(hrqs, R"({"apiVersion":"hnc.x-k8s.io/v1alpha2","kind":"HierarchicalResourceQuota",)"
+                              R"("metadata":{"name":"plan-quota"},"spec":{"hard":{"requests.nvidia.com/gpu":"8"}}})"));
+  auto statusHard = [&]() -> std::string {
+    auto body = c->get(hrqs, "plan-quota");
+    if (!body) return {};
+    const std::string marker = R"("status":{"hard":{"requests.nvidia.com/gpu":")";
+    auto at = body->find(marker);
+    if (at == std::string::npos) return {};
+    at += marker.size();
+    return body->substr(at, body->find('"', at) - at);
+  };
+  ASSERT_TRUE(eventually([&] { return statusHard() == "12"; }, 20s)) << "status: " << statusHard();
+  EXPECT_EQ(conflicts.load(), 1) << "the stale write was refused by its resourceVersion";
+  EXPECT_GE(attempts.load(), 2);
+  EXPECT_GE(controller.stats().errors, 1u);
+  const std::string metrics = registry.render();
+  EXPECT_NE(metrics.find("controller_runtime_reconcile_errors_total{controller=\"hrq-status\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("tally_informer_synced{resource=\"hierarchicalresourcequotas\"} 1"), std::string::npos)
+      << metrics;
+  stop.request_stop();
+  running.join();
+  EXPECT_FALSE(manager.synced());
+  ASSERT_TRUE(c->remove(hrqs, "plan-quota"));
+}
+
+// Two processes run the same Manager: only the Lease holder's controller
+// writes; killed, the other takes over within the lease duration and its new
+// term reconciles every object again; SIGTERM stops it cleanly and releases the Lease.
+TEST(Controllers, LeaderOnlyControllerMovesToTheOtherProcessWhenTheLeaderDies) {
+  auto c = client();
+  ensureNamespace(*c, "handover");
+  const Resource cms = Resource::core("configmaps", "handover");
+  std::vector<Child> procs;
+  Reaper reaper{&procs};
+  for (const char* id : {"replica-a", "replica-b"}) {
+    procs.push_back(spawn({TALLY_E2E_WORKER, "manager", Cluster::instance().kubeconfig(), "handover", "tally-ctl", id}));
+  }
+  auto holder = [&]() -> std::string {
+    auto body = c->get(leaseResource("handover"), "tally-ctl");
+    if (!body) return {};
+    auto lease = decodeJsonObject<LeaseCodec>(*body);
+    return lease ? lease->holderIdentity : std::string();
+  };
+  auto stampOf = [&](const std::string& name) -> std::string {
+    auto body = c->get(cms, name);
+    if (!body) return {};
+    auto cm = decodeJsonObject<MetaCodec>(*body);
+    const std::string* v = cm ? cm->metadata.annotation("tally.dev/reconciled-by") : nullptr;
+    return v ? *v : std::string();
+  };
+  ASSERT_TRUE(eventually([&] { return !holder().empty(); }, 20s));
+  const std::string first = holder();
+  ASSERT_TRUE(c->create(cms, configMap("one", "1")));
+  ASSERT_TRUE(eventually([&] { return stampOf("one") == first; }, 20s)) << "stamp: " << stampOf("one");
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(stampOf("one"), first) << "the standby never writes";
+
+  Child& leader = first == "replica-a" ? procs[0] : procs[1];
+  Child& other = first == "replica-a" ? procs[1] : procs[0];
+  const std::string second = first == "replica-a" ? "replica-b" : "replica-a";
+  const auto killedAt = std::chrono::steady_clock::now();
+  ::kill(leader.pid, SIGKILL);
+  waitExit(leader);
+  ASSERT_TRUE(c->create(cms, configMap("two", "2")));
+  ASSERT_TRUE(eventually([&] { return stampOf("two") == second; }, 20s)) << "stamp: " << stampOf("two");
+  const auto takeover = std::chrono::steady_clock::now() - killedAt;
+  EXPECT_LT(takeover, 4s + 3s);
+  EXPECT_TRUE(eventually([&] { return stampOf("one") == second; }, 10s))
+      << "a new term reconciles what the cache holds, not only new events";
+  std::printf("controller handover: %lld ms from killing the leader to the first write of the new one\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count()));
+
+  ::kill(other.pid, SIGTERM);
+  EXPECT_EQ(waitExit(other), 0);
+  EXPECT_NE(readAll(other).find("STOPPED by signal 15"), std::string::npos);
   EXPECT_EQ(holder(), "") << "released on shutdown";
 }
 

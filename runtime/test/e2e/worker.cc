@@ -1,6 +1,11 @@
 // Helper process for the e2e tests:
 //   worker counter KUBECONFIG NS NAME N      increment an annotation N times
 //   worker lease KUBECONFIG NS NAME IDENTITY campaign until SIGTERM
+//   worker manager KUBECONFIG NS LEASE IDENTITY
+//                                            a Manager whose leader-only controller
+//                                            stamps every ConfigMap of NS with
+//                                            tally.dev/reconciled-by=IDENTITY, until
+//                                            SIGTERM (SignalStop)
 
 #include <signal.h>
 
@@ -12,6 +17,7 @@
 #include "tally/runtime/config.h"
 #include "tally/runtime/conflict.h"
 #include "tally/runtime/leader_election.h"
+#include "tally/runtime/manager.h"
 #include "tally/runtime/object_meta.h"
 
 using namespace tally::runtime;
@@ -52,6 +58,55 @@ int main(int argc, char** argv) {
       conflicts += stats.conflicts;
     }
     std::printf("conflicts=%d\n", conflicts);
+    return 0;
+  }
+  if (mode == "manager") {
+    SignalStop signals;  // before any thread starts: they inherit the blocked mask
+    const std::string identity = argv[5];
+    ManagerOptions mo;
+    LeaderElectionConfig lc;
+    lc.leaseNamespace = ns;
+    lc.leaseName = name;
+    lc.identity = identity;
+    lc.leaseDuration = std::chrono::seconds(4);
+    lc.renewDeadline = std::chrono::seconds(3);
+    lc.retryPeriod = std::chrono::milliseconds(500);
+    mo.leaderElection = lc;
+    Manager manager(*client, mo);
+    InformerOptions io;
+    io.resource = Resource::core("configmaps", ns);
+    auto& cms = manager.informer<MetaCodec>(io);
+    std::shared_ptr<Client> api = *client;
+    const Resource res = Resource::core("configmaps", ns);
+    ControllerOptions co;
+    co.name = "stamp";
+    co.leaderOnly = true;
+    auto& controller = manager.controller(co, [&](const std::string& key, std::stop_token) -> Result<ReconcileResult> {
+      const std::string cmName = key.substr(key.find('/') + 1);
+      auto body = api->get(res, cmName);  // the current object, never the event's copy
+      if (!body) {
+        if (body.error().is(ErrorCode::kNotFound)) return ReconcileResult::done();
+        return std::move(body).error();
+      }
+      auto cur = decodeJsonObject<MetaCodec>(*body);
+      if (!cur) return std::move(cur).error();
+      const std::string* stamped = cur->metadata.annotation("tally.dev/reconciled-by");
+      if (stamped && *stamped == identity) return ReconcileResult::done();
+      std::string patch = R"({"metadata":{"resourceVersion":)" + jsonString(cur->metadata.resourceVersion) +
+                          R"(,"annotations":{"tally.dev/reconciled-by":)" + jsonString(identity) + "}}}";
+      auto done = api->patch(res, cmName, PatchType::kMerge, patch);
+      if (!done) return std::move(done).error();  // a 409 comes back with backoff and a fresh read
+      std::printf("STAMPED %s %s\n", cmName.c_str(), identity.c_str());
+      std::fflush(stdout);
+      return ReconcileResult::done();
+    });
+    controller.watch(cms);
+    auto ran = manager.run(signals.token());
+    if (!ran) {
+      std::fprintf(stderr, "%s\n", ran.error().describe().c_str());
+      return 1;
+    }
+    std::printf("STOPPED by signal %d\n", signals.received());
     return 0;
   }
   if (mode == "lease") {
