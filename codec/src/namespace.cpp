@@ -1,6 +1,7 @@
 #include <charconv>
 #include <string>
 
+#include "kind_rules.hpp"
 #include "metadata.hpp"
 #include "tally/codec/objects.hpp"
 
@@ -9,8 +10,6 @@ namespace {
 
 using namespace detail;
 
-constexpr std::string_view kTreeLabelSuffix = ".tree.hnc.x-k8s.io/depth";
-
 }  // namespace
 
 Result<model::Namespace> decodeNamespace(od::value json, ObjectMeta* out) {
@@ -18,19 +17,7 @@ Result<model::Namespace> decodeNamespace(od::value json, ObjectMeta* out) {
   Metadata meta;
   meta.sink = out;
   MetadataHooks hooks;
-  hooks.label = [&](std::string_view key, std::string_view value) -> Status {
-    if (key.ends_with(kTreeLabelSuffix) && key.size() > kTreeLabelSuffix.size()) {
-      int depth = 0;
-      auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), depth);
-      if (error != std::errc() || end != value.data() + value.size() || depth < 0) {
-        return fieldError("", "HNC depth \"" + std::string(value) + "\" is not a non-negative integer");
-      }
-      ns.tree[std::string(key.substr(0, key.size() - kTreeLabelSuffix.size()))] = depth;
-    } else if (key.starts_with(model::kEntitlementLabelPrefix) && value == "true") {
-      ns.entitledClasses.emplace_back(key.substr(model::kEntitlementLabelPrefix.size()));
-    }
-    return {};
-  };
+  hooks.label = [&](std::string_view key, std::string_view value) { return applyNamespaceLabel(ns, key, value); };
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
     if (key == "metadata") return readMetadata(field, meta, hooks);
     return {};

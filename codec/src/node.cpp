@@ -1,5 +1,6 @@
 #include <string>
 
+#include "kind_rules.hpp"
 #include "metadata.hpp"
 #include "tally/codec/objects.hpp"
 
@@ -97,17 +98,10 @@ Result<model::Node> decodeNode(od::value json, ObjectMeta* out) {
   meta.sink = out;
   MetadataHooks hooks;
   hooks.label = [&](std::string_view key, std::string_view value) -> Status {
-    if (key == model::kLabelWorkloadMode) node.activeMode = model::parseNodeMode(value);
-    if (key == model::kLabelExpectedWorkloadMode) node.expectedMode = model::parseNodeMode(value);
+    applyNodeLabel(node, key, value);
     return {};
   };
-  hooks.annotation = [&](std::string_view key, std::string_view value) -> Status {
-    if (key != model::kAnnotationInventory) return {};
-    auto parents = decodeInventory(value);
-    if (!parents) return std::move(parents).error();
-    node.inventory = std::move(parents).value();
-    return {};
-  };
+  hooks.annotation = [&](std::string_view key, std::string_view value) { return applyNodeAnnotation(node, key, value); };
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
     if (key == "metadata") {
       Status read = readMetadata(field, meta, hooks);

@@ -1,5 +1,6 @@
 #include <string>
 
+#include "kind_rules.hpp"
 #include "metadata.hpp"
 #include "tally/codec/objects.hpp"
 
@@ -18,9 +19,7 @@ Status readContainerResources(od::value value, model::ResourceList& requests) {
     return {};
   });
   if (!status) return status;
-  for (const auto& [name, amount] : limits) {
-    if (!requests.contains(name)) requests.set(name, amount);
-  }
+  defaultRequestsToLimits(requests, limits);
   return {};
 }
 

@@ -84,7 +84,7 @@ struct Flags {
   std::string publishInterval = "5ms", assumeTtl = "30s";
   unsigned bindThreads = 64;
   std::string billingPlans = "kube-dc/billing-plans";
-  bool watchOrganizations = true, watchKubevirt = false;
+  bool watchOrganizations = true, watchKubevirt = false, protobufWatches = true;
   std::string ledgerDir, ledgerInterval = "30s";
   std::string snapshotFile;
   std::string logLevel = "info";
@@ -126,6 +126,10 @@ void addFlags(CLI::App& app, Flags& f) {
                  "Watch Organizations (kube-dc.com/v1): needed to hold idle reservations of other organizations")
       ->capture_default_str();
   app.add_option("--watch-kubevirt", f.watchKubevirt, "Watch the KubeVirt CR (permittedHostDevices)")
+      ->capture_default_str();
+  app.add_option("--protobuf-watches", f.protobufWatches,
+                 "List and watch nodes, pods, namespaces and resource quotas as protobuf (cheaper for the API server "
+                 "to encode); false: JSON")
       ->capture_default_str();
   app.add_option("--ledger-dir", f.ledgerDir, "Reservation ledger directory (git-sync volume); empty: no ledger");
   app.add_option("--ledger-interval", f.ledgerInterval, "How often --ledger-dir is re-read")->capture_default_str();
@@ -262,6 +266,7 @@ int main(int argc, char** argv) {
     watchOptions.billingPlans = billingPlans;
     watchOptions.organizations = f.watchOrganizations;
     watchOptions.kubevirt = f.watchKubevirt;
+    watchOptions.protobuf = f.protobufWatches;
     watchOptions.ledgerDir = f.ledgerDir;
     watchOptions.ledgerInterval = parseDuration(f.ledgerInterval);
 

@@ -88,6 +88,21 @@ struct WatchCodec {
     out.value = std::move(decoded).value();
     return out;
   }
+  // Built-in kinds arrive as protobuf when the server sends it (the watch asks
+  // for it first): one decode, straight into the model's value.
+  static runtime::Result<Object> fromProtobuf(std::string_view message)
+    requires requires { Codec::fromProtobuf(message, nullptr); }
+  {
+    Object out;
+    codec::ObjectMeta meta;
+    auto decoded = Codec::fromProtobuf(message, &meta);
+    if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
+    out.value = std::move(decoded).value();
+    out.ns = std::move(meta.ns);
+    out.name = std::move(meta.name);
+    out.resourceVersion = std::move(meta.resourceVersion);
+    return out;
+  }
   static std::string key(const Object& o) { return runtime::namespacedKey(o.ns, o.name); }
   static std::string_view resourceVersion(const Object& o) { return o.resourceVersion; }
 };
@@ -111,9 +126,19 @@ namespace {
 template <class Codec>
 class InformerSource final : public Watches::Source {
  public:
+  // Kinds whose codec reads protobuf (the built-in ones) are asked for it when
+  // `protobuf`: it costs the API server less to encode than JSON, and a server
+  // that answers JSON anyway is read as JSON.
+  static runtime::InformerOptions withWire(runtime::InformerOptions options, bool protobuf) {
+    if constexpr (runtime::ProtobufCodec<WatchCodec<Codec>>) {
+      if (protobuf) options.wire = runtime::Wire::kProtobuf;
+    }
+    return options;
+  }
+
   InformerSource(model::Kind k, std::shared_ptr<runtime::Client> client, runtime::InformerOptions options,
-                 CacheWriter& writer, ExtenderMetrics& metrics)
-      : informer_(std::move(client), std::move(options)) {
+                 CacheWriter& writer, ExtenderMetrics& metrics, bool protobuf)
+      : informer_(std::move(client), withWire(std::move(options), protobuf)) {
     kind = k;
     auto& events = metrics.informerEvents.with({std::string(model::toString(k))});
     typename runtime::Store<WatchCodec<Codec>>::Handlers h;
@@ -186,7 +211,8 @@ Watches::Watches(std::shared_ptr<runtime::Client> client, CacheWriter& writer, E
     : options_(std::move(options)), writer_(writer), metrics_(metrics) {
   using runtime::Resource;
   auto add = [&]<class Codec>(Codec*, model::Kind kind, runtime::InformerOptions o) {
-    sources_.push_back(std::make_unique<InformerSource<Codec>>(kind, client, std::move(o), writer, metrics));
+    sources_.push_back(
+        std::make_unique<InformerSource<Codec>>(kind, client, std::move(o), writer, metrics, options_.protobuf));
   };
   add((codec::NodeCodec*)nullptr, model::Kind::Node, optionsFor(Resource::core("nodes")));
   // Terminal pods hold nothing; the selector makes them leave the cache.

@@ -26,6 +26,9 @@ struct WatchOptions {
   std::filesystem::path ledgerDir;  // empty: no ledger (no reservation holds)
   std::chrono::milliseconds ledgerInterval{30'000};
   std::chrono::milliseconds pollInterval{100};
+  // Ask for the built-in kinds (nodes, pods, namespaces, resource quotas) as
+  // protobuf; CRDs are always JSON.
+  bool protobuf = true;
 };
 
 class Watches {

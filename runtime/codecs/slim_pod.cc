@@ -1,7 +1,7 @@
 #include "tally/runtime/codecs/slim_pod.h"
 
 #include "tally/runtime/object_meta.h"
-#include "tally/runtime/proto_wire.h"
+#include "tally/common/proto_wire.hpp"
 #include "tally/runtime/quantity.h"
 
 namespace tally::runtime::codecs {

@@ -2,7 +2,7 @@
 
 #include <simdjson.h>
 
-#include "tally/runtime/proto_wire.h"
+#include "tally/common/proto_wire.hpp"
 
 namespace tally::runtime {
 

@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "tally/runtime/proto_wire.h"
+#include "tally/common/proto_wire.hpp"
 
 namespace tally::runtime {
 namespace {

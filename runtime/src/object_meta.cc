@@ -1,6 +1,6 @@
 #include "tally/runtime/object_meta.h"
 
-#include "tally/runtime/proto_wire.h"
+#include "tally/common/proto_wire.hpp"
 
 namespace tally::runtime {
 

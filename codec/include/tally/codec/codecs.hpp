@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tally/codec/objects.hpp"
+#include "tally/codec/protobuf.hpp"
 
 namespace tally::codec {
 
@@ -18,12 +19,26 @@ namespace tally::codec {
     }                                                                                                 \
   };
 
-TALLY_CODEC_KIND(NodeCodec, model::Node, "Node", decodeNode)
-TALLY_CODEC_KIND(PodCodec, model::Pod, "Pod", decodePod)
-TALLY_CODEC_KIND(NamespaceCodec, model::Namespace, "Namespace", decodeNamespace)
+// Built-in kinds are also read from Kubernetes' protobuf encoding.
+#define TALLY_CODEC_BUILTIN_KIND(CodecName, ObjectType, KindName, Decoder, ProtobufDecoder)            \
+  struct CodecName {                                                                                  \
+    using Object = ObjectType;                                                                        \
+    static constexpr std::string_view kKind = KindName;                                               \
+    static Result<Object> fromJson(simdjson::ondemand::value json, ObjectMeta* meta = nullptr) {     \
+      return Decoder(json, meta);                                                                     \
+    }                                                                                                 \
+    static Result<Object> fromProtobuf(std::string_view message, ObjectMeta* meta = nullptr) {       \
+      return ProtobufDecoder(message, meta);                                                          \
+    }                                                                                                 \
+  };
+
+TALLY_CODEC_BUILTIN_KIND(NodeCodec, model::Node, "Node", decodeNode, decodeNodeProtobuf)
+TALLY_CODEC_BUILTIN_KIND(PodCodec, model::Pod, "Pod", decodePod, decodePodProtobuf)
+TALLY_CODEC_BUILTIN_KIND(NamespaceCodec, model::Namespace, "Namespace", decodeNamespace, decodeNamespaceProtobuf)
 TALLY_CODEC_KIND(HierarchicalResourceQuotaCodec, model::HierarchicalResourceQuota, "HierarchicalResourceQuota",
                  decodeHierarchicalResourceQuota)
-TALLY_CODEC_KIND(ResourceQuotaCodec, model::ResourceQuota, "ResourceQuota", decodeResourceQuota)
+TALLY_CODEC_BUILTIN_KIND(ResourceQuotaCodec, model::ResourceQuota, "ResourceQuota", decodeResourceQuota,
+                         decodeResourceQuotaProtobuf)
 TALLY_CODEC_KIND(DeviceClassCodec, model::DeviceClass, "GPUDeviceClass", decodeDeviceClass)
 TALLY_CODEC_KIND(GpuDeviceCodec, model::GpuDevice, "GPUDevice", decodeGpuDevice)
 TALLY_CODEC_KIND(VirtualMachineInstanceCodec, model::VirtualMachineInstance, "VirtualMachineInstance",
@@ -33,5 +48,6 @@ TALLY_CODEC_KIND(KubeVirtCodec, std::vector<model::PermittedHostDevice>, "KubeVi
 TALLY_CODEC_KIND(BillingPlansCodec, std::optional<model::BillingPlans>, "ConfigMap", decodeBillingPlansConfigMap)
 
 #undef TALLY_CODEC_KIND
+#undef TALLY_CODEC_BUILTIN_KIND
 
 }  // namespace tally::codec

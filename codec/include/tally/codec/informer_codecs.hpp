@@ -30,6 +30,15 @@ struct InformerCodec {
     cached.object = std::move(decoded).value();
     return cached;
   }
+  static runtime::Result<Object> fromProtobuf(std::string_view message)
+    requires requires { Codec::fromProtobuf(message, nullptr); }
+  {
+    Object cached;
+    auto decoded = Codec::fromProtobuf(message, &cached.meta);
+    if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
+    cached.object = std::move(decoded).value();
+    return cached;
+  }
   static std::string key(const Object& o) { return runtime::namespacedKey(o.meta.ns, o.meta.name); }
   static std::string_view resourceVersion(const Object& o) { return o.meta.resourceVersion; }
 };

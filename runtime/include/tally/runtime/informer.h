@@ -180,6 +180,9 @@ class Informer {
     do {
       auto resp = client_->list(opts_.resource, lo, opts_.wire);
       if (!resp) return std::move(resp).error();
+      if (lo.continueToken.empty()) {
+        log(LogLevel::kDebug, "informer " + opts_.resource.describe() + ": listing as " + resp->contentType);
+      }
       auto page = decodePage(parser, *resp);
       if (!page) return std::move(page).error();
       for (auto& o : page->items) items.push_back(std::move(o));

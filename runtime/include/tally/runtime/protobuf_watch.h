@@ -11,7 +11,7 @@
 
 #include "tally/runtime/codec.h"
 #include "tally/runtime/object_meta.h"
-#include "tally/runtime/proto_wire.h"
+#include "tally/common/proto_wire.hpp"
 #include "tally/runtime/watch_event.h"
 
 namespace tally::runtime {

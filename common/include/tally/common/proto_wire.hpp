@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace tally::runtime::proto {
+namespace tally::proto {
 
 enum WireType : uint8_t { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
 
@@ -127,4 +127,4 @@ inline bool parseEnvelope(std::string_view data, Unknown& out) {
   return !r.failed();
 }
 
-}  // namespace tally::runtime::proto
+}  // namespace tally::proto

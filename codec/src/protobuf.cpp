@@ -1,0 +1,310 @@
+#include "tally/codec/protobuf.hpp"
+
+#include <functional>
+#include <string>
+
+#include "kind_rules.hpp"
+#include "metadata.hpp"
+#include "tally/codec/quantity.hpp"
+#include "tally/common/proto_wire.hpp"
+
+namespace tally::codec {
+namespace {
+
+using namespace detail;
+using proto::Reader;
+
+using StringHook = std::function<Status(std::string_view, std::string_view)>;
+using BytesHook = std::function<Status(std::string_view)>;
+
+// A malformed message ends the walk; say where.
+Status malformed(std::string_view field) { return fieldError(field, "malformed protobuf"); }
+
+// Walks a message: f(reader) for every field; an error of f stands, a broken
+// encoding becomes a decode error naming `field`.
+template <class F>
+Status walk(std::string_view message, std::string_view field, F&& f) {
+  Reader r(message);
+  while (r.next()) {
+    Status status = f(r);
+    if (!status) return status;
+  }
+  if (r.failed()) return malformed(field);
+  return {};
+}
+
+std::string_view asText(const Reader& r) { return r.isBytes() ? r.bytes() : std::string_view(); }
+
+// map<string, string> entry: key = 1, value = 2.
+Status mapEntry(std::string_view entry, std::string_view field, std::string_view& key, std::string_view& value) {
+  return walk(entry, field, [&](Reader& e) -> Status {
+    if (e.field() == 1) key = asText(e);
+    if (e.field() == 2) value = asText(e);
+    return {};
+  });
+}
+
+Status stringMapEntry(std::string_view entry, std::string_view field, const StringHook& hook) {
+  std::string_view key, value;
+  if (auto read = mapEntry(entry, field, key, value); !read) return read;
+  Status status = hook(key, value);
+  if (!status) return std::move(status).error().under(joinField(field, keyField(key)));
+  return {};
+}
+
+// map<string, Quantity> entry, kept when `keep` accepts the key; Quantity's
+// string is field 1. The same whole-number rules as the JSON decoders.
+Status quantityEntry(std::string_view entry, std::string_view field, bool (*keep)(std::string_view),
+                     model::ResourceList& out) {
+  std::string_view name, quantity;
+  if (auto read = mapEntry(entry, field, name, quantity); !read) return read;
+  if (!keep(name)) return {};
+  std::string_view text;
+  Status read = walk(quantity, field, [&](Reader& q) -> Status {
+    if (q.field() == 1) text = asText(q);
+    return {};
+  });
+  if (!read) return read;
+  auto parsed = parseWholeQuantity(text);
+  if (auto* why = std::get_if<std::string>(&parsed)) return fieldError(joinField(field, keyField(name)), *why);
+  std::int64_t units = std::get<std::int64_t>(parsed);
+  if (units < 0) return fieldError(joinField(field, keyField(name)), "negative amount " + std::to_string(units));
+  out.set(name, units);
+  return {};
+}
+
+Status resourceEntry(std::string_view entry, std::string_view field, model::ResourceList& out) {
+  return quantityEntry(entry, field, model::isExtendedResourceName, out);
+}
+
+struct MetaHooks {
+  StringHook label;
+  StringHook annotation;
+  BytesHook ownerReference;
+};
+
+// ObjectMeta: name 1, namespace 3, uid 5, resourceVersion 6, creationTimestamp 8
+// (Time: seconds 1), deletionTimestamp 9, labels 11, annotations 12,
+// ownerReferences 13.
+Status readMeta(std::string_view message, Metadata& meta, const MetaHooks& hooks) {
+  Status status = walk(message, "metadata", [&](Reader& r) -> Status {
+    switch (r.field()) {
+      case 1: meta.name = asText(r); break;
+      case 3: meta.ns = asText(r); break;
+      case 5: meta.uid = asText(r); break;
+      case 6: meta.resourceVersion = asText(r); break;
+      case 9: meta.deleting = true; break;
+      case 11:
+        if (hooks.label) return stringMapEntry(r.bytes(), "metadata.labels", hooks.label);
+        break;
+      case 12:
+        if (hooks.annotation) return stringMapEntry(r.bytes(), "metadata.annotations", hooks.annotation);
+        break;
+      case 13:
+        if (hooks.ownerReference) return hooks.ownerReference(r.bytes());
+        break;
+      default: break;
+    }
+    return {};
+  });
+  if (meta.sink != nullptr) *meta.sink = ObjectMeta{meta.ns, meta.name, meta.uid, meta.resourceVersion, meta.deleting};
+  return status;
+}
+
+// ResourceRequirements: limits 1, requests 2.
+Status readResources(std::string_view message, std::string_view field, model::ResourceList& requests) {
+  model::ResourceList limits;
+  Status status = walk(message, field, [&](Reader& r) -> Status {
+    if (r.field() == 1 && r.isBytes()) return resourceEntry(r.bytes(), joinField(field, "limits"), limits);
+    if (r.field() == 2 && r.isBytes()) return resourceEntry(r.bytes(), joinField(field, "requests"), requests);
+    return {};
+  });
+  if (!status) return status;
+  defaultRequestsToLimits(requests, limits);
+  return {};
+}
+
+// Container: resources 8, restartPolicy 24.
+Status readContainer(std::string_view message, std::string_view field, model::ResourceList& requests,
+                     std::string* restartPolicy) {
+  return walk(message, field, [&](Reader& r) -> Status {
+    if (r.field() == 8 && r.isBytes()) return readResources(r.bytes(), joinField(field, "resources"), requests);
+    if (r.field() == 24 && restartPolicy) *restartPolicy = asText(r);
+    return {};
+  });
+}
+
+// PodSpec: containers 2, nodeName 10, schedulerName 19, initContainers 20,
+// overhead 32, resourceClaims 39.
+Status readPodSpec(std::string_view message, model::Pod& pod) {
+  return walk(message, "spec", [&](Reader& r) -> Status {
+    switch (r.field()) {
+      case 2: {
+        std::string field = "spec.containers" + indexField(pod.containers.size());
+        return readContainer(r.bytes(), field, pod.containers.emplace_back(), nullptr);
+      }
+      case 10: pod.nodeName = asText(r); break;
+      case 19: pod.schedulerName = asText(r); break;
+      case 20: {
+        std::string field = "spec.initContainers" + indexField(pod.initContainers.size());
+        model::InitContainer& init = pod.initContainers.emplace_back();
+        std::string restartPolicy;
+        if (auto read = readContainer(r.bytes(), field, init.requests, &restartPolicy); !read) return read;
+        init.restartable = restartPolicy == "Always";
+        break;
+      }
+      case 32: return resourceEntry(r.bytes(), "spec.overhead", pod.overhead);
+      case 39: pod.hasResourceClaims = true; break;
+      default: break;
+    }
+    return {};
+  });
+}
+
+// OwnerReference: kind 1, name 3, uid 4, controller 6.
+Status readOwner(std::string_view message, model::OwnerReference& owner) {
+  return walk(message, "metadata.ownerReferences", [&](Reader& r) -> Status {
+    switch (r.field()) {
+      case 1: owner.kind = asText(r); break;
+      case 3: owner.name = asText(r); break;
+      case 4: owner.uid = asText(r); break;
+      case 6: owner.controller = r.isVarint() && r.varintValue() != 0; break;
+      default: break;
+    }
+    return {};
+  });
+}
+
+// NodeCondition: type 1, status 2.
+Status readNodeCondition(std::string_view message, model::Node& node) {
+  std::string_view type, conditionStatus;
+  Status status = walk(message, "status.conditions", [&](Reader& r) -> Status {
+    if (r.field() == 1) type = asText(r);
+    if (r.field() == 2) conditionStatus = asText(r);
+    return {};
+  });
+  if (!status) return status;
+  if (type == "Ready") node.ready = conditionStatus == "True";
+  return {};
+}
+
+// An object message: metadata 1, spec 2, status 3.
+template <class Spec, class Stat>
+Status readObject(std::string_view message, Metadata& meta, const MetaHooks& hooks, Spec&& spec, Stat&& status) {
+  return walk(message, "", [&](Reader& r) -> Status {
+    if (!r.isBytes()) return {};
+    if (r.field() == 1) return readMeta(r.bytes(), meta, hooks);
+    if (r.field() == 2) return spec(r.bytes());
+    if (r.field() == 3) return status(r.bytes());
+    return {};
+  });
+}
+
+Status nothing(std::string_view) { return {}; }
+
+}  // namespace
+
+Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* out) {
+  model::Pod pod;
+  Metadata meta;
+  meta.sink = out;
+  MetaHooks hooks;
+  hooks.ownerReference = [&](std::string_view owner) { return readOwner(owner, pod.owners.emplace_back()); };
+  Status status = readObject(
+      message, meta, hooks, [&](std::string_view spec) { return readPodSpec(spec, pod); },
+      [&](std::string_view podStatus) {
+        // PodStatus: phase 1.
+        return walk(podStatus, "status", [&](Reader& r) -> Status {
+          if (r.field() == 1) pod.phase = model::parsePodPhase(asText(r));
+          return {};
+        });
+      });
+  if (!status) return inObject(std::move(status).error(), "Pod", meta);
+  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Pod", meta);
+  pod.ns = std::move(meta.ns);
+  pod.name = std::move(meta.name);
+  pod.uid = std::move(meta.uid);
+  return pod;
+}
+
+Result<model::Node> decodeNodeProtobuf(std::string_view message, ObjectMeta* out) {
+  model::Node node;
+  Metadata meta;
+  meta.sink = out;
+  MetaHooks hooks;
+  hooks.label = [&](std::string_view key, std::string_view value) -> Status {
+    applyNodeLabel(node, key, value);
+    return {};
+  };
+  hooks.annotation = [&](std::string_view key, std::string_view value) { return applyNodeAnnotation(node, key, value); };
+  Status status = readObject(
+      message, meta, hooks,
+      [&](std::string_view spec) {
+        // NodeSpec: unschedulable 4.
+        return walk(spec, "spec", [&](Reader& r) -> Status {
+          if (r.field() == 4) node.unschedulable = r.isVarint() && r.varintValue() != 0;
+          return {};
+        });
+      },
+      [&](std::string_view nodeStatus) {
+        // NodeStatus: capacity 1, allocatable 2, conditions 4.
+        return walk(nodeStatus, "status", [&](Reader& r) -> Status {
+          if (!r.isBytes()) return {};
+          if (r.field() == 1) return resourceEntry(r.bytes(), "status.capacity", node.capacity);
+          if (r.field() == 2) return resourceEntry(r.bytes(), "status.allocatable", node.allocatable);
+          if (r.field() == 4) return readNodeCondition(r.bytes(), node);
+          return {};
+        });
+      });
+  node.name = meta.name;
+  if (!status) return inObject(std::move(status).error(), "Node", meta);
+  if (node.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Node", meta);
+  return node;
+}
+
+Result<model::Namespace> decodeNamespaceProtobuf(std::string_view message, ObjectMeta* out) {
+  model::Namespace ns;
+  Metadata meta;
+  meta.sink = out;
+  MetaHooks hooks;
+  hooks.label = [&](std::string_view key, std::string_view value) { return applyNamespaceLabel(ns, key, value); };
+  Status status = readObject(message, meta, hooks, nothing, nothing);
+  if (!status) return inObject(std::move(status).error(), "Namespace", meta);
+  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Namespace", meta);
+  ns.name = std::move(meta.name);
+  ns.deleting = meta.deleting;
+  return ns;
+}
+
+Result<model::ResourceQuota> decodeResourceQuotaProtobuf(std::string_view message, ObjectMeta* out) {
+  model::ResourceQuota quota;
+  Metadata meta;
+  meta.sink = out;
+  // Quota keys ("requests.nvidia.com/gpu") rather than resource names.
+  auto quotaKeys = [](std::string_view entry, std::string_view field, model::ResourceList& list) {
+    return quantityEntry(entry, field, model::isGpuQuotaKey, list);
+  };
+  Status status = readObject(
+      message, meta, MetaHooks{},
+      [&](std::string_view spec) {
+        // ResourceQuotaSpec: hard 1.
+        return walk(spec, "spec", [&](Reader& r) -> Status {
+          if (r.field() == 1 && r.isBytes()) return quotaKeys(r.bytes(), "spec.hard", quota.hard);
+          return {};
+        });
+      },
+      [&](std::string_view quotaStatus) {
+        // ResourceQuotaStatus: hard 1, used 2.
+        return walk(quotaStatus, "status", [&](Reader& r) -> Status {
+          if (r.field() == 2 && r.isBytes()) return quotaKeys(r.bytes(), "status.used", quota.used);
+          return {};
+        });
+      });
+  if (!status) return inObject(std::move(status).error(), "ResourceQuota", meta);
+  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "ResourceQuota", meta);
+  quota.ns = std::move(meta.ns);
+  quota.name = std::move(meta.name);
+  return quota;
+}
+
+}  // namespace tally::codec

@@ -1,0 +1,173 @@
+// The protobuf decoders give the same model values as the JSON decoders for
+// the same objects (encoded here with protoc's classes from runtime/proto, the
+// reference for the wire format), and refuse broken bytes without crashing.
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "decode_test_support.hpp"
+#include "k8s_core.pb.h"
+#include "tally/codec/protobuf.hpp"
+
+namespace tally::codec {
+namespace {
+
+using testing::decodeOk;
+
+constexpr std::string_view kH200 = "nvidia.com/GH100_H200_SXM_141GB";
+
+void quantity(google::protobuf::Map<std::string, k8s::Quantity>& map, const std::string& name, const std::string& q) {
+  map[name].set_string(q);
+}
+
+k8s::Pod launcherPod() {
+  k8s::Pod pod;
+  auto* meta = pod.mutable_metadata();
+  meta->set_name("virt-launcher-vm-x7k2p");
+  meta->set_namespace_("acme-research");
+  meta->set_uid("uid-1");
+  meta->set_resourceversion("42");
+  (*meta->mutable_labels())["kubevirt.io"] = "virt-launcher";
+  auto* owner = meta->add_ownerreferences();
+  owner->set_kind("VirtualMachineInstance");
+  owner->set_name("vm");
+  owner->set_uid("vmi-uid");
+  owner->set_controller(true);
+  auto* spec = pod.mutable_spec();
+  spec->set_nodename("gpu-h200-01");
+  spec->set_schedulername("tally-scheduler");
+  auto* app = spec->add_containers();
+  app->set_name("compute");
+  quantity(*app->mutable_resources()->mutable_requests(), "cpu", "250m");
+  quantity(*app->mutable_resources()->mutable_limits(), std::string(kH200), "2");  // request defaults to the limit
+  auto* sidecar = spec->add_initcontainers();
+  sidecar->set_restartpolicy("Always");
+  quantity(*sidecar->mutable_resources()->mutable_requests(), "habana.ai/gaudi2", "1");
+  auto* init = spec->add_initcontainers();
+  quantity(*init->mutable_resources()->mutable_requests(), std::string(kH200), "3");
+  quantity(*spec->mutable_overhead(), std::string(kH200), "0");
+  spec->add_resourceclaims()->set_name("gpu");
+  pod.mutable_status()->set_phase("Running");
+  return pod;
+}
+
+constexpr std::string_view kLauncherJson = R"({"metadata": {"name": "virt-launcher-vm-x7k2p",
+  "namespace": "acme-research", "uid": "uid-1", "resourceVersion": "42", "labels": {"kubevirt.io": "virt-launcher"},
+  "ownerReferences": [{"kind": "VirtualMachineInstance", "name": "vm", "uid": "vmi-uid", "controller": true}]},
+  "spec": {"nodeName": "gpu-h200-01", "schedulerName": "tally-scheduler",
+    "containers": [{"name": "compute", "resources": {"requests": {"cpu": "250m"},
+                                                     "limits": {"nvidia.com/GH100_H200_SXM_141GB": "2"}}}],
+    "initContainers": [{"restartPolicy": "Always", "resources": {"requests": {"habana.ai/gaudi2": "1"}}},
+                       {"resources": {"requests": {"nvidia.com/GH100_H200_SXM_141GB": "3"}}}],
+    "overhead": {"nvidia.com/GH100_H200_SXM_141GB": "0"}, "resourceClaims": [{"name": "gpu"}]},
+  "status": {"phase": "Running"}})";
+
+TEST(PodProtobuf, DecodesTheSameModelValueAsJson) {
+  std::string bytes = launcherPod().SerializeAsString();
+  ObjectMeta meta;
+  auto pod = decodePodProtobuf(bytes, &meta);
+  ASSERT_TRUE(pod) << pod.error().describe();
+  EXPECT_EQ(*pod, decodeOk<PodCodec>(kLauncherJson));
+  EXPECT_EQ(pod->containers.at(0).get(kH200), 2) << "the limit stands in for the absent request";
+  EXPECT_TRUE(pod->initContainers.at(0).restartable);
+  EXPECT_TRUE(pod->hasResourceClaims);
+  EXPECT_EQ(meta.resourceVersion, "42");
+  EXPECT_EQ(meta.ns, "acme-research");
+}
+
+TEST(NodeProtobuf, DecodesTheSameModelValueAsJson) {
+  k8s::Node node;
+  auto* meta = node.mutable_metadata();
+  meta->set_name("gpu-a100-01");
+  meta->set_resourceversion("7");
+  (*meta->mutable_labels())["kube-dc.com/gpu.workload-mode"] = "vm-vgpu";
+  (*meta->mutable_labels())["kube-dc.com/gpu.expected-workload-mode"] = "vm-vgpu";
+  (*meta->mutable_annotations())["gpu.tally.dev/inventory"] =
+      R"({"parents":[{"id":"0000:3b:00.0","healthy":true,"types":{"nvidia.com/A100-10C":{"total":4,"created":1,"available":3}}}]})";
+  node.mutable_spec()->set_unschedulable(true);
+  auto* status = node.mutable_status();
+  quantity(*status->mutable_capacity(), "nvidia.com/A100-10C", "4");
+  quantity(*status->mutable_allocatable(), "nvidia.com/A100-10C", "3");
+  quantity(*status->mutable_allocatable(), "memory", "1Gi");
+  auto* ready = status->add_conditions();
+  ready->set_type("Ready");
+  ready->set_status("True");
+  auto decoded = decodeNodeProtobuf(node.SerializeAsString());
+  ASSERT_TRUE(decoded) << decoded.error().describe();
+  auto json = decodeOk<NodeCodec>(R"({"metadata": {"name": "gpu-a100-01", "resourceVersion": "7",
+    "labels": {"kube-dc.com/gpu.workload-mode": "vm-vgpu", "kube-dc.com/gpu.expected-workload-mode": "vm-vgpu"},
+    "annotations": {"gpu.tally.dev/inventory": "{\"parents\":[{\"id\":\"0000:3b:00.0\",\"healthy\":true,\"types\":{\"nvidia.com/A100-10C\":{\"total\":4,\"created\":1,\"available\":3}}}]}"}},
+    "spec": {"unschedulable": true},
+    "status": {"capacity": {"nvidia.com/A100-10C": "4"}, "allocatable": {"nvidia.com/A100-10C": "3", "memory": "1Gi"},
+               "conditions": [{"type": "Ready", "status": "True"}]}})");
+  EXPECT_EQ(*decoded, json);
+  EXPECT_EQ(decoded->capacity.get("nvidia.com/A100-10C"), 4);
+  ASSERT_TRUE(decoded->inventory.has_value());
+  EXPECT_EQ(decoded->inventory->size(), 1u);
+}
+
+TEST(NamespaceProtobuf, DecodesTreeEntitlementAndDeletion) {
+  k8s::Namespace ns;
+  auto* meta = ns.mutable_metadata();
+  meta->set_name("acme-research");
+  (*meta->mutable_labels())["acme-research.tree.hnc.x-k8s.io/depth"] = "0";
+  (*meta->mutable_labels())["acme.tree.hnc.x-k8s.io/depth"] = "1";
+  (*meta->mutable_labels())["gpu.tally.dev/entitled-nvidia-a100-10c"] = "true";
+  meta->mutable_deletiontimestamp()->set_seconds(1);
+  auto decoded = decodeNamespaceProtobuf(ns.SerializeAsString());
+  ASSERT_TRUE(decoded) << decoded.error().describe();
+  EXPECT_EQ(*decoded, decodeOk<NamespaceCodec>(R"({"metadata": {"name": "acme-research",
+    "deletionTimestamp": "2026-01-01T00:00:00Z", "labels": {"acme-research.tree.hnc.x-k8s.io/depth": "0",
+    "acme.tree.hnc.x-k8s.io/depth": "1", "gpu.tally.dev/entitled-nvidia-a100-10c": "true"}}})"));
+  EXPECT_TRUE(decoded->deleting);
+  EXPECT_EQ(decoded->tree.at("acme"), 1);
+}
+
+TEST(ResourceQuotaProtobuf, DecodesGpuKeysOfHardAndUsed) {
+  k8s::ResourceQuota q;
+  q.mutable_metadata()->set_name("project-quota");
+  q.mutable_metadata()->set_namespace_("acme-research");
+  quantity(*q.mutable_spec()->mutable_hard(), "requests.nvidia.com/gpu", "4");
+  quantity(*q.mutable_spec()->mutable_hard(), "requests.cpu", "8");
+  quantity(*q.mutable_status()->mutable_used(), "requests.nvidia.com/gpu", "1");
+  auto decoded = decodeResourceQuotaProtobuf(q.SerializeAsString());
+  ASSERT_TRUE(decoded) << decoded.error().describe();
+  EXPECT_EQ(*decoded, decodeOk<ResourceQuotaCodec>(R"({"metadata": {"name": "project-quota",
+    "namespace": "acme-research"}, "spec": {"hard": {"requests.nvidia.com/gpu": "4", "requests.cpu": "8"}},
+    "status": {"used": {"requests.nvidia.com/gpu": "1"}}})"));
+}
+
+TEST(PodProtobuf, FractionalGpuNamesTheObjectAndTheField) {
+  k8s::Pod pod = launcherPod();
+  quantity(*pod.mutable_spec()->mutable_containers(0)->mutable_resources()->mutable_requests(), std::string(kH200),
+           "500m");
+  auto decoded = decodePodProtobuf(pod.SerializeAsString());
+  ASSERT_FALSE(decoded);
+  const std::string text = decoded.error().describe();
+  EXPECT_NE(text.find("Pod acme-research/virt-launcher-vm-x7k2p"), std::string::npos) << text;
+  EXPECT_NE(text.find("spec.containers[0].resources.requests[nvidia.com/GH100_H200_SXM_141GB]"), std::string::npos)
+      << text;
+}
+
+TEST(PodProtobuf, EveryTruncationAndRandomByteIsRefusedOrDecodedNeverACrash) {
+  const std::string bytes = launcherPod().SerializeAsString();
+  int refused = 0;
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    auto decoded = decodePodProtobuf(std::string_view(bytes).substr(0, n));
+    refused += decoded ? 0 : 1;
+  }
+  EXPECT_GT(refused, static_cast<int>(bytes.size() / 2));
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string mutated = bytes;
+    mutated[rng() % mutated.size()] = static_cast<char>(rng());
+    (void)decodePodProtobuf(mutated);
+    (void)decodeNodeProtobuf(mutated);
+    (void)decodeNamespaceProtobuf(mutated);
+    (void)decodeResourceQuotaProtobuf(mutated);
+  }
+}
+
+}  // namespace
+}  // namespace tally::codec
