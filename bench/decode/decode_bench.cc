@@ -1,6 +1,8 @@
 // Decode throughput of a recorded pod watch stream, JSON (simdjson on-demand)
-// and protobuf, through the same decoders the informers use. The stream is fed
-// in 64 KiB pieces, as network reads deliver it.
+// and protobuf, through the codec tally-extender ships (codec::PodCodec: the
+// model's Pod, from JSON or protobuf) under the runtime's watch decoders, as
+// the informers run them. The stream is fed in 64 KiB pieces, as network reads
+// deliver it.
 //
 //   tally-decode-bench --json pods_watch.json --protobuf pods_watch.pb [--repeat 5]
 
@@ -11,13 +13,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "tally/runtime/codecs/slim_pod.h"
+#include "tally/codec/informer_codecs.hpp"
 #include "tally/runtime/json_watch.h"
 #include "tally/runtime/protobuf_watch.h"
 
 using namespace tally::runtime;
-using codecs::SlimPod;
-using codecs::SlimPodCodec;
+using ShippedPodCodec = tally::codec::PodInformerCodec;
 
 namespace {
 
@@ -41,11 +42,11 @@ Outcome decodeOnce(const std::string& data) {
   Outcome o;
   const auto start = std::chrono::steady_clock::now();
   Decoder decoder;
-  auto sink = [&](WatchEvent<SlimPod>&& ev) {
+  auto sink = [&](WatchEvent<ShippedPodCodec::Object>&& ev) {
     ++o.events;
     if (ev.object) {
       ++o.pods;
-      o.containers += ev.object->containers.size();
+      o.containers += ev.object->object.containers.size();
     }
   };
   constexpr size_t kPiece = 64 * 1024;
@@ -90,7 +91,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat);
   CLI11_PARSE(app, argc, argv);
   bool ok = true;
-  if (!json.empty()) ok = report<JsonWatchDecoder<SlimPodCodec>>("json", json, repeat) && ok;
-  if (!protobuf.empty()) ok = report<ProtobufWatchDecoder<SlimPodCodec>>("protobuf", protobuf, repeat) && ok;
+  if (!json.empty()) ok = report<JsonWatchDecoder<ShippedPodCodec>>("json", json, repeat) && ok;
+  if (!protobuf.empty()) ok = report<ProtobufWatchDecoder<ShippedPodCodec>>("protobuf", protobuf, repeat) && ok;
   return ok ? 0 : 1;
 }
