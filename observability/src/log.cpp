@@ -8,6 +8,7 @@
 #include <iostream>
 #include <mutex>
 
+#include "tally/common/json.hpp"
 #include "tally/observability/metrics.hpp"
 
 namespace tally::observability {
@@ -44,40 +45,6 @@ void setLogLevel(Level level) { gLevel.store(static_cast<int>(level)); }
 void setLogStream(std::ostream* out) {
   std::lock_guard lock(gMu);
   gOut = out;
-}
-
-void appendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  // Runs of characters that need no escape are appended whole; eight bytes are
-  // checked at a time.
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    while (i + 8 <= s.size()) {
-      std::uint64_t w;
-      std::memcpy(&w, s.data() + i, 8);
-      if (detail::jsonSpecialBytes(w)) break;
-      i += 8;
-    }
-    if (i >= s.size()) break;
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (!detail::isJsonSpecial(c)) continue;
-    out.append(s.data() + start, i - start);
-    start = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      }
-    }
-  }
-  out.append(s.data() + start, s.size() - start);
-  out += '"';
 }
 
 std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view message,

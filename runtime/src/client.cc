@@ -53,30 +53,6 @@ std::string urlEncode(std::string_view in) {
   return out;
 }
 
-std::string jsonEscape(std::string_view in) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(in.size() + 2);
-  for (unsigned char c : in) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 15]);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  return out;
-}
-
 WatchStream::WatchStream(std::unique_ptr<detail::Connection> conn, std::string contentType,
                          std::chrono::milliseconds idleTimeout)
     : conn_(std::move(conn)), contentType_(std::move(contentType)), idleTimeout_(idleTimeout), buf_(256 * 1024) {}
