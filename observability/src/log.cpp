@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "tally/common/json.hpp"
+#include "tally/common/rfc3339.hpp"
 #include "tally/observability/metrics.hpp"
 
 namespace tally::observability {
@@ -49,12 +50,8 @@ void setLogStream(std::ostream* out) {
 
 std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view message,
                           std::initializer_list<Field> fields) {
-  std::time_t secs = static_cast<std::time_t>(unixMillis / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char ts[96];
-  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(unixMillis % 1000));
+  const std::string ts = formatRfc3339(
+      toUnixTime(std::chrono::system_clock::time_point(std::chrono::milliseconds(unixMillis))), 3);
   std::string line = "{\"ts\":\"";
   line += ts;
   line += "\",\"level\":\"";
