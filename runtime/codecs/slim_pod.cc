@@ -1,8 +1,8 @@
 #include "tally/runtime/codecs/slim_pod.h"
 
+#include "tally/common/quantity.hpp"
 #include "tally/runtime/object_meta.h"
 #include "tally/runtime/proto_wire.h"
-#include "tally/runtime/quantity.h"
 
 namespace tally::runtime::codecs {
 namespace {
