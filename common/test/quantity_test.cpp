@@ -210,6 +210,7 @@ TEST(Quantity, LongTextKeepsItsValue) {
   EXPECT_EQ(nanos("0." + std::string(60, '0') + "1k"), 1);
   EXPECT_EQ(nanos(std::string(60, '0') + "42"), 42 * tenTo(9));
   EXPECT_EQ(nanos("1" + std::string(40, '0') + "e-40"), tenTo(9));
+  EXPECT_EQ(milli(std::string(70, '0') + "1.5"), 1500) << "no length limit";
 }
 
 // Any int64 count of milli-units, written in any of the forms Kubernetes

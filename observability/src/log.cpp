@@ -31,14 +31,11 @@ std::string_view toString(Level level) {
   return "info";
 }
 
-bool parseLevel(std::string_view text, Level& out) {
+Expected<Level, LevelParseError> parseLevel(std::string_view text) {
   for (Level l : {Level::Debug, Level::Info, Level::Warning, Level::Error}) {
-    if (toString(l) == text) {
-      out = l;
-      return true;
-    }
+    if (toString(l) == text) return l;
   }
-  return false;
+  return LevelParseError{"unknown level " + std::string(text)};
 }
 
 void setLogLevel(Level level) { gLevel.store(static_cast<int>(level)); }

@@ -25,3 +25,11 @@ TEST(Log, LevelBelowThresholdIsDropped) {
   EXPECT_EQ(sink.str().find("quiet"), std::string::npos);
   EXPECT_NE(sink.str().find("\"msg\":\"loud\",\"k\":\"v\"}\n"), std::string::npos);
 }
+
+TEST(Log, LevelNamesParseAndUnknownOnesAreRefusedWithTheName) {
+  EXPECT_EQ(*parseLevel("debug"), Level::Debug);
+  EXPECT_EQ(*parseLevel("warning"), Level::Warning);
+  auto bad = parseLevel("verbose");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().describe(), "unknown level verbose");
+}

@@ -10,12 +10,19 @@
 #include <string_view>
 #include <variant>
 
+#include "tally/common/expected.hpp"
+
 namespace tally::observability {
 
 enum class Level { Debug, Info, Warning, Error };
 std::string_view toString(Level level);
-// "debug" | "info" | "warning" | "error"; false when unknown.
-bool parseLevel(std::string_view text, Level& out);
+// Why a level name was refused, quoting it.
+struct LevelParseError {
+  std::string message;
+  const std::string& describe() const { return message; }
+};
+// "debug" | "info" | "warning" | "error".
+Expected<Level, LevelParseError> parseLevel(std::string_view text);
 
 using FieldValue = std::variant<std::string_view, std::int64_t, double, bool>;
 struct Field {
