@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "tally/codec/ledger_directory.hpp"
+#include "tally/common/rfc3339.hpp"
 #include "tally/model/ledger.hpp"
 
 namespace tally::cli {
@@ -25,9 +26,9 @@ codec::Result<codec::Snapshot> loadInputs(const InputOptions& options) {
   if (options.now.empty()) {
     now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   } else {
-    auto parsed = model::parseRfc3339(options.now);
+    auto parsed = parseRfc3339(options.now);
     if (!parsed) return inputError("--now", "\"" + options.now + "\" is not an RFC 3339 time");
-    now = *parsed;
+    now = parsed->seconds;
   }
 
   auto billingPlans = codec::parseBillingPlansLocation(options.billingPlans);

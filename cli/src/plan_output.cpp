@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "json_writer.hpp"
+#include "tally/common/json.hpp"
 
 namespace tally::cli {
 namespace {

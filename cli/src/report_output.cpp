@@ -4,7 +4,7 @@
 #include <sstream>
 #include <vector>
 
-#include "json_writer.hpp"
+#include "tally/common/json.hpp"
 
 namespace tally::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "metadata.hpp"
 #include "tally/codec/objects.hpp"
-#include "tally/codec/quantity.hpp"
+#include "tally/common/quantity.hpp"
 
 namespace tally::codec {
 namespace {
@@ -19,8 +19,8 @@ Status yamlCount(const YAML::Node& node, const std::string& field, std::int64_t&
   if (node.IsNull()) return {};
   if (!node.IsScalar()) return fieldError(field, "expected a whole number");
   auto parsed = parseWholeQuantity(node.Scalar());
-  if (auto* why = std::get_if<std::string>(&parsed)) return fieldError(field, *why);
-  std::int64_t amount = std::get<std::int64_t>(parsed);
+  if (!parsed) return fieldError(field, describeQuantityError(node.Scalar(), parsed.error()));
+  std::int64_t amount = *parsed;
   if (amount < 0) return fieldError(field, "negative amount " + std::to_string(amount));
   out = amount;
   return {};

@@ -2,6 +2,7 @@
 
 #include "metadata.hpp"
 #include "tally/codec/objects.hpp"
+#include "tally/common/rfc3339.hpp"
 #include "tally/model/ledger.hpp"
 
 namespace tally::codec {
@@ -57,12 +58,12 @@ Result<model::GpuDevice> decodeGpuDevice(od::value json, ObjectMeta* out) {
   if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), kKind, meta);
   if (device.className.empty()) return inObject(fieldError("spec.class", "missing"), kKind, meta);
   if (!meta.creationTimestamp.empty()) {
-    auto created = model::parseRfc3339(meta.creationTimestamp);
+    auto created = parseRfc3339(meta.creationTimestamp);
     if (!created) {
       return inObject(fieldError("metadata.creationTimestamp", "\"" + meta.creationTimestamp + "\" is not RFC 3339"),
                       kKind, meta);
     }
-    device.created = *created;
+    device.created = created->seconds;
   }
   device.ns = std::move(meta.ns);
   device.name = std::move(meta.name);

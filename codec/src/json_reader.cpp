@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "tally/codec/quantity.hpp"
+#include "tally/common/quantity.hpp"
 
 namespace tally::codec::detail {
 
@@ -87,8 +87,8 @@ Status readCount(od::value value, std::string_view field, std::int64_t& out) {
     std::string_view text;
     if (auto code = value.get_string().get(text)) return jsonError(code, field, "a quantity");
     auto parsed = parseWholeQuantity(text);
-    if (auto* why = std::get_if<std::string>(&parsed)) return fieldError(field, *why);
-    amount = std::get<std::int64_t>(parsed);
+    if (!parsed) return fieldError(field, describeQuantityError(text, parsed.error()));
+    amount = *parsed;
   } else {
     return fieldError(field, "expected a whole number or a quantity string");
   }

@@ -5,8 +5,8 @@
 
 #include "kind_rules.hpp"
 #include "metadata.hpp"
-#include "tally/codec/quantity.hpp"
 #include "tally/common/proto_wire.hpp"
+#include "tally/common/quantity.hpp"
 
 namespace tally::codec {
 namespace {
@@ -66,8 +66,8 @@ Status quantityEntry(std::string_view entry, std::string_view field, bool (*keep
   });
   if (!read) return read;
   auto parsed = parseWholeQuantity(text);
-  if (auto* why = std::get_if<std::string>(&parsed)) return fieldError(joinField(field, keyField(name)), *why);
-  std::int64_t units = std::get<std::int64_t>(parsed);
+  if (!parsed) return fieldError(joinField(field, keyField(name)), describeQuantityError(text, parsed.error()));
+  std::int64_t units = *parsed;
   if (units < 0) return fieldError(joinField(field, keyField(name)), "negative amount " + std::to_string(units));
   out.set(name, units);
   return {};

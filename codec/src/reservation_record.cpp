@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tally/common/rfc3339.hpp"
+
 namespace tally::codec {
 
 namespace {
@@ -60,9 +62,12 @@ class Reader {
   std::optional<Timestamp> time(const YAML::Node& map, std::string_view path, std::string_view key, bool required) {
     std::string text = string(map, path, key, required);
     if (text.empty()) return std::nullopt;
-    auto t = model::parseRfc3339(text);
-    if (!t) problem(Code::RecordTime, where(fmt::format("{}.{} '{}' is not an RFC 3339 time", path, key, text)));
-    return t;
+    auto t = parseRfc3339(text);
+    if (!t) {
+      problem(Code::RecordTime, where(fmt::format("{}.{} '{}' is not an RFC 3339 time", path, key, text)));
+      return std::nullopt;
+    }
+    return t->seconds;
   }
 
   std::vector<Refusal> problems;

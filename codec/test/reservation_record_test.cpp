@@ -2,6 +2,7 @@
 // every way a document can be refused while it is read.
 
 #include "tally/codec/reservation_record.hpp"
+#include "tally/common/rfc3339.hpp"
 
 #include <gtest/gtest.h>
 
@@ -54,7 +55,7 @@ TEST(ReservationRecordYaml, ParsesTheSeedFormat) {
   EXPECT_EQ(p.record->id, "gpu-res-1042");
   EXPECT_EQ(p.record->devices, 2);
   EXPECT_EQ(p.record->state, model::ReservationState::Active);
-  EXPECT_EQ(p.record->activatedAt, model::parseRfc3339("2026-10-02T10:00:00Z"));
+  EXPECT_EQ(p.record->activatedAt, parseRfc3339("2026-10-02T10:00:00Z")->seconds);
   EXPECT_FALSE(p.record->endsAt);
 }
 

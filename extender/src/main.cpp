@@ -234,12 +234,12 @@ int main(int argc, char** argv) {
   addFlags(app, f);
   CLI11_PARSE(app, argc, argv);
 
-  obs::Level level = obs::Level::Info;
-  if (!obs::parseLevel(f.logLevel, level)) {
-    std::cerr << "--log-level: unknown level " << f.logLevel << "\n";
+  auto level = obs::parseLevel(f.logLevel);
+  if (!level) {
+    std::cerr << "--log-level: " << level.error().describe() << "\n";
     return 2;
   }
-  obs::setLogLevel(level);
+  obs::setLogLevel(*level);
   bridgeRuntimeLogs();
 
   std::optional<codec::BillingPlansLocation> billingPlans;

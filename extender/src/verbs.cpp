@@ -4,11 +4,9 @@
 #include <cstring>
 #include <numeric>
 
-#include "tally/observability/log.hpp"
+#include "tally/common/json.hpp"
 
 namespace tally::extender {
-
-using observability::appendJsonString;
 
 namespace {
 

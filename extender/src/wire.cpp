@@ -12,14 +12,12 @@
 #endif
 
 #include "tally/codec/objects.hpp"
-#include "tally/observability/log.hpp"
+#include "tally/common/json.hpp"
 
 namespace tally::extender::wire {
 namespace {
 
 namespace od = simdjson::ondemand;
-using observability::appendJsonString;
-using observability::needsJsonEscape;
 
 // Reads one request body; the first error stops reading and names its path.
 class Reader {
@@ -283,8 +281,8 @@ const char* scanCompactRun(const char* p, const char* end, std::vector<std::stri
 // views of the names and returns the position after the closing ']';
 // nullptr (leaving partial output) at anything else.
 const char* scanPlainNames(const char* p, const char* end, std::vector<std::string_view>& names) {
-  using observability::detail::isJsonSpecial;
-  using observability::detail::jsonSpecialBytes;
+  using tally::detail::isJsonSpecial;
+  using tally::detail::jsonSpecialBytes;
   auto skipSpace = [&] {
     while (p < end && isJsonSpace(*p)) ++p;
   };

@@ -210,16 +210,5 @@ TEST(LedgerHistory, RuleNamesAreStable) {
   EXPECT_EQ(toString(LedgerRule::Disappeared), "Disappeared");
 }
 
-TEST(Rfc3339, ParsesOffsetsAndRejectsNonsense) {
-  EXPECT_EQ(parseRfc3339("1970-01-01T00:00:00Z"), 0);
-  EXPECT_EQ(parseRfc3339("1970-01-01T01:00:00+01:00"), 0);
-  EXPECT_EQ(parseRfc3339("2024-02-29T00:00:00Z"), 1709164800);
-  EXPECT_FALSE(parseRfc3339("2023-02-29T00:00:00Z"));
-  EXPECT_FALSE(parseRfc3339("2026-13-01T00:00:00Z"));
-  EXPECT_FALSE(parseRfc3339("yesterday"));
-  EXPECT_FALSE(parseRfc3339("2026-01-01T00:00:00"));
-  EXPECT_EQ(formatRfc3339(1709164800), "2024-02-29T00:00:00Z");
-}
-
 }  // namespace
 }  // namespace tally::model

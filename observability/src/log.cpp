@@ -8,6 +8,8 @@
 #include <iostream>
 #include <mutex>
 
+#include "tally/common/json.hpp"
+#include "tally/common/rfc3339.hpp"
 #include "tally/observability/metrics.hpp"
 
 namespace tally::observability {
@@ -29,14 +31,11 @@ std::string_view toString(Level level) {
   return "info";
 }
 
-bool parseLevel(std::string_view text, Level& out) {
+Expected<Level, LevelParseError> parseLevel(std::string_view text) {
   for (Level l : {Level::Debug, Level::Info, Level::Warning, Level::Error}) {
-    if (toString(l) == text) {
-      out = l;
-      return true;
-    }
+    if (toString(l) == text) return l;
   }
-  return false;
+  return LevelParseError{"unknown level " + std::string(text)};
 }
 
 void setLogLevel(Level level) { gLevel.store(static_cast<int>(level)); }
@@ -46,48 +45,10 @@ void setLogStream(std::ostream* out) {
   gOut = out;
 }
 
-void appendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  // Runs of characters that need no escape are appended whole; eight bytes are
-  // checked at a time.
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    while (i + 8 <= s.size()) {
-      std::uint64_t w;
-      std::memcpy(&w, s.data() + i, 8);
-      if (detail::jsonSpecialBytes(w)) break;
-      i += 8;
-    }
-    if (i >= s.size()) break;
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (!detail::isJsonSpecial(c)) continue;
-    out.append(s.data() + start, i - start);
-    start = i + 1;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", c);
-        out += buf;
-      }
-    }
-  }
-  out.append(s.data() + start, s.size() - start);
-  out += '"';
-}
-
 std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view message,
                           std::initializer_list<Field> fields) {
-  std::time_t secs = static_cast<std::time_t>(unixMillis / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char ts[96];
-  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(unixMillis % 1000));
+  const std::string ts = formatRfc3339(
+      toUnixTime(std::chrono::system_clock::time_point(std::chrono::milliseconds(unixMillis))), 3);
   std::string line = "{\"ts\":\"";
   line += ts;
   line += "\",\"level\":\"";

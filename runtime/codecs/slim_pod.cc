@@ -1,8 +1,8 @@
 #include "tally/runtime/codecs/slim_pod.h"
 
-#include "tally/runtime/object_meta.h"
 #include "tally/common/proto_wire.hpp"
-#include "tally/runtime/quantity.h"
+#include "tally/common/quantity.hpp"
+#include "tally/runtime/object_meta.h"
 
 namespace tally::runtime::codecs {
 namespace {

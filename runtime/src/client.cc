@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "connection.h"
+#include "tally/common/rfc3339.hpp"
 #include "tally/runtime/api_status.h"
 #include "tally/runtime/log.h"
 
@@ -48,30 +49,6 @@ std::string urlEncode(std::string_view in) {
       out.push_back('%');
       out.push_back(kHex[c >> 4]);
       out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
-std::string jsonEscape(std::string_view in) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(in.size() + 2);
-  for (unsigned char c : in) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[c >> 4]);
-          out.push_back(kHex[c & 15]);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
     }
   }
   return out;
@@ -318,12 +295,7 @@ Status Client::bindPod(std::string_view ns, std::string_view pod, std::string_vi
 }
 
 Status Client::createEvent(const EventRecord& e) {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char ts[32];
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const std::string ts = formatRfc3339(toUnixTime(std::chrono::system_clock::now()));
   const std::string ns = e.involved.namespace_.empty() ? "default" : e.involved.namespace_;
   std::string body = R"({"apiVersion":"v1","kind":"Event","metadata":{"generateName":)" +
                      jsonString(e.involved.name + ".") + R"(,"namespace":)" + jsonString(ns) + "}";

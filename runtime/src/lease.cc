@@ -1,8 +1,7 @@
 #include "tally/runtime/lease.h"
 
-#include <ctime>
-
 #include "tally/common/proto_wire.hpp"
+#include "tally/common/rfc3339.hpp"
 
 namespace tally::runtime {
 namespace {
@@ -45,16 +44,7 @@ Status specJson(od::value v, Lease& lease) {
 
 }  // namespace
 
-std::string formatMicroTime(std::chrono::system_clock::time_point t) {
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(micros / 1'000'000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%06lldZ", static_cast<long long>(micros % 1'000'000));
-  return buf;
-}
+std::string formatMicroTime(std::chrono::system_clock::time_point t) { return formatRfc3339(toUnixTime(t), 6); }
 
 Result<Lease> LeaseCodec::fromJson(od::value v) {
   od::object obj;

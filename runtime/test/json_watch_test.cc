@@ -1,5 +1,4 @@
 #include "tally/runtime/json_watch.h"
-#include "tally/runtime/quantity.h"
 
 #include <gtest/gtest.h>
 
@@ -117,22 +116,6 @@ TEST(JsonWatchDecoder, OversizedEventIsRejected) {
   framer.append(std::string(2048, ' '));
   auto r = framer.next();
   EXPECT_FALSE(r);
-}
-
-TEST(Quantity, ParsesKubernetesQuantitiesToMilliUnits) {
-  EXPECT_EQ(parseQuantityMilli("2"), 2000);
-  EXPECT_EQ(parseQuantityMilli("500m"), 500);
-  EXPECT_EQ(parseQuantityMilli("0.5"), 500);
-  EXPECT_EQ(parseQuantityMilli("1Ki"), 1024000);
-  EXPECT_EQ(parseQuantityMilli("16Gi"), 16LL * (1LL << 30) * 1000);
-  EXPECT_EQ(parseQuantityMilli("1k"), 1000000);
-  EXPECT_EQ(parseQuantityMilli("1e3"), 1000000);
-  EXPECT_EQ(parseQuantityMilli("1.5"), 1500);
-  EXPECT_EQ(parseQuantityMilli("1u"), 1) << "rounded up to a milli-unit";
-  EXPECT_EQ(parseQuantityMilli("-2"), -2000);
-  for (const char* bad : {"", "Gi", "1Xi", "1.2.3", "abc", "1e", "9Ei", "1e400"}) {
-    EXPECT_FALSE(parseQuantityMilli(bad).has_value()) << bad;
-  }
 }
 
 TEST(AtomTest, EqualStringsShareOneCopy) {

@@ -21,6 +21,7 @@
 #include "tally/runtime/object_meta.h"
 
 using namespace tally::runtime;
+using tally::jsonString;
 
 namespace {
 std::atomic<bool> stopRequested{false};

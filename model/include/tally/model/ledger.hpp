@@ -95,10 +95,6 @@ struct LedgerProblem {
 // ids and presence; their own problems are in Ledger::invalid, not repeated.
 std::vector<LedgerProblem> checkLedgerHistory(const Ledger& current, const Ledger* previous = nullptr);
 
-// Parses an RFC 3339 timestamp ("2026-01-02T03:04:05Z", offsets, fractions).
-std::optional<Timestamp> parseRfc3339(std::string_view text);
-std::string formatRfc3339(Timestamp t);
-
 // Detects content that must never be in a ledger record: device UUIDs, PCI
 // addresses, secrets, payment data, raw HAMi annotations. Returns a description.
 std::optional<std::string> findForbiddenContent(std::string_view text);

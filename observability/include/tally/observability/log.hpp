@@ -4,19 +4,25 @@
 // Safe to call from any thread; a line is written whole.
 
 #include <cstdint>
-#include <cstring>
 #include <initializer_list>
 #include <iosfwd>
 #include <string>
 #include <string_view>
 #include <variant>
 
+#include "tally/common/expected.hpp"
+
 namespace tally::observability {
 
 enum class Level { Debug, Info, Warning, Error };
 std::string_view toString(Level level);
-// "debug" | "info" | "warning" | "error"; false when unknown.
-bool parseLevel(std::string_view text, Level& out);
+// Why a level name was refused, quoting it.
+struct LevelParseError {
+  std::string message;
+  const std::string& describe() const { return message; }
+};
+// "debug" | "info" | "warning" | "error".
+Expected<Level, LevelParseError> parseLevel(std::string_view text);
 
 using FieldValue = std::variant<std::string_view, std::int64_t, double, bool>;
 struct Field {
@@ -45,36 +51,5 @@ inline void logDebug(std::string_view m, std::initializer_list<Field> f = {}) { 
 // The line log() writes, without the newline (for tests).
 std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view message,
                           std::initializer_list<Field> fields);
-
-// Appends s as a JSON string literal (quotes included).
-void appendJsonString(std::string& out, std::string_view s);
-namespace detail {
-// Bytes a JSON string literal must escape: control characters, '"' and '\\'.
-inline bool isJsonSpecial(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
-// Non-zero when one of the eight bytes of w may be such a byte (a flag can
-// also fall on a byte after a real one; callers then look byte by byte).
-inline std::uint64_t jsonSpecialBytes(std::uint64_t w) {
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
-  auto hasZeroByte = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
-  return ((w - 0x20 * kOnes) & ~w & kHighs) | hasZeroByte(w ^ ('"' * kOnes)) | hasZeroByte(w ^ ('\\' * kOnes));
-}
-}  // namespace detail
-
-// Whether s holds a byte appendJsonString would escape (a control character,
-// '"' or '\\'): without one, '"' + s + '"' is already the literal. Inline:
-// the extender asks it of every node name of a request.
-inline bool needsJsonEscape(std::string_view s) {
-  std::size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    if (detail::jsonSpecialBytes(w)) break;
-  }
-  for (; i < s.size(); ++i) {
-    if (detail::isJsonSpecial(static_cast<unsigned char>(s[i]))) return true;
-  }
-  return false;
-}
 
 }  // namespace tally::observability

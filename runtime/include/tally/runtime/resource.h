@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "tally/common/json.hpp"  // jsonString() for request bodies
+
 namespace tally::runtime {
 
 struct Resource {
@@ -45,8 +47,5 @@ struct Resource {
 
 // Percent-encodes a query parameter value.
 std::string urlEncode(std::string_view in);
-// Escapes a string for embedding inside JSON double quotes.
-std::string jsonEscape(std::string_view in);
-inline std::string jsonString(std::string_view in) { return "\"" + jsonEscape(in) + "\""; }
 
 }  // namespace tally::runtime
