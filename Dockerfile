@@ -15,7 +15,7 @@ RUN apt-get update \
       ca-certificates cmake ninja-build g++ pkg-config binutils \
       libsimdjson-dev libprotobuf-dev protobuf-compiler \
       libboost-dev libboost-system-dev libssl-dev libyaml-cpp-dev libcli11-dev \
-      libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev \
+      libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus-cpp-dev \
       ${EXTRA_BUILD_PACKAGES} \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

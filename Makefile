@@ -14,7 +14,7 @@ LAUNCHER = $$(command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAU
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config curl ca-certificates git \
   libsimdjson-dev libprotobuf-dev protobuf-compiler libboost-dev libboost-system-dev \
   libssl-dev libyaml-cpp-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev \
-  libbenchmark-dev lcov clang libclang-rt-14-dev openssl python3-yaml ccache golang-go
+  libbenchmark-dev prometheus-cpp-dev lcov clang libclang-rt-14-dev openssl python3-yaml ccache golang-go
 
 .PHONY: deps build test test-unit test-sanitizers test-e2e demo demo-down bench coverage cluster-binaries clean
 

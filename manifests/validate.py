@@ -540,7 +540,7 @@ if check(os.path.isfile(dockerfile), "Dockerfile", "missing"):
         m = re.search(r"^DEB_PACKAGES\s*:?=(.*)$", mk, re.M)
         if m:
             for pkg in m.group(1).split():
-                if pkg.startswith("lib") and pkg.endswith("-dev") and not pkg.startswith("libclang"):
+                if pkg.endswith("-dev") and not pkg.startswith("libclang"):
                     check(re.search(rf"(?<![\w-]){re.escape(pkg)}(?![\w-])", text) is not None, "Dockerfile",
                           f"build stage lacks {pkg} (listed in the Makefile's DEB_PACKAGES)")
 

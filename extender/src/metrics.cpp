@@ -6,7 +6,20 @@ namespace obs = tally::observability;
 
 namespace {
 constexpr std::string_view kResultNames[kFilterResultKinds] = {"pass", "failed", "unresolvable", "error"};
+constexpr std::string_view kVerbRoutes[] = {"filter", "prioritize", "preempt", "bind"};
+
+// The series in `slot`, looked up the first time. Two threads may both look
+// up; the family hands them the same series.
+template <class Series, class Lookup>
+Series& held(std::atomic<Series*>& slot, Lookup lookup) {
+  Series* series = slot.load(std::memory_order_acquire);
+  if (!series) {
+    series = &lookup();
+    slot.store(series, std::memory_order_release);
+  }
+  return *series;
 }
+}  // namespace
 
 ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
     : informerEvents(registry.counter("tally_extender_informer_events_total",
@@ -65,9 +78,20 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
                                        {"result", "reason"})) {}
 
 void ExtenderMetrics::response(std::string_view route, int status, double seconds, double handlingSeconds) {
-  latency_.with({route}).observe(seconds);
-  handling_.with({route}).observe(handlingSeconds);
-  requests_.with({route, std::to_string(status)}).inc();
+  static_assert(std::size(kVerbRoutes) == std::tuple_size_v<decltype(verbs_)>);
+  std::size_t verb = 0;
+  while (verb < verbs_.size() && kVerbRoutes[verb] != route) ++verb;
+  if (verb == verbs_.size()) {
+    latency_.with({route}).observe(seconds);
+    handling_.with({route}).observe(handlingSeconds);
+    requests_.with({route, std::to_string(status)}).inc();
+    return;
+  }
+  VerbSeries& s = verbs_[verb];
+  held(s.latency, [&]() -> obs::Histogram& { return latency_.with({route}); }).observe(seconds);
+  held(s.handling, [&]() -> obs::Histogram& { return handling_.with({route}); }).observe(handlingSeconds);
+  if (status == 200) held(s.ok, [&]() -> obs::Counter& { return requests_.with({route, "200"}); }).inc();
+  else requests_.with({route, std::to_string(status)}).inc();
 }
 
 void ExtenderMetrics::rejected(std::string_view kind) { badRequests_.with({kind}).inc(); }

@@ -205,3 +205,23 @@ TEST(Extender, BindsAndFiltersWithSplitBodiesFromManyConnections) {
   EXPECT_GT(server.bodyCompletionReads(), 0u);
   writer->stop();
 }
+
+TEST(ExtenderMetrics, ThreadsAnsweringOneVerbCountEveryResponse) {
+  observability::Registry registry;
+  ExtenderMetrics metrics(registry);
+  constexpr int kThreads = 4, kPerThread = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) metrics.response("prioritize", 200, 0.0001, 0.0001);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::string text = registry.render();
+  const std::string total = std::to_string(kThreads * kPerThread);
+  EXPECT_NE(text.find(R"(tally_extender_requests_total{code="200",route="prioritize"} )" + total + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(tally_extender_request_duration_seconds_count{route="prioritize"} )" + total + "\n"),
+            std::string::npos);
+}

@@ -111,7 +111,7 @@ TEST(Http, MalformedJsonIs400WithAnErrorAndIsCounted) {
   EXPECT_EQ(r.body.rfind(R"({"Error":"ExtenderArgs)", 0), 0u) << r.body;
   auto m = c.send("GET", "/metrics");
   EXPECT_NE(m.body.find(R"(tally_extender_bad_requests_total{kind="json"} 1)"), std::string::npos) << m.body;
-  EXPECT_NE(m.body.find(R"(tally_extender_requests_total{route="filter",code="400"} 1)"), std::string::npos);
+  EXPECT_NE(m.body.find(R"(tally_extender_requests_total{code="400",route="filter"} 1)"), std::string::npos);
 }
 
 TEST(Http, BodyOverTheLimitIs413) {

@@ -1,7 +1,9 @@
 #include "tally/observability/log.hpp"
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -10,7 +12,6 @@
 
 #include "tally/common/json.hpp"
 #include "tally/common/rfc3339.hpp"
-#include "tally/observability/metrics.hpp"
 
 namespace tally::observability {
 namespace {
@@ -18,6 +19,17 @@ namespace {
 std::atomic<int> gLevel{static_cast<int>(Level::Info)};
 std::mutex gMu;
 std::ostream* gOut = nullptr;
+
+// Shortest round-trip digits; JSON has no NaN or infinity, so those are null.
+void appendJsonNumber(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, res.ptr);
+}
 
 }  // namespace
 
@@ -65,8 +77,7 @@ std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view
           if constexpr (std::is_same_v<T, std::string_view>) appendJsonString(line, v);
           else if constexpr (std::is_same_v<T, bool>) line += v ? "true" : "false";
           else if constexpr (std::is_same_v<T, double>) {
-            std::string text = formatValue(v);
-            line += (text == "NaN" || text == "+Inf" || text == "-Inf") ? "null" : text;
+            appendJsonNumber(line, v);
           } else line += std::to_string(v);
         },
         f.value);

@@ -1,35 +1,24 @@
 #include "tally/observability/metrics.hpp"
 
+#include <prometheus/check_names.h>
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <mutex>
 #include <stdexcept>
 
 namespace tally::observability {
 
-Histogram::Histogram(const std::vector<double>& bounds) : bounds_(bounds) {
-  std::sort(bounds_.begin(), bounds_.end());
-  buckets_ = std::make_unique<std::atomic<std::uint64_t>[]>(bounds_.size() + 1);
-  for (std::size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0, std::memory_order_relaxed);
-}
-
-void Histogram::observe(double v) {
-  auto it = std::lower_bound(bounds_.begin(), bounds_.end(), v);
-  buckets_[static_cast<std::size_t>(it - bounds_.begin())].fetch_add(1, std::memory_order_relaxed);
-  sum_.fetch_add(v, std::memory_order_relaxed);
-  count_.fetch_add(1, std::memory_order_relaxed);
-}
-
 std::vector<std::uint64_t> Histogram::cumulative() const {
-  std::vector<std::uint64_t> out(bounds_.size() + 1);
-  std::uint64_t running = 0;
-  for (std::size_t i = 0; i <= bounds_.size(); ++i) {
-    running += buckets_[i].load(std::memory_order_relaxed);
-    out[i] = running;
-  }
+  prometheus::ClientMetric::Histogram h = series_->Collect().histogram;
+  std::vector<std::uint64_t> out;
+  out.reserve(h.bucket.size());
+  for (const auto& b : h.bucket) out.push_back(b.cumulative_count);
   return out;
 }
+
+std::uint64_t Histogram::count() const { return series_->Collect().histogram.sample_count; }
+
+double Histogram::sum() const { return series_->Collect().histogram.sample_sum; }
 
 std::vector<double> exponentialBuckets(double start, double factor, int count) {
   std::vector<double> out;
@@ -38,29 +27,24 @@ std::vector<double> exponentialBuckets(double start, double factor, int count) {
   return out;
 }
 
+prometheus::Labels labelSet(const std::string& metric, const std::vector<std::string>& names,
+                            const LabelValues& values) {
+  if (names.size() != values.size()) {
+    throw std::invalid_argument("metric " + metric + " has " + std::to_string(names.size()) + " labels, given " +
+                                std::to_string(values.size()) + " values");
+  }
+  prometheus::Labels labels;
+  for (std::size_t i = 0; i < names.size(); ++i) labels.emplace(names[i], values[i]);
+  return labels;
+}
+
 namespace {
 
-void checkName(const std::string& name) {
-  if (name.empty()) throw std::invalid_argument("metric name is empty");
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' || (i > 0 && c >= '0' && c <= '9');
-    if (!ok) throw std::invalid_argument("metric name " + name + " is not a valid Prometheus name");
-  }
-}
-
-template <class Series>
-Family<Series>& findOrAdd(std::map<std::string, std::unique_ptr<Family<Series>>>& families, std::string name,
-                          std::string help, std::vector<std::string> labels,
-                          std::function<std::unique_ptr<Series>()> make) {
-  checkName(name);
-  auto& slot = families[name];
-  if (!slot) slot = std::make_unique<Family<Series>>(std::move(name), std::move(help), std::move(labels), std::move(make));
-  return *slot;
-}
-
+// prometheus-cpp 1.0 writes HELP as given; the text format wants backslash
+// and newline escaped there.
 std::string escapeHelp(std::string_view help) {
   std::string out;
+  out.reserve(help.size());
   for (char c : help) {
     if (c == '\\') out += "\\\\";
     else if (c == '\n') out += "\\n";
@@ -69,75 +53,61 @@ std::string escapeHelp(std::string_view help) {
   return out;
 }
 
-void appendLabels(std::string& out, const std::vector<std::string>& names, const LabelValues& values,
-                  std::string_view extraName = {}, std::string_view extraValue = {}) {
-  if (names.empty() && extraName.empty()) return;
-  out += '{';
-  bool first = true;
-  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
-    if (!first) out += ',';
-    first = false;
-    out += names[i];
-    out += "=\"";
-    out += escapeLabelValue(values[i]);
-    out += '"';
+// prometheus-cpp checks label names only when a series is first added, which
+// may be on a request path; a bad name is a programming error caught here.
+void checkLabelNames(const std::string& metric, const std::vector<std::string>& labels) {
+  for (const auto& l : labels) {
+    if (!prometheus::CheckLabelName(l) || l == "le") {
+      throw std::invalid_argument("metric " + metric + ": " + l + " is not a valid label name");
+    }
   }
-  if (!extraName.empty()) {
-    if (!first) out += ',';
-    out += extraName;
-    out += "=\"";
-    out += extraValue;
-    out += '"';
-  }
-  out += '}';
 }
 
-void appendHeader(std::string& out, const std::string& name, const std::string& help, std::string_view type) {
-  out += "# HELP " + name + " " + escapeHelp(help) + "\n";
-  out += "# TYPE " + name + " ";
-  out += type;
-  out += '\n';
+template <class Series, class Create>
+Family<Series>& findOrAdd(std::map<std::string, std::unique_ptr<Family<Series>>>& families, const std::string& name,
+                          const std::vector<std::string>& labels, Create create) {
+  auto it = families.find(name);
+  if (it != families.end()) return *it->second;
+  checkLabelNames(name, labels);
+  std::unique_ptr<Family<Series>> family = create();
+  return *families.emplace(name, std::move(family)).first->second;
 }
+
+bool byLabels(const prometheus::ClientMetric& a, const prometheus::ClientMetric& b) { return a.label < b.label; }
 
 }  // namespace
 
-std::string escapeLabelValue(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
-
-std::string formatValue(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, value);
-  return std::string(buf, res.ptr);
-}
-
 Family<Counter>& Registry::counter(std::string name, std::string help, std::vector<std::string> labels) {
   std::lock_guard lock(mu_);
-  return findOrAdd<Counter>(counters_, std::move(name), std::move(help), std::move(labels),
-                            [] { return std::make_unique<Counter>(); });
+  return findOrAdd(counters_, name, labels, [&] {
+    auto& native = prometheus::BuildCounter().Name(name).Help(escapeHelp(help)).Register(native_);
+    return std::make_unique<Family<Counter>>(name, std::move(labels), [&native](const prometheus::Labels& l) {
+      return std::make_unique<Counter>(native.Add(l));
+    });
+  });
 }
 
 Family<Gauge>& Registry::gauge(std::string name, std::string help, std::vector<std::string> labels) {
   std::lock_guard lock(mu_);
-  return findOrAdd<Gauge>(gauges_, std::move(name), std::move(help), std::move(labels),
-                          [] { return std::make_unique<Gauge>(); });
+  return findOrAdd(gauges_, name, labels, [&] {
+    auto& native = prometheus::BuildGauge().Name(name).Help(escapeHelp(help)).Register(native_);
+    return std::make_unique<Family<Gauge>>(name, std::move(labels), [&native](const prometheus::Labels& l) {
+      return std::make_unique<Gauge>(native.Add(l));
+    });
+  });
 }
 
 Family<Histogram>& Registry::histogram(std::string name, std::string help, std::vector<double> bounds,
                                        std::vector<std::string> labels) {
+  std::sort(bounds.begin(), bounds.end());
   std::lock_guard lock(mu_);
-  return findOrAdd<Histogram>(histograms_, std::move(name), std::move(help), std::move(labels),
-                              [bounds] { return std::make_unique<Histogram>(bounds); });
+  return findOrAdd(histograms_, name, labels, [&] {
+    auto& native = prometheus::BuildHistogram().Name(name).Help(escapeHelp(help)).Register(native_);
+    return std::make_unique<Family<Histogram>>(
+        name, std::move(labels), [&native, bounds = std::move(bounds)](const prometheus::Labels& l) {
+          return std::make_unique<Histogram>(native.Add(l, bounds), bounds);
+        });
+  });
 }
 
 void Registry::onScrape(std::function<void()> refresh) {
@@ -153,59 +123,13 @@ std::string Registry::render() const {
   }
   for (auto& r : refreshers) r();
 
-  std::lock_guard lock(mu_);
-  // Merge the three kinds into one name order so output is stable.
-  std::map<std::string_view, std::function<void(std::string&)>> writers;
-  for (const auto& [name, fam] : counters_) {
-    writers[name] = [f = fam.get()](std::string& out) {
-      appendHeader(out, f->name(), f->help(), "counter");
-      f->forEach([&](const LabelValues& values, const Counter& c) {
-        out += f->name();
-        appendLabels(out, f->labelNames(), values);
-        out += ' ' + std::to_string(c.value()) + '\n';
-      });
-    };
-  }
-  for (const auto& [name, fam] : gauges_) {
-    writers[name] = [f = fam.get()](std::string& out) {
-      appendHeader(out, f->name(), f->help(), "gauge");
-      f->forEach([&](const LabelValues& values, const Gauge& g) {
-        out += f->name();
-        appendLabels(out, f->labelNames(), values);
-        out += ' ' + formatValue(g.value()) + '\n';
-      });
-    };
-  }
-  for (const auto& [name, fam] : histograms_) {
-    writers[name] = [f = fam.get()](std::string& out) {
-      appendHeader(out, f->name(), f->help(), "histogram");
-      f->forEach([&](const LabelValues& values, const Histogram& h) {
-        // Read count before the buckets: a concurrent observe may land in a
-        // bucket after, never making +Inf smaller than _count claims.
-        std::uint64_t count = h.count();
-        double sum = h.sum();
-        std::vector<std::uint64_t> cum = h.cumulative();
-        for (std::size_t i = 0; i < h.bounds().size(); ++i) {
-          out += f->name() + "_bucket";
-          appendLabels(out, f->labelNames(), values, "le", formatValue(h.bounds()[i]));
-          out += ' ' + std::to_string(cum[i]) + '\n';
-        }
-        std::uint64_t inf = std::max(cum.back(), count);
-        out += f->name() + "_bucket";
-        appendLabels(out, f->labelNames(), values, "le", "+Inf");
-        out += ' ' + std::to_string(inf) + '\n';
-        out += f->name() + "_sum";
-        appendLabels(out, f->labelNames(), values);
-        out += ' ' + formatValue(sum) + '\n';
-        out += f->name() + "_count";
-        appendLabels(out, f->labelNames(), values);
-        out += ' ' + std::to_string(inf) + '\n';
-      });
-    };
-  }
-  std::string out;
-  for (auto& [name, write] : writers) write(out);
-  return out;
+  // prometheus-cpp collects families in registration order and series in hash
+  // order; sorting both keeps the exposition stable from scrape to scrape.
+  std::vector<prometheus::MetricFamily> families = native_.Collect();
+  std::sort(families.begin(), families.end(),
+            [](const prometheus::MetricFamily& a, const prometheus::MetricFamily& b) { return a.name < b.name; });
+  for (auto& f : families) std::sort(f.metric.begin(), f.metric.end(), byLabels);
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace tally::observability

@@ -49,6 +49,15 @@ class ExtenderMetrics {
   observability::Family<observability::Histogram>& bindPhases_;
   observability::Histogram& bindAssume_;
   observability::Histogram& bindPost_;
+  // Series of the verb routes (filter, prioritize, preempt, bind), kept once
+  // first used so a request does not look them up by label: its durations and
+  // its responses with status 200. Other routes and statuses look up.
+  struct VerbSeries {
+    std::atomic<observability::Histogram*> latency{nullptr};
+    std::atomic<observability::Histogram*> handling{nullptr};
+    std::atomic<observability::Counter*> ok{nullptr};
+  };
+  std::array<VerbSeries, 4> verbs_{};
   // [result][code]; the last code column is "none".
   observability::Family<observability::Counter>& decisionFamily_;
   std::array<std::array<std::atomic<observability::Counter*>, kCodeCount + 1>, kFilterResultKinds> decisions_{};
