@@ -28,12 +28,12 @@ struct Harness {
   ExtenderMetrics metrics{registry};
   std::unique_ptr<PodBinder> binder;
   std::unique_ptr<ExtenderService> service;
-  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<http::Server> server;
   std::atomic<int> posts{0};
   std::string postError;
   std::chrono::milliseconds postDelay{0};
 
-  explicit Harness(HttpServerOptions options = {}, std::unique_ptr<CacheWriter> w = nullptr) {
+  explicit Harness(http::ServerOptions options = serverOptions(), std::unique_ptr<CacheWriter> w = nullptr) {
     writer = w ? std::move(w) : loadedWriter(cluster());
     writer->start();
     binder = std::make_unique<PodBinder>(
@@ -45,10 +45,10 @@ struct Harness {
         },
         PodBinder::Options{});
     service = std::make_unique<ExtenderService>(writer->snapshots(), metrics, ServiceOptions{}, binder.get());
-    Router router;
+    http::Router router;
     service->addVerbRoutes(router);
     service->addOperationRoutes(router);
-    server = std::make_unique<HttpServer>(options, std::move(router), service->observer());
+    server = std::make_unique<http::Server>(options, std::move(router), service->observer());
     server->start();
   }
   ~Harness() {
@@ -115,7 +115,7 @@ TEST(Http, MalformedJsonIs400WithAnErrorAndIsCounted) {
 }
 
 TEST(Http, BodyOverTheLimitIs413) {
-  HttpServerOptions o;
+  http::ServerOptions o = serverOptions();
   o.maxBodyBytes = 1024;
   Harness h(o);
   TestClient c(h.port());
@@ -140,7 +140,7 @@ TEST(Http, KeepAliveServesSeveralRequestsOnOneConnection) {
 // rest however many pieces it comes in, then the mark is back at 1 so the
 // next request on the connection is read as soon as it arrives.
 TEST(Http, BodyArrivingInPiecesIsReadOnceItIsAllThere) {
-  HttpServerOptions o;
+  http::ServerOptions o = serverOptions();
   o.threads = 1;
   o.idleTimeout = std::chrono::milliseconds(3000);
   Harness h(o);
@@ -225,7 +225,7 @@ TEST(Http, PipelinedRequestsAreAnsweredInOrder) {
 }
 
 TEST(Http, IdleConnectionIsClosedAfterTheIdleTimeout) {
-  HttpServerOptions o;
+  http::ServerOptions o = serverOptions();
   o.idleTimeout = std::chrono::milliseconds(200);
   Harness h(o);
   TestClient c(h.port());
@@ -236,7 +236,7 @@ TEST(Http, IdleConnectionIsClosedAfterTheIdleTimeout) {
 }
 
 TEST(Http, StalledRequestIsCutOffAtTheReadTimeout) {
-  HttpServerOptions o;
+  http::ServerOptions o = serverOptions();
   o.readTimeout = std::chrono::milliseconds(200);
   Harness h(o);
   TestClient c(h.port());
@@ -262,7 +262,7 @@ TEST(Http, NotSyncedFilterIsAnErrorAndReadyzFails) {
   auto writer = std::make_unique<CacheWriter>(o);
   for (auto& obj : cluster()) writer->upsert(obj);
   writer->flush();
-  Harness h({}, std::move(writer));
+  Harness h(serverOptions(), std::move(writer));
   TestClient c(h.port());
   auto r = c.send("POST", "/tally/filter", filterBody({"free"}));
   EXPECT_EQ(r.status, 200);
@@ -323,9 +323,8 @@ TEST(Http, TlsListenerServesVerbs) {
   std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -keyout " +
                     (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() + " >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl CLI not available";
-  HttpServerOptions o;
-  o.tlsCertFile = (dir / "cert.pem").string();
-  o.tlsKeyFile = (dir / "key.pem").string();
+  http::ServerOptions o = serverOptions();
+  o.tls = http::TlsFiles{.certFile = (dir / "cert.pem").string(), .keyFile = (dir / "key.pem").string()};
   Harness h(o);
   EXPECT_TRUE(h.server->tls());
   std::string out = (dir / "out.txt").string();
