@@ -100,7 +100,8 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--scoring,--score-strategy", f.scoring, "Prioritize strategy: binpack or spread")
       ->check(CLI::IsMember({"binpack", "spread"}))
       ->capture_default_str();
-  app.add_option("--tls-cert-file", f.tlsCert, "Serve the verb listener over HTTPS with this certificate chain (PEM); re-read when it changes");
+  app.add_option("--tls-cert-file", f.tlsCert,
+                 "Serve the verb listener over HTTPS with this certificate chain (PEM); re-read when it changes");
   app.add_option("--tls-key-file", f.tlsKey, "Private key (PEM) for --tls-cert-file");
   app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig file; empty: $KUBECONFIG, in-cluster, then ~/.kube/config");
   app.add_option("--context", f.context, "Kubeconfig context; empty: the current one");

@@ -247,9 +247,10 @@ TEST(HttpServer, AHandlerMayAnswerLaterFromAnotherThread) {
 TEST(HttpServer, OperationRoutesAnswerHealthReadinessAndMetrics) {
   std::atomic<bool> ready{false};
   Router router;
-  addOperationRoutes(router, {.readiness = [&] { return ready ? Readiness{} : Readiness{false, "the Pod cache is not synced"}; },
-                              .metrics = [] { return std::string("up 1\n"); },
-                              .metricsContentType = "text/plain; version=0.0.4; charset=utf-8"});
+  addOperationRoutes(router,
+                     {.readiness = [&] { return ready ? Readiness{} : Readiness{false, "the Pod cache is not synced"}; },
+                      .metrics = [] { return std::string("up 1\n"); },
+                      .metricsContentType = "text/plain; version=0.0.4; charset=utf-8"});
   Harness h({}, std::move(router));
   TestClient c(h.port());
   auto health = c.send("GET", "/healthz");
