@@ -45,7 +45,7 @@ std::string describe(ssl::context& context) {
   OPENSSL_free(subject);
   BIGNUM* serial = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
   char* hex = serial ? BN_bn2hex(serial) : nullptr;
-  out += ", serial ";
+  out += ", serial 0x";
   out += hex ? hex : "?";
   OPENSSL_free(hex);
   BN_free(serial);
