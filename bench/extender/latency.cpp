@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < iterations + 20; ++i) {
         std::string copy = withPadding(bodyFor(i));
         auto t0 = Clock::now();
-        HttpResponse r = verb == "filter" ? service.filter(copy) : service.prioritize(copy);
+        http::Response r = verb == "filter" ? service.filter(copy) : service.prioritize(copy);
         auto t1 = Clock::now();
         if (r.status != 200) {
           std::cerr << verb << ": " << r.status << " " << r.body.substr(0, 200) << "\n";
@@ -280,11 +280,11 @@ int main(int argc, char** argv) {
       report("  filter: answer as lists, encoded", nodes, summarize(lists));
     }
     if (inProcessOnly) continue;
-    Router router;
+    http::Router router;
     service.addVerbRoutes(router);
-    HttpServerOptions ho;
+    http::ServerOptions ho = serverOptions();
     ho.threads = 2;
-    HttpServer server(ho, std::move(router), service.observer());
+    http::Server server(ho, std::move(router), service.observer());
     server.start();
     measureHttp("http tally-extender", "127.0.0.1", server.port(), "/tally", nodes, body, iterations);
     server.stop();

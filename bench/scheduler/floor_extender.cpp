@@ -15,7 +15,7 @@
 #include <iostream>
 
 #include "tally/extender/allocator.hpp"
-#include "tally/extender/http_server.hpp"
+#include "tally/extender/service.hpp"
 #include "tally/extender/wire.hpp"
 #include "tally/runtime/client.h"
 #include "tally/runtime/config.h"
@@ -55,33 +55,33 @@ int main(int argc, char** argv) {
   std::shared_ptr<runtime::Client> api = std::move(client).value();
   boost::asio::thread_pool binders(bindThreads);
 
-  Router router;
-  router.add("POST", prefix + "/filter", "filter", [](HttpRequest& req, Respond respond) {
-    auto args = wire::parseExtenderArgs(req.body);
+  http::Router router;
+  router.add("POST", prefix + "/filter", "filter", [](http::Request& req, http::Respond respond) {
+    auto args = wire::parseExtenderArgs(req.body());
     if (!args.ok()) return respond(errorResponse(400, args.errors.front().message));
     wire::FilterResult result;
     result.passed = std::move(args.value.nodeNames);
     result.plainNames = args.value.plainNames;
-    respond(HttpResponse{.body = wire::encode(result)});
+    respond(http::Response{.body = wire::encode(result)});
   });
-  router.add("POST", prefix + "/prioritize", "prioritize", [](HttpRequest& req, Respond respond) {
-    auto args = wire::parseExtenderArgs(req.body);
+  router.add("POST", prefix + "/prioritize", "prioritize", [](http::Request& req, http::Respond respond) {
+    auto args = wire::parseExtenderArgs(req.body());
     if (!args.ok()) return respond(errorResponse(400, args.errors.front().message));
-    respond(HttpResponse{.body = wire::encode(std::vector<wire::HostPriority>{})});
+    respond(http::Response{.body = wire::encode(std::vector<wire::HostPriority>{})});
   });
-  router.add("POST", prefix + "/bind", "bind", [&](HttpRequest& req, Respond respond) {
-    auto args = wire::parseBindingArgs(req.body);
+  router.add("POST", prefix + "/bind", "bind", [&](http::Request& req, http::Respond respond) {
+    auto args = wire::parseBindingArgs(req.body());
     if (!args.ok()) return respond(errorResponse(400, args.errors.front().message));
     boost::asio::post(binders, [api, a = std::move(args.value), respond = std::move(respond)] {
       auto status = api->bindPod(a.podNamespace, a.podName, a.podUid, a.node);
-      respond(HttpResponse{.body = wire::encodeError(status ? std::string() : status.error().describe())});
+      respond(http::Response{.body = wire::encodeError(status ? std::string() : status.error().describe())});
     });
   });
 
-  HttpServerOptions options;
+  http::ServerOptions options = serverOptions();
   options.port = port;
   options.threads = threads;
-  HttpServer server(options, std::move(router), {});
+  http::Server server(options, std::move(router), {});
   server.start();
   std::cerr << "floor-extender serving on 127.0.0.1:" << server.port() << prefix << "\n";
   int signal = 0;

@@ -15,7 +15,6 @@
 #include "tally/codec/snapshot.hpp"
 #include "tally/extender/allocator.hpp"
 #include "tally/extender/cache_writer.hpp"
-#include "tally/extender/http_server.hpp"
 #include "tally/extender/metrics.hpp"
 #include "tally/extender/pod_binder.hpp"
 #include "tally/extender/service.hpp"
@@ -101,7 +100,8 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--scoring,--score-strategy", f.scoring, "Prioritize strategy: binpack or spread")
       ->check(CLI::IsMember({"binpack", "spread"}))
       ->capture_default_str();
-  app.add_option("--tls-cert-file", f.tlsCert, "Serve the verb listener over HTTPS with this certificate chain (PEM)");
+  app.add_option("--tls-cert-file", f.tlsCert,
+                 "Serve the verb listener over HTTPS with this certificate chain (PEM); re-read when it changes");
   app.add_option("--tls-key-file", f.tlsKey, "Private key (PEM) for --tls-cert-file");
   app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig file; empty: $KUBECONFIG, in-cluster, then ~/.kube/config");
   app.add_option("--context", f.context, "Kubeconfig context; empty: the current one");
@@ -328,32 +328,33 @@ int main(int argc, char** argv) {
     so.strategy = f.scoring == "spread" ? model::ScoreStrategy::Spread : model::ScoreStrategy::BinPack;
     ExtenderService service(writer.snapshots(), metrics, so, binder.get());
 
-    HttpServerOptions ho;
+    if (f.tlsCert.empty() != f.tlsKey.empty()) {
+      throw std::runtime_error("TLS needs both --tls-cert-file and --tls-key-file");
+    }
+    http::ServerOptions ho = serverOptions();
     ho.address = f.bindAddress;
     ho.port = f.port;
     ho.threads = f.threads;
     ho.maxBodyBytes = f.maxBodyBytes;
     ho.readTimeout = parseDuration(f.readTimeout);
     ho.idleTimeout = parseDuration(f.idleTimeout);
-    ho.tlsCertFile = f.tlsCert;
-    ho.tlsKeyFile = f.tlsKey;
-    Router verbs;
+    if (!f.tlsCert.empty()) ho.tls = http::TlsFiles{.certFile = f.tlsCert, .keyFile = f.tlsKey};
+    http::Router verbs;
     service.addVerbRoutes(verbs);
     service.addOperationRoutes(verbs);
-    HttpServer server(ho, std::move(verbs), service.observer());
+    http::Server server(ho, std::move(verbs), service.observer());
     server.start();
 
-    std::unique_ptr<HttpServer> opsServer;
+    std::unique_ptr<http::Server> opsServer;
     if (f.metricsPort != 0) {
-      HttpServerOptions oo = ho;
+      http::ServerOptions oo = ho;
       oo.address = "0.0.0.0";
       oo.port = f.metricsPort;
       oo.threads = 1;
-      oo.tlsCertFile.clear();
-      oo.tlsKeyFile.clear();
-      Router ops;
+      oo.tls.reset();
+      http::Router ops;
       service.addOperationRoutes(ops);
-      opsServer = std::make_unique<HttpServer>(oo, std::move(ops), service.observer());
+      opsServer = std::make_unique<http::Server>(oo, std::move(ops), service.observer());
       opsServer->start();
     }
     obs::logInfo("tally-extender serving",

@@ -52,12 +52,12 @@ TEST(Extender, FiltersOverHttpStayConsistentWhileTheWriterChurns) {
   observability::Registry registry;
   ExtenderMetrics metrics(registry);
   ExtenderService service(writer->snapshots(), metrics, ServiceOptions{}, nullptr);
-  Router router;
+  http::Router router;
   service.addVerbRoutes(router);
   service.addOperationRoutes(router);
-  HttpServerOptions ho;
+  http::ServerOptions ho = serverOptions();
   ho.threads = 4;
-  HttpServer server(ho, std::move(router), service.observer());
+  http::Server server(ho, std::move(router), service.observer());
   server.start();
 
   std::atomic<bool> done{false};
@@ -157,11 +157,11 @@ TEST(Extender, BindsAndFiltersWithSplitBodiesFromManyConnections) {
   observability::Registry registry;
   ExtenderMetrics metrics(registry);
   ExtenderService service(writer->snapshots(), metrics, ServiceOptions{}, &binder);
-  Router router;
+  http::Router router;
   service.addVerbRoutes(router);
-  HttpServerOptions ho;
+  http::ServerOptions ho = serverOptions();
   ho.threads = 3;
-  HttpServer server(ho, std::move(router), service.observer());
+  http::Server server(ho, std::move(router), service.observer());
   server.start();
 
   std::vector<std::string> names;

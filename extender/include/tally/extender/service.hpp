@@ -1,16 +1,28 @@
 #pragma once
 // The extender's HTTP face: parses a verb's request, reads one snapshot,
 // calls the verb, encodes the answer and counts it. Also the operations
-// routes (/healthz, /readyz, /metrics).
+// routes (/healthz, /readyz, /metrics), served by the runtime's HTTP server.
 
 #include <string>
+#include <string_view>
 
-#include "tally/extender/http_server.hpp"
 #include "tally/extender/metrics.hpp"
 #include "tally/extender/pod_binder.hpp"
 #include "tally/extender/snapshot_cell.hpp"
+#include "tally/runtime/http/operation_routes.h"
+#include "tally/runtime/http/server.h"
 
 namespace tally::extender {
+
+namespace http = runtime::http;
+
+// A 4xx/5xx answer whose body is {"Error": message}, as kube-scheduler reads
+// it; also the body of the server's own refusals (see serverOptions).
+http::Response errorResponse(int status, std::string_view message);
+
+// The runtime server's options as the extender serves: the error body above,
+// `Server: tally-extender`, threads named tally-http-N.
+http::ServerOptions serverOptions();
 
 struct ServiceOptions {
   std::string urlPrefix = "/tally";
@@ -23,23 +35,23 @@ class ExtenderService {
   ExtenderService(const SnapshotCell<ExtenderSnapshot>& snapshots, ExtenderMetrics& metrics, ServiceOptions options,
                   PodBinder* binder);
 
-  HttpResponse filter(std::string& body);
-  HttpResponse prioritize(std::string& body);
-  HttpResponse preempt(std::string& body);
-  void bind(std::string& body, Respond respond);
+  http::Response filter(std::string& body);
+  http::Response prioritize(std::string& body);
+  http::Response preempt(std::string& body);
+  void bind(std::string& body, http::Respond respond);
 
-  HttpResponse healthz() const;
-  HttpResponse readyz() const;
-  HttpResponse metrics() const;
+  // Ready once every watched kind has synced (the snapshot says which has not).
+  http::Readiness readiness() const;
+  std::string metricsText() const;
 
   // <prefix>/{filter,prioritize,preempt,bind} (POST) and the operations routes (GET).
-  void addVerbRoutes(Router& router);
-  void addOperationRoutes(Router& router);
+  void addVerbRoutes(http::Router& router);
+  void addOperationRoutes(http::Router& router);
   // Feeds the server's framing-level outcomes into the metrics.
-  HttpObserver observer();
+  http::Observer observer();
 
  private:
-  HttpResponse badRequest(const wire::BadRequest& error);
+  http::Response badRequest(const wire::BadRequest& error);
 
   const SnapshotCell<ExtenderSnapshot>& snapshots_;
   ExtenderMetrics& metrics_;

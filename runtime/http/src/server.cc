@@ -1,4 +1,4 @@
-#include "tally/extender/http_server.hpp"
+#include "tally/runtime/http/server.h"
 
 #include <atomic>
 #include <boost/asio.hpp>
@@ -14,52 +14,29 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "request_access.h"
+#include "serving_certificate.h"
 #include "tally/common/thread_name.hpp"
-#include "tally/extender/wire.hpp"
 
-namespace tally::extender {
+namespace tally::runtime::http {
 
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
 namespace beast = boost::beast;
-namespace http = beast::http;
+namespace bhttp = beast::http;
 using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-void Router::add(std::string method, std::string path, std::string label, Handler handler) {
-  Route& route = routes_[path];
-  route.label = std::move(label);
-  route.byMethod[std::move(method)] = std::move(handler);
-}
-
-Router::Match Router::match(std::string_view method, std::string_view path) const {
-  Match m;
-  auto route = routes_.find(path);
-  if (route == routes_.end()) {
-    m.status = 404;
-    return m;
-  }
-  m.label = route->second.label;
-  auto handler = route->second.byMethod.find(method);
-  if (handler == route->second.byMethod.end()) {
-    m.status = 405;
-    for (const auto& [name, h] : route->second.byMethod) m.allow += (m.allow.empty() ? "" : ", ") + name;
-    return m;
-  }
-  m.handler = &handler->second;
-  return m;
-}
-
-struct HttpServer::Impl {
-  HttpServerOptions options;
+struct Server::Impl {
+  ServerOptions options;
   Router router;
-  HttpObserver observer;
+  Observer observer;
   // One io_context per thread, each run by that thread alone; the acceptor
   // lives on the first and deals accepted connections out in turn.
   std::vector<std::unique_ptr<net::io_context>> contexts;
   std::vector<net::executor_work_guard<net::io_context::executor_type>> keepRunning;
   std::size_t nextContext = 0;
-  std::optional<ssl::context> tlsContext;
+  std::optional<detail::ServingCertificate> certificate;
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
   std::atomic<bool> running{false};
@@ -72,28 +49,25 @@ struct HttpServer::Impl {
   void responded(std::string_view route, int status, double seconds, double handlingSeconds) {
     if (observer.onResponse) observer.onResponse(route, status, seconds, handlingSeconds);
   }
+  std::chrono::milliseconds headerTimeout() const {
+    return options.headerTimeout.count() > 0 ? options.headerTimeout : options.readTimeout;
+  }
   void accept();
 };
-
-HttpResponse errorResponse(int status, std::string_view message) {
-  HttpResponse r;
-  r.status = status;
-  r.body = wire::encodeError(message);
-  return r;
-}
 
 namespace {
 
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(HttpServer::Impl& server, Stream stream) : server_(server), stream_(std::move(stream)) {}
+  Session(Server::Impl& server, Stream stream, std::shared_ptr<ssl::context> tls = nullptr)
+      : server_(server), stream_(std::move(stream)), tls_(std::move(tls)) {}
 
   void run() {
     if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
       readHeader();
     } else {
-      beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
+      beast::get_lowest_layer(stream_).expires_after(server_.headerTimeout());
       stream_.async_handshake(ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
         if (ec) {
           self->server_.reject("tls_handshake");
@@ -110,8 +84,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     parser_.emplace();
     parser_->body_limit(server_.options.maxBodyBytes);
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.maxHeaderBytes));
-    beast::get_lowest_layer(stream_).expires_after(first_ ? server_.options.readTimeout : server_.options.idleTimeout);
-    http::async_read_header(stream_, buffer_, *parser_,
+    beast::get_lowest_layer(stream_).expires_after(first_ ? server_.headerTimeout() : server_.options.idleTimeout);
+    bhttp::async_read_header(stream_, buffer_, *parser_,
                             [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
   }
 
@@ -135,7 +109,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void readBody() {
     beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
-    http::async_read(stream_, buffer_, *parser_,
+    bhttp::async_read(stream_, buffer_, *parser_,
                      [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
   }
 
@@ -180,7 +154,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void readFailed(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+    if (ec == bhttp::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
         ec == net::error::operation_aborted) {
       return close();
     }
@@ -190,16 +164,16 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       if (first_ || buffer_.size() > 0 || (parser_ && parser_->is_header_done())) server_.reject("timeout");
       return close();
     }
-    if (ec == http::error::body_limit || ec == http::error::header_limit) return tooLarge();
+    if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit) return tooLarge();
     server_.reject("malformed_http");
     closeAfter_ = true;
-    write("malformed", errorResponse(400, std::string("malformed HTTP request: ") + ec.message()));
+    write("malformed", server_.options.errorBody(400, std::string("malformed HTTP request: ") + ec.message()));
   }
 
   void tooLarge() {
     server_.reject("body_too_large");
     closeAfter_ = true;
-    write("rejected", errorResponse(413, "request body exceeds the limit of " +
+    write("rejected", server_.options.errorBody(413, "request body exceeds the limit of " +
                                              std::to_string(server_.options.maxBodyBytes) + " bytes"));
   }
 
@@ -208,34 +182,35 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     bodyRead_ = Clock::now();
     auto& req = parser_->get();
     keepAlive_ = req.keep_alive();
-    request_.method = std::string(req.method_string());
-    std::string_view target(req.target().data(), req.target().size());
-    request_.path = std::string(target.substr(0, target.find('?')));
-    request_.body = std::move(req.body());
-    Router::Match m = server_.router.match(request_.method, request_.path);
+    detail::RequestAccess::fill(request_, std::string_view(req.method_string().data(), req.method_string().size()),
+                                std::string_view(req.target().data(), req.target().size()), std::move(req.body()),
+                                req.base());
+    Router::Match m = server_.router.match(request_.method(), request_.path());
     if (!m.handler) {
       server_.reject(m.status == 404 ? "not_found" : "method_not_allowed");
-      HttpResponse r = errorResponse(m.status, m.status == 404 ? "no such path: " + request_.path
-                                                               : request_.method + " is not allowed on " + request_.path);
+      const std::string path(request_.path());
+      Response r = server_.options.errorBody(
+          m.status, m.status == 404 ? "no such path: " + path
+                                    : std::string(request_.method()) + " is not allowed on " + path);
       if (m.status == 405) r.headers.emplace_back("Allow", m.allow);
       return write(m.label, std::move(r));
     }
     route_ = std::string(m.label);
     auto self = this->shared_from_this();
-    Respond respond = [self](HttpResponse response) {
+    Respond respond = [self](Response response) {
       net::dispatch(self->stream_.get_executor(),
                     [self, response = std::move(response)]() mutable { self->write(self->route_, std::move(response)); });
     };
     try {
       (*m.handler)(request_, std::move(respond));
     } catch (const std::exception& e) {
-      write(route_, errorResponse(500, std::string("internal error: ") + e.what()));
+      write(route_, server_.options.errorBody(500, std::string("internal error: ") + e.what()));
     } catch (...) {
-      write(route_, errorResponse(500, "internal error"));
+      write(route_, server_.options.errorBody(500, "internal error"));
     }
   }
 
-  void write(std::string_view route, HttpResponse r) {
+  void write(std::string_view route, Response r) {
     const auto now = Clock::now();
     const double seconds = std::chrono::duration<double>(now - started_).count();
     // Refused before the body was read: no handling to speak of.
@@ -245,14 +220,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     response_ = {};
     response_.version(11);
     response_.result(static_cast<unsigned>(r.status));
-    response_.set(http::field::server, "tally-extender");
-    response_.set(http::field::content_type, r.contentType);
+    response_.set(bhttp::field::server, server_.options.serverHeader);
+    response_.set(bhttp::field::content_type, r.contentType);
     for (auto& [k, v] : r.headers) response_.set(k, v);
     response_.body() = std::move(r.body);
     response_.keep_alive(keepAlive_ && !closeAfter_);
     response_.prepare_payload();
     beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
-    http::async_write(stream_, response_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+    bhttp::async_write(stream_, response_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec || !self->response_.keep_alive()) return self->close();
       self->first_ = false;
       self->readHeader();
@@ -273,12 +248,13 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
   }
 
-  HttpServer::Impl& server_;
+  Server::Impl& server_;
   Stream stream_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> response_;
-  HttpRequest request_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  bhttp::response<bhttp::string_body> response_;
+  std::shared_ptr<ssl::context> tls_;  // the certificate this connection was accepted with
+  Request request_;
   std::string route_;
   Clock::time_point started_ = Clock::now();
   Clock::time_point bodyRead_{};
@@ -290,7 +266,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
 }  // namespace
 
-void HttpServer::Impl::accept() {
+void Server::Impl::accept() {
   net::io_context& home = *contexts[nextContext];
   nextContext = (nextContext + 1) % contexts.size();
   acceptor->async_accept(home, [this](beast::error_code ec, tcp::socket socket) {
@@ -301,9 +277,10 @@ void HttpServer::Impl::accept() {
       auto startOn = [executor = socket.get_executor()](auto session) {
         net::post(executor, [session] { session->run(); });
       };
-      if (tlsContext) {
+      if (certificate) {
+        auto context = certificate->forNewConnection();
         startOn(std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-            *this, beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *tlsContext)));
+            *this, beast::ssl_stream<beast::tcp_stream>(beast::tcp_stream(std::move(socket)), *context), context));
       } else {
         startOn(std::make_shared<Session<beast::tcp_stream>>(*this, beast::tcp_stream(std::move(socket))));
       }
@@ -312,31 +289,19 @@ void HttpServer::Impl::accept() {
   });
 }
 
-HttpServer::HttpServer(HttpServerOptions options, Router router, HttpObserver observer)
-    : impl_(std::make_unique<Impl>()) {
+Server::Server(ServerOptions options, Router router, Observer observer) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
+  if (!impl_->options.errorBody) impl_->options.errorBody = plainErrorBody;
   impl_->router = std::move(router);
   impl_->observer = std::move(observer);
 }
 
-HttpServer::~HttpServer() { stop(); }
+Server::~Server() { stop(); }
 
-void HttpServer::start() {
+void Server::start() {
   Impl& s = *impl_;
   const auto& o = s.options;
-  if (!o.tlsCertFile.empty() || !o.tlsKeyFile.empty()) {
-    if (o.tlsCertFile.empty() || o.tlsKeyFile.empty()) {
-      throw std::runtime_error("TLS needs both --tls-cert-file and --tls-key-file");
-    }
-    s.tlsContext.emplace(ssl::context::tls_server);
-    s.tlsContext->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                              ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-    beast::error_code ec;
-    s.tlsContext->use_certificate_chain_file(o.tlsCertFile, ec);
-    if (ec) throw std::runtime_error("cannot load TLS certificate " + o.tlsCertFile + ": " + ec.message());
-    s.tlsContext->use_private_key_file(o.tlsKeyFile, ssl::context::pem, ec);
-    if (ec) throw std::runtime_error("cannot load TLS key " + o.tlsKeyFile + ": " + ec.message());
-  }
+  if (o.tls) s.certificate.emplace(*o.tls);
   beast::error_code ec;
   auto address = net::ip::make_address(o.address, ec);
   if (ec) throw std::runtime_error("invalid bind address " + o.address + ": " + ec.message());
@@ -357,11 +322,11 @@ void HttpServer::start() {
   s.accept();
   for (unsigned i = 0; i < n; ++i) {
     s.threads.emplace_back([&s, i] { s.contexts[i]->run(); });
-    nameThread(s.threads.back().native_handle(), "tally-http-" + std::to_string(i));
+    nameThread(s.threads.back().native_handle(), o.threadName + "-" + std::to_string(i));
   }
 }
 
-void HttpServer::stop() {
+void Server::stop() {
   Impl& s = *impl_;
   if (!s.running.exchange(false)) return;
   net::post(s.acceptor->get_executor(), [&s] {
@@ -374,9 +339,14 @@ void HttpServer::stop() {
   s.threads.clear();
 }
 
-std::uint64_t HttpServer::bodyCompletionReads() const { return impl_->bodyCompletionReads.load(); }
+std::uint64_t Server::bodyCompletionReads() const { return impl_->bodyCompletionReads.load(); }
 
-std::uint16_t HttpServer::port() const { return impl_->boundPort; }
-bool HttpServer::tls() const { return impl_->tlsContext.has_value(); }
+std::uint16_t Server::port() const { return impl_->boundPort; }
+bool Server::tls() const { return impl_->certificate.has_value(); }
 
-}  // namespace tally::extender
+Server::CertificateStats Server::certificateStats() const {
+  if (!impl_->certificate) return {};
+  return {impl_->certificate->reloads(), impl_->certificate->failures()};
+}
+
+}  // namespace tally::runtime::http
