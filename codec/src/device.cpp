@@ -54,8 +54,7 @@ Result<model::GpuDevice> decodeGpuDevice(od::value json, ObjectMeta* out) {
     return {};
   });
   constexpr std::string_view kKind = "GPUDevice";
-  if (!status) return inObject(std::move(status).error(), kKind, meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), kKind, meta);
+  if (auto done = finished(std::move(status), kKind, meta); !done) return std::move(done).error();
   if (device.className.empty()) return inObject(fieldError("spec.class", "missing"), kKind, meta);
   if (!meta.creationTimestamp.empty()) {
     auto created = parseRfc3339(meta.creationTimestamp);

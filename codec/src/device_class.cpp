@@ -161,8 +161,7 @@ Result<model::DeviceClass> decodeDeviceClass(od::value json, ObjectMeta* out) {
     return {};
   });
   constexpr std::string_view kKind = "GPUDeviceClass";
-  if (!status) return inObject(std::move(status).error(), kKind, meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), kKind, meta);
+  if (auto done = finished(std::move(status), kKind, meta); !done) return std::move(done).error();
   if (!sawSpec) return inObject(fieldError("spec", "missing"), kKind, meta);
   if (!seen.allocation) return inObject(fieldError("spec.allocation", "missing"), kKind, meta);
   if (cls.resourceName.empty()) return inObject(fieldError("spec.resourceName", "missing"), kKind, meta);

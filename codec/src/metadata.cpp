@@ -50,4 +50,10 @@ DecodeError inObject(DecodeError error, std::string_view kind, const Metadata& m
   return std::move(error).within(meta.describe(kind));
 }
 
+Status finished(Status status, std::string_view kind, const Metadata& meta) {
+  if (!status) return inObject(std::move(status).error(), kind, meta);
+  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), kind, meta);
+  return {};
+}
+
 }  // namespace tally::codec::detail

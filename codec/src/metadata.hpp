@@ -37,4 +37,8 @@ Status readMetadata(od::value value, Metadata& meta, const MetadataHooks& hooks 
 // Wraps an error with the object it occurred in.
 DecodeError inObject(DecodeError error, std::string_view kind, const Metadata& meta);
 
+// How every object's decode ends: its error wrapped with the object, or a
+// refusal when it had no metadata.name.
+Status finished(Status status, std::string_view kind, const Metadata& meta);
+
 }  // namespace tally::codec::detail

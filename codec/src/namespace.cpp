@@ -22,8 +22,7 @@ Result<model::Namespace> decodeNamespace(od::value json, ObjectMeta* out) {
     if (key == "metadata") return readMetadata(field, meta, hooks);
     return {};
   });
-  if (!status) return inObject(std::move(status).error(), "Namespace", meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Namespace", meta);
+  if (auto done = finished(std::move(status), "Namespace", meta); !done) return std::move(done).error();
   ns.name = std::move(meta.name);
   ns.deleting = meta.deleting;
   return ns;

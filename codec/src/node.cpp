@@ -117,8 +117,7 @@ Result<model::Node> decodeNode(od::value json, ObjectMeta* out) {
     if (key == "status") return readNodeStatus(field, node);
     return {};
   });
-  if (!status) return inObject(std::move(status).error(), "Node", meta);
-  if (node.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Node", meta);
+  if (auto done = finished(std::move(status), "Node", meta); !done) return std::move(done).error();
   return node;
 }
 

@@ -90,8 +90,7 @@ Result<model::Organization> decodeOrganization(od::value json, ObjectMeta* out) 
     return {};
   });
   constexpr std::string_view kKind = "Organization";
-  if (!status) return inObject(std::move(status).error(), kKind, meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), kKind, meta);
+  if (auto done = finished(std::move(status), kKind, meta); !done) return std::move(done).error();
   // Organizations live in their own namespace; a cluster-scoped copy names it.
   org.ns = meta.ns.empty() ? meta.name : std::move(meta.ns);
   org.name = std::move(meta.name);

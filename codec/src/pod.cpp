@@ -101,8 +101,7 @@ Result<model::Pod> decodePod(od::value json, ObjectMeta* out) {
     }
     return {};
   });
-  if (!status) return inObject(std::move(status).error(), "Pod", meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Pod", meta);
+  if (auto done = finished(std::move(status), "Pod", meta); !done) return std::move(done).error();
   pod.ns = std::move(meta.ns);
   pod.name = std::move(meta.name);
   pod.uid = std::move(meta.uid);

@@ -219,8 +219,7 @@ Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* out) 
           return {};
         });
       });
-  if (!status) return inObject(std::move(status).error(), "Pod", meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Pod", meta);
+  if (auto done = finished(std::move(status), "Pod", meta); !done) return std::move(done).error();
   pod.ns = std::move(meta.ns);
   pod.name = std::move(meta.name);
   pod.uid = std::move(meta.uid);
@@ -257,8 +256,7 @@ Result<model::Node> decodeNodeProtobuf(std::string_view message, ObjectMeta* out
         });
       });
   node.name = meta.name;
-  if (!status) return inObject(std::move(status).error(), "Node", meta);
-  if (node.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Node", meta);
+  if (auto done = finished(std::move(status), "Node", meta); !done) return std::move(done).error();
   return node;
 }
 
@@ -269,8 +267,7 @@ Result<model::Namespace> decodeNamespaceProtobuf(std::string_view message, Objec
   MetaHooks hooks;
   hooks.label = [&](std::string_view key, std::string_view value) { return applyNamespaceLabel(ns, key, value); };
   Status status = readObject(message, meta, hooks, nothing, nothing);
-  if (!status) return inObject(std::move(status).error(), "Namespace", meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "Namespace", meta);
+  if (auto done = finished(std::move(status), "Namespace", meta); !done) return std::move(done).error();
   ns.name = std::move(meta.name);
   ns.deleting = meta.deleting;
   return ns;
@@ -300,8 +297,7 @@ Result<model::ResourceQuota> decodeResourceQuotaProtobuf(std::string_view messag
           return {};
         });
       });
-  if (!status) return inObject(std::move(status).error(), "ResourceQuota", meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "ResourceQuota", meta);
+  if (auto done = finished(std::move(status), "ResourceQuota", meta); !done) return std::move(done).error();
   quota.ns = std::move(meta.ns);
   quota.name = std::move(meta.name);
   return quota;

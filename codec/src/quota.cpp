@@ -31,8 +31,7 @@ Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(od::val
     if (key == "status") return readQuotaSection(field, key, {{"hard", &hrq.statusHard}, {"used", &hrq.statusUsed}});
     return {};
   });
-  if (!status) return inObject(std::move(status).error(), "HierarchicalResourceQuota", meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "HierarchicalResourceQuota", meta);
+  if (auto done = finished(std::move(status), "HierarchicalResourceQuota", meta); !done) return std::move(done).error();
   hrq.ns = std::move(meta.ns);
   hrq.name = std::move(meta.name);
   return hrq;
@@ -48,8 +47,7 @@ Result<model::ResourceQuota> decodeResourceQuota(od::value json, ObjectMeta* out
     if (key == "status") return readQuotaSection(field, key, {{"used", &quota.used}});
     return {};
   });
-  if (!status) return inObject(std::move(status).error(), "ResourceQuota", meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), "ResourceQuota", meta);
+  if (auto done = finished(std::move(status), "ResourceQuota", meta); !done) return std::move(done).error();
   quota.ns = std::move(meta.ns);
   quota.name = std::move(meta.name);
   return quota;

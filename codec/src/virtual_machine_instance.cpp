@@ -124,8 +124,7 @@ Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(od::value jso
     return {};
   });
   constexpr std::string_view kKind = "VirtualMachineInstance";
-  if (!status) return inObject(std::move(status).error(), kKind, meta);
-  if (meta.name.empty()) return inObject(fieldError("metadata.name", "missing"), kKind, meta);
+  if (auto done = finished(std::move(status), kKind, meta); !done) return std::move(done).error();
   vmi.ns = std::move(meta.ns);
   vmi.name = std::move(meta.name);
   vmi.uid = std::move(meta.uid);

@@ -10,26 +10,26 @@
 
 namespace tally::codec {
 
-#define TALLY_CODEC_KIND(CodecName, ObjectType, KindName, Decoder)                                    \
-  struct CodecName {                                                                                  \
-    using Object = ObjectType;                                                                        \
-    static constexpr std::string_view kKind = KindName;                                               \
-    static Result<Object> fromJson(simdjson::ondemand::value json, ObjectMeta* meta = nullptr) {     \
-      return Decoder(json, meta);                                                                     \
-    }                                                                                                 \
+// The members every codec has: the object type, the kind, and fromJson.
+#define TALLY_CODEC_MEMBERS(ObjectType, KindName, Decoder)                                            \
+  using Object = ObjectType;                                                                          \
+  static constexpr std::string_view kKind = KindName;                                                 \
+  static Result<Object> fromJson(simdjson::ondemand::value json, ObjectMeta* meta = nullptr) {       \
+    return Decoder(json, meta);                                                                       \
+  }
+
+#define TALLY_CODEC_KIND(CodecName, ObjectType, KindName, Decoder) \
+  struct CodecName {                                               \
+    TALLY_CODEC_MEMBERS(ObjectType, KindName, Decoder)             \
   };
 
 // Built-in kinds are also read from Kubernetes' protobuf encoding.
-#define TALLY_CODEC_BUILTIN_KIND(CodecName, ObjectType, KindName, Decoder, ProtobufDecoder)            \
-  struct CodecName {                                                                                  \
-    using Object = ObjectType;                                                                        \
-    static constexpr std::string_view kKind = KindName;                                               \
-    static Result<Object> fromJson(simdjson::ondemand::value json, ObjectMeta* meta = nullptr) {     \
-      return Decoder(json, meta);                                                                     \
-    }                                                                                                 \
-    static Result<Object> fromProtobuf(std::string_view message, ObjectMeta* meta = nullptr) {       \
-      return ProtobufDecoder(message, meta);                                                          \
-    }                                                                                                 \
+#define TALLY_CODEC_BUILTIN_KIND(CodecName, ObjectType, KindName, Decoder, ProtobufDecoder)     \
+  struct CodecName {                                                                            \
+    TALLY_CODEC_MEMBERS(ObjectType, KindName, Decoder)                                          \
+    static Result<Object> fromProtobuf(std::string_view message, ObjectMeta* meta = nullptr) { \
+      return ProtobufDecoder(message, meta);                                                    \
+    }                                                                                           \
   };
 
 TALLY_CODEC_BUILTIN_KIND(NodeCodec, model::Node, "Node", decodeNode, decodeNodeProtobuf)
@@ -47,6 +47,7 @@ TALLY_CODEC_KIND(OrganizationCodec, model::Organization, "Organization", decodeO
 TALLY_CODEC_KIND(KubeVirtCodec, std::vector<model::PermittedHostDevice>, "KubeVirt", decodeKubeVirt)
 TALLY_CODEC_KIND(BillingPlansCodec, std::optional<model::BillingPlans>, "ConfigMap", decodeBillingPlansConfigMap)
 
+#undef TALLY_CODEC_MEMBERS
 #undef TALLY_CODEC_KIND
 #undef TALLY_CODEC_BUILTIN_KIND
 
