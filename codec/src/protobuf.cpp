@@ -17,13 +17,26 @@ using proto::Reader;
 using StringHook = std::function<Status(std::string_view, std::string_view)>;
 using BytesHook = std::function<Status(std::string_view)>;
 
+// A field's path, spelled out only when an error names it: decoding builds no
+// strings on the success path.
+struct Path {
+  const Path* parent = nullptr;
+  std::string_view name;
+  std::size_t index = std::string_view::npos;  // set: "[index]" after the parent
+  std::string str() const {
+    std::string base = parent ? parent->str() : std::string();
+    if (index != std::string_view::npos) return base + indexField(index);
+    return joinField(base, name);
+  }
+};
+
 // A malformed message ends the walk; say where.
-Status malformed(std::string_view field) { return fieldError(field, "malformed protobuf"); }
+Status malformed(const Path& field) { return fieldError(field.str(), "malformed protobuf"); }
 
 // Walks a message: f(reader) for every field; an error of f stands, a broken
 // encoding becomes a decode error naming `field`.
 template <class F>
-Status walk(std::string_view message, std::string_view field, F&& f) {
+Status walk(std::string_view message, const Path& field, F&& f) {
   Reader r(message);
   while (r.next()) {
     Status status = f(r);
@@ -36,7 +49,7 @@ Status walk(std::string_view message, std::string_view field, F&& f) {
 std::string_view asText(const Reader& r) { return r.isBytes() ? r.bytes() : std::string_view(); }
 
 // map<string, string> entry: key = 1, value = 2.
-Status mapEntry(std::string_view entry, std::string_view field, std::string_view& key, std::string_view& value) {
+Status mapEntry(std::string_view entry, const Path& field, std::string_view& key, std::string_view& value) {
   return walk(entry, field, [&](Reader& e) -> Status {
     if (e.field() == 1) key = asText(e);
     if (e.field() == 2) value = asText(e);
@@ -44,17 +57,17 @@ Status mapEntry(std::string_view entry, std::string_view field, std::string_view
   });
 }
 
-Status stringMapEntry(std::string_view entry, std::string_view field, const StringHook& hook) {
+Status stringMapEntry(std::string_view entry, const Path& field, const StringHook& hook) {
   std::string_view key, value;
   if (auto read = mapEntry(entry, field, key, value); !read) return read;
   Status status = hook(key, value);
-  if (!status) return std::move(status).error().under(joinField(field, keyField(key)));
+  if (!status) return std::move(status).error().under(joinField(field.str(), keyField(key)));
   return {};
 }
 
 // map<string, Quantity> entry, kept when `keep` accepts the key; Quantity's
 // string is field 1. The same whole-number rules as the JSON decoders.
-Status quantityEntry(std::string_view entry, std::string_view field, bool (*keep)(std::string_view),
+Status quantityEntry(std::string_view entry, const Path& field, bool (*keep)(std::string_view),
                      model::ResourceList& out) {
   std::string_view name, quantity;
   if (auto read = mapEntry(entry, field, name, quantity); !read) return read;
@@ -66,14 +79,14 @@ Status quantityEntry(std::string_view entry, std::string_view field, bool (*keep
   });
   if (!read) return read;
   auto parsed = parseWholeQuantity(text);
-  if (!parsed) return fieldError(joinField(field, keyField(name)), describeQuantityError(text, parsed.error()));
+  if (!parsed) return fieldError(joinField(field.str(), keyField(name)), describeQuantityError(text, parsed.error()));
   std::int64_t units = *parsed;
-  if (units < 0) return fieldError(joinField(field, keyField(name)), "negative amount " + std::to_string(units));
+  if (units < 0) return fieldError(joinField(field.str(), keyField(name)), "negative amount " + std::to_string(units));
   out.set(name, units);
   return {};
 }
 
-Status resourceEntry(std::string_view entry, std::string_view field, model::ResourceList& out) {
+Status resourceEntry(std::string_view entry, const Path& field, model::ResourceList& out) {
   return quantityEntry(entry, field, model::isExtendedResourceName, out);
 }
 
@@ -86,8 +99,16 @@ struct MetaHooks {
 // ObjectMeta: name 1, namespace 3, uid 5, resourceVersion 6, creationTimestamp 8
 // (Time: seconds 1), deletionTimestamp 9, labels 11, annotations 12,
 // ownerReferences 13.
+const Path kMetadata{nullptr, "metadata"};
+const Path kLabels{&kMetadata, "labels"};
+const Path kAnnotations{&kMetadata, "annotations"};
+const Path kOwners{&kMetadata, "ownerReferences"};
+const Path kSpec{nullptr, "spec"};
+const Path kStatus{nullptr, "status"};
+const Path kObject{};
+
 Status readMeta(std::string_view message, Metadata& meta, const MetaHooks& hooks) {
-  Status status = walk(message, "metadata", [&](Reader& r) -> Status {
+  Status status = walk(message, kMetadata, [&](Reader& r) -> Status {
     switch (r.field()) {
       case 1: meta.name = asText(r); break;
       case 3: meta.ns = asText(r); break;
@@ -95,10 +116,10 @@ Status readMeta(std::string_view message, Metadata& meta, const MetaHooks& hooks
       case 6: meta.resourceVersion = asText(r); break;
       case 9: meta.deleting = true; break;
       case 11:
-        if (hooks.label) return stringMapEntry(r.bytes(), "metadata.labels", hooks.label);
+        if (hooks.label) return stringMapEntry(r.bytes(), kLabels, hooks.label);
         break;
       case 12:
-        if (hooks.annotation) return stringMapEntry(r.bytes(), "metadata.annotations", hooks.annotation);
+        if (hooks.annotation) return stringMapEntry(r.bytes(), kAnnotations, hooks.annotation);
         break;
       case 13:
         if (hooks.ownerReference) return hooks.ownerReference(r.bytes());
@@ -112,11 +133,12 @@ Status readMeta(std::string_view message, Metadata& meta, const MetaHooks& hooks
 }
 
 // ResourceRequirements: limits 1, requests 2.
-Status readResources(std::string_view message, std::string_view field, model::ResourceList& requests) {
+Status readResources(std::string_view message, const Path& field, model::ResourceList& requests) {
   model::ResourceList limits;
+  const Path limitsPath{&field, "limits"}, requestsPath{&field, "requests"};
   Status status = walk(message, field, [&](Reader& r) -> Status {
-    if (r.field() == 1 && r.isBytes()) return resourceEntry(r.bytes(), joinField(field, "limits"), limits);
-    if (r.field() == 2 && r.isBytes()) return resourceEntry(r.bytes(), joinField(field, "requests"), requests);
+    if (r.field() == 1 && r.isBytes()) return resourceEntry(r.bytes(), limitsPath, limits);
+    if (r.field() == 2 && r.isBytes()) return resourceEntry(r.bytes(), requestsPath, requests);
     return {};
   });
   if (!status) return status;
@@ -125,10 +147,11 @@ Status readResources(std::string_view message, std::string_view field, model::Re
 }
 
 // Container: resources 8, restartPolicy 24.
-Status readContainer(std::string_view message, std::string_view field, model::ResourceList& requests,
+Status readContainer(std::string_view message, const Path& field, model::ResourceList& requests,
                      std::string* restartPolicy) {
+  const Path resources{&field, "resources"};
   return walk(message, field, [&](Reader& r) -> Status {
-    if (r.field() == 8 && r.isBytes()) return readResources(r.bytes(), joinField(field, "resources"), requests);
+    if (r.field() == 8 && r.isBytes()) return readResources(r.bytes(), resources, requests);
     if (r.field() == 24 && restartPolicy) *restartPolicy = asText(r);
     return {};
   });
@@ -136,24 +159,28 @@ Status readContainer(std::string_view message, std::string_view field, model::Re
 
 // PodSpec: containers 2, nodeName 10, schedulerName 19, initContainers 20,
 // overhead 32, resourceClaims 39.
+const Path kContainers{&kSpec, "containers"};
+const Path kInitContainers{&kSpec, "initContainers"};
+const Path kOverhead{&kSpec, "overhead"};
+
 Status readPodSpec(std::string_view message, model::Pod& pod) {
-  return walk(message, "spec", [&](Reader& r) -> Status {
+  return walk(message, kSpec, [&](Reader& r) -> Status {
     switch (r.field()) {
       case 2: {
-        std::string field = "spec.containers" + indexField(pod.containers.size());
+        const Path field{&kContainers, {}, pod.containers.size()};
         return readContainer(r.bytes(), field, pod.containers.emplace_back(), nullptr);
       }
       case 10: pod.nodeName = asText(r); break;
       case 19: pod.schedulerName = asText(r); break;
       case 20: {
-        std::string field = "spec.initContainers" + indexField(pod.initContainers.size());
+        const Path field{&kInitContainers, {}, pod.initContainers.size()};
         model::InitContainer& init = pod.initContainers.emplace_back();
         std::string restartPolicy;
         if (auto read = readContainer(r.bytes(), field, init.requests, &restartPolicy); !read) return read;
         init.restartable = restartPolicy == "Always";
         break;
       }
-      case 32: return resourceEntry(r.bytes(), "spec.overhead", pod.overhead);
+      case 32: return resourceEntry(r.bytes(), kOverhead, pod.overhead);
       case 39: pod.hasResourceClaims = true; break;
       default: break;
     }
@@ -163,7 +190,7 @@ Status readPodSpec(std::string_view message, model::Pod& pod) {
 
 // OwnerReference: kind 1, name 3, uid 4, controller 6.
 Status readOwner(std::string_view message, model::OwnerReference& owner) {
-  return walk(message, "metadata.ownerReferences", [&](Reader& r) -> Status {
+  return walk(message, kOwners, [&](Reader& r) -> Status {
     switch (r.field()) {
       case 1: owner.kind = asText(r); break;
       case 3: owner.name = asText(r); break;
@@ -178,7 +205,8 @@ Status readOwner(std::string_view message, model::OwnerReference& owner) {
 // NodeCondition: type 1, status 2.
 Status readNodeCondition(std::string_view message, model::Node& node) {
   std::string_view type, conditionStatus;
-  Status status = walk(message, "status.conditions", [&](Reader& r) -> Status {
+  static const Path conditions{&kStatus, "conditions"};
+  Status status = walk(message, conditions, [&](Reader& r) -> Status {
     if (r.field() == 1) type = asText(r);
     if (r.field() == 2) conditionStatus = asText(r);
     return {};
@@ -191,7 +219,7 @@ Status readNodeCondition(std::string_view message, model::Node& node) {
 // An object message: metadata 1, spec 2, status 3.
 template <class Spec, class Stat>
 Status readObject(std::string_view message, Metadata& meta, const MetaHooks& hooks, Spec&& spec, Stat&& status) {
-  return walk(message, "", [&](Reader& r) -> Status {
+  return walk(message, kObject, [&](Reader& r) -> Status {
     if (!r.isBytes()) return {};
     if (r.field() == 1) return readMeta(r.bytes(), meta, hooks);
     if (r.field() == 2) return spec(r.bytes());
@@ -214,7 +242,7 @@ Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* out) 
       message, meta, hooks, [&](std::string_view spec) { return readPodSpec(spec, pod); },
       [&](std::string_view podStatus) {
         // PodStatus: phase 1.
-        return walk(podStatus, "status", [&](Reader& r) -> Status {
+        return walk(podStatus, kStatus, [&](Reader& r) -> Status {
           if (r.field() == 1) pod.phase = model::parsePodPhase(asText(r));
           return {};
         });
@@ -240,17 +268,18 @@ Result<model::Node> decodeNodeProtobuf(std::string_view message, ObjectMeta* out
       message, meta, hooks,
       [&](std::string_view spec) {
         // NodeSpec: unschedulable 4.
-        return walk(spec, "spec", [&](Reader& r) -> Status {
+        return walk(spec, kSpec, [&](Reader& r) -> Status {
           if (r.field() == 4) node.unschedulable = r.isVarint() && r.varintValue() != 0;
           return {};
         });
       },
       [&](std::string_view nodeStatus) {
         // NodeStatus: capacity 1, allocatable 2, conditions 4.
-        return walk(nodeStatus, "status", [&](Reader& r) -> Status {
+        static const Path capacity{&kStatus, "capacity"}, allocatable{&kStatus, "allocatable"};
+        return walk(nodeStatus, kStatus, [&](Reader& r) -> Status {
           if (!r.isBytes()) return {};
-          if (r.field() == 1) return resourceEntry(r.bytes(), "status.capacity", node.capacity);
-          if (r.field() == 2) return resourceEntry(r.bytes(), "status.allocatable", node.allocatable);
+          if (r.field() == 1) return resourceEntry(r.bytes(), capacity, node.capacity);
+          if (r.field() == 2) return resourceEntry(r.bytes(), allocatable, node.allocatable);
           if (r.field() == 4) return readNodeCondition(r.bytes(), node);
           return {};
         });
@@ -278,22 +307,24 @@ Result<model::ResourceQuota> decodeResourceQuotaProtobuf(std::string_view messag
   Metadata meta;
   meta.sink = out;
   // Quota keys ("requests.nvidia.com/gpu") rather than resource names.
-  auto quotaKeys = [](std::string_view entry, std::string_view field, model::ResourceList& list) {
+  auto quotaKeys = [](std::string_view entry, const Path& field, model::ResourceList& list) {
     return quantityEntry(entry, field, model::isGpuQuotaKey, list);
   };
   Status status = readObject(
       message, meta, MetaHooks{},
       [&](std::string_view spec) {
         // ResourceQuotaSpec: hard 1.
-        return walk(spec, "spec", [&](Reader& r) -> Status {
-          if (r.field() == 1 && r.isBytes()) return quotaKeys(r.bytes(), "spec.hard", quota.hard);
+        static const Path hard{&kSpec, "hard"};
+        return walk(spec, kSpec, [&](Reader& r) -> Status {
+          if (r.field() == 1 && r.isBytes()) return quotaKeys(r.bytes(), hard, quota.hard);
           return {};
         });
       },
       [&](std::string_view quotaStatus) {
         // ResourceQuotaStatus: hard 1, used 2.
-        return walk(quotaStatus, "status", [&](Reader& r) -> Status {
-          if (r.field() == 2 && r.isBytes()) return quotaKeys(r.bytes(), "status.used", quota.used);
+        static const Path used{&kStatus, "used"};
+        return walk(quotaStatus, kStatus, [&](Reader& r) -> Status {
+          if (r.field() == 2 && r.isBytes()) return quotaKeys(r.bytes(), used, quota.used);
           return {};
         });
       });
