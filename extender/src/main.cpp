@@ -3,7 +3,6 @@
 // assumed placement and posts the Binding.
 
 #include <CLI/CLI.hpp>
-#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -23,6 +22,8 @@
 #include "tally/runtime/codec.h"
 #include "tally/runtime/config.h"
 #include "tally/runtime/log.h"
+#include "tally/runtime/manager.h"
+#include "tally/runtime/process.h"
 #include "watches.hpp"
 
 namespace {
@@ -31,42 +32,11 @@ using namespace tally;
 using namespace tally::extender;
 namespace obs = tally::observability;
 
-// "250ms", "10s", "2m", "1h"; a bare number is seconds.
+// A duration flag; a bad one stops the start with the flag's text.
 std::chrono::milliseconds parseDuration(const std::string& text) {
-  std::size_t end = 0;
-  double value = std::stod(text, &end);
-  std::string unit = text.substr(end);
-  double ms = unit == "ms"  ? value
-              : unit == "s" || unit.empty() ? value * 1000
-              : unit == "m" ? value * 60'000
-              : unit == "h" ? value * 3'600'000
-                            : throw std::invalid_argument("unknown duration unit in " + text);
-  if (ms < 0) throw std::invalid_argument("negative duration " + text);
-  return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
-}
-
-// Asks the API server for its version once before any watch opens: the log
-// names the server, and the TLS session this first connection gets is what
-// the watches' and binds' connections resume (otherwise every watch, all
-// starting together, would shake hands in full). Not reaching it is no reason
-// to stop: the informers retry, and /readyz stays 503 until they sync.
-void reportApiServer(runtime::Client& client) {
-  runtime::HttpRequest request;
-  request.target = "/version";
-  auto response = client.send(request);
-  if (!response) {
-    obs::logWarning("API server not reachable yet; the watches will retry",
-                    {{"error", response.error().describe()}});
-    return;
-  }
-  std::string version = "unknown";
-  (void)codec::withJsonValue(response->body, "version", [&](simdjson::ondemand::value value) -> codec::Status {
-    std::string_view v;
-    if (value["gitVersion"].get_string().get(v) == simdjson::SUCCESS) version = v;
-    return {};
-  });
-  obs::logInfo("API server reached",
-               {{"host", client.config().host}, {"port", client.config().port}, {"version", version}});
+  auto parsed = runtime::process::parseDuration(text);
+  if (!parsed) throw std::invalid_argument(parsed.error().message);
+  return *parsed;
 }
 
 struct Flags {
@@ -137,16 +107,6 @@ void addFlags(CLI::App& app, Flags& f) {
                  "Serve from a Kubernetes List JSON file instead of an API server (offline: benches, demos); "
                  "bind is then refused");
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
-}
-
-void bridgeRuntimeLogs() {
-  runtime::setLogSink([](runtime::LogLevel level, std::string_view message) {
-    obs::Level l = level == runtime::LogLevel::kDebug     ? obs::Level::Debug
-                   : level == runtime::LogLevel::kInfo    ? obs::Level::Info
-                   : level == runtime::LogLevel::kWarning ? obs::Level::Warning
-                                                          : obs::Level::Error;
-    obs::log(l, message, {{"component", "runtime"}});
-  });
 }
 
 // Without `billingPlans` (--billing-plans "") the snapshot's catalogue is left
@@ -234,13 +194,10 @@ int main(int argc, char** argv) {
   addFlags(app, f);
   CLI11_PARSE(app, argc, argv);
 
-  auto level = obs::parseLevel(f.logLevel);
-  if (!level) {
-    std::cerr << "--log-level: " << level.error().describe() << "\n";
+  if (auto logging = runtime::process::setUpLogging(f.logLevel); !logging) {
+    std::cerr << "--log-level: " << logging.error().message << "\n";
     return 2;
   }
-  obs::setLogLevel(*level);
-  bridgeRuntimeLogs();
 
   std::optional<codec::BillingPlansLocation> billingPlans;
   if (!f.billingPlans.empty()) {
@@ -252,12 +209,8 @@ int main(int argc, char** argv) {
     billingPlans = std::move(parsed).value();
   }
 
-  // Signals are waited for by the main thread only.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Before any thread starts: they all inherit SIGTERM and SIGINT blocked.
+  runtime::SignalStop signals;
 
   try {
     obs::Registry registry;
@@ -284,20 +237,13 @@ int main(int argc, char** argv) {
     if (offline) {
       if (int rc = loadSnapshotFile(f.snapshotFile, billingPlans, writer)) return rc;
     } else {
-      auto config = f.kubeconfig.empty() ? runtime::defaultConfig() : runtime::loadKubeconfig(f.kubeconfig, f.context);
-      if (!config) {
-        obs::logError("no Kubernetes configuration", {{"error", config.error().describe()}});
-        return 2;
-      }
-      config->userAgent = "tally-extender/0.1";
-      auto created = runtime::Client::create(std::move(config).value());
+      auto created = runtime::process::connect({f.kubeconfig, f.context, "tally-extender/0.1"});
       if (!created) {
-        obs::logError("cannot create the Kubernetes client", {{"error", created.error().describe()}});
+        obs::logError("cannot reach Kubernetes", {{"error", created.error().describe()}});
         return 2;
       }
       client = std::move(created).value();
       exportClientStats(client, metrics);
-      reportApiServer(*client);
       watches = std::make_unique<Watches>(client, writer, metrics, watchOptions);
       PodBinder::Options bo;
       bo.threads = f.bindThreads;
@@ -362,9 +308,8 @@ int main(int argc, char** argv) {
                   {"metricsPort", opsServer ? opsServer->port() : 0}, {"offline", offline},
                   {"jsonKernel", std::string(runtime::kJsonKernel)}});
 
-    int signal = 0;
-    sigwait(&signals, &signal);
-    obs::logInfo("shutting down", {{"signal", signal}});
+    signals.wait();
+    obs::logInfo("shutting down", {{"signal", signals.received()}});
     server.stop();
     if (opsServer) opsServer->stop();
     if (binder) binder->stop();

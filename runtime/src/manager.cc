@@ -177,4 +177,11 @@ SignalStop::SignalStop() {
 
 SignalStop::~SignalStop() = default;
 
+void SignalStop::wait() const {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  cv.wait(lock, source_.get_token(), [] { return false; });
+}
+
 }  // namespace tally::runtime

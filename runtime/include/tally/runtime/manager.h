@@ -128,6 +128,8 @@ class SignalStop {
   SignalStop& operator=(const SignalStop&) = delete;
 
   std::stop_token token() const { return source_.get_token(); }
+  // Blocks until the stop is requested.
+  void wait() const;
   // The signal that requested the stop (0 while none has).
   int received() const { return received_.load(); }
 
