@@ -25,11 +25,10 @@ struct Keyed {
   std::string ns, name, resourceVersion;
 };
 
-// An object's text through its codec; `identity` is its metadata, already read.
+// Declared for every codec; only the billing-plans ConfigMap, which needs its
+// identity before its data, defines and uses it.
 template <class Codec>
-codec::Result<typename Codec::Object> decodeWatched(std::string_view raw, const Keyed<Codec>&) {
-  return codec::decodeText<Codec>(raw);
-}
+codec::Result<typename Codec::Object> decodeWatched(std::string_view raw, const Keyed<Codec>& identity);
 
 // The billing-plans informer lists only the ConfigMap --billing-plans names
 // (its namespace and a metadata.name selector), and codecs carry no
@@ -56,7 +55,19 @@ template <class Codec>
 struct WatchCodec {
   using Object = Keyed<Codec>;
 
+  // One pass: the codec reads the object and hands back its metadata. Only the
+  // billing-plans ConfigMap needs its identity before its data (see above).
   static runtime::Result<Object> fromJson(od::value json) {
+    if constexpr (std::is_same_v<Codec, codec::BillingPlansCodec>) {
+      return fromJsonIdentityFirst(json);
+    } else {
+      codec::ObjectMeta meta;
+      auto decoded = Codec::fromJson(json, &meta);  // fills meta: decode first, then take it
+      return keyed(std::move(decoded), meta);
+    }
+  }
+
+  static runtime::Result<Object> fromJsonIdentityFirst(od::value json) {
     Object out;
     od::object object;
     if (auto e = json.get_object().get(object)) return runtime::jsonError(e, std::string(Codec::kKind));
@@ -93,15 +104,13 @@ struct WatchCodec {
   static runtime::Result<Object> fromProtobuf(std::string_view message)
     requires requires { Codec::fromProtobuf(message, nullptr); }
   {
-    Object out;
     codec::ObjectMeta meta;
-    auto decoded = Codec::fromProtobuf(message, &meta);
+    auto decoded = Codec::fromProtobuf(message, &meta);  // fills meta: decode first, then take it
+    return keyed(std::move(decoded), meta);
+  }
+  static runtime::Result<Object> keyed(codec::Result<typename Codec::Object> decoded, codec::ObjectMeta& meta) {
     if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
-    out.value = std::move(decoded).value();
-    out.ns = std::move(meta.ns);
-    out.name = std::move(meta.name);
-    out.resourceVersion = std::move(meta.resourceVersion);
-    return out;
+    return Object{std::move(decoded).value(), std::move(meta.ns), std::move(meta.name), std::move(meta.resourceVersion)};
   }
   static std::string key(const Object& o) { return runtime::namespacedKey(o.ns, o.name); }
   static std::string_view resourceVersion(const Object& o) { return o.resourceVersion; }
