@@ -1,6 +1,5 @@
 # Shared build settings: warnings as errors, sanitizers, coverage, and one way
 # to register a GoogleTest binary with CTest under a part label.
-find_package(PkgConfig REQUIRED)
 find_package(GTest REQUIRED)
 find_package(Threads REQUIRED)
 
