@@ -1,6 +1,5 @@
 # Shared build settings: warnings as errors, sanitizers, coverage, and one way
-# to register a GoogleTest binary with CTest under a part label.
-find_package(PkgConfig REQUIRED)
+# to register a GoogleTest binary with CTest under its library's label.
 find_package(GTest REQUIRED)
 find_package(Threads REQUIRED)
 
@@ -21,7 +20,10 @@ if(TALLY_COVERAGE)
   target_link_options(tally_options INTERFACE --coverage)
 endif()
 
-# tally_add_test(NAME LABEL <part> SOURCES ... LIBS ... [TIMEOUT s])
+# tally_add_test(NAME LABEL <library> [concurrent] [e2e] SOURCES ... LIBS ... [TIMEOUT s])
+# One label per library (common, model, codec, runtime, observability, extender,
+# cli, manifests, e2e, bench-smoke), plus `concurrent` for the tests TSan runs
+# and `e2e` for those that start a control plane.
 function(tally_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "LABEL;SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})

@@ -18,10 +18,10 @@
 #include <thread>
 #include <unistd.h>
 
-#include "tally/runtime/codecs/slim_pod.h"
 #include "tally/runtime/json_watch.h"
 #include "tally/runtime/protobuf_watch.h"
 #include "tally/runtime/store.h"
+#include "tally/runtime/testing/slim_pod.h"
 
 using namespace tally::runtime;
 using codecs::SlimPod;

@@ -11,7 +11,7 @@ target_link_libraries(codec_fuzz_replay PRIVATE tally_codec tally_model tally_op
 target_compile_definitions(codec_fuzz_replay PRIVATE TALLY_FUZZ_REPORT)
 set_target_properties(codec_fuzz_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 add_test(NAME codec_fuzz_replay COMMAND codec_fuzz_replay ${CMAKE_CURRENT_LIST_DIR}/corpus)
-set_tests_properties(codec_fuzz_replay PROPERTIES LABELS model TIMEOUT 300)
+set_tests_properties(codec_fuzz_replay PROPERTIES LABELS codec TIMEOUT 300)
 
 if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
@@ -34,7 +34,7 @@ if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
     set(TALLY_FUZZ_WORK ${CMAKE_BINARY_DIR}/codec-fuzz-corpus)
     add_test(NAME codec_snapshot_fuzz_smoke
       COMMAND sh -c "mkdir -p '${TALLY_FUZZ_WORK}' && exec '${TALLY_FUZZ_BINARY_DIR}/codec_snapshot_fuzzer' -runs=20000 -max_len=16384 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 '${TALLY_FUZZ_WORK}' '${TALLY_FUZZ_SEEDS}'")
-    set_tests_properties(codec_snapshot_fuzz_smoke PROPERTIES LABELS model TIMEOUT 600)
+    set_tests_properties(codec_snapshot_fuzz_smoke PROPERTIES LABELS codec TIMEOUT 600)
   else()
     message(STATUS "codec fuzzers: no clang++ found, not built")
   endif()

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "tally/runtime/codecs/slim_pod.h"
 #include "tally/runtime/json_watch.h"
 #include "tally/runtime/lease.h"
+#include "tally/runtime/testing/slim_pod.h"
 
 using namespace tally::runtime;
 

@@ -7,10 +7,10 @@
 #include <map>
 #include <sstream>
 
-#include "tally/runtime/codecs/slim_pod.h"
 #include "tally/runtime/json_watch.h"
 #include "tally/runtime/lease.h"
 #include "tally/runtime/protobuf_watch.h"
+#include "tally/runtime/testing/slim_pod.h"
 #include "testdata_path.h"
 
 namespace tally::runtime {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tally/runtime/codecs/slim_pod.h"
+#include "tally/runtime/testing/slim_pod.h"
 #include "testdata_path.h"
 
 namespace tally::runtime {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "k8s_core.pb.h"
-#include "tally/runtime/codecs/slim_pod.h"
 #include "tally/runtime/lease.h"
+#include "tally/runtime/testing/slim_pod.h"
 
 namespace tally::runtime {
 namespace {

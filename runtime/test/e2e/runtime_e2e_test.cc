@@ -15,13 +15,13 @@
 #include <thread>
 
 #include "cluster.h"
-#include "tally/runtime/codecs/slim_pod.h"
 #include "tally/runtime/conflict.h"
 #include "tally/runtime/informer.h"
 #include "tally/runtime/manager.h"
 #include "tally/runtime/json_watch.h"
 #include "tally/runtime/lease.h"
 #include "tally/runtime/log.h"
+#include "tally/runtime/testing/slim_pod.h"
 
 namespace tally::runtime::e2e {
 namespace {

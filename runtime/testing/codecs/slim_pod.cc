@@ -1,4 +1,4 @@
-#include "tally/runtime/codecs/slim_pod.h"
+#include "tally/runtime/testing/slim_pod.h"
 
 #include "tally/common/proto_wire.hpp"
 #include "tally/common/quantity.hpp"
