@@ -5,6 +5,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <chrono>
 #include <thread>
 
 #include "fixtures.hpp"
@@ -167,11 +168,18 @@ TEST(Extender, BindsAndFiltersWithSplitBodiesFromManyConnections) {
   std::vector<std::string> names;
   for (int n = 0; n < kNodes; ++n) names.push_back("node-" + std::to_string(n));
   const std::string filterBody = extenderArgs(podJson("tenant-a", "probe", "uid-probe", 1), names);
-  auto split = [](TestClient& c, const std::string& path, const std::string& body) {
+  // The first request of each connection pauses between its halves, so the
+  // server surely reads a header without its whole body at least once even
+  // when a loaded machine delays its threads (bodyCompletionReads below).
+  auto split = [](TestClient& c, const std::string& path, const std::string& body, bool pause) {
     const std::string head = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
     c.writeRaw(head + body.substr(0, body.size() / 2));
-    std::this_thread::yield();
+    if (pause) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } else {
+      std::this_thread::yield();
+    }
     c.writeRaw(body.substr(body.size() / 2));
     return c.read();
   };
@@ -181,13 +189,14 @@ TEST(Extender, BindsAndFiltersWithSplitBodiesFromManyConnections) {
     clients.emplace_back([&, t] {
       std::unique_ptr<TestClient> c;
       for (int p = t, i = 0; p < kPods; p += kClients, ++i) {
-        if (!c || i % 3 == 0) c = std::make_unique<TestClient>(server.port());  // churn
-        auto f = split(*c, "/tally/filter", filterBody);
+        const bool fresh = !c || i % 3 == 0;
+        if (fresh) c = std::make_unique<TestClient>(server.port());  // churn
+        auto f = split(*c, "/tally/filter", filterBody, fresh);
         (f.status == 200 && f.body.find(R"("Error":"")") != std::string::npos ? filtered : bad)++;
         const std::string pod = "pend-" + std::to_string(p);
         const std::string bind = R"({"PodName":")" + pod + R"(","PodNamespace":"tenant-a","PodUID":"uid-)" + pod +
                                  R"(","Node":"node-)" + std::to_string(p % kNodes) + R"("})";
-        auto b = split(*c, "/tally/bind", bind);
+        auto b = split(*c, "/tally/bind", bind, false);
         (b.status == 200 && b.body == R"({"Error":""})" ? bound : bad)++;
       }
     });
