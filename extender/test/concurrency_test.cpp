@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <random>
 #include <set>
-#include <chrono>
 #include <thread>
 
 #include "fixtures.hpp"
