@@ -16,7 +16,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config curl ca-certificate
   libssl-dev libyaml-cpp-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev \
   libbenchmark-dev prometheus-cpp-dev lcov clang libclang-rt-14-dev openssl python3-yaml ccache golang-go
 
-.PHONY: deps build test test-unit test-sanitizers test-e2e demo demo-down bench coverage cluster-binaries clean
+.PHONY: deps build test test-unit test-sanitizers test-e2e demo demo-down bench coverage cluster-binaries clean format format-check
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -33,8 +33,20 @@ build: deps
 cluster-binaries: deps
 	./e2e/cluster/build-binaries.sh
 
+# C++ sources as .clang-format lays them out (clang-format 14, Debian 12).
+CLANG_FORMAT ?= clang-format-14
+FORMATTED = $$(git ls-files '*.cpp' '*.hpp' '*.cc' '*.h')
+
+format: deps
+	$(CLANG_FORMAT) --style=file -i $(FORMATTED)
+
+# Fails naming every file clang-format would change (run `make format`).
+format-check: deps
+	@bad=$$(for f in $(FORMATTED); do $(CLANG_FORMAT) --style=file "$$f" | cmp -s "$$f" - || echo "$$f"; done); \
+	if [ -n "$$bad" ]; then echo "not formatted (make format):"; echo "$$bad"; exit 1; else echo "format-check: all C++ sources formatted"; fi
+
 # The test command: every part, plus the sanitizer builds.
-test: deps cluster-binaries build
+test: deps format-check cluster-binaries build
 	cd $(BUILD) && ctest --output-on-failure -j 1
 	$(MAKE) test-sanitizers
 

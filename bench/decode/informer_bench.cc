@@ -49,7 +49,8 @@ std::vector<SlimPod> templates(const std::string& path) {
   });
   if (out.empty()) {  // no recording: a synthetic pod of the same shape
     // No recording: the same shape as the recorded pods.
-    std::string json = R"({"metadata":{"name":"x","namespace":"bench","labels":{"app":"trainer-7","team":"team-3",)"
+    std::string json =
+        R"({"metadata":{"name":"x","namespace":"bench","labels":{"app":"trainer-7","team":"team-3",)"
         R"("tier":"batch","pod-template-hash":"5d8f7c9b1"},"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job",)"
         R"("name":"job-7","uid":"00000000-0000-4000-8000-000000000007","controller":true}]},"spec":{"schedulerName":)"
         R"("default-scheduler","overhead":{"cpu":"250m","memory":"64Mi"},"initContainers":[{"name":"fetch-dataset",)"
@@ -182,7 +183,8 @@ int main(int argc, char** argv) {
   constexpr int kBatch = 100;
   std::vector<SlimPod> updates;
   updates.reserve(static_cast<size_t>(events));
-  for (int e = 0; e < events; ++e) updates.push_back(makePod(tpl, (static_cast<size_t>(e) * 7877u) % podCount, nodeCount, ++rv));
+  for (int e = 0; e < events; ++e)
+    updates.push_back(makePod(tpl, (static_cast<size_t>(e) * 7877u) % podCount, nodeCount, ++rv));
   const double batchCpu0 = threadCpuUs();
   const auto batchStart = Clock::now();
   for (int e = 0; e < events; ++e) {
@@ -203,14 +205,17 @@ int main(int argc, char** argv) {
   const auto snap = pods.snapshot();
   std::printf("objects: %d nodes, %zu pods (%zu in snapshot, %zu on gpu-node-0)\n", nodeCount, podCount, snap->size(),
               snap->byIndex("node", "gpu-node-0").size());
-  std::printf("rss_baseline_MiB=%.1f rss_nodes_MiB=%.1f rss_pods_MiB=%.1f rss_total_MiB=%.1f rss_after_events_MiB=%.1f\n",
-              rss0, rssNodes - rss0, rssPods - rssNodes, rssPods, rssEnd);
+  std::printf(
+      "rss_baseline_MiB=%.1f rss_nodes_MiB=%.1f rss_pods_MiB=%.1f rss_total_MiB=%.1f rss_after_events_MiB=%.1f\n", rss0,
+      rssNodes - rss0, rssPods - rssNodes, rssPods, rssEnd);
   std::printf("bytes_per_node=%.0f bytes_per_pod=%.0f\n", (rssNodes - rss0) * 1048576.0 / nodeCount,
               (rssPods - rssNodes) * 1048576.0 / static_cast<double>(podCount));
   std::printf("initial_load_publish_s=%.3f\n", loadSeconds);
-  std::printf("apply_publish_per_event_us mean=%.2f p50=%.2f p99=%.2f max=%.2f (1 event per snapshot, %d events, %.0f events/s)\n",
-              mean, percentile(perEventUs, 0.5), percentile(perEventUs, 0.99), percentile(perEventUs, 1.0), events,
-              events / singleSeconds);
+  std::printf(
+      "apply_publish_per_event_us mean=%.2f p50=%.2f p99=%.2f max=%.2f (1 event per snapshot, %d events, %.0f "
+      "events/s)\n",
+      mean, percentile(perEventUs, 0.5), percentile(perEventUs, 0.99), percentile(perEventUs, 1.0), events,
+      events / singleSeconds);
   std::printf("apply_publish_per_event_cpu_us single=%.2f batched=%.2f (writer thread CPU time)\n",
               singleCpuUs / events, batchCpuUs);
   std::printf("apply_publish_per_event_us_batched=%.2f (batches of %d, wall)\n", batchUs, kBatch);

@@ -44,7 +44,8 @@ Percentiles summarize(std::vector<double> us) {
 }
 
 void report(const std::string& what, std::size_t nodes, const Percentiles& p) {
-  std::printf("%-34s nodes=%-6zu p50=%9.1f us  p99=%9.1f us  mean=%9.1f us\n", what.c_str(), nodes, p.p50, p.p99, p.mean);
+  std::printf("%-34s nodes=%-6zu p50=%9.1f us  p99=%9.1f us  mean=%9.1f us\n", what.c_str(), nodes, p.p50, p.p99,
+              p.mean);
   std::fflush(stdout);
 }
 
@@ -54,8 +55,10 @@ std::vector<WatchedObject> benchCluster(std::size_t nodes) {
   auto objects = syntheticCluster(nodes, nodes * 4, 20);
   for (std::size_t i = 0; i < nodes; ++i) {
     std::string name = "node-" + std::to_string(i);
-    if (i % 10 == 0) objects.emplace_back(gpuNode(name, 8, model::NodeMode::PodHami));
-    else if (i % 7 == 0) objects.emplace_back(gpuPod("tenant-0", "filler-" + name, "filler-uid-" + name, 4, name));
+    if (i % 10 == 0)
+      objects.emplace_back(gpuNode(name, 8, model::NodeMode::PodHami));
+    else if (i % 7 == 0)
+      objects.emplace_back(gpuPod("tenant-0", "filler-" + name, "filler-uid-" + name, 4, name));
   }
   return objects;
 }
@@ -153,8 +156,10 @@ int main(int argc, char** argv) {
   std::size_t publishNodes = 10000, publishPods = 150000;
   app.add_option("--nodes", nodeCounts, "Candidate node counts")->capture_default_str();
   app.add_option("--iterations", iterations, "Requests per measurement")->capture_default_str();
-  app.add_option("--url", url, "Measure another extender over HTTP instead, e.g. http://127.0.0.1:8890 (verbs at /filter)");
-  app.add_option("--write-peer-cluster", peerCluster, "Write the cluster the Go peer serves to this file (with --nodes N) and exit");
+  app.add_option("--url", url,
+                 "Measure another extender over HTTP instead, e.g. http://127.0.0.1:8890 (verbs at /filter)");
+  app.add_option("--write-peer-cluster", peerCluster,
+                 "Write the cluster the Go peer serves to this file (with --nodes N) and exit");
   app.add_flag("--publish", publish, "Measure snapshot publication instead");
   app.add_flag("--in-process-only", inProcessOnly, "Skip the HTTP measurements (for profiling)");
   app.add_flag("--shuffled", shuffled, "In-process requests list the nodes in a different random order each time");

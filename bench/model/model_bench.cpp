@@ -113,7 +113,8 @@ struct World {
         n.activeMode = n.expectedMode = NodeMode::PodHami;
         n.allocatable.set(kShared, 8);
         n.inventory.emplace();
-        for (int g = 0; g < 4; ++g) n.inventory->push_back(InventoryParent{n.name + "-gpu" + std::to_string(g), true, {}});
+        for (int g = 0; g < 4; ++g)
+          n.inventory->push_back(InventoryParent{n.name + "-gpu" + std::to_string(g), true, {}});
       }
       nodeNames.push_back(n.name);
       cluster.nodes[n.name] = std::move(n);
@@ -218,7 +219,8 @@ void BM_IndexResidentMemory(benchmark::State& state) {
     state.counters["cluster_copy_heap_MiB"] = static_cast<double>(heap1 - heap0) / MiB;
     state.counters["index_rss_MiB"] = static_cast<double>(rss3 - rss2) / MiB;
     state.counters["index_heap_MiB"] = static_cast<double>(heap3 - heap2) / MiB;
-    state.counters["index_heap_B_per_pod"] = static_cast<double>(heap3 - heap2) / static_cast<double>(cluster.pods.size());
+    state.counters["index_heap_B_per_pod"] =
+        static_cast<double>(heap3 - heap2) / static_cast<double>(cluster.pods.size());
   }
   state.counters["nodes"] = static_cast<double>(cluster.nodes.size());
   state.counters["pods"] = static_cast<double>(cluster.pods.size());

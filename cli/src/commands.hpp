@@ -29,9 +29,9 @@ int runLedgerValidate(const LedgerValidateOptions& options);
 // plan: one proposed change, evaluated against the invariant of every pool it touches.
 struct PlanOptions {
   InputOptions input;
-  std::string recordFile;  // a new or changed GPUReservationRecord
-  std::string addon;       // <organization>/<add-on>=<quantity>
-  std::string nodeMode;    // <node>=<mode>
+  std::string recordFile;       // a new or changed GPUReservationRecord
+  std::string addon;            // <organization>/<add-on>=<quantity>
+  std::string nodeMode;         // <node>=<mode>
   std::string output = "text";  // text | json
 };
 int runPlan(const PlanOptions& options);

@@ -14,8 +14,8 @@ namespace tally::cli {
 
 struct InputOptions {
   std::string snapshotFile;
-  std::string ledgerDirectory;  // empty: no ledger source configured
-  std::string now;              // RFC 3339; empty: the current time
+  std::string ledgerDirectory;                         // empty: no ledger source configured
+  std::string now;                                     // RFC 3339; empty: the current time
   std::string billingPlans = "kube-dc/billing-plans";  // namespace/name of the add-on catalogue
 };
 

@@ -10,15 +10,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   ReportOptions report;
-  auto* reportCommand = app.add_subcommand("report", "Capacity report: every pool's invariant and audit, every GPU node");
+  auto* reportCommand =
+      app.add_subcommand("report", "Capacity report: every pool's invariant and audit, every GPU node");
   reportCommand->add_option("--snapshot", report.input.snapshotFile, "Kubernetes List JSON (kubectl get ... -o json)")
       ->required();
   reportCommand->add_option("--ledger", report.input.ledgerDirectory, "Directory of GPUReservationRecord YAML files");
-  reportCommand->add_option("--output,-o", report.output, "json or table")
-      ->check(CLI::IsMember({"json", "table"}));
+  reportCommand->add_option("--output,-o", report.output, "json or table")->check(CLI::IsMember({"json", "table"}));
   reportCommand->add_option("--now", report.input.now, "Evaluate at this RFC 3339 time (default: now)");
-  reportCommand->add_option("--billing-plans", report.input.billingPlans,
-                            "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
+  reportCommand
+      ->add_option("--billing-plans", report.input.billingPlans,
+                   "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
       ->capture_default_str();
 
   PlanOptions plan;
@@ -27,8 +28,9 @@ int main(int argc, char** argv) {
       ->required();
   planCommand->add_option("--ledger", plan.input.ledgerDirectory, "Directory of GPUReservationRecord YAML files");
   planCommand->add_option("--now", plan.input.now, "Evaluate at this RFC 3339 time (default: now)");
-  planCommand->add_option("--billing-plans", plan.input.billingPlans,
-                          "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
+  planCommand
+      ->add_option("--billing-plans", plan.input.billingPlans,
+                   "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
       ->capture_default_str();
   planCommand->add_option("--record", plan.recordFile, "A new GPUReservationRecord YAML file");
   planCommand->add_option("--addon", plan.addon, "An add-on quantity change: <organization>/<add-on>=<quantity>");

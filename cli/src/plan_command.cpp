@@ -14,7 +14,8 @@ namespace {
 std::optional<model::AddonQuantityChange> parseAddonChange(const std::string& text) {
   const auto slash = text.find('/');
   const auto equals = text.find('=', slash == std::string::npos ? 0 : slash);
-  if (slash == std::string::npos || equals == std::string::npos || slash == 0 || equals == slash + 1) return std::nullopt;
+  if (slash == std::string::npos || equals == std::string::npos || slash == 0 || equals == slash + 1)
+    return std::nullopt;
   model::AddonQuantityChange change;
   change.organization = text.substr(0, slash);
   change.addonId = text.substr(slash + 1, equals - slash - 1);
@@ -36,7 +37,8 @@ std::optional<model::NodeModeChange> parseNodeModeChange(const std::string& text
   model::NodeModeChange change;
   change.node = text.substr(0, equals);
   change.expectedMode = model::parseNodeMode(text.substr(equals + 1));
-  if (change.expectedMode == model::NodeMode::Unknown || change.expectedMode == model::NodeMode::Unset) return std::nullopt;
+  if (change.expectedMode == model::NodeMode::Unknown || change.expectedMode == model::NodeMode::Unset)
+    return std::nullopt;
   return change;
 }
 

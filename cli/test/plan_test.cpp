@@ -112,9 +112,11 @@ TEST_F(TallyctlPlan, InvalidRecordIsRefusedWithItsProblems) {
 TEST_F(TallyctlPlan, AddonReductionThatRepairsAPoolIsAllowed) {
   Outcome r = plan("--addon acme/gpu-a100-10c=2");
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("before  nvidia-a100-10c: healthy 8 >= reserved 0 + non-reserved hard quota 10"), std::string::npos)
+  EXPECT_NE(r.out.find("before  nvidia-a100-10c: healthy 8 >= reserved 0 + non-reserved hard quota 10"),
+            std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("after   nvidia-a100-10c: healthy 8 >= reserved 0 + non-reserved hard quota 6"), std::string::npos)
+  EXPECT_NE(r.out.find("after   nvidia-a100-10c: healthy 8 >= reserved 0 + non-reserved hard quota 6"),
+            std::string::npos)
       << r.out;
 }
 

@@ -43,8 +43,7 @@ class Tallyctl : public ::testing::Test {
   Outcome run(const std::string& args) {
     const fs::path out = dir_ / "stdout";
     const fs::path err = dir_ / "stderr";
-    const std::string command =
-        std::string(TALLYCTL_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+    const std::string command = std::string(TALLYCTL_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
     int status = std::system(command.c_str());
     Outcome result;
     result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -99,8 +98,9 @@ std::string ledgerRecord(std::string_view id, std::string_view state,
   std::string text = "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\nmetadata:\n  id: ";
   text.append(id).append("\nspec:\n  organization: acme\n  profileId: ").append(pool);
   text.append("\n  devices: 1\n  state: ").append(state);
-  text += "\n  requestedAt: \"2026-09-20T09:00:00Z\"\n  startsAt: \"2026-10-01T00:00:00Z\"\n"
-          "  addonId: gpu-h200-reserved\n  billingReference: OPS-7\n";
+  text +=
+      "\n  requestedAt: \"2026-09-20T09:00:00Z\"\n  startsAt: \"2026-10-01T00:00:00Z\"\n"
+      "  addonId: gpu-h200-reserved\n  billingReference: OPS-7\n";
   const bool activated = state == "active" || state == "releasing" || state == "released";
   if (activated) text += "  approvedBy:\n    product: pat@example.com\n    sre: sam@example.com\n";
   text += "status:\n";
@@ -155,9 +155,9 @@ TEST_F(Tallyctl, ReportPoolsCarryEveryPromisedField) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   ReportJson report(r.out);
   for (simdjson::dom::element pool : report.root()["pools"].get_array()) {
-    for (const char* key : {"pool", "healthySchedulableDevices", "healthySchedulableUnits", "reservedDevices",
-                            "nonReservedHardQuota", "spareDevices", "headroom", "invariantHolds", "findings",
-                            "gate", "equation"}) {
+    for (const char* key :
+         {"pool", "healthySchedulableDevices", "healthySchedulableUnits", "reservedDevices", "nonReservedHardQuota",
+          "spareDevices", "headroom", "invariantHolds", "findings", "gate", "equation"}) {
       EXPECT_FALSE(pool[key].error()) << key;
     }
   }
@@ -301,8 +301,9 @@ spec:
   addonId: gpu-h200-reserved
   billingReference: "host 0000:3b:00.0"
 )");
-  write("ledger/state.yaml", "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\n"
-                             "metadata:\n  id: gpu-res-8\nspec:\n  state: exploded\n");
+  write("ledger/state.yaml",
+        "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\n"
+        "metadata:\n  id: gpu-res-8\nspec:\n  state: exploded\n");
   Outcome r = run("ledger validate " + (dir_ / "ledger").string());
   EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("pci.yaml"), std::string::npos) << r.out;

@@ -104,7 +104,8 @@ Result<BillingPlansLocation> parseBillingPlansLocation(std::string_view namespac
     error.message = "\"" + std::string(namespacedName) + "\" is not namespace/name";
     return error;
   }
-  return BillingPlansLocation{std::string(namespacedName.substr(0, slash)), std::string(namespacedName.substr(slash + 1))};
+  return BillingPlansLocation{std::string(namespacedName.substr(0, slash)),
+                              std::string(namespacedName.substr(slash + 1))};
 }
 
 Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml) {
@@ -119,7 +120,7 @@ Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml) {
 }
 
 Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(od::value json, ObjectMeta* out,
-                                                                        const BillingPlansLocation& location) {
+                                                                       const BillingPlansLocation& location) {
   Metadata meta;
   meta.sink = out;
   std::optional<std::string> plansYaml;

@@ -103,7 +103,8 @@ Status readSpec(od::value value, model::DeviceClass& cls, SpecPresence& seen) {
     if (key == "singleDevicePilotApproved") return readBool(field, key, cls.singleDevicePilotApproved);
     if (key == "pciVendorSelector") return readString(field, key, cls.pciVendorSelector);
     if (key == "creationPaused") return readBool(field, key, cls.creationPaused);
-    if (key == "keepCreationOpenDuringTransactions") return readBool(field, key, cls.keepCreationOpenDuringTransactions);
+    if (key == "keepCreationOpenDuringTransactions")
+      return readBool(field, key, cls.keepCreationOpenDuringTransactions);
     if (key == "gateAcknowledgements") {
       return forEachElement(field, key, [&](std::size_t index, od::value element) -> Status {
         Status read = readAcknowledgement(element, cls.acknowledgements.emplace_back());
@@ -172,7 +173,8 @@ Result<model::DeviceClass> decodeDeviceClass(od::value json, ObjectMeta* out) {
       return inObject(fieldError("spec.share.corePercent", "must be within 1..100"), kKind, meta);
     }
   }
-  if (!seen.workload) cls.workload = cls.allocation == model::Allocation::Shared ? model::Workload::Pod : model::Workload::Vm;
+  if (!seen.workload)
+    cls.workload = cls.allocation == model::Allocation::Shared ? model::Workload::Pod : model::Workload::Vm;
   cls.nodeMode = seen.nodeMode.value_or(model::defaultNodeMode(cls.allocation));
   cls.name = std::move(meta.name);
   cls.deleting = meta.deleting;

@@ -15,14 +15,10 @@ DecodeError fieldError(std::string_view field, std::string message) {
 
 DecodeError jsonError(simdjson::error_code code, std::string_view field, std::string_view expected) {
   switch (code) {
-    case simdjson::INCORRECT_TYPE:
-      return fieldError(field, "expected " + std::string(expected));
-    case simdjson::NUMBER_OUT_OF_RANGE:
-      return fieldError(field, "number out of range");
-    case simdjson::NUMBER_ERROR:
-      return fieldError(field, "malformed number");
-    default:
-      return fieldError(field, std::string("malformed JSON: ") + simdjson::error_message(code));
+    case simdjson::INCORRECT_TYPE: return fieldError(field, "expected " + std::string(expected));
+    case simdjson::NUMBER_OUT_OF_RANGE: return fieldError(field, "number out of range");
+    case simdjson::NUMBER_ERROR: return fieldError(field, "malformed number");
+    default: return fieldError(field, std::string("malformed JSON: ") + simdjson::error_message(code));
   }
 }
 
@@ -69,11 +65,13 @@ Status readBool(od::value value, std::string_view field, bool& out) {
 // Why a JSON number is no int64: a fraction or exponent, or too many digits.
 DecodeError numberError(od::value& value, std::string_view field) {
   std::string_view token = value.raw_json_token();
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
+  while (!token.empty() &&
+         (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' || token.back() == '\t')) {
     token.remove_suffix(1);
   }
   const bool fractional = token.find_first_of(".eE") != std::string_view::npos;
-  return fieldError(field, "number " + std::string(token) + (fractional ? " is not a whole number" : " is out of range"));
+  return fieldError(field,
+                    "number " + std::string(token) + (fractional ? " is not a whole number" : " is out of range"));
 }
 
 Status readCount(od::value value, std::string_view field, std::int64_t& out) {
@@ -103,6 +101,5 @@ Status readPresence(od::value value, std::string_view field, bool& out) {
   out = !*null;
   return {};
 }
-
 
 }  // namespace tally::codec::detail

@@ -67,7 +67,8 @@ Status forEachElement(od::value value, std::string_view field, F&& f) {
   std::size_t index = 0;
   for (auto entry : array) {
     od::value element;
-    if (auto code = std::move(entry).get(element)) return jsonError(code, joinField(field, indexField(index)), "a value");
+    if (auto code = std::move(entry).get(element))
+      return jsonError(code, joinField(field, indexField(index)), "a value");
     Status status = f(index, element);
     if (!status) return std::move(status).error().under(field);
     ++index;
@@ -87,7 +88,6 @@ Status readResources(od::value value, std::string_view field, Keep&& keep, model
     return {};
   });
 }
-
 
 // withJsonValue for JSON held in an annotation: errors fall under `field`.
 template <class F>

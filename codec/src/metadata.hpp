@@ -17,7 +17,7 @@ struct Metadata {
   std::string uid;
   std::string creationTimestamp;
   std::string resourceVersion;
-  bool deleting = false;  // deletionTimestamp set
+  bool deleting = false;       // deletionTimestamp set
   ObjectMeta* sink = nullptr;  // the caller's copy, filled once metadata is read
 
   // "Pod ns/name", "Node name", or the kind alone when no name was read.

@@ -101,7 +101,9 @@ Result<model::Node> decodeNode(od::value json, ObjectMeta* out) {
     applyNodeLabel(node, key, value);
     return {};
   };
-  hooks.annotation = [&](std::string_view key, std::string_view value) { return applyNodeAnnotation(node, key, value); };
+  hooks.annotation = [&](std::string_view key, std::string_view value) {
+    return applyNodeAnnotation(node, key, value);
+  };
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
     if (key == "metadata") {
       Status read = readMetadata(field, meta, hooks);

@@ -263,7 +263,9 @@ Result<model::Node> decodeNodeProtobuf(std::string_view message, ObjectMeta* out
     applyNodeLabel(node, key, value);
     return {};
   };
-  hooks.annotation = [&](std::string_view key, std::string_view value) { return applyNodeAnnotation(node, key, value); };
+  hooks.annotation = [&](std::string_view key, std::string_view value) {
+    return applyNodeAnnotation(node, key, value);
+  };
   Status status = readObject(
       message, meta, hooks,
       [&](std::string_view spec) {

@@ -107,7 +107,8 @@ ParsedRecord readDocument(const YAML::Node& doc, std::string_view text, std::str
     rd.problem(Code::RecordSchema, rd.where(fmt::format("apiVersion must be {}, got {}", kApiVersion, apiVersion)));
   }
   std::string kind = rd.string(doc, "", "kind", true);
-  if (!kind.empty() && kind != kKind) rd.problem(Code::RecordSchema, rd.where(fmt::format("kind must be {}, got {}", kKind, kind)));
+  if (!kind.empty() && kind != kKind)
+    rd.problem(Code::RecordSchema, rd.where(fmt::format("kind must be {}, got {}", kKind, kind)));
   rd.onlyKeys(doc, "", {"apiVersion", "kind", "metadata", "spec", "status"});
   if (!meta || !meta.IsMap()) rd.problem(Code::RecordSchema, rd.where("metadata must be a mapping with id"));
   rd.string(meta, "metadata", "id", true);
@@ -123,8 +124,10 @@ ParsedRecord readDocument(const YAML::Node& doc, std::string_view text, std::str
     r.profileId = rd.string(spec, "spec", "profileId", true);
     std::string devices = rd.string(spec, "spec", "devices", true);
     if (!devices.empty()) {
-      if (devices.size() > 6 || !std::all_of(devices.begin(), devices.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        rd.problem(Code::RecordSchema, rd.where(fmt::format("spec.devices '{}' is not a whole number of devices", devices)));
+      if (devices.size() > 6 ||
+          !std::all_of(devices.begin(), devices.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        rd.problem(Code::RecordSchema,
+                   rd.where(fmt::format("spec.devices '{}' is not a whole number of devices", devices)));
       } else {
         r.devices = std::stoll(devices);
       }
@@ -133,8 +136,9 @@ ParsedRecord readDocument(const YAML::Node& doc, std::string_view text, std::str
     if (auto s = model::parseReservationState(state)) {
       r.state = *s;
     } else if (!state.empty()) {
-      rd.problem(Code::RecordState,
-                 rd.where(fmt::format("spec.state '{}' is not one of pending, active, releasing, released, canceled", state)));
+      rd.problem(
+          Code::RecordState,
+          rd.where(fmt::format("spec.state '{}' is not one of pending, active, releasing, released, canceled", state)));
     }
     r.requestedAt = rd.time(spec, "spec", "requestedAt", true);
     r.startsAt = rd.time(spec, "spec", "startsAt", true);
@@ -182,7 +186,8 @@ ParsedRecord decodeReservationRecord(std::string_view yaml, std::string_view sou
   out.invalid.source = std::string(source);
   if (yaml.size() > kMaxRecordBytes) {
     out.invalid.problems.push_back(
-        {Code::RecordSchema, fmt::format("{}: {} bytes is larger than a record may be ({} bytes)", source, yaml.size(), kMaxRecordBytes)});
+        {Code::RecordSchema,
+         fmt::format("{}: {} bytes is larger than a record may be ({} bytes)", source, yaml.size(), kMaxRecordBytes)});
     return out;
   }
   try {
@@ -197,8 +202,11 @@ ParsedRecord decodeReservationRecord(std::string_view yaml, std::string_view sou
 void addLedgerFile(model::Ledger& ledger, std::string_view yaml, std::string_view source) {
   ledger.loaded = true;
   if (yaml.size() > kMaxRecordBytes * 16) {
-    ledger.invalid.push_back({std::string(source), "", "",
-                              {{Code::RecordSchema, fmt::format("{}: file of {} bytes is too large", source, yaml.size())}}});
+    ledger.invalid.push_back(
+        {std::string(source),
+         "",
+         "",
+         {{Code::RecordSchema, fmt::format("{}: file of {} bytes is too large", source, yaml.size())}}});
     return;
   }
   std::vector<YAML::Node> docs;

@@ -82,7 +82,8 @@ TEST(DeviceClassDecode, DeletionTimestampMeansDeleting) {
 }
 
 TEST(DeviceClassDecode, UnknownEnumsAreErrorsNamingTheField) {
-  auto allocation = decodeError<DeviceClassCodec>(R"({"metadata": {"name": "h"}, "spec": {"allocation": "mig", "resourceName": "r"}})");
+  auto allocation = decodeError<DeviceClassCodec>(
+      R"({"metadata": {"name": "h"}, "spec": {"allocation": "mig", "resourceName": "r"}})");
   EXPECT_EQ(allocation.item, "GPUDeviceClass h");
   EXPECT_EQ(allocation.field, "spec.allocation");
   EXPECT_EQ(decodeError<DeviceClassCodec>(R"({"metadata": {"name": "h"}, "spec": {"workload": "batch"}})").field,
@@ -101,9 +102,12 @@ TEST(DeviceClassDecode, RequiredFieldsAreNamed) {
 
 TEST(DeviceClassDecode, SharedClassNeedsASharePolicy) {
   EXPECT_EQ(decodeError<DeviceClassCodec>(R"({"metadata": {"name": "s"}, "spec": {"allocation": "shared",
-    "resourceName": "nvidia.com/gpu"}})").field, "spec.share");
+    "resourceName": "nvidia.com/gpu"}})")
+                .field,
+            "spec.share");
   EXPECT_EQ(decodeError<DeviceClassCodec>(R"({"metadata": {"name": "s"}, "spec": {"allocation": "shared",
-    "resourceName": "nvidia.com/gpu", "share": {"memoryMiB": 1024, "corePercent": 0}}})").field,
+    "resourceName": "nvidia.com/gpu", "share": {"memoryMiB": 1024, "corePercent": 0}}})")
+                .field,
             "spec.share.corePercent");
 }
 
@@ -140,9 +144,9 @@ TEST(GpuDeviceDecode, WithoutStatusIsPendingAndCountDefaultsToOne) {
 }
 
 TEST(GpuDeviceDecode, EveryPhaseIsRead) {
-  for (auto [text, phase] : {std::pair{"Bound", model::DevicePhase::Bound}, std::pair{"Lost", model::DevicePhase::Lost},
-                             std::pair{"Released", model::DevicePhase::Released},
-                             std::pair{"Pending", model::DevicePhase::Pending}}) {
+  for (auto [text, phase] :
+       {std::pair{"Bound", model::DevicePhase::Bound}, std::pair{"Lost", model::DevicePhase::Lost},
+        std::pair{"Released", model::DevicePhase::Released}, std::pair{"Pending", model::DevicePhase::Pending}}) {
     auto device = decodeOk<GpuDeviceCodec>(std::string(R"({"metadata": {"name": "d"}, "spec": {"class": "c"},
       "status": {"phase": ")") + text + "\"}}");
     EXPECT_EQ(device.phase, phase) << text;
@@ -159,7 +163,9 @@ TEST(GpuDeviceDecode, UnknownPhaseIsAnErrorNamingTheDevice) {
 
 TEST(GpuDeviceDecode, BadCreationTimestampAndMissingClassAreErrors) {
   EXPECT_EQ(decodeError<GpuDeviceCodec>(R"({"metadata": {"name": "d", "creationTimestamp": "yesterday"},
-    "spec": {"class": "c"}})").field, "metadata.creationTimestamp");
+    "spec": {"class": "c"}})")
+                .field,
+            "metadata.creationTimestamp");
   EXPECT_EQ(decodeError<GpuDeviceCodec>(R"({"metadata": {"name": "d"}, "spec": {"count": 1}})").field, "spec.class");
   EXPECT_EQ(decodeError<GpuDeviceCodec>(R"({"metadata": {"name": "d"}, "spec": {"class": "c", "count": "two"}})").field,
             "spec.count");

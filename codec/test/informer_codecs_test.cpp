@@ -25,12 +25,13 @@ static_assert(runtime::JsonCodec<BillingPlansInformerCodec>);
 TEST(InformerCodec, KeysAndResumesByMetadata) {
   std::optional<PodInformerCodec::Object> pod;
   Status status = withJsonValue(R"({"metadata": {"name": "p", "namespace": "acme", "uid": "u",
-    "resourceVersion": "4711"}, "spec": {"nodeName": "gpu-1"}})", "", [&](simdjson::ondemand::value v) -> Status {
-    auto decoded = PodInformerCodec::fromJson(v);
-    EXPECT_TRUE(decoded.ok());
-    if (decoded.ok()) pod = std::move(decoded).value();
-    return {};
-  });
+    "resourceVersion": "4711"}, "spec": {"nodeName": "gpu-1"}})",
+                                "", [&](simdjson::ondemand::value v) -> Status {
+                                  auto decoded = PodInformerCodec::fromJson(v);
+                                  EXPECT_TRUE(decoded.ok());
+                                  if (decoded.ok()) pod = std::move(decoded).value();
+                                  return {};
+                                });
   ASSERT_TRUE(status);
   ASSERT_TRUE(pod.has_value());
   EXPECT_EQ(PodInformerCodec::key(*pod), "acme/p");
@@ -52,16 +53,18 @@ TEST(InformerCodec, ClusterScopedKeyIsTheName) {
 }
 
 TEST(InformerCodec, DecodeErrorsBecomeRuntimeDecodeErrorsNamingTheField) {
-  Status status = withJsonValue(R"({"metadata": {"name": "d", "namespace": "n"}, "spec": {"class": "c"},
-    "status": {"phase": "Gone"}})", "", [&](simdjson::ondemand::value v) -> Status {
-    auto decoded = GpuDeviceInformerCodec::fromJson(v);
-    EXPECT_FALSE(decoded.ok());
-    if (!decoded.ok()) {
-      EXPECT_TRUE(decoded.error().is(runtime::ErrorCode::kDecode));
-      EXPECT_EQ(decoded.error().message, "GPUDevice n/d: status.phase: unknown phase \"Gone\"");
-    }
-    return {};
-  });
+  Status status =
+      withJsonValue(R"({"metadata": {"name": "d", "namespace": "n"}, "spec": {"class": "c"},
+    "status": {"phase": "Gone"}})",
+                    "", [&](simdjson::ondemand::value v) -> Status {
+                      auto decoded = GpuDeviceInformerCodec::fromJson(v);
+                      EXPECT_FALSE(decoded.ok());
+                      if (!decoded.ok()) {
+                        EXPECT_TRUE(decoded.error().is(runtime::ErrorCode::kDecode));
+                        EXPECT_EQ(decoded.error().message, "GPUDevice n/d: status.phase: unknown phase \"Gone\"");
+                      }
+                      return {};
+                    });
   ASSERT_TRUE(status);
 }
 

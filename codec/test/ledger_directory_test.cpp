@@ -104,7 +104,7 @@ TEST(LedgerDirectoryExample, ExampleLedgerIsValid) {
   ASSERT_TRUE(ledger);
   EXPECT_TRUE(ledger->invalid.empty()) << ledger->invalid[0].problems[0].message;
   ASSERT_EQ(ledger->records.size(), 4u);
-  EXPECT_EQ(ledger->records[0].state, model::ReservationState::Released);  // gpu-res-0950
+  EXPECT_EQ(ledger->records[0].state, model::ReservationState::Released);   // gpu-res-0950
   EXPECT_EQ(ledger->records[1].state, model::ReservationState::Releasing);  // gpu-res-0990
   EXPECT_EQ(ledger->records[2].state, model::ReservationState::Active);
   EXPECT_EQ(ledger->records[3].state, model::ReservationState::Pending);

@@ -66,7 +66,8 @@ TEST(NodeDecode, NodeWithoutConditionsIsNotReady) {
 }
 
 TEST(NodeDecode, UnknownModeLabelIsKeptAsUnknownForTheModelToRefuse) {
-  auto node = decodeOk<NodeCodec>(R"({"metadata": {"name": "n", "labels": {"kube-dc.com/gpu.workload-mode": "turbo"}}})");
+  auto node =
+      decodeOk<NodeCodec>(R"({"metadata": {"name": "n", "labels": {"kube-dc.com/gpu.workload-mode": "turbo"}}})");
   EXPECT_EQ(node.activeMode, model::NodeMode::Unknown);
 }
 
@@ -96,7 +97,8 @@ TEST(NodeDecode, InventoryParentWithoutHealthyIsUnhealthy) {
 }
 
 TEST(NodeDecode, MalformedInventoryNamesNodeAndAnnotation) {
-  auto error = decodeError<NodeCodec>(R"({"metadata": {"name": "gpu-3", "annotations": {"gpu.tally.dev/inventory": "{\"parents\":[{\"id\":"}}})");
+  auto error = decodeError<NodeCodec>(
+      R"({"metadata": {"name": "gpu-3", "annotations": {"gpu.tally.dev/inventory": "{\"parents\":[{\"id\":"}}})");
   EXPECT_EQ(error.item, "Node gpu-3");
   EXPECT_EQ(error.field.rfind("metadata.annotations[gpu.tally.dev/inventory]", 0), 0u) << error.field;
 }
@@ -110,7 +112,8 @@ TEST(NodeDecode, InventorySlotOfWrongTypeNamesTheSlot) {
 }
 
 TEST(NodeDecode, InventoryWithoutParentsIsAnError) {
-  auto error = decodeError<NodeCodec>(R"({"metadata": {"name": "g", "annotations": {"gpu.tally.dev/inventory": "{}"}}})");
+  auto error =
+      decodeError<NodeCodec>(R"({"metadata": {"name": "g", "annotations": {"gpu.tally.dev/inventory": "{}"}}})");
   EXPECT_EQ(error.field, "metadata.annotations[gpu.tally.dev/inventory].parents");
 }
 

@@ -66,7 +66,8 @@ TEST(PodDecode, InitContainersWithRestartPolicyAlwaysAreRestartable) {
 }
 
 TEST(PodDecode, OverheadAndResourceClaims) {
-  auto pod = decodeOk<PodCodec>(R"({"metadata": {"name": "p"}, "spec": {"overhead": {"cpu": "100m", "nvidia.com/gpu": "1"},
+  auto pod =
+      decodeOk<PodCodec>(R"({"metadata": {"name": "p"}, "spec": {"overhead": {"cpu": "100m", "nvidia.com/gpu": "1"},
     "resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}})");
   EXPECT_EQ(pod.overhead.get("nvidia.com/gpu"), 1);
   EXPECT_FALSE(pod.overhead.contains("cpu"));
@@ -121,8 +122,9 @@ TEST(PodDecode, WrongShapesNameTheField) {
   EXPECT_EQ(decodeError<PodCodec>(R"({"metadata": {"name": "p", "ownerReferences": [{"controller": "yes"}]}})").field,
             "metadata.ownerReferences[0].controller");
   EXPECT_EQ(decodeError<PodCodec>(R"({"metadata": {"name": "p"}, "status": {"phase": 3}})").field, "status.phase");
-  EXPECT_EQ(decodeError<PodCodec>(R"({"metadata": {"name": "p"}, "spec": {"initContainers": [{"restartPolicy": 1}]}})").field,
-            "spec.initContainers[0].restartPolicy");
+  EXPECT_EQ(
+      decodeError<PodCodec>(R"({"metadata": {"name": "p"}, "spec": {"initContainers": [{"restartPolicy": 1}]}})").field,
+      "spec.initContainers[0].restartPolicy");
 }
 
 TEST(PodDecode, EscapedKeysAndValuesAreUnescaped) {

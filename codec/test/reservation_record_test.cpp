@@ -81,8 +81,9 @@ TEST(ReservationRecordYaml, FractionalTimestampIsNotMistakenForAPciAddress) {
 }
 
 TEST(ReservationRecordYaml, SecretsPaymentDataAndHamiAnnotationsAreRefused) {
-  for (std::string bad : std::vector<std::string>{"reason: password hunter2", "reason: card 4111 1111 1111 1111",
-                          "reason: hami.io/vgpu-devices-allocated", "reason: -----BEGIN PRIVATE KEY-----"}) {
+  for (std::string bad :
+       std::vector<std::string>{"reason: password hunter2", "reason: card 4111 1111 1111 1111",
+                                "reason: hami.io/vgpu-devices-allocated", "reason: -----BEGIN PRIVATE KEY-----"}) {
     std::string text = activeRecord();
     text.replace(text.find("reason: pilot"), 13, bad);
     auto p = decodeReservationRecord(text, "x.yaml");
@@ -132,8 +133,9 @@ TEST(ReservationRecordYaml, UnknownFieldTypoIsRefused) {
 }
 
 TEST(ReservationRecordYaml, BadInputNeverThrows) {
-  for (std::string bad : std::vector<std::string>{"", "[", "{a: [", "- 1\n- 2", "apiVersion: 3", "spec: 7", std::string(70000, 'a'),
-                          "spec:\n  devices: 99999999999999999999\n", "spec:\n  devices: -1\n", "\t\x01\x02"}) {
+  for (std::string bad :
+       std::vector<std::string>{"", "[", "{a: [", "- 1\n- 2", "apiVersion: 3", "spec: 7", std::string(70000, 'a'),
+                                "spec:\n  devices: 99999999999999999999\n", "spec:\n  devices: -1\n", "\t\x01\x02"}) {
     auto p = decodeReservationRecord(bad, "bad.yaml");
     EXPECT_FALSE(p.record);
     EXPECT_FALSE(p.invalid.problems.empty());

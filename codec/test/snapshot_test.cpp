@@ -99,7 +99,8 @@ TEST(Snapshot, BrokenItemIsNamedByIndexKindNameAndField) {
   EXPECT_EQ(error.item, "items[1] Pod acme/p");
   EXPECT_EQ(error.field, "spec.containers[0].resources.limits[nvidia.com/gpu]");
   EXPECT_EQ(error.describe(),
-            "items[1] Pod acme/p: spec.containers[0].resources.limits[nvidia.com/gpu]: quantity \"1.5\" is not a whole number");
+            "items[1] Pod acme/p: spec.containers[0].resources.limits[nvidia.com/gpu]: quantity \"1.5\" is not a whole "
+            "number");
 }
 
 TEST(Snapshot, NotJsonIsAnError) {
@@ -135,7 +136,8 @@ TEST(Snapshot, TopLevelArrayOrScalarIsAnError) {
 }
 
 TEST(Snapshot, ItemWithoutKindOrNotAnObjectIsAnError) {
-  EXPECT_EQ(loadError(R"({"kind": "List", "items": [{"metadata": {"name": "a"}}]})").describe(), "items[0]: kind: missing");
+  EXPECT_EQ(loadError(R"({"kind": "List", "items": [{"metadata": {"name": "a"}}]})").describe(),
+            "items[0]: kind: missing");
   EXPECT_EQ(loadError(R"({"kind": "List", "items": [3]})").item, "items[0]");
   EXPECT_EQ(loadError(R"({"kind": "List", "items": [{"kind": 3}]})").field, "kind");
 }
@@ -161,11 +163,13 @@ TEST(Snapshot, HugeNumbersAreOutOfRange) {
 }
 
 TEST(Snapshot, InvalidUtf8InAStringIsAnError) {
-  EXPECT_FALSE(loadSnapshot("{\"kind\": \"List\", \"items\": [{\"kind\": \"Node\", \"metadata\": {\"name\": \"\xff\"}}]}"));
+  EXPECT_FALSE(
+      loadSnapshot("{\"kind\": \"List\", \"items\": [{\"kind\": \"Node\", \"metadata\": {\"name\": \"\xff\"}}]}"));
 }
 
 TEST(Snapshot, DeeplyNestedUnreadValuesAreSkippedWithoutRecursion) {
-  std::string deep = R"({"kind": "List", "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "x": )";
+  std::string deep =
+      R"({"kind": "List", "items": [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}, "x": )";
   deep += std::string(5000, '[') + std::string(5000, ']') + "}]}";
   auto snapshot = loadSnapshot(deep);
   ASSERT_TRUE(snapshot) << snapshot.error().describe();
@@ -209,7 +213,8 @@ TEST(Snapshot, ExampleSnapshotDecodes) {
   EXPECT_TRUE(cluster.plans->addons.contains("gpu-h200-reserved"));
   ASSERT_TRUE(cluster.nodes.at("gpu-a100-01").inventory.has_value());
   EXPECT_FALSE(cluster.nodes.at("gpu-a100-01").inventory->at(1).healthy);
-  EXPECT_EQ(snapshot->skipped, (std::map<std::string, std::size_t>{{"ConfigMap", 1}, {"Deployment", 1}, {"Service", 1}}));
+  EXPECT_EQ(snapshot->skipped,
+            (std::map<std::string, std::size_t>{{"ConfigMap", 1}, {"Deployment", 1}, {"Service", 1}}));
 }
 
 constexpr std::string_view kPlatformPlans = R"({"kind": "List", "items": [

@@ -30,7 +30,8 @@ TEST(NamespaceDecode, DeletionTimestampMeansDeleting) {
 }
 
 TEST(NamespaceDecode, MalformedDepthNamesTheLabel) {
-  auto error = decodeError<NamespaceCodec>(R"({"metadata": {"name": "x", "labels": {"acme.tree.hnc.x-k8s.io/depth": "one"}}})");
+  auto error =
+      decodeError<NamespaceCodec>(R"({"metadata": {"name": "x", "labels": {"acme.tree.hnc.x-k8s.io/depth": "one"}}})");
   EXPECT_EQ(error.item, "Namespace x");
   EXPECT_EQ(error.field, "metadata.labels[acme.tree.hnc.x-k8s.io/depth]");
 }
@@ -193,7 +194,8 @@ TEST(BillingPlansDecode, BrokenPlansNameTheConfigMapAndKey) {
 }
 
 TEST(BillingPlansDecode, MissingPlansKeyIsAnError) {
-  auto error = decodeError<BillingPlansCodec>(R"({"metadata": {"name": "billing-plans", "namespace": "kube-dc"}, "data": {}})");
+  auto error =
+      decodeError<BillingPlansCodec>(R"({"metadata": {"name": "billing-plans", "namespace": "kube-dc"}, "data": {}})");
   EXPECT_EQ(error.field, "data[plans.yaml]");
 }
 
@@ -213,14 +215,16 @@ std::optional<model::BillingPlans> plansAt(std::string_view json, const BillingP
 TEST(BillingPlansDecode, ConfigMapAtTheConfiguredLocationIsTheCatalogue) {
   const BillingPlansLocation platform{"platform", "plans"};
   auto plans = plansAt(R"({"metadata": {"name": "plans", "namespace": "platform"},
-    "data": {"plans.yaml": "addons:\n  a: {selfService: true}\n"}})", platform);
+    "data": {"plans.yaml": "addons:\n  a: {selfService: true}\n"}})",
+                       platform);
   ASSERT_TRUE(plans.has_value());
   EXPECT_TRUE(plans->addons.at("a").selfService);
 }
 
 TEST(BillingPlansDecode, WithAnotherLocationConfiguredTheDefaultConfigMapIsIgnored) {
   EXPECT_FALSE(plansAt(R"({"metadata": {"name": "billing-plans", "namespace": "kube-dc"},
-    "data": {"plans.yaml": "addons: {}"}})", {"platform", "plans"}));
+    "data": {"plans.yaml": "addons: {}"}})",
+                       {"platform", "plans"}));
 }
 
 TEST(BillingPlansDecode, TheCodecReadsTheDefaultLocationOnly) {

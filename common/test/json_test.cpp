@@ -13,16 +13,22 @@ namespace {
 std::string escapedByteByByte(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
-    if (c == '"') out += "\\\"";
-    else if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
     else if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
-    } else out += static_cast<char>(c);
+    } else
+      out += static_cast<char>(c);
   }
   return out + "\"";
 }
@@ -41,7 +47,9 @@ TEST(JsonString, QuotesBackslashesAndNamedControlsUseTheirShortForms) {
   EXPECT_EQ(jsonString(""), "\"\"");
 }
 
-TEST(JsonString, Utf8IsCopiedAsItIs) { EXPECT_EQ(jsonString("gp\xc3\xbc-\xe2\x82\xac"), "\"gp\xc3\xbc-\xe2\x82\xac\""); }
+TEST(JsonString, Utf8IsCopiedAsItIs) {
+  EXPECT_EQ(jsonString("gp\xc3\xbc-\xe2\x82\xac"), "\"gp\xc3\xbc-\xe2\x82\xac\"");
+}
 
 TEST(JsonString, EscapedAppendsNoQuotes) {
   std::string out = "x";

@@ -45,8 +45,10 @@ void checkNames(const std::string& original, const wire::ExtenderArgs& args, con
   std::size_t i = 0;
   for (auto element : array) {
     std::string_view name;
-    if (element.is_null()) name = "";
-    else if (element.get_string().get(name)) __builtin_trap();
+    if (element.is_null())
+      name = "";
+    else if (element.get_string().get(name))
+      __builtin_trap();
     if (i >= args.nodeNames.size() || args.nodeNames[i] != name) __builtin_trap();
     ++i;
   }

@@ -19,7 +19,6 @@ struct Overloaded : F... {
 template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
 
-
 }  // namespace
 
 model::Kind kindOf(const WatchedObject& object) {
@@ -43,7 +42,8 @@ model::Kind kindOf(const WatchedObject& object) {
 CacheWriter::CacheWriter(Options options) : options_(std::move(options)) {
   if (!options_.clock) {
     options_.clock = [] {
-      return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
     };
   }
   model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();

@@ -76,7 +76,8 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig file; empty: $KUBECONFIG, in-cluster, then ~/.kube/config");
   app.add_option("--context", f.context, "Kubeconfig context; empty: the current one");
   app.add_option("--threads", f.threads, "HTTP worker threads")->capture_default_str();
-  app.add_option("--max-body-bytes", f.maxBodyBytes, "Largest request body; larger ones get 413")->capture_default_str();
+  app.add_option("--max-body-bytes", f.maxBodyBytes, "Largest request body; larger ones get 413")
+      ->capture_default_str();
   app.add_option("--read-timeout", f.readTimeout, "Time to read one request once it started (and to write the answer)")
       ->capture_default_str();
   app.add_option("--idle-timeout", f.idleTimeout, "Time a kept-alive connection may wait for its next request")
@@ -87,7 +88,10 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--assume-ttl", f.assumeTtl,
                  "How long a placement recorded by bind holds its units without the watch confirming it")
       ->capture_default_str();
-  app.add_option("--bind-threads", f.bindThreads, "Threads posting Bindings (kept apart from the filter threads). kube-scheduler binds every pod in its own goroutine and counts a pod scheduled only once its bind returns: at ~100 ms per POST under load, N threads cap throughput near 10*N pods/s")
+  app.add_option("--bind-threads", f.bindThreads,
+                 "Threads posting Bindings (kept apart from the filter threads). kube-scheduler binds every pod in its "
+                 "own goroutine and counts a pod scheduled only once its bind returns: at ~100 ms per POST under load, "
+                 "N threads cap throughput near 10*N pods/s")
       ->capture_default_str();
   app.add_option("--billing-plans", f.billingPlans,
                  "namespace/name of the billing-plans ConfigMap (key plans.yaml); empty: do not watch it")
@@ -160,7 +164,8 @@ void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
     PublishStats s = writer.stats();
     {
       auto snap = writer.snapshots().read();
-      metrics.snapshotAge.set(std::chrono::duration<double>(std::chrono::steady_clock::now() - snap->publishedAt).count());
+      metrics.snapshotAge.set(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - snap->publishedAt).count());
       metrics.snapshotGeneration.set(static_cast<double>(snap->generation));
       metrics.assumedPlacements.set(static_cast<double>(snap->assumedPlacements));
     }
@@ -189,7 +194,8 @@ void exportClientStats(std::shared_ptr<runtime::Client> client, ExtenderMetrics&
 
 int main(int argc, char** argv) {
   tally::extender::tuneAllocatorForLargeRequests();
-  CLI::App app{"tally-extender: kube-scheduler extender (filter, prioritize, preempt, bind) deciding by Tally's GPU model"};
+  CLI::App app{
+      "tally-extender: kube-scheduler extender (filter, prioritize, preempt, bind) deciding by Tally's GPU model"};
   Flags f;
   addFlags(app, f);
   CLI11_PARSE(app, argc, argv);
@@ -303,10 +309,13 @@ int main(int argc, char** argv) {
       opsServer = std::make_unique<http::Server>(oo, std::move(ops), service.observer());
       opsServer->start();
     }
-    obs::logInfo("tally-extender serving",
-                 {{"address", f.bindAddress}, {"port", server.port()}, {"prefix", f.urlPrefix}, {"tls", server.tls()},
-                  {"metricsPort", opsServer ? opsServer->port() : 0}, {"offline", offline},
-                  {"jsonKernel", std::string(runtime::kJsonKernel)}});
+    obs::logInfo("tally-extender serving", {{"address", f.bindAddress},
+                                            {"port", server.port()},
+                                            {"prefix", f.urlPrefix},
+                                            {"tls", server.tls()},
+                                            {"metricsPort", opsServer ? opsServer->port() : 0},
+                                            {"offline", offline},
+                                            {"jsonKernel", std::string(runtime::kJsonKernel)}});
 
     signals.wait();
     obs::logInfo("shutting down", {{"signal", signals.received()}});

@@ -27,26 +27,31 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
       informerStaleness(registry.gauge("tally_extender_informer_staleness_seconds",
                                        "Seconds since the API server was last heard from, by kind.", {"kind"})),
       cacheSynced(registry.gauge("tally_extender_cache_synced", "1 when the kind's cache has synced.", {"kind"})),
-      snapshotAge(registry.gauge("tally_extender_snapshot_age_seconds",
-                                 "Age of the snapshot requests read now.").with(obs::LabelValues{})),
-      snapshotGeneration(registry.gauge("tally_extender_snapshot_generation",
-                                        "Snapshots published since start.").with(obs::LabelValues{})),
-      publishDuration(registry.histogram("tally_extender_snapshot_publish_duration_seconds",
-                                         "Time to build and publish one snapshot.",
-                                         obs::exponentialBuckets(0.0001, 2, 16)).with(obs::LabelValues{})),
-      assumedPlacements(registry.gauge("tally_extender_assumed_placements",
-                                       "Placements recorded by bind and not yet confirmed by the watch.")
-                            .with(obs::LabelValues{})),
-      assumptionsExpired(registry.counter("tally_extender_assumptions_expired_total",
-                                          "Assumed placements dropped by their TTL (a bind the watch never confirmed).")
+      snapshotAge(registry.gauge("tally_extender_snapshot_age_seconds", "Age of the snapshot requests read now.")
+                      .with(obs::LabelValues{})),
+      snapshotGeneration(registry.gauge("tally_extender_snapshot_generation", "Snapshots published since start.")
                              .with(obs::LabelValues{})),
-      unchangedUpdates(registry.counter("tally_extender_informer_unchanged_total",
-                                        "Watch updates that decoded to what the cache held (heartbeats, fields the "
-                                        "model does not read) and were dropped.")
+      publishDuration(registry
+                          .histogram("tally_extender_snapshot_publish_duration_seconds",
+                                     "Time to build and publish one snapshot.", obs::exponentialBuckets(0.0001, 2, 16))
+                          .with(obs::LabelValues{})),
+      assumedPlacements(registry
+                            .gauge("tally_extender_assumed_placements",
+                                   "Placements recorded by bind and not yet confirmed by the watch.")
+                            .with(obs::LabelValues{})),
+      assumptionsExpired(registry
+                             .counter("tally_extender_assumptions_expired_total",
+                                      "Assumed placements dropped by their TTL (a bind the watch never confirmed).")
+                             .with(obs::LabelValues{})),
+      unchangedUpdates(registry
+                           .counter("tally_extender_informer_unchanged_total",
+                                    "Watch updates that decoded to what the cache held (heartbeats, fields the "
+                                    "model does not read) and were dropped.")
                            .with(obs::LabelValues{})),
-      clusterCopies(registry.counter("tally_extender_snapshot_cluster_copies_total",
-                                     "Publishes that copied the cluster because an object other than a pod changed "
-                                     "(the rest share it).")
+      clusterCopies(registry
+                        .counter("tally_extender_snapshot_cluster_copies_total",
+                                 "Publishes that copied the cluster because an object other than a pod changed "
+                                 "(the rest share it).")
                         .with(obs::LabelValues{})),
       apiConnections(registry.counter("tally_extender_api_connections_total",
                                       "Connections opened to the API server (watches, Binding POSTs), by TLS "
@@ -62,10 +67,10 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
                                    "Server-side time from the whole request read to response ready, by route: "
                                    "request_duration less the wait for a body still arriving.",
                                    obs::exponentialBuckets(0.000025, 2, 18), {"route"})),
-      requests_(registry.counter("tally_extender_requests_total", "Responses by route and HTTP status.",
-                                 {"route", "code"})),
-      badRequests_(registry.counter("tally_extender_bad_requests_total",
-                                    "Requests refused before a decision, by kind.", {"kind"})),
+      requests_(
+          registry.counter("tally_extender_requests_total", "Responses by route and HTTP status.", {"route", "code"})),
+      badRequests_(registry.counter("tally_extender_bad_requests_total", "Requests refused before a decision, by kind.",
+                                    {"kind"})),
       binds_(registry.counter("tally_extender_binds_total", "Bind verb outcomes.", {"result"})),
       bindPhases_(registry.histogram("tally_extender_bind_phase_seconds",
                                      "Time a bind spent per phase: assume (until its placement is published to the "
@@ -90,8 +95,10 @@ void ExtenderMetrics::response(std::string_view route, int status, double second
   VerbSeries& s = verbs_[verb];
   held(s.latency, [&]() -> obs::Histogram& { return latency_.with({route}); }).observe(seconds);
   held(s.handling, [&]() -> obs::Histogram& { return handling_.with({route}); }).observe(handlingSeconds);
-  if (status == 200) held(s.ok, [&]() -> obs::Counter& { return requests_.with({route, "200"}); }).inc();
-  else requests_.with({route, std::to_string(status)}).inc();
+  if (status == 200)
+    held(s.ok, [&]() -> obs::Counter& { return requests_.with({route, "200"}); }).inc();
+  else
+    requests_.with({route, std::to_string(status)}).inc();
 }
 
 void ExtenderMetrics::rejected(std::string_view kind) { badRequests_.with({kind}).inc(); }

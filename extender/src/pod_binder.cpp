@@ -86,8 +86,8 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
     times.postSeconds = secondsSince(posted);
     if (!error.empty()) {
       if (!args.podUid.empty()) impl->writer.forget(args.podUid);
-      observability::logWarning("bind failed",
-                                {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}, {"error", error}});
+      observability::logWarning(
+          "bind failed", {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}, {"error", error}});
       return done("failed", std::move(error), times);
     }
     done("bound", "", times);

@@ -71,7 +71,7 @@ void ExtenderService::bind(std::string& body, http::Respond respond) {
     return respond(std::move(r));
   }
   binder_->bind(std::move(args.value), [this, respond = std::move(respond)](std::string_view outcome, std::string error,
-                                                                   PodBinder::Times times) {
+                                                                            PodBinder::Times times) {
     metrics_.bind(outcome, times.assumeSeconds, times.postSeconds);
     http::Response r;
     r.body = wire::encodeError(error);

@@ -133,7 +133,6 @@ std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, co
   return out;
 }
 
-
 std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
   if (!snap.ready() || args.fromNodeList || !args.plainNames) return wire::encode(filterNodes(snap, args, tally));
   Asked asked(snap, args.pod);
@@ -206,8 +205,9 @@ std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArg
   out += "},\"Error\":\"\"}";
 
   if (tally) {
-    const std::size_t rejected = unknown + std::accumulate(shared.begin(), shared.end(), std::size_t{0},
-                                                           [](std::size_t n, const Shared& sh) { return n + sh.nodes; });
+    const std::size_t rejected =
+        unknown + std::accumulate(shared.begin(), shared.end(), std::size_t{0},
+                                  [](std::size_t n, const Shared& sh) { return n + sh.nodes; });
     tally->add(FilterResultKind::Pass, std::nullopt, static_cast<std::uint32_t>(answers.size() - rejected));
     if (unknown) tally->add(FilterResultKind::Failed, std::nullopt, unknown);
     for (const Shared& sh : shared) {

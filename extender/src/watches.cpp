@@ -84,7 +84,10 @@ struct WatchCodec {
         if (auto e = std::move(metaEntry).get(f)) return runtime::jsonError(e, "metadata");
         std::string_view k;
         if (auto e = f.unescaped_key().get(k)) return runtime::jsonError(e, "metadata");
-        std::string* target = k == "namespace" ? &out.ns : k == "name" ? &out.name : k == "resourceVersion" ? &out.resourceVersion : nullptr;
+        std::string* target = k == "namespace"         ? &out.ns
+                              : k == "name"            ? &out.name
+                              : k == "resourceVersion" ? &out.resourceVersion
+                                                       : nullptr;
         if (!target) continue;
         std::string_view v;
         if (auto e = f.value().get_string().get(v)) return runtime::jsonError(e, "metadata." + std::string(k));
@@ -101,8 +104,9 @@ struct WatchCodec {
   }
   // Built-in kinds arrive as protobuf when the server sends it (the watch asks
   // for it first): one decode, straight into the model's value.
-  static runtime::Result<Object> fromProtobuf(std::string_view message)
-    requires requires { Codec::fromProtobuf(message, nullptr); }
+  static runtime::Result<Object> fromProtobuf(std::string_view message) requires requires {
+    Codec::fromProtobuf(message, nullptr);
+  }
   {
     codec::ObjectMeta meta;
     auto decoded = Codec::fromProtobuf(message, &meta);  // fills meta: decode first, then take it
@@ -110,7 +114,8 @@ struct WatchCodec {
   }
   static runtime::Result<Object> keyed(codec::Result<typename Codec::Object> decoded, codec::ObjectMeta& meta) {
     if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
-    return Object{std::move(decoded).value(), std::move(meta.ns), std::move(meta.name), std::move(meta.resourceVersion)};
+    return Object{std::move(decoded).value(), std::move(meta.ns), std::move(meta.name),
+                  std::move(meta.resourceVersion)};
   }
   static std::string key(const Object& o) { return runtime::namespacedKey(o.ns, o.name); }
   static std::string_view resourceVersion(const Object& o) { return o.resourceVersion; }
@@ -246,7 +251,8 @@ Watches::Watches(std::shared_ptr<runtime::Client> client, CacheWriter& writer, E
         optionsFor(Resource::core("configmaps", plans.ns), "metadata.name=" + plans.name));
   }
   if (options_.kubevirt) {
-    add((codec::KubeVirtCodec*)nullptr, model::Kind::KubeVirt, optionsFor(Resource::of("kubevirt.io", "v1", "kubevirts")));
+    add((codec::KubeVirtCodec*)nullptr, model::Kind::KubeVirt,
+        optionsFor(Resource::of("kubevirt.io", "v1", "kubevirts")));
   }
 }
 
@@ -273,8 +279,7 @@ void Watches::poll(std::stop_token stop) {
       std::string kind(model::toString(s->kind));
       // Synced once the informer listed AND its handlers handed every listed
       // object to the writer (handlers run just after the store publishes).
-      if (!s->synced && s->informerSynced() &&
-          s->alive.load() == static_cast<std::int64_t>(s->informerSize())) {
+      if (!s->synced && s->informerSynced() && s->alive.load() == static_cast<std::int64_t>(s->informerSize())) {
         s->synced = true;
         writer_.setSynced(s->kind, true);
         observability::logInfo("cache synced", {{"kind", kind}, {"objects", s->informerSize()}});

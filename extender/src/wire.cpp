@@ -121,7 +121,8 @@ class Reader {
   template <class F>
   bool document(std::string& body, F&& f) {
     thread_local od::parser parser;
-    if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING) body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+    if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING)
+      body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
     od::document doc;
     if (!check(parser.iterate(body.data(), body.size(), body.capacity()).get(doc), root_, "an object")) return false;
     od::object object;
@@ -164,8 +165,9 @@ bool readVictims(Reader& r, od::value value, const std::string& path, bool meta,
         std::string uid;
         bool ok = meta ? r.forEachField(pod, indexed(nodePath + ".Pods", i),
                                         [&](std::string_view k, od::value v) {
-                                          return keyEquals(k, "UID") ? r.readString(v, indexed(nodePath + ".Pods", i) + ".UID", uid)
-                                                                     : true;
+                                          return keyEquals(k, "UID")
+                                                     ? r.readString(v, indexed(nodePath + ".Pods", i) + ".UID", uid)
+                                                     : true;
                                         })
                        : r.readMetadataField(pod, indexed(nodePath + ".Pods", i), "uid", uid);
         if (ok && !uid.empty()) entry.podUids.push_back(std::move(uid));
@@ -497,8 +499,10 @@ Parsed<BindingArgs> parseBindingArgs(std::string& body) {
     return true;
   });
   if (!r.failed()) {
-    if (out.value.podName.empty()) r.fail("missing", "ExtenderBindingArgs.PodName", "missing");
-    else if (out.value.node.empty()) r.fail("missing", "ExtenderBindingArgs.Node", "missing");
+    if (out.value.podName.empty())
+      r.fail("missing", "ExtenderBindingArgs.PodName", "missing");
+    else if (out.value.node.empty())
+      r.fail("missing", "ExtenderBindingArgs.Node", "missing");
   }
   out.errors = r.take();
   return out;
@@ -566,8 +570,10 @@ std::string encode(const std::vector<HostPriority>& priorities, bool plainHosts)
       out += ",\"Score\":";
     }
     const std::int64_t score = priorities[i].score;
-    if (score >= 0 && score <= 9) out += static_cast<char>('0' + score);
-    else out += std::to_string(score);
+    if (score >= 0 && score <= 9)
+      out += static_cast<char>('0' + score);
+    else
+      out += std::to_string(score);
     out += '}';
   }
   out += ']';

@@ -31,7 +31,7 @@ TEST(SnapshotCell, ReadersNeverSeeAFreedValueWhileTheWriterPublishes) {
         auto v = cell.read();
         int first = (*v)[0];
         for (int x : *v) ASSERT_EQ(x, first);  // never a torn or freed vector
-        ASSERT_GE(first, last);               // publication order is seen in order
+        ASSERT_GE(first, last);                // publication order is seen in order
         last = first;
         ++reads;
       }
@@ -82,7 +82,8 @@ TEST(Extender, FiltersOverHttpStayConsistentWhileTheWriterChurns) {
       TestClient c(server.port());
       for (int i = 0; i < 150; ++i) {
         auto r = c.send(i % 3 == 2 ? "POST" : "POST", i % 3 == 2 ? "/tally/prioritize" : "/tally/filter", body);
-        bool good = r.status == 200 && (i % 3 == 2 ? r.body.front() == '[' : r.body.find("\"Error\":\"\"") != std::string::npos);
+        bool good = r.status == 200 &&
+                    (i % 3 == 2 ? r.body.front() == '[' : r.body.find("\"Error\":\"\"") != std::string::npos);
         (good ? ok : bad)++;
       }
     });

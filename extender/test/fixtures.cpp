@@ -58,8 +58,9 @@ std::string podJson(const std::string& ns, const std::string& name, const std::s
   std::string n = std::to_string(count);
   return R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns + R"(","uid":")" + uid +
          R"(","labels":{"app":"x"}},"spec":{"schedulerName":"tally-scheduler","containers":[{"name":"c","image":"busybox",)"
-         R"("resources":{"requests":{"cpu":"500m",")" + resource + R"(":")" + n + R"("},"limits":{")" + resource +
-         R"(":")" + n + R"("}}}]},"status":{"phase":"Pending"}})";
+         R"("resources":{"requests":{"cpu":"500m",")" +
+         resource + R"(":")" + n + R"("},"limits":{")" + resource + R"(":")" + n +
+         R"("}}}]},"status":{"phase":"Pending"}})";
 }
 
 std::string extenderArgs(const std::string& pod, const std::vector<std::string>& nodes) {

@@ -19,8 +19,7 @@ model::Pod gpuPod(std::string ns, std::string name, std::string uid, std::int64_
                   std::string resource = kH200);
 
 // A writer (no thread) with every kind synced, holding `objects`, flushed.
-std::unique_ptr<CacheWriter> loadedWriter(const std::vector<WatchedObject>& objects,
-                                          CacheWriter::Options options = {});
+std::unique_ptr<CacheWriter> loadedWriter(const std::vector<WatchedObject>& objects, CacheWriter::Options options = {});
 
 // The JSON of a v1 Pod as the scheduler sends it.
 std::string podJson(const std::string& ns, const std::string& name, const std::string& uid, std::int64_t count,

@@ -77,7 +77,8 @@ TEST(Http, FilterAnswersWithNodeNamesAndFailedNodes) {
 TEST(Http, FilterWithFullNodeListAnswersWithNodeObjects) {
   Harness h;
   TestClient c(h.port());
-  auto r = c.send("POST", "/tally/filter", extenderArgsWithNodeList(podJson("tenant-a", "new", "uid-new", 2), {"free"}));
+  auto r =
+      c.send("POST", "/tally/filter", extenderArgsWithNodeList(podJson("tenant-a", "new", "uid-new", 2), {"free"}));
   EXPECT_EQ(r.status, 200);
   EXPECT_NE(r.body.find(R"("Nodes":{"metadata":{},"items":[{"metadata":{"name":"free")"), std::string::npos) << r.body;
 }
@@ -149,7 +150,8 @@ TEST(Http, NotSyncedFilterIsAnErrorAndReadyzFails) {
 TEST(Http, BindRecordsTheAssumptionBeforeThePostAndTheNextFilterSeesIt) {
   Harness h;
   TestClient c(h.port());
-  auto r = c.send("POST", "/tally/bind", R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
+  auto r = c.send("POST", "/tally/bind",
+                  R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, R"({"Error":""})");
   EXPECT_EQ(h.posts.load(), 1);
@@ -164,7 +166,8 @@ TEST(Http, BindReportsTheTimeOfEachPhase) {
   Harness h;
   h.postDelay = std::chrono::milliseconds(60);
   TestClient c(h.port());
-  auto r = c.send("POST", "/tally/bind", R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
+  auto r = c.send("POST", "/tally/bind",
+                  R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
   ASSERT_EQ(r.body, R"({"Error":""})");
   const std::string m = c.send("GET", "/metrics").body;
   auto sumOf = [&](std::string_view phase) {
@@ -183,7 +186,8 @@ TEST(Http, FailedBindForgetsTheAssumption) {
   Harness h;
   h.postError = "pods \"pending\" is forbidden";
   TestClient c(h.port());
-  auto r = c.send("POST", "/tally/bind", R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
+  auto r = c.send("POST", "/tally/bind",
+                  R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
   EXPECT_NE(r.body.find("forbidden"), std::string::npos);
   for (int i = 0; i < 100 && h.writer->snapshots().read()->assumedPlacements != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -24,8 +24,12 @@ wire::ExtenderArgs argsFor(const model::Pod& pod, std::vector<std::string> nodes
 }
 
 std::vector<WatchedObject> twoNodes() {
-  return {passthroughClass(), tenantNamespace("tenant-a"), gpuNode("full", 2), gpuNode("free", 8),
-          gpuNode("pod-mode", 8, model::NodeMode::PodHami), gpuPod("tenant-a", "holder", "uid-h", 2, "full")};
+  return {passthroughClass(),
+          tenantNamespace("tenant-a"),
+          gpuNode("full", 2),
+          gpuNode("free", 8),
+          gpuNode("pod-mode", 8, model::NodeMode::PodHami),
+          gpuPod("tenant-a", "holder", "uid-h", 2, "full")};
 }
 
 }  // namespace
@@ -34,7 +38,8 @@ TEST(Filter, NodeWithFreeUnitsPassesFullNodeFailsWrongModeIsUnresolvable) {
   auto writer = loadedWriter(twoNodes());
   auto snap = writer->snapshots().read();
   DecisionTally tally;
-  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free", "pod-mode"});  // the result refers to its node names
+  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1),
+                      {"full", "free", "pod-mode"});  // the result refers to its node names
   auto r = filterNodes(*snap, args, &tally);
   EXPECT_EQ(r.error, "");
   ASSERT_EQ(r.passed.size(), 1u);
@@ -369,7 +374,8 @@ TEST(Filter, OnePassAnswersEqualTheListsEncoded) {
     std::shuffle(all.begin(), all.end(), rng);  // the scheduler's order is not the cache's
     for (int round = 0; round < 40; ++round) {
       const std::int64_t units = 1 + static_cast<std::int64_t>(rng() % 8);
-      auto args = argsFor(gpuPod(rng() % 2 ? "tenant-a" : "tenant-b", "new", "uid-new", units), candidates(rng, all, round));
+      auto args =
+          argsFor(gpuPod(rng() % 2 ? "tenant-a" : "tenant-b", "new", "uid-new", units), candidates(rng, all, round));
       DecisionTally listed, streamed;
       const std::string expected = wire::encode(filterNodes(*snap, args, &listed));
       ASSERT_EQ(filterResponse(*snap, args, &streamed), expected) << "seed " << seed << " round " << round;
@@ -387,7 +393,8 @@ TEST(Filter, OnePassAnswersEqualTheListsEncoded) {
         passes += model::filterNode(snap->cluster(), snap->usage, demand, node->second).verdict == model::Verdict::Fits;
       }
       ASSERT_EQ(streamed.count(FilterResultKind::Pass, std::nullopt), passes) << "seed " << seed << " round " << round;
-      ASSERT_EQ(streamed.count(FilterResultKind::Failed, std::nullopt), unknown) << "seed " << seed << " round " << round;
+      ASSERT_EQ(streamed.count(FilterResultKind::Failed, std::nullopt), unknown)
+          << "seed " << seed << " round " << round;
       for (auto strategy : {model::ScoreStrategy::BinPack, model::ScoreStrategy::Spread}) {
         ASSERT_EQ(prioritizeResponse(*snap, args, strategy), wire::encode(prioritizeNodes(*snap, args, strategy), true))
             << "seed " << seed << " round " << round;

@@ -111,8 +111,9 @@ TEST(Wire, MissingPodIsRefused) {
 }
 
 TEST(Wire, BadPodQuantityIsReportedThroughTheCodec) {
-  std::string body = R"({"Pod":{"metadata":{"name":"p","namespace":"n"},"spec":{"containers":[{"resources":{"requests":{")" +
-                     std::string(kH200) + R"(":"half"}}}]}},"NodeNames":[]})";
+  std::string body =
+      R"({"Pod":{"metadata":{"name":"p","namespace":"n"},"spec":{"containers":[{"resources":{"requests":{")" +
+      std::string(kH200) + R"(":"half"}}}]}},"NodeNames":[]})";
   auto args = wire::parseExtenderArgs(body);
   ASSERT_FALSE(args.ok());
   EXPECT_EQ(args.errors.front().kind, "pod");
@@ -142,12 +143,12 @@ TEST(Wire, NodeNamesEndingTheBodyReadAsAnywhereElse) {
       {"[ \"n1\" ,\n \"n2\" ] } \n", {"n1", "n2"}, true},  // whitespace anywhere
       {R"([]})", {}, true},
       {R"(["n1","n2"],"Extra":1})", {"n1", "n2"}, true},  // not last: the general path
-      {R"(["n1"]}})", {}, false},                          // one brace too many
-      {R"(["n1"]} x)", {}, false},                         // content after the object
-      {R"(["n1"])", {}, false},                            // the object never closes
-      {R"(["n1",]})", {}, false},                          // a trailing comma
-      {R"(["n1" "n2"]})", {}, false},                      // a missing comma
-      {R"(["n1",2]})", {}, false},                         // not a string
+      {R"(["n1"]}})", {}, false},                         // one brace too many
+      {R"(["n1"]} x)", {}, false},                        // content after the object
+      {R"(["n1"])", {}, false},                           // the object never closes
+      {R"(["n1",]})", {}, false},                         // a trailing comma
+      {R"(["n1" "n2"]})", {}, false},                     // a missing comma
+      {R"(["n1",2]})", {}, false},                        // not a string
   };
   for (const Case& c : cases) {
     std::string body = head + c.tail;
@@ -210,7 +211,8 @@ TEST(Wire, SharedMessagesAreWrittenOncePerNodeCorrectly) {
   std::string expectedFailed;
   for (int i = 0; i < 40; ++i) {
     if (i) expectedFailed += ',';
-    expectedFailed += i % 3 == 0 ? R"("odd":"node(s) with 1 of 8 \"x\" free")" : R"("even":"node(s) with 0 of 8 \"x\" free")";
+    expectedFailed +=
+        i % 3 == 0 ? R"("odd":"node(s) with 1 of 8 \"x\" free")" : R"("even":"node(s) with 0 of 8 \"x\" free")";
   }
   EXPECT_NE(out.find("\"FailedNodes\":{" + expectedFailed + "}"), std::string::npos) << out;
 }
@@ -220,9 +222,8 @@ TEST(Wire, ResultsUseGoFieldNames) {
   f.passed = {"a"};
   f.failed = {{"b", "node b has 0 of 8 \"free\""}};
   f.unresolvable = {{"c", "wrong mode"}};
-  EXPECT_EQ(wire::encode(f),
-            R"({"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"node b has 0 of 8 \"free\""},)"
-            R"("FailedAndUnresolvableNodes":{"c":"wrong mode"},"Error":""})");
+  EXPECT_EQ(wire::encode(f), R"({"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"node b has 0 of 8 \"free\""},)"
+                             R"("FailedAndUnresolvableNodes":{"c":"wrong mode"},"Error":""})");
   EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"a", 7}}), R"([{"Host":"a","Score":7}])");
   EXPECT_EQ(wire::encode(std::vector<wire::HostPriority>{{"a", 7}, {"b", 10}}, true),
             R"([{"Host":"a","Score":7},{"Host":"b","Score":10}])");

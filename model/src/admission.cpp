@@ -47,9 +47,10 @@ void checkIncrease(const Cluster& cluster, const Organization& after, const std:
   for (const auto& [name, cls] : cluster.classes) {
     if (quotaKey(cls.resourceName) != key) continue;
     if (!cls.gateOpen && !cls.gateFailureId.empty()) {
-      d.refuse(Code::GateClosed, fmt::format("organization {}: the change grants {} more {}, but {}; no new grants until "
-                                             "the failure is cleared and acknowledged",
-                                             after.name, delta, key, gateClosedMessage(cls)));
+      d.refuse(Code::GateClosed,
+               fmt::format("organization {}: the change grants {} more {}, but {}; no new grants until "
+                           "the failure is cleared and acknowledged",
+                           after.name, delta, key, gateClosedMessage(cls)));
       continue;
     }
     if (!next) next = withOrganization(cluster, after);
@@ -71,7 +72,8 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
   Decision d;
   for (Kind kind : {Kind::Node, Kind::DeviceClass, Kind::GpuDevice, Kind::Pod}) {
     if (!cluster.synced(kind)) {
-      d.refuse(Code::CacheNotSynced, fmt::format("{} refused: the {} cache is not synced yet", order.subject, toString(kind)));
+      d.refuse(Code::CacheNotSynced,
+               fmt::format("{} refused: the {} cache is not synced yet", order.subject, toString(kind)));
       return d;
     }
   }
@@ -99,14 +101,16 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
       continue;
     }
     if (count > cls->maxCount) {
-      d.refuse(Code::CountAboveMax, fmt::format("{} asks for {} GPU(s) of class {}; one order may take at most {} (maxCount)",
-                                                order.subject, count, name, cls->maxCount));
+      d.refuse(Code::CountAboveMax,
+               fmt::format("{} asks for {} GPU(s) of class {}; one order may take at most {} (maxCount)", order.subject,
+                           count, name, cls->maxCount));
     }
     if (!cls->gateOpen) d.refuse(Code::GateClosed, gateClosedMessage(*cls));
     if (cls->requiresEntitlement && !entitled(cluster, order.ns, name)) {
-      d.refuse(Code::NotEntitled, fmt::format("namespace {} is not entitled to licensed class {} (label {}{}=\"true\" on it "
-                                              "or an ancestor)",
-                                              order.ns, name, kEntitlementLabelPrefix, name));
+      d.refuse(Code::NotEntitled,
+               fmt::format("namespace {} is not entitled to licensed class {} (label {}{}=\"true\" on it "
+                           "or an ancestor)",
+                           order.ns, name, kEntitlementLabelPrefix, name));
     }
     // A GPUDevice of count N holds N units of its class (see deviceUsage).
     std::int64_t units = count;
@@ -114,8 +118,8 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
     std::int64_t free = view.poolFreeUnits(cluster, *cls);
     std::int64_t idle = idleReservedByOthers(cluster, view, *cls, org);
     if (free < units) {
-      d.refuse(Code::PoolInsufficient, fmt::format("pool {} has {} free unit(s); {} asks for {}", name, free,
-                                                   order.subject, units));
+      d.refuse(Code::PoolInsufficient,
+               fmt::format("pool {} has {} free unit(s); {} asks for {}", name, free, order.subject, units));
     } else if (free - idle < units) {
       d.refuse(Code::ReservedForOthers,
                fmt::format("pool {} has {} free unit(s) but {} back idle reservations of other organizations; {} asks "
@@ -149,9 +153,10 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
   if (!oneNode) {
     std::int64_t total = 0;
     for (const auto& [name, count] : demand) total += count;
-    d.refuse(Code::NoSingleNode, fmt::format("no single node has {} free GPU(s) for the whole set of {}; the most free on "
-                                             "one node is {}",
-                                             total, order.subject, bestFree));
+    d.refuse(Code::NoSingleNode,
+             fmt::format("no single node has {} free GPU(s) for the whole set of {}; the most free on "
+                         "one node is {}",
+                         total, order.subject, bestFree));
   }
   return d;
 }
@@ -174,7 +179,8 @@ Placement placeDeviceSet(const Cluster& cluster, const CapacityView& view, const
     bool fits = true, untouched = true;
     for (const auto& item : order.items) {
       const DeviceClass* cls = findClass(cluster, item.className);
-      if (served(node, *cls) - view.nodeUsed(name, cls->resourceName) < perResource.get(cls->resourceName)) fits = false;
+      if (served(node, *cls) - view.nodeUsed(name, cls->resourceName) < perResource.get(cls->resourceName))
+        fits = false;
     }
     for (const auto& [resource, need] : perResource) {
       std::int64_t used = view.nodeUsed(name, resource);
@@ -186,7 +192,8 @@ Placement placeDeviceSet(const Cluster& cluster, const CapacityView& view, const
     if (!fits) continue;
     Candidate c{leftover, untouched, name};
     // Best fit first; among equals keep untouched nodes whole; then by name.
-    if (!best || std::tie(c.leftover, c.wholeNodeFree, c.name) < std::tie(best->leftover, best->wholeNodeFree, best->name)) {
+    if (!best ||
+        std::tie(c.leftover, c.wholeNodeFree, c.name) < std::tie(best->leftover, best->wholeNodeFree, best->name)) {
       best = c;
     }
   }
@@ -206,7 +213,8 @@ std::vector<std::string> holdersOf(const Cluster& cluster, std::string_view orgN
     if (!inSubtree(cluster, d.ns, orgNamespace)) continue;
     DeviceUsage u = deviceUsage(d, cluster);
     if (std::int64_t n = u.budget.get(key)) {
-      std::string vmi = d.attachedTo.empty() ? "" : fmt::format(" (attached to vmi/{}/{})", d.attachedTo.ns, d.attachedTo.name);
+      std::string vmi =
+          d.attachedTo.empty() ? "" : fmt::format(" (attached to vmi/{}/{})", d.attachedTo.ns, d.attachedTo.name);
       holders.push_back(fmt::format("gpudevice/{}: {}{}", k, n, vmi));
     }
   }
@@ -222,10 +230,12 @@ Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, cons
       return b.addonId == a.addonId && b.quantity == a.quantity;
     });
     if (!known && !unchanged) {
-      d.refuse(Code::AddonUnknown, fmt::format("organization {}: add-on {} is not defined in billing-plans", after.name, a.addonId));
+      d.refuse(Code::AddonUnknown,
+               fmt::format("organization {}: add-on {} is not defined in billing-plans", after.name, a.addonId));
     }
     if (a.quantity < 0) {
-      d.refuse(Code::CountInvalid, fmt::format("organization {}: add-on {} quantity {} is negative", after.name, a.addonId, a.quantity));
+      d.refuse(Code::CountInvalid,
+               fmt::format("organization {}: add-on {} quantity {} is negative", after.name, a.addonId, a.quantity));
     }
   }
   ResourceList was = grantedQuota(cluster, before);
@@ -264,7 +274,8 @@ PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod&
   demand.organization = organizationOf(cluster, pod.ns);
   for (Kind kind : {Kind::Node, Kind::Pod, Kind::GpuDevice, Kind::DeviceClass, Kind::VirtualMachineInstance}) {
     if (!cluster.synced(kind)) {
-      demand.podUnresolvable.push_back({Code::CacheNotSynced, fmt::format("the {} cache is not synced yet", toString(kind))});
+      demand.podUnresolvable.push_back(
+          {Code::CacheNotSynced, fmt::format("the {} cache is not synced yet", toString(kind))});
     }
   }
   Launch launch = launchOf(pod, ClusterLaunchFacts(cluster));

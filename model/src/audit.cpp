@@ -55,9 +55,10 @@ void staleCapacity(const Cluster& cluster, const AuditOptions& options, std::vec
     std::string subject = fmt::format("cache/{}", toString(kind));
     auto it = cluster.caches.find(kind);
     if (it == cluster.caches.end() || !it->second.synced) {
-      std::string what = kind == Kind::Ledger ? "the reservation ledger is unknown (not read, or its last read failed): "
-                                                "pending and active records cannot be seen"
-                                              : fmt::format("the {} cache is not synced", toString(kind));
+      std::string what = kind == Kind::Ledger
+                             ? "the reservation ledger is unknown (not read, or its last read failed): "
+                               "pending and active records cannot be seen"
+                             : fmt::format("the {} cache is not synced", toString(kind));
       out.push_back({FindingCode::StaleCapacity, what, subject});
     } else if (cluster.now - it->second.lastSynced > options.staleAfterSeconds) {
       out.push_back({FindingCode::StaleCapacity,
@@ -78,7 +79,8 @@ void ledgerFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
   for (const auto& r : cluster.ledger.records) {
     if (r.profileId == pool.name && ids[r.id] > 1 && reported.insert(r.id).second) {
       out.push_back({FindingCode::DuplicateReservationId,
-                     fmt::format("reservation id {} appears {} times in the ledger", r.id, ids[r.id]), "record/" + r.id});
+                     fmt::format("reservation id {} appears {} times in the ledger", r.id, ids[r.id]),
+                     "record/" + r.id});
     }
   }
   for (const auto& inv : cluster.ledger.invalid) {
@@ -90,7 +92,8 @@ void ledgerFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
   }
   std::vector<std::string> inflight;
   for (const auto& r : cluster.ledger.records) {
-    if (r.profileId == pool.name && inFlight(r.state)) inflight.push_back(fmt::format("{} ({})", r.id, toString(r.state)));
+    if (r.profileId == pool.name && inFlight(r.state))
+      inflight.push_back(fmt::format("{} ({})", r.id, toString(r.state)));
   }
   if (inflight.size() > 1) {
     out.push_back({FindingCode::MultipleTransactions,
@@ -110,11 +113,12 @@ void ledgerFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
     for (const auto& [id, addon] : cluster.plans->addons) {
       auto profile = reservationProfile(addon);
       if (profile && *profile == pool.name && !addon.disabled) {
-        out.push_back({FindingCode::ProfileModeMismatch,
-                       fmt::format("add-on {} is an operator-only reservation add-on of {}, a {} pool: only whole-device "
-                                   "VM profiles (passthrough) can be reserved",
-                                   id, pool.name, toString(pool.allocation)),
-                       "addon/" + id});
+        out.push_back(
+            {FindingCode::ProfileModeMismatch,
+             fmt::format("add-on {} is an operator-only reservation add-on of {}, a {} pool: only whole-device "
+                         "VM profiles (passthrough) can be reserved",
+                         id, pool.name, toString(pool.allocation)),
+             "addon/" + id});
       }
     }
   }
@@ -149,7 +153,8 @@ void addonFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<
       std::int64_t recorded = 0;
       // Pending, active and releasing records all keep their entitlement.
       for (const auto& r : cluster.ledger.records) {
-        if (r.organization == org.name && r.profileId == pool.name && r.addonId == a.addonId && holdsCapacity(r.state)) {
+        if (r.organization == org.name && r.profileId == pool.name && r.addonId == a.addonId &&
+            holdsCapacity(r.state)) {
           recorded += r.devices;
         }
       }
@@ -167,11 +172,11 @@ void addonFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<
 void modeFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<Finding>& out) {
   std::string subject = "gpudeviceclass/" + pool.name;
   if (pool.nodeMode != defaultNodeMode(pool.allocation)) {
-    out.push_back({FindingCode::ProfileModeMismatch,
-                   fmt::format("class {} has allocation {} but node mode '{}' (expected '{}')", pool.name,
-                               toString(pool.allocation), toString(pool.nodeMode),
-                               toString(defaultNodeMode(pool.allocation))),
-                   subject});
+    out.push_back(
+        {FindingCode::ProfileModeMismatch,
+         fmt::format("class {} has allocation {} but node mode '{}' (expected '{}')", pool.name,
+                     toString(pool.allocation), toString(pool.nodeMode), toString(defaultNodeMode(pool.allocation))),
+         subject});
   }
   if ((pool.workload == Workload::Vm) != (pool.allocation != Allocation::Shared)) {
     out.push_back({FindingCode::ProfileModeMismatch,
@@ -233,11 +238,12 @@ void healthFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
       if (advertisesMore(node, r)) shared.push_back(r);
     }
     if (!vm.empty() && !shared.empty()) {
-      out.push_back({FindingCode::BothDevicePlugins,
-                     fmt::format("node {} of pool {} advertises both {} (VM devices) and {} (HAMi): both device plugins "
-                                 "are present",
-                                 name, pool.name, joined(vm), joined(shared)),
-                     "node/" + name});
+      out.push_back(
+          {FindingCode::BothDevicePlugins,
+           fmt::format("node {} of pool {} advertises both {} (VM devices) and {} (HAMi): both device plugins "
+                       "are present",
+                       name, pool.name, joined(vm), joined(shared)),
+           "node/" + name});
     }
     std::int64_t capacity = node.capacity.get(pool.resourceName);
     std::int64_t allocatable = node.allocatable.get(pool.resourceName);
@@ -271,28 +277,30 @@ void statusFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
     std::string hrqName = fmt::format("hrq/{}/{}", org.ns, kOrgQuotaName);
     if (!hrq) {
       if (grantsInPool(cluster, org, pool)) {
-        out.push_back({FindingCode::QuotaUnknown,
-                       fmt::format("organization {} holds add-ons granting {} but its HRQ {}/{} cannot be read: its hard "
-                                   "quota in pool {} is unknown, not 0",
-                                   org.name, key, org.ns, kOrgQuotaName, pool.name),
-                       hrqName});
+        out.push_back(
+            {FindingCode::QuotaUnknown,
+             fmt::format("organization {} holds add-ons granting {} but its HRQ {}/{} cannot be read: its hard "
+                         "quota in pool {} is unknown, not 0",
+                         org.name, key, org.ns, kOrgQuotaName, pool.name),
+             hrqName});
       }
     } else {
       std::int64_t hard = hrq->hard.get(key);
       std::int64_t granted = grantedQuota(cluster, org).get(key);
       if (hard > granted) {
-        out.push_back({FindingCode::UnattributedQuantity,
-                       fmt::format("HRQ {}/{} has hard {} {} but organization {}'s add-ons grant {}: {} unit(s) no add-on "
-                                   "explains",
-                                   hrq->ns, hrq->name, hard, key, org.name, granted, hard - granted),
-                       hrqName});
+        out.push_back(
+            {FindingCode::UnattributedQuantity,
+             fmt::format("HRQ {}/{} has hard {} {} but organization {}'s add-ons grant {}: {} unit(s) no add-on "
+                         "explains",
+                         hrq->ns, hrq->name, hard, key, org.name, granted, hard - granted),
+             hrqName});
       }
       if (hrq->hard.contains(key) && hrq->statusHard.get(key) != hard) {
-        out.push_back({FindingCode::StatusDisagreement,
-                       fmt::format("HRQ {}/{} has spec.hard {} {} but status.hard {}{}", hrq->ns, hrq->name, hard, key,
-                                   hrq->statusHard.get(key),
-                                   hrq->statusHard.contains(key) ? "" : " (HNC has not reported it)"),
-                       hrqName + "/status"});
+        out.push_back(
+            {FindingCode::StatusDisagreement,
+             fmt::format("HRQ {}/{} has spec.hard {} {} but status.hard {}{}", hrq->ns, hrq->name, hard, key,
+                         hrq->statusHard.get(key), hrq->statusHard.contains(key) ? "" : " (HNC has not reported it)"),
+             hrqName + "/status"});
       }
       auto status = org.acceleratorStatus.find(pool.name);
       if (status != org.acceleratorStatus.end()) {
@@ -322,16 +330,18 @@ void statusFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
         if (it != addon->gpu.end()) grant += a.quantity * it->second.devices;
       }
       if (grant < devices) {
-        out.push_back({FindingCode::StatusDisagreement,
-                       fmt::format("organization {} has {} active reserved device(s) of {} under add-on {} but that add-on "
-                                   "grants it {}",
-                                   org.name, devices, pool.name, addonId, grant),
-                       fmt::format("organization/{}/addon/{}", org.name, addonId)});
+        out.push_back(
+            {FindingCode::StatusDisagreement,
+             fmt::format("organization {} has {} active reserved device(s) of {} under add-on {} but that add-on "
+                         "grants it {}",
+                         org.name, devices, pool.name, addonId, grant),
+             fmt::format("organization/{}/addon/{}", org.name, addonId)});
       }
     }
   }
   for (const auto& r : cluster.ledger.records) {
-    if (r.profileId == pool.name && r.state == ReservationState::Active && !detail::findOrganization(cluster, r.organization)) {
+    if (r.profileId == pool.name && r.state == ReservationState::Active &&
+        !detail::findOrganization(cluster, r.organization)) {
       out.push_back({FindingCode::StatusDisagreement,
                      fmt::format("active record {} names organization {}, which does not exist", r.id, r.organization),
                      "record/" + r.id});
@@ -354,8 +364,8 @@ std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, 
   staleCapacity(cluster, options, out);
   PoolInvariant inv = evaluateInvariant(cluster, pool);
   if (inv.unknown.empty() && !inv.holds()) {
-    out.push_back({FindingCode::HardQuotaAboveCapacity, "capacity invariant fails: " + inv.equation(),
-                   "pool/" + pool.name});
+    out.push_back(
+        {FindingCode::HardQuotaAboveCapacity, "capacity invariant fails: " + inv.equation(), "pool/" + pool.name});
   }
   ledgerFindings(cluster, pool, out);
   addonFindings(cluster, pool, out);
@@ -373,7 +383,8 @@ std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, 
 std::string failureId(const DeviceClass& pool, const std::vector<Finding>& findings, Timestamp now) {
   std::set<std::string> parts;
   for (const auto& f : findings) {
-    if (failsClosed(f.code)) parts.insert(fmt::format("{}|{}", toString(f.code), f.subject.empty() ? f.message : f.subject));
+    if (failsClosed(f.code))
+      parts.insert(fmt::format("{}|{}", toString(f.code), f.subject.empty() ? f.message : f.subject));
   }
   std::uint64_t hash = fnv1a(pool.name);
   for (const auto& p : parts) hash = fnv1a(p, fnv1a("\n", hash));
@@ -414,7 +425,8 @@ GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const st
                             : products.empty()               ? "product"
                             : sres.empty()                   ? "sre"
                                                              : "product and sre by two different identities";
-      gate.reason = fmt::format("findings cleared; failure {} awaits acknowledgement by {}", pool.gateFailureId, missing);
+      gate.reason =
+          fmt::format("findings cleared; failure {} awaits acknowledgement by {}", pool.gateFailureId, missing);
       return gate;
     }
     gate.reason = fmt::format("findings cleared and failure {} acknowledged by product and sre", pool.gateFailureId);
@@ -430,9 +442,10 @@ GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const st
       if (r.profileId != pool.name || !inFlight(r.state)) continue;
       gate.open = false;
       gate.transaction = r.id;
-      gate.reason = fmt::format("reservation {} of organization {} is {} in pool {}: creation stays closed until the "
-                                "transaction ends",
-                                r.id, r.organization, toString(r.state), pool.name);
+      gate.reason = fmt::format(
+          "reservation {} of organization {} is {} in pool {}: creation stays closed until the "
+          "transaction ends",
+          r.id, r.organization, toString(r.state), pool.name);
       return gate;
     }
   }
@@ -443,8 +456,8 @@ GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const st
 
 std::string gateClosedMessage(const DeviceClass& pool) {
   if (!pool.gateFailureId.empty()) {
-    return fmt::format("creation in pool {} is closed by a failed audit ({}); existing holders keep their GPUs", pool.name,
-                       pool.gateFailureId);
+    return fmt::format("creation in pool {} is closed by a failed audit ({}); existing holders keep their GPUs",
+                       pool.name, pool.gateFailureId);
   }
   return fmt::format("creation in pool {} is closed{}; existing holders keep their GPUs", pool.name,
                      pool.gateReason.empty() ? "" : ": " + pool.gateReason);

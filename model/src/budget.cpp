@@ -10,7 +10,6 @@ namespace tally::model {
 using detail::chainOf;
 using detail::namespacedRange;
 
-
 TotalsUsageReader::TotalsUsageReader(const Cluster& cluster, const UsageTotals& totals) : totals_(totals) {
   for (const auto& [ns, used] : totals.namespaceUsed) {
     for (const auto& ancestor : chainOf(cluster, ns)) {
@@ -45,9 +44,9 @@ std::optional<Refusal> checkBudget(const Cluster& cluster, const UsageReader& us
   const std::string_view key = ask.key;
   for (Kind kind : {Kind::Namespace, Kind::HierarchicalResourceQuota, Kind::ResourceQuota}) {
     if (!cluster.synced(kind)) {
-      return Refusal{Code::BudgetUnknown,
-                     fmt::format("budget of namespace {} for {} is unknown: the {} cache is not synced", ns, key,
-                                 toString(kind))};
+      return Refusal{
+          Code::BudgetUnknown,
+          fmt::format("budget of namespace {} for {} is unknown: the {} cache is not synced", ns, key, toString(kind))};
     }
   }
   if (!cluster.namespaces.contains(std::string(ns))) {
@@ -77,8 +76,8 @@ std::optional<Refusal> checkBudget(const Cluster& cluster, const UsageReader& us
     std::int64_t used = usage.namespaceUsed(ns, key);
     std::int64_t hard = rq.hard.get(key);
     if (used + ask.amount > hard) {
-      return Refusal{Code::BudgetExceeded, fmt::format("resourcequota {}/{} limits {} to {}: {}", rq.ns, rq.name, key, hard,
-                                                       usageText(used, ask, hard))};
+      return Refusal{Code::BudgetExceeded, fmt::format("resourcequota {}/{} limits {} to {}: {}", rq.ns, rq.name, key,
+                                                       hard, usageText(used, ask, hard))};
     }
   }
   return std::nullopt;

@@ -22,7 +22,7 @@ struct ResourceFacts {
   std::int64_t served = 0;
   std::int64_t used = 0;
   std::int64_t held = 0;
-  NodeMode mode = NodeMode::Unset;   // poolMode() of the node
+  NodeMode mode = NodeMode::Unset;  // poolMode() of the node
 };
 
 inline bool ridesAlong(std::string_view resource) {
@@ -41,10 +41,10 @@ NodeVerdict decideNode(const Cluster& cluster, const PodDemand& demand, std::str
   if (!demand.podUnresolvable.empty()) return {Verdict::Unresolvable, demand.podUnresolvable.front()};
   const Pod& pod = *demand.pod;
   if (demand.launcherOf && !demand.requiredNode.empty() && nodeName != demand.requiredNode) {
-    return {Verdict::Unresolvable,
-            Refusal{Code::LauncherWrongNode,
-                    fmt::format("pod {}/{} launches VMI {} whose GPUs are held on node {}", pod.ns, pod.name,
-                                demand.launcherOf->name, demand.requiredNode)}};
+    return {
+        Verdict::Unresolvable,
+        Refusal{Code::LauncherWrongNode, fmt::format("pod {}/{} launches VMI {} whose GPUs are held on node {}", pod.ns,
+                                                     pod.name, demand.launcherOf->name, demand.requiredNode)}};
   }
   for (const auto& [resource, amount] : demand.requests) {
     std::int64_t need =

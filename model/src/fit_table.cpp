@@ -104,8 +104,8 @@ FitTable::Slot FitTable::rowSlot(const Layout& layout, const Cluster& cluster, c
   const std::string& resource = layout.resources[column];
   const DeviceClass* cls = classServing(cluster, node, resource);
   if (!cls) return slot;
-  slot.cls = static_cast<std::int32_t>(std::find(layout.classes.begin(), layout.classes.end(), cls) -
-                                       layout.classes.begin());
+  slot.cls =
+      static_cast<std::int32_t>(std::find(layout.classes.begin(), layout.classes.end(), cls) - layout.classes.begin());
   slot.eligible = !nodeIneligibility(node, *cls);
   slot.served = unitsServed(node, *cls).units;
   slot.used = view.nodeUsed(node.name, resource);
@@ -322,15 +322,15 @@ auto FitTable::factsOf(std::uint32_t row) const {
 
 NodeVerdict FitTable::filter(const Cluster& cluster, const PodDemand& demand, std::uint32_t row) const {
   const Layout& l = *layout_;
-  return detail::decideNode(cluster, demand, l.names[row], factsOf(row), [&]() -> const Node& { return *l.nodes[row]; });
+  return detail::decideNode(cluster, demand, l.names[row], factsOf(row),
+                            [&]() -> const Node& { return *l.nodes[row]; });
 }
 
 FitTable::Query FitTable::query(const Cluster& cluster, const CapacityView& view, const PodDemand& demand) const {
   return Query(*this, cluster, view, demand);
 }
 
-FitTable::Query::Query(const FitTable& table, const Cluster& cluster, const CapacityView& view,
-                       const PodDemand& demand)
+FitTable::Query::Query(const FitTable& table, const Cluster& cluster, const CapacityView& view, const PodDemand& demand)
     : table_(table), cluster_(cluster), view_(view), demand_(demand) {
   const auto& resources = table.layout_->resources;
   for (const auto& [resource, amount] : demand.requests) {
@@ -397,12 +397,10 @@ FitTable::Query::Answer FitTable::Query::decide(std::uint32_t row) {
   }
   const Layout& l = *table_.layout_;
   bool askedNode = false;
-  NodeVerdict v = detail::decideNode(
-      cluster_, demand_, l.names[row], table_.factsOf(row),
-      [&]() -> const Node& {
-        askedNode = true;
-        return *l.nodes[row];
-      });
+  NodeVerdict v = detail::decideNode(cluster_, demand_, l.names[row], table_.factsOf(row), [&]() -> const Node& {
+    askedNode = true;
+    return *l.nodes[row];
+  });
   const auto id = static_cast<std::uint32_t>(verdicts_.size());
   verdicts_.push_back(std::move(v));
   // A verdict read off the Node object (ineligibility, units not served) may
@@ -459,7 +457,7 @@ void FitTable::Query::scoreAll(std::span<const std::uint32_t> rows, ScoreStrateg
     }
     const auto state = static_cast<std::size_t>(out[i]);
     out[i] = state < scoreOfState_[s].size() && scoreOfState_[s][state] >= 0 ? scoreOfState_[s][state]
-                                                                            : scoreOnce(rows[i], strategy);
+                                                                             : scoreOnce(rows[i], strategy);
   }
 }
 

@@ -41,7 +41,7 @@ struct UsageIndex::State {
   std::unordered_map<std::string, Charged> deviceCharges;  // device key
   std::unordered_map<std::string, std::string> podKeyByUid;
   std::unordered_map<std::string, std::string> vmiKeyByUid;
-  std::unordered_map<std::string, std::set<std::string>> vmiKeysByPodUid;   // status.activePods
+  std::unordered_map<std::string, std::set<std::string>> vmiKeysByPodUid;     // status.activePods
   std::unordered_map<std::string, std::set<std::string>> deviceKeysByVmiUid;  // attachedTo.uid
   // What snapshots copy lives in CowMaps: a copy shares every untouched bucket.
   CowMap<ResourceList> nodeUsed, nodeHeld, assumedUsed;
@@ -54,9 +54,9 @@ struct UsageIndex::State {
     ResourceList units;
     std::vector<std::string> chain;
   };
-  std::unordered_map<std::string, Assumption> assumed;  // pod uid -> placement
+  std::unordered_map<std::string, Assumption> assumed;                                      // pod uid -> placement
   std::unordered_map<std::string, std::unordered_map<std::string, std::int64_t>> nodeFree;  // node -> class -> free
-  CowMap<std::int64_t> poolFree;                                                           // class -> free
+  CowMap<std::int64_t> poolFree;                                                            // class -> free
   // Nodes whose used, held or free units changed since takeTouchedNodes().
   std::unordered_set<std::string> touchedNodes;
   bool allNodesTouched = true;
@@ -111,7 +111,8 @@ struct UsageIndex::State {
   struct Facts final : LaunchFacts {
     const State* s;
     explicit Facts(const State* state) : s(state) {}
-    void forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const override {
+    void forEachVmiListing(const Pod& pod,
+                           const std::function<void(const VirtualMachineInstance&)>& visit) const override {
       auto it = s->vmiKeysByPodUid.find(pod.uid);
       if (it == s->vmiKeysByPodUid.end()) return;
       for (const auto& key : it->second) {

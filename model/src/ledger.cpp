@@ -116,19 +116,25 @@ std::vector<Refusal> validateRecord(const ReservationRecord& r) {
   if (r.billingReference.empty()) bad(Code::RecordSchema, "spec.billingReference is required");
   if (!r.requestedAt) bad(Code::RecordTime, "spec.requestedAt is required");
   if (!r.startsAt) bad(Code::RecordTime, "spec.startsAt is required");
-  if (r.startsAt && r.endsAt && *r.endsAt <= *r.startsAt) bad(Code::RecordTime, "spec.endsAt must be after spec.startsAt");
+  if (r.startsAt && r.endsAt && *r.endsAt <= *r.startsAt)
+    bad(Code::RecordTime, "spec.endsAt must be after spec.startsAt");
   const bool wasActivated = r.state == ReservationState::Active || r.state == ReservationState::Releasing ||
                             r.state == ReservationState::Released;
   if (wasActivated) {
     if (r.approvedByProduct.empty() || r.approvedBySre.empty()) {
-      bad(Code::RecordSchema, fmt::format("a {} record needs spec.approvedBy.product and spec.approvedBy.sre", toString(r.state)));
+      bad(Code::RecordSchema,
+          fmt::format("a {} record needs spec.approvedBy.product and spec.approvedBy.sre", toString(r.state)));
     } else if (r.approvedByProduct == r.approvedBySre) {
       bad(Code::RecordSchema, "spec.approvedBy.product and spec.approvedBy.sre must be two different people");
     }
-    if (!r.activatedAt) bad(Code::RecordState, fmt::format("a {} record needs status.activatedAt (billing starts there)", toString(r.state)));
-    if (r.evidenceRevision.empty()) bad(Code::RecordState, fmt::format("a {} record needs status.evidenceRevision", toString(r.state)));
+    if (!r.activatedAt)
+      bad(Code::RecordState,
+          fmt::format("a {} record needs status.activatedAt (billing starts there)", toString(r.state)));
+    if (r.evidenceRevision.empty())
+      bad(Code::RecordState, fmt::format("a {} record needs status.evidenceRevision", toString(r.state)));
   } else if (r.activatedAt) {
-    bad(Code::RecordState, fmt::format("a {} record must not have status.activatedAt: it was never activated", toString(r.state)));
+    bad(Code::RecordState,
+        fmt::format("a {} record must not have status.activatedAt: it was never activated", toString(r.state)));
   }
   if (r.state == ReservationState::Released) {
     if (!r.releasedAt) bad(Code::RecordState, "a released record needs status.releasedAt (billing stops there)");
@@ -154,9 +160,8 @@ std::optional<Refusal> checkRecordTransition(const ReservationRecord& before, co
                    fmt::format("record {}: organization and profileId are fixed once recorded", after.id)};
   }
   if (before.state != ReservationState::Pending && before.devices != after.devices) {
-    return Refusal{Code::RecordTransition,
-                   fmt::format("record {}: devices may change only while pending ({} -> {})", after.id, before.devices,
-                               after.devices)};
+    return Refusal{Code::RecordTransition, fmt::format("record {}: devices may change only while pending ({} -> {})",
+                                                       after.id, before.devices, after.devices)};
   }
   return std::nullopt;
 }

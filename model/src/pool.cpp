@@ -64,8 +64,9 @@ std::optional<Refusal> reservationMismatch(const Cluster& cluster, const Reserva
   }
   const Addon* addon = findAddon(cluster, record.addonId);
   if (!addon) {
-    return Refusal{Code::ReservationMismatch,
-                   fmt::format("record {} names add-on {}, which billing-plans does not define", record.id, record.addonId)};
+    return Refusal{
+        Code::ReservationMismatch,
+        fmt::format("record {} names add-on {}, which billing-plans does not define", record.id, record.addonId)};
   }
   auto profile = reservationProfile(*addon);
   if (!profile || *profile != record.profileId) {
@@ -163,14 +164,16 @@ PoolInvariant evaluateInvariant(const Cluster& cluster, const DeviceClass& pool)
     if (r.profileId != pool.name || !holdsCapacity(r.state)) continue;
     std::int64_t units = r.devices * inv.unitsPerDevice;
     inv.reserved.units += units;
-    inv.reserved.sources.push_back({"record/" + r.id, units, std::string(toString(r.state)) + " for " + r.organization});
+    inv.reserved.sources.push_back(
+        {"record/" + r.id, units, std::string(toString(r.state)) + " for " + r.organization});
   }
   if (!cluster.synced(Kind::HierarchicalResourceQuota)) inv.unknown.push_back("the HRQ cache is not synced");
   if (!cluster.synced(Kind::Organization)) inv.unknown.push_back("the Organization cache is not synced");
   if (!cluster.synced(Kind::Ledger)) inv.unknown.push_back("the reservation ledger is unknown");
   for (const auto& [key, org] : cluster.organizations) {
     if (!organizationQuota(cluster, org) && grantsInPool(cluster, org, pool)) {
-      inv.unknown.push_back(fmt::format("hard quota of organization {}: HRQ {}/{} is missing", org.name, org.ns, kOrgQuotaName));
+      inv.unknown.push_back(
+          fmt::format("hard quota of organization {}: HRQ {}/{} is missing", org.name, org.ns, kOrgQuotaName));
       inv.nonReservedHard.sources.push_back(
           {fmt::format("hrq/{}/{}", org.ns, kOrgQuotaName), 0, "unknown: the organization holds add-ons but no HRQ"});
       continue;
@@ -281,9 +284,8 @@ void checkRecordChange(const Cluster& cluster, const ReservationRecord& record, 
   } else if (same.size() == 1) {
     if (auto bad = checkRecordTransition(*same.front(), record)) result.decision.refusals.push_back(*bad);
   } else if (record.state != ReservationState::Pending) {
-    result.decision.refuse(Code::RecordTransition,
-                           fmt::format("record {} is new, so it must start pending, not {}", record.id,
-                                       toString(record.state)));
+    result.decision.refuse(Code::RecordTransition, fmt::format("record {} is new, so it must start pending, not {}",
+                                                               record.id, toString(record.state)));
   }
   for (const auto& r : cluster.ledger.records) {
     if (r.id != record.id && r.profileId == record.profileId && inFlight(r.state) && inFlight(record.state)) {

@@ -24,7 +24,6 @@ std::vector<std::string> selfAndAncestors(const Namespace& ns) {
   return out;
 }
 
-
 const Organization* organizationOf(const Cluster& cluster, std::string_view ns) {
   for (const auto& candidate : chainOf(cluster, ns)) {
     auto [first, last] = namespacedRange(cluster.organizations, candidate);

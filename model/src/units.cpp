@@ -40,14 +40,12 @@ bool inPool(const Node& node, const DeviceClass& cls) {
 std::optional<Refusal> nodeIneligibility(const Node& node, const DeviceClass& cls) {
   NodeMode expected = poolMode(node);
   if (expected != cls.nodeMode) {
-    return Refusal{Code::NodeWrongMode,
-                   fmt::format("node {} is in GPU mode '{}', class {} needs '{}'", node.name, toString(expected),
-                               cls.name, toString(cls.nodeMode))};
+    return Refusal{Code::NodeWrongMode, fmt::format("node {} is in GPU mode '{}', class {} needs '{}'", node.name,
+                                                    toString(expected), cls.name, toString(cls.nodeMode))};
   }
   if (node.activeMode != expected) {
-    return Refusal{Code::NodeModeTransition,
-                   fmt::format("node {} is switching GPU mode from '{}' to '{}'", node.name, toString(node.activeMode),
-                               toString(expected))};
+    return Refusal{Code::NodeModeTransition, fmt::format("node {} is switching GPU mode from '{}' to '{}'", node.name,
+                                                         toString(node.activeMode), toString(expected))};
   }
   if (!node.ready) return Refusal{Code::NodeNotReady, fmt::format("node {} is not Ready", node.name)};
   if (node.unschedulable) return Refusal{Code::NodeCordoned, fmt::format("node {} is cordoned", node.name)};
@@ -71,7 +69,8 @@ NodeUnits unitsServed(const Node& node, const DeviceClass& cls) {
         for (const auto& parent : *node.inventory) {
           if (!parent.healthy) continue;
           auto it = parent.types.find(cls.resourceName);
-          if (it != parent.types.end()) out.units += std::max<std::int64_t>(0, it->second.created + it->second.available);
+          if (it != parent.types.end())
+            out.units += std::max<std::int64_t>(0, it->second.created + it->second.available);
         }
       } else {
         out.units = std::max<std::int64_t>(0, node.allocatable.get(cls.resourceName));
@@ -81,12 +80,12 @@ NodeUnits unitsServed(const Node& node, const DeviceClass& cls) {
     case Allocation::Shared: {
       if (!node.inventory) {
         out.notServed = Refusal{Code::NodeNoInventory,
-                                fmt::format("node {} has no {} annotation, so it serves no shared units of {}", node.name,
-                                            kAnnotationInventory, cls.name)};
+                                fmt::format("node {} has no {} annotation, so it serves no shared units of {}",
+                                            node.name, kAnnotationInventory, cls.name)};
         return out;
       }
-      std::int64_t healthy =
-          std::count_if(node.inventory->begin(), node.inventory->end(), [](const InventoryParent& p) { return p.healthy; });
+      std::int64_t healthy = std::count_if(node.inventory->begin(), node.inventory->end(),
+                                           [](const InventoryParent& p) { return p.healthy; });
       out.devices = healthy;
       out.units = healthy * sharesPerDevice(cls);
       // The device plugin's advertisement bounds what the node can really hand out.
@@ -99,8 +98,8 @@ NodeUnits unitsServed(const Node& node, const DeviceClass& cls) {
     }
   }
   if (out.units == 0 && !out.notServed) {
-    out.notServed = Refusal{Code::NodeNotServed,
-                            fmt::format("node {} advertises no healthy {} for class {}", node.name, cls.resourceName, cls.name)};
+    out.notServed = Refusal{Code::NodeNotServed, fmt::format("node {} advertises no healthy {} for class {}", node.name,
+                                                             cls.resourceName, cls.name)};
   }
   return out;
 }

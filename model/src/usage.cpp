@@ -38,7 +38,8 @@ ResourceList effectiveRequests(const Pod& pod) {
   std::vector<std::string_view> names;
   auto note = [&](const ResourceList& l) {
     for (const auto& [name, amount] : l) {
-      if (isExtendedResourceName(name) && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+      if (isExtendedResourceName(name) && std::find(names.begin(), names.end(), name) == names.end())
+        names.push_back(name);
     }
   };
   for (const auto& c : pod.containers) note(c);
@@ -69,7 +70,8 @@ ResourceList gpuRequests(const Cluster& cluster, const Pod& pod) {
 bool mayHoldGpu(const Pod& pod) { return pod.hasResourceClaims || !effectiveRequests(pod).empty(); }
 
 bool isTerminal(const Pod& pod) {
-  return std::find(std::begin(kTerminalPodPhases), std::end(kTerminalPodPhases), pod.phase) != std::end(kTerminalPodPhases);
+  return std::find(std::begin(kTerminalPodPhases), std::end(kTerminalPodPhases), pod.phase) !=
+         std::end(kTerminalPodPhases);
 }
 
 std::string_view toString(PodPhase phase) {
@@ -123,7 +125,8 @@ LauncherIndex::LauncherIndex(const Cluster& cluster) {
   }
 }
 
-void LauncherIndex::forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const {
+void LauncherIndex::forEachVmiListing(const Pod& pod,
+                                      const std::function<void(const VirtualMachineInstance&)>& visit) const {
   auto [first, last] = byPodUid_.equal_range(pod.uid);
   for (auto it = first; it != last; ++it) visit(*it->second);
 }

@@ -264,7 +264,8 @@ TEST_F(PodFilter, AssumedPlacementsCountUntilForgotten) {
   index.assume(first, "gpu-2");
   auto second = gpuPod("acme-ml", "b", kH200, 1, "", PodPhase::Pending);
   auto demand = podDemand(index.cluster(), index, second);
-  EXPECT_EQ(filterNode(index.cluster(), index, demand, index.cluster().nodes.at("gpu-2")).verdict, Verdict::Unschedulable);
+  EXPECT_EQ(filterNode(index.cluster(), index, demand, index.cluster().nodes.at("gpu-2")).verdict,
+            Verdict::Unschedulable);
   index.forget(first.uid);
   EXPECT_EQ(filterNode(index.cluster(), index, demand, index.cluster().nodes.at("gpu-2")).verdict, Verdict::Fits);
 }

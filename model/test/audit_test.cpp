@@ -173,7 +173,8 @@ TEST(Gate, AnyProductIdentityPairsWithAnyDifferentSreIdentity) {
   auto& cls = c.classes.at("h200");
   cls.gateOpen = false;
   cls.gateFailureId = "h200-1000";
-  cls.acknowledgements = {{"h200-1000", "product", "pat"}, {"h200-1000", "product", "sam"}, {"h200-1000", "sre", "pat"}};
+  cls.acknowledgements = {
+      {"h200-1000", "product", "pat"}, {"h200-1000", "product", "sam"}, {"h200-1000", "sre", "pat"}};
   EXPECT_TRUE(evaluateGate(c, cls, {}).open);
   cls.acknowledgements = {{"h200-1000", "sre", "pat"}, {"h200-1000", "product", "pat"}};
   auto gate = evaluateGate(c, cls, {});
@@ -207,7 +208,9 @@ TEST(Gate, AcknowledgementsDoNotOpenAGateWhileFindingsRemain) {
 
 TEST(Gate, InformationalFindingsDoNotClose) {
   Cluster c = gateCluster(sharedClass());
-  EXPECT_TRUE(evaluateGate(c, c.classes.at("v100-8g"), {{FindingCode::SharedNodeWithoutInventory, "no inventory", "node/x"}}).open);
+  EXPECT_TRUE(
+      evaluateGate(c, c.classes.at("v100-8g"), {{FindingCode::SharedNodeWithoutInventory, "no inventory", "node/x"}})
+          .open);
 }
 
 TEST(Gate, PendingRecordClosesCreationUntilTheTransactionEnds) {

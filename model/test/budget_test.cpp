@@ -27,7 +27,8 @@ struct TenantTree : ::testing::Test {
 };
 
 TEST_F(TenantTree, AncestorsComeNearestFirstFromHncLabels) {
-  EXPECT_EQ(selfAndAncestors(c.namespaces.at("acme-ml-dev")), (std::vector<std::string>{"acme-ml-dev", "acme-ml", "acme"}));
+  EXPECT_EQ(selfAndAncestors(c.namespaces.at("acme-ml-dev")),
+            (std::vector<std::string>{"acme-ml-dev", "acme-ml", "acme"}));
 }
 
 TEST_F(TenantTree, OrganizationIsFoundThroughTheAncestors) {

@@ -190,7 +190,8 @@ TEST_F(Seeded, ActiveRecordAboveItsOwnAddonGrantFailsEvenWhenOtherQuotaCoversIt)
   c.hrqs.at("acme/plan-quota").statusHard.set(key, 4);
   auto found = findings();
   EXPECT_TRUE(std::any_of(found.begin(), found.end(), [](const Finding& f) {
-    return f.code == FindingCode::StatusDisagreement && f.message.find("under add-on h200-reserved") != std::string::npos;
+    return f.code == FindingCode::StatusDisagreement &&
+           f.message.find("under add-on h200-reserved") != std::string::npos;
   })) << findingText();
 }
 
@@ -243,7 +244,8 @@ TEST_F(Seeded, UnhealthyInventoryParentIsDegradedHealth) {
   n.inventory = std::vector{parent("0000:3b:00.0", true), parent("0000:3c:00.0", false)};
   put(c, n);
   auto found = auditPool(c, c.classes.at("a100-10c"));
-  EXPECT_TRUE(std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.code == FindingCode::DegradedHealth; }));
+  EXPECT_TRUE(
+      std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.code == FindingCode::DegradedHealth; }));
 }
 
 TEST(AnyVendor, ClassOfAnyVendorServesUnitsAndItsPodsCount) {
@@ -452,8 +454,8 @@ struct Launchers : ::testing::Test {
     const Pod& p = c.pods.at(podKey);
     PodDemand demand = podDemand(c, view, p);
     const std::string key = quotaKey(kH200);
-    return {scratch.namespaceUsed["acme"].get(key), index.totals().namespaceUsed["acme"].get(key), demand.budget.get(key),
-            demand.launcherOf != nullptr};
+    return {scratch.namespaceUsed["acme"].get(key), index.totals().namespaceUsed["acme"].get(key),
+            demand.budget.get(key), demand.launcherOf != nullptr};
   }
 };
 

@@ -37,8 +37,9 @@ inline DeviceClass vgpuClass(std::string name = "a100-10c") {
 
 // A V100-class shared product: 8 GiB and 25% of a 16 GiB GPU -> 2 shares per GPU
 // unless maxShares says fewer.
-inline DeviceClass sharedClass(std::string name = "v100-8g", std::int64_t deviceMiB = 16384, std::int64_t shareMiB = 8192,
-                               std::int64_t corePercent = 25, std::int64_t maxShares = 4) {
+inline DeviceClass sharedClass(std::string name = "v100-8g", std::int64_t deviceMiB = 16384,
+                               std::int64_t shareMiB = 8192, std::int64_t corePercent = 25,
+                               std::int64_t maxShares = 4) {
   DeviceClass c;
   c.name = std::move(name);
   c.workload = Workload::Pod;
@@ -148,23 +149,41 @@ template <typename T>
 void put(Cluster& c, T obj);
 
 template <>
-inline void put(Cluster& c, Node n) { c.nodes[n.name] = std::move(n); }
+inline void put(Cluster& c, Node n) {
+  c.nodes[n.name] = std::move(n);
+}
 template <>
-inline void put(Cluster& c, DeviceClass d) { c.classes[d.name] = std::move(d); }
+inline void put(Cluster& c, DeviceClass d) {
+  c.classes[d.name] = std::move(d);
+}
 template <>
-inline void put(Cluster& c, Namespace n) { c.namespaces[n.name] = std::move(n); }
+inline void put(Cluster& c, Namespace n) {
+  c.namespaces[n.name] = std::move(n);
+}
 template <>
-inline void put(Cluster& c, Pod p) { c.pods[objectKey(p.ns, p.name)] = std::move(p); }
+inline void put(Cluster& c, Pod p) {
+  c.pods[objectKey(p.ns, p.name)] = std::move(p);
+}
 template <>
-inline void put(Cluster& c, GpuDevice d) { c.devices[objectKey(d.ns, d.name)] = std::move(d); }
+inline void put(Cluster& c, GpuDevice d) {
+  c.devices[objectKey(d.ns, d.name)] = std::move(d);
+}
 template <>
-inline void put(Cluster& c, VirtualMachineInstance v) { c.vmis[objectKey(v.ns, v.name)] = std::move(v); }
+inline void put(Cluster& c, VirtualMachineInstance v) {
+  c.vmis[objectKey(v.ns, v.name)] = std::move(v);
+}
 template <>
-inline void put(Cluster& c, HierarchicalResourceQuota q) { c.hrqs[objectKey(q.ns, q.name)] = std::move(q); }
+inline void put(Cluster& c, HierarchicalResourceQuota q) {
+  c.hrqs[objectKey(q.ns, q.name)] = std::move(q);
+}
 template <>
-inline void put(Cluster& c, ResourceQuota q) { c.quotas[objectKey(q.ns, q.name)] = std::move(q); }
+inline void put(Cluster& c, ResourceQuota q) {
+  c.quotas[objectKey(q.ns, q.name)] = std::move(q);
+}
 template <>
-inline void put(Cluster& c, Organization o) { c.organizations[objectKey(o.ns, o.name)] = std::move(o); }
+inline void put(Cluster& c, Organization o) {
+  c.organizations[objectKey(o.ns, o.name)] = std::move(o);
+}
 
 inline Organization org(std::string name, std::vector<AddonAssignment> addons = {}) {
   Organization o;

@@ -154,7 +154,8 @@ TEST(LedgerHistory, RecordThatBecameInvalidHasNotDisappeared) {
 }
 
 TEST(LedgerHistory, SameIdInTwoFilesIsADuplicateNamedOnTheSecondFile) {
-  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Active, "a"), rec("gpu-res-1", ReservationState::Released, "b")});
+  Ledger ledger =
+      revision({rec("gpu-res-1", ReservationState::Active, "a"), rec("gpu-res-1", ReservationState::Released, "b")});
   ledger.records[0].source = "a.yaml";
   ledger.records[1].source = "b.yaml";
   auto problems = checkLedgerHistory(ledger, nullptr);
@@ -175,7 +176,8 @@ TEST(LedgerHistory, InvalidRecordWithTheSameIdIsADuplicate) {
 }
 
 TEST(LedgerHistory, PendingAndReleasingInOnePoolAreMultipleTransactions) {
-  Ledger ledger = revision({rec("gpu-res-1", ReservationState::Pending), rec("gpu-res-2", ReservationState::Releasing)});
+  Ledger ledger =
+      revision({rec("gpu-res-1", ReservationState::Pending), rec("gpu-res-2", ReservationState::Releasing)});
   auto problems = checkLedgerHistory(ledger, nullptr);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0].rule, LedgerRule::MultipleTransactions);

@@ -78,9 +78,7 @@ TEST_F(H200Pool, QuantitiesOfAnotherPoolNeverCount) {
   EXPECT_EQ(inv.nonReservedHard.units, 0);
 }
 
-TEST(Spare, DefaultsToOneDeviceForAPoolOfMoreThanOne) {
-  EXPECT_EQ(spareDevices(passthroughClass(), 8), 1);
-}
+TEST(Spare, DefaultsToOneDeviceForAPoolOfMoreThanOne) { EXPECT_EQ(spareDevices(passthroughClass(), 8), 1); }
 
 TEST(Spare, ZeroOnlyForAnApprovedOneDevicePilot) {
   auto cls = passthroughClass();
@@ -131,7 +129,8 @@ TEST_F(H200Pool, PlanNewRecordShowsTheEquationBeforeAndAfter) {
   auto tooMuch = plan(c, AddRecordChange{record("gpu-res-8", "beta", "h200", 4, ReservationState::Pending)});
   ASSERT_FALSE(tooMuch.decision.allowed());
   EXPECT_EQ(tooMuch.decision.refusals.back().code, Code::InvariantBroken);
-  EXPECT_NE(tooMuch.decision.summary().find("healthy 8 >= reserved 4 + non-reserved hard quota 4 + spare 1"), std::string::npos)
+  EXPECT_NE(tooMuch.decision.summary().find("healthy 8 >= reserved 4 + non-reserved hard quota 4 + spare 1"),
+            std::string::npos)
       << tooMuch.decision.summary();
 }
 

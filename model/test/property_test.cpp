@@ -103,15 +103,13 @@ Node randomNode(Rng& rng, const std::string& name, double trouble = 0.1) {
   n.name = name;
   n.expectedMode = randomMode(rng);
   n.activeMode = n.expectedMode;
-  if (rng.chance(trouble)) n.activeMode = randomMode(rng);  // mid-transition (or not, when equal)
+  if (rng.chance(trouble)) n.activeMode = randomMode(rng);        // mid-transition (or not, when equal)
   if (rng.chance(trouble / 2)) n.expectedMode = NodeMode::Unset;  // no expectation: active mode rules
   n.ready = !rng.chance(trouble);
   n.unschedulable = rng.chance(trouble);
   NodeMode mode = n.expectedMode == NodeMode::Unset ? n.activeMode : n.expectedMode;
   switch (mode) {
-    case NodeMode::VmPassthrough:
-      n.allocatable.set(kPassthrough, rng.between(0, 8));
-      break;
+    case NodeMode::VmPassthrough: n.allocatable.set(kPassthrough, rng.between(0, 8)); break;
     case NodeMode::VmVgpu:
       n.allocatable.set(kVgpu, rng.between(0, 12));
       if (rng.chance(0.7)) {
@@ -141,7 +139,8 @@ Node randomNode(Rng& rng, const std::string& name, double trouble = 0.1) {
 // namespace carries its own and its ancestors' tree labels (itself at depth 0).
 std::vector<Namespace> randomTree(Rng& rng) {
   std::vector<Namespace> out;
-  for (int r = 0, roots = static_cast<int>(rng.between(1, 3)); r < roots; ++r) out.push_back(fx::ns("org" + std::to_string(r)));
+  for (int r = 0, roots = static_cast<int>(rng.between(1, 3)); r < roots; ++r)
+    out.push_back(fx::ns("org" + std::to_string(r)));
   for (int i = 0, more = static_cast<int>(rng.between(1, 7)); i < more; ++i) {
     std::vector<const Namespace*> parents;
     for (const auto& n : out) {
@@ -158,8 +157,9 @@ std::vector<Namespace> randomTree(Rng& rng) {
 }
 
 PodPhase randomPhase(Rng& rng) {
-  static const std::vector<PodPhase> phases = {PodPhase::Pending,   PodPhase::Running, PodPhase::Running, PodPhase::Running,
-                                               PodPhase::Succeeded, PodPhase::Failed,  PodPhase::Unknown};
+  static const std::vector<PodPhase> phases = {PodPhase::Pending, PodPhase::Running,   PodPhase::Running,
+                                               PodPhase::Running, PodPhase::Succeeded, PodPhase::Failed,
+                                               PodPhase::Unknown};
   return rng.pick(phases);
 }
 
@@ -203,8 +203,8 @@ std::string describe(const ResourceList& l) {
 
 std::string describe(const Pod& p) {
   std::ostringstream s;
-  s << "pod " << p.ns << "/" << p.name << " uid=" << p.uid << " node='" << p.nodeName << "' phase=" << phaseName(p.phase)
-    << " containers=[";
+  s << "pod " << p.ns << "/" << p.name << " uid=" << p.uid << " node='" << p.nodeName
+    << "' phase=" << phaseName(p.phase) << " containers=[";
   for (const auto& c : p.containers) s << describe(c);
   s << "] init=[";
   for (const auto& c : p.initContainers) s << describe(c.requests) << (c.restartable ? "(sidecar)" : "");
@@ -255,7 +255,9 @@ class ReferenceView final : public CapacityView {
   std::int64_t nodeHeld(std::string_view node, std::string_view resource) const override {
     return totals_.nodeHeld(node, resource);
   }
-  std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override { return totals_.subtreeUsed(ns, key); }
+  std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override {
+    return totals_.subtreeUsed(ns, key);
+  }
   std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override {
     return totals_.namespaceUsed(ns, key);
   }
@@ -284,7 +286,8 @@ std::string firstDifference(const std::map<std::string, ResourceList>& index,
     ResourceList lb = b == scratch.end() ? ResourceList{} : b->second;
     bool presentA = a != index.end(), presentB = b != scratch.end();
     if (la != lb || presentA != presentB) {
-      return k + ": index " + (presentA ? describe(la) : "(absent)") + " vs scratch " + (presentB ? describe(lb) : "(absent)");
+      return k + ": index " + (presentA ? describe(la) : "(absent)") + " vs scratch " +
+             (presentB ? describe(lb) : "(absent)");
     }
   }
   return "";
@@ -311,8 +314,9 @@ std::set<std::string> namespacesMentioned(const Cluster& c, const std::vector<st
 
 // The whole equality the index promises, checked against `truth` (the same
 // events applied to a plain Cluster) and the test's own record of assumptions.
-::testing::AssertionResult indexEqualsRecomputation(const UsageIndex& index, const Cluster& truth, const Assumed& assumed,
-                                                     const std::vector<std::string>& namespaceNames) {
+::testing::AssertionResult indexEqualsRecomputation(const UsageIndex& index, const Cluster& truth,
+                                                    const Assumed& assumed,
+                                                    const std::vector<std::string>& namespaceNames) {
   const Cluster& held = index.cluster();
   if (held.nodes != truth.nodes || held.classes != truth.classes || held.namespaces != truth.namespaces ||
       held.pods != truth.pods || held.devices != truth.devices || held.vmis != truth.vmis) {
@@ -335,12 +339,13 @@ std::set<std::string> namespacesMentioned(const Cluster& c, const std::vector<st
   for (const auto& node : nodes) {
     for (const auto& r : kResources) {
       if (index.nodeUsed(node, r) != ref.nodeUsed(node, r)) {
-        return ::testing::AssertionFailure() << "nodeUsed(" << node << ", " << r << "): index " << index.nodeUsed(node, r)
-                                             << ", scratch+assumed " << ref.nodeUsed(node, r);
+        return ::testing::AssertionFailure()
+               << "nodeUsed(" << node << ", " << r << "): index " << index.nodeUsed(node, r) << ", scratch+assumed "
+               << ref.nodeUsed(node, r);
       }
       if (index.nodeHeld(node, r) != ref.nodeHeld(node, r)) {
-        return ::testing::AssertionFailure() << "nodeHeld(" << node << ", " << r << "): index " << index.nodeHeld(node, r)
-                                             << ", scratch " << ref.nodeHeld(node, r);
+        return ::testing::AssertionFailure() << "nodeHeld(" << node << ", " << r << "): index "
+                                             << index.nodeHeld(node, r) << ", scratch " << ref.nodeHeld(node, r);
       }
     }
   }
@@ -352,20 +357,22 @@ std::set<std::string> namespacesMentioned(const Cluster& c, const std::vector<st
                                            << ", scan over recomputed usage " << scan;
     }
     if (assumed.empty() && fast != ref.totalsView().poolFreeUnits(truth, cls)) {
-      return ::testing::AssertionFailure() << "poolFreeUnits(" << name << "): index " << fast << ", TotalsCapacityView scan "
-                                           << ref.totalsView().poolFreeUnits(truth, cls);
+      return ::testing::AssertionFailure()
+             << "poolFreeUnits(" << name << "): index " << fast << ", TotalsCapacityView scan "
+             << ref.totalsView().poolFreeUnits(truth, cls);
     }
   }
   for (const auto& ns : namespacesMentioned(truth, namespaceNames)) {
     for (const auto& r : kResources) {
       std::string key = quotaKey(r);
       if (index.subtreeUsed(ns, key) != ref.subtreeUsed(ns, key)) {
-        return ::testing::AssertionFailure() << "subtreeUsed(" << ns << ", " << key << "): index " << index.subtreeUsed(ns, key)
-                                             << ", scratch " << ref.subtreeUsed(ns, key);
+        return ::testing::AssertionFailure() << "subtreeUsed(" << ns << ", " << key << "): index "
+                                             << index.subtreeUsed(ns, key) << ", scratch " << ref.subtreeUsed(ns, key);
       }
       if (index.namespaceUsed(ns, key) != ref.namespaceUsed(ns, key)) {
-        return ::testing::AssertionFailure() << "namespaceUsed(" << ns << ", " << key << "): index "
-                                             << index.namespaceUsed(ns, key) << ", scratch " << ref.namespaceUsed(ns, key);
+        return ::testing::AssertionFailure()
+               << "namespaceUsed(" << ns << ", " << key << "): index " << index.namespaceUsed(ns, key) << ", scratch "
+               << ref.namespaceUsed(ns, key);
       }
     }
   }
@@ -374,7 +381,8 @@ std::set<std::string> namespacesMentioned(const Cluster& c, const std::vector<st
 
 // The snapshot published to lock-free readers answers as a recomputation does,
 // assumptions included; counts() agrees for every pod without a node.
-::testing::AssertionResult snapshotEqualsRecomputation(const UsageIndex& index, const Cluster& truth, const Assumed& assumed,
+::testing::AssertionResult snapshotEqualsRecomputation(const UsageIndex& index, const Cluster& truth,
+                                                       const Assumed& assumed,
                                                        const std::vector<std::string>& namespaceNames) {
   UsageSnapshot snap = index.snapshot();
   ReferenceView ref(truth, computeUsage(truth), assumed);
@@ -385,25 +393,29 @@ std::set<std::string> namespacesMentioned(const Cluster& c, const std::vector<st
   for (const auto& node : nodes) {
     for (const auto& r : kResources) {
       if (snap.nodeUsed(node, r) != ref.nodeUsed(node, r) || snap.nodeHeld(node, r) != ref.nodeHeld(node, r)) {
-        return ::testing::AssertionFailure() << "snapshot node " << node << " " << r << ": used " << snap.nodeUsed(node, r)
-                                             << " held " << snap.nodeHeld(node, r) << ", scratch+assumed used "
-                                             << ref.nodeUsed(node, r) << " held " << ref.nodeHeld(node, r);
+        return ::testing::AssertionFailure()
+               << "snapshot node " << node << " " << r << ": used " << snap.nodeUsed(node, r) << " held "
+               << snap.nodeHeld(node, r) << ", scratch+assumed used " << ref.nodeUsed(node, r) << " held "
+               << ref.nodeHeld(node, r);
       }
     }
   }
   for (const auto& [name, cls] : truth.classes) {
     if (snap.poolFreeUnits(truth, cls) != ref.poolFreeUnits(truth, cls)) {
-      return ::testing::AssertionFailure() << "snapshot poolFreeUnits(" << name << ") " << snap.poolFreeUnits(truth, cls)
-                                           << ", scan " << ref.poolFreeUnits(truth, cls);
+      return ::testing::AssertionFailure()
+             << "snapshot poolFreeUnits(" << name << ") " << snap.poolFreeUnits(truth, cls) << ", scan "
+             << ref.poolFreeUnits(truth, cls);
     }
   }
   for (const auto& ns : namespacesMentioned(truth, namespaceNames)) {
     for (const auto& r : kResources) {
       std::string key = quotaKey(r);
-      if (snap.subtreeUsed(ns, key) != ref.subtreeUsed(ns, key) || snap.namespaceUsed(ns, key) != ref.namespaceUsed(ns, key)) {
-        return ::testing::AssertionFailure() << "snapshot " << ns << " " << key << ": subtree " << snap.subtreeUsed(ns, key)
-                                             << " namespace " << snap.namespaceUsed(ns, key) << ", scratch subtree "
-                                             << ref.subtreeUsed(ns, key) << " namespace " << ref.namespaceUsed(ns, key);
+      if (snap.subtreeUsed(ns, key) != ref.subtreeUsed(ns, key) ||
+          snap.namespaceUsed(ns, key) != ref.namespaceUsed(ns, key)) {
+        return ::testing::AssertionFailure()
+               << "snapshot " << ns << " " << key << ": subtree " << snap.subtreeUsed(ns, key) << " namespace "
+               << snap.namespaceUsed(ns, key) << ", scratch subtree " << ref.subtreeUsed(ns, key) << " namespace "
+               << ref.namespaceUsed(ns, key);
       }
     }
   }
@@ -431,7 +443,7 @@ struct Shape {
   int pods = 30;
   int devices = 10;
   int vmis = 5;
-  double nodeTrouble = 0.1;       // NotReady / cordoned / mode transition
+  double nodeTrouble = 0.1;  // NotReady / cordoned / mode transition
   bool secondClassOnPassthrough = false;
   double crossNamespaceAttach = 0.1;  // share of attachments to a VMI of another namespace
 };
@@ -518,7 +530,8 @@ class World {
     p.phase = randomPhase(rng);
     randomiseRequests(rng, p);
     if (rng.chance(0.2) && !truth.vmis.empty()) {
-      const auto& [key, vmi] = *std::next(truth.vmis.begin(), rng.between(0, static_cast<std::int64_t>(truth.vmis.size()) - 1));
+      const auto& [key, vmi] =
+          *std::next(truth.vmis.begin(), rng.between(0, static_cast<std::int64_t>(truth.vmis.size()) - 1));
       p.owners.push_back(OwnerReference{"VirtualMachineInstance", vmi.name, vmi.uid, true});  // proves nothing
     }
     return p;
@@ -548,13 +561,14 @@ class World {
       // status written before the name was known): only the uid may decide.
       if (v) d.attachedTo = ObjectRef{v->ns, rng.chance(0.15) ? "stale-name" : v->name, v->uid};
     } else if (roll < 0.5) {
-      d.attachedTo = ObjectRef{d.ns, "gone", rng.chance(0.5) && !oldVmiUids.empty() ? rng.pick(oldVmiUids) : fresh("vmi-uid-gone-")};
+      d.attachedTo = ObjectRef{d.ns, "gone",
+                               rng.chance(0.5) && !oldVmiUids.empty() ? rng.pick(oldVmiUids) : fresh("vmi-uid-gone-")};
     }
   }
 
   void placeDevice(GpuDevice& d) {
-    static const std::vector<DevicePhase> phases = {DevicePhase::Pending, DevicePhase::Bound, DevicePhase::Attached,
-                                                    DevicePhase::Attached, DevicePhase::Lost, DevicePhase::Released};
+    static const std::vector<DevicePhase> phases = {DevicePhase::Pending,  DevicePhase::Bound, DevicePhase::Attached,
+                                                    DevicePhase::Attached, DevicePhase::Lost,  DevicePhase::Released};
     d.phase = rng.pick(phases);
     bool holds = d.phase == DevicePhase::Bound || d.phase == DevicePhase::Attached;
     d.node = rng.chance(holds ? 0.9 : 0.4) ? rng.pick(nodeNames) : "";
@@ -634,7 +648,8 @@ class EventDriver : public World {
         case 3: n.activeMode = n.expectedMode; break;     // ... and completes
         default:
           if (n.inventory && !n.inventory->empty()) {
-            auto& p = (*n.inventory)[static_cast<std::size_t>(rng.between(0, static_cast<std::int64_t>(n.inventory->size()) - 1))];
+            auto& p = (*n.inventory)[static_cast<std::size_t>(
+                rng.between(0, static_cast<std::int64_t>(n.inventory->size()) - 1))];
             p.healthy = !p.healthy;
           } else {
             n.allocatable.set(rng.pick(kResources), rng.between(0, 8));
@@ -663,11 +678,16 @@ class EventDriver : public World {
     if (it != truth.classes.end()) {
       cls = it->second;
       switch (rng.between(0, 3)) {
-        case 0: cls.gateOpen = !cls.gateOpen; cls.gateFailureId = cls.gateOpen ? "" : "audit-1"; break;  // status only
+        case 0:
+          cls.gateOpen = !cls.gateOpen;
+          cls.gateFailureId = cls.gateOpen ? "" : "audit-1";
+          break;  // status only
         case 1: cls.memoryMiB = rng.pick(std::vector<std::int64_t>{8192, 16384, 32768}); break;
         case 2:
-          if (cls.share) cls.share->maxSharesPerDevice = rng.between(1, 4);
-          else cls.maxCount = rng.between(1, 8);
+          if (cls.share)
+            cls.share->maxSharesPerDevice = rng.between(1, 4);
+          else
+            cls.maxCount = rng.between(1, 8);
           break;
         default: cls.nodeMode = rng.chance(0.5) ? defaultNodeMode(cls.allocation) : randomMode(rng); break;
       }
@@ -731,7 +751,10 @@ class EventDriver : public World {
         case 1: p.phase = randomPhase(rng); break;
         case 2: randomiseRequests(rng, p); break;
         case 3: p.uid = fresh("pod-uid-"); break;  // deleted and re-created under the same name
-        default: placePod(p); p.phase = PodPhase::Running; break;
+        default:
+          placePod(p);
+          p.phase = PodPhase::Running;
+          break;
       }
     } else if (rng.chance(0.3) && !truth.vmis.empty()) {
       // The launcher a VMI already announced in status.activePods arrives.
@@ -889,13 +912,15 @@ TEST(PropertyIndex, EveryEventKeepsIndexEqualToRecomputation) {
     Shape shape;
     shape.secondClassOnPassthrough = seed % 3 == 0;
     EventDriver driver(seed, shape);
-    ASSERT_TRUE(indexEqualsRecomputation(driver.index, driver.truth, driver.assumed, driver.namespaceNames)) << "seed " << seed;
+    ASSERT_TRUE(indexEqualsRecomputation(driver.index, driver.truth, driver.assumed, driver.namespaceNames))
+        << "seed " << seed;
     std::vector<std::string> recent;
     for (int step = 0; step < kEventsPerSeed; ++step) {
       recent.push_back(driver.step());
       if (recent.size() > 4) recent.erase(recent.begin());
       auto ok = indexEqualsRecomputation(driver.index, driver.truth, driver.assumed, driver.namespaceNames);
-      if (ok && step % 10 == 9) ok = snapshotEqualsRecomputation(driver.index, driver.truth, driver.assumed, driver.namespaceNames);
+      if (ok && step % 10 == 9)
+        ok = snapshotEqualsRecomputation(driver.index, driver.truth, driver.assumed, driver.namespaceNames);
       if (!ok) {
         std::string trail;
         for (const auto& e : recent) trail += "\n  " + e;
@@ -915,7 +940,8 @@ TEST(PropertyIndex, RebuildAndCopyAgreeWithIncrementalIndexAfterEvents) {
       ASSERT_TRUE(indexEqualsRecomputation(rebuilt, driver.truth, {}, driver.namespaceNames)) << "seed " << seed;
       EXPECT_EQ(totalsDifference(rebuilt.totals(), driver.index.totals()), "") << "seed " << seed << " round " << round;
       UsageIndex copy = driver.index;
-      ASSERT_TRUE(indexEqualsRecomputation(copy, driver.truth, driver.assumed, driver.namespaceNames)) << "seed " << seed;
+      ASSERT_TRUE(indexEqualsRecomputation(copy, driver.truth, driver.assumed, driver.namespaceNames))
+          << "seed " << seed;
       for (const auto& [name, cls] : driver.truth.classes) {
         EXPECT_EQ(copy.poolFreeUnits(copy.cluster(), cls), driver.index.poolFreeUnits(driver.index.cluster(), cls))
             << "seed " << seed << " class " << name;
@@ -1033,11 +1059,12 @@ void placeUntilFull(std::uint64_t seed, bool secondClass, int orders, int& place
     for (const auto& [c, n] : perClass) countsValid = countsValid && n <= p.truth.classes.at(c).maxCount;
     if (!p.truth.namespaces.contains(order.ns)) {
       // A namespace the cache does not hold has unknown budgets: never placed.
-      EXPECT_FALSE(placement.node.has_value()) << "seed " << seed << " order " << i << " in unknown namespace " << order.ns;
+      EXPECT_FALSE(placement.node.has_value())
+          << "seed " << seed << " order " << i << " in unknown namespace " << order.ns;
     } else if (countsValid) {
       EXPECT_EQ(placement.node.has_value(), fits)
-          << "seed " << seed << " order " << i << (fits ? " fits a node but was refused: " : " fits no node but was placed")
-          << placement.decision.summary();
+          << "seed " << seed << " order " << i
+          << (fits ? " fits a node but was refused: " : " fits no node but was placed") << placement.decision.summary();
     }
   }
 }
@@ -1050,7 +1077,6 @@ TEST(PropertyPlacement, PlacedDeviceSetsNeverExceedANodesUnits) {
   }
   EXPECT_GT(placed, 50) << "too few placements: the property was hardly exercised";
 }
-
 
 // ---------------------------------------------------------------------------
 // Budgets never exceed hard limits after admitted orders
@@ -1065,7 +1091,8 @@ void addRandomBudgets(World& w) {
       HierarchicalResourceQuota q;
       q.ns = name;
       q.name = name == w.truth.namespaces.begin()->first ? std::string(kOrgQuotaName) : "quota";
-      for (int i = 0, k = static_cast<int>(w.rng.between(1, 3)); i < k; ++i) q.hard.set(w.rng.pick(keys), w.rng.between(0, 8));
+      for (int i = 0, k = static_cast<int>(w.rng.between(1, 3)); i < k; ++i)
+        q.hard.set(w.rng.pick(keys), w.rng.between(0, 8));
       fx::put(w.truth, std::move(q));
     }
     if (w.rng.chance(0.3)) {
@@ -1104,8 +1131,8 @@ struct Ceilings {
       for (const auto& [key, hard] : q.hard) {
         std::int64_t used = view.subtreeUsed(q.ns, key);
         if (used > hrq.at(id(q.ns, q.name, key))) {
-          return ::testing::AssertionFailure() << "hierarchicalresourcequota " << q.ns << "/" << q.name << ": subtree uses "
-                                               << used << " " << key << ", hard " << hard;
+          return ::testing::AssertionFailure() << "hierarchicalresourcequota " << q.ns << "/" << q.name
+                                               << ": subtree uses " << used << " " << key << ", hard " << hard;
         }
       }
     }
@@ -1113,8 +1140,8 @@ struct Ceilings {
       for (const auto& [key, hard] : q.hard) {
         std::int64_t used = view.namespaceUsed(q.ns, key);
         if (used > rq.at(id(q.ns, q.name, key))) {
-          return ::testing::AssertionFailure() << "resourcequota " << q.ns << "/" << q.name << ": namespace uses " << used
-                                               << " " << key << ", hard " << hard;
+          return ::testing::AssertionFailure() << "resourcequota " << q.ns << "/" << q.name << ": namespace uses "
+                                               << used << " " << key << ", hard " << hard;
         }
       }
     }
@@ -1202,7 +1229,8 @@ BudgetRun orderUntilBudgetsBind(std::uint64_t seed, bool secondClass, int action
         b.bind(order, *placement.node);
         ++run.admitted;
       }
-      what = order.subject + (placement.node ? " placed on " + *placement.node : " refused: " + placement.decision.summary());
+      what = order.subject +
+             (placement.node ? " placed on " + *placement.node : " refused: " + placement.decision.summary());
     } else if (roll < 80) {
       what = b.admitRawPod();
     } else {
@@ -1244,11 +1272,12 @@ TEST(PropertyBudget, AdmittedOrdersAndPodsNeverTakeASubtreePastItsHardLimit) {
     PodUsage usage = podUsage(pod, launch, c);
     PodDemand demand = podDemand(c, view, pod);
     if (demand.budget != usage.budget || (demand.launcherOf != nullptr) != usage.isLauncher) {
-      return ::testing::AssertionFailure() << describe(pod) << ": podDemand charges " << describe(demand.budget)
-                                           << (demand.launcherOf ? " as launcher of " + demand.launcherOf->name : "")
-                                           << " with " << demand.attached.size() << " attached device(s); podUsage charges "
-                                           << describe(usage.budget) << (usage.isLauncher ? " as a launcher" : "") << " with "
-                                           << launch.devices.size() << " attached device(s)";
+      return ::testing::AssertionFailure()
+             << describe(pod) << ": podDemand charges " << describe(demand.budget)
+             << (demand.launcherOf ? " as launcher of " + demand.launcherOf->name : "") << " with "
+             << demand.attached.size() << " attached device(s); podUsage charges " << describe(usage.budget)
+             << (usage.isLauncher ? " as a launcher" : "") << " with " << launch.devices.size()
+             << " attached device(s)";
     }
   }
   return ::testing::AssertionSuccess();
@@ -1343,10 +1372,10 @@ TEST(PropertyPlacement, BoundOrderHoldsTheUnitsItWasAdmittedFor) {
       SCOPED_TRACE("class " + cls.name + " count " + std::to_string(count));
       ASSERT_GE(probe.leastUnits, 0) << "never placed";
       ASSERT_GE(probe.leastHard, 0) << "never admitted";
-      EXPECT_EQ(probe.held, probe.leastUnits) << "placed once the node served " << probe.leastUnits
-                                              << " unit(s); bound, it holds " << probe.held;
-      EXPECT_EQ(probe.charged, probe.leastHard) << "admitted once the hard limit was " << probe.leastHard
-                                                << "; bound, it charges " << probe.charged;
+      EXPECT_EQ(probe.held, probe.leastUnits)
+          << "placed once the node served " << probe.leastUnits << " unit(s); bound, it holds " << probe.held;
+      EXPECT_EQ(probe.charged, probe.leastHard)
+          << "admitted once the hard limit was " << probe.leastHard << "; bound, it charges " << probe.charged;
     }
   }
 }
@@ -1390,7 +1419,6 @@ TEST(PropertyFitTable, AgreesWithFilterNodeAlongEvents) {
     }
   }
 }
-
 
 // The extender publishes a FitTable per snapshot: rebuilt when nodes or classes
 // change, otherwise updated from the previous one on the nodes the index
@@ -1439,8 +1467,8 @@ TEST(PropertyFitTable, UpdatedTablesAndQueriesAgreeWithTheModelAlongEvents) {
           ASSERT_EQ(kept.reason, rebuilt.reason) << "seed " << seed << " step " << step << " after " << what;
           NodeVerdict slow = filterNode(*base, *usage, demand, node);
           auto answer = query.filter(*row);
-          ASSERT_EQ(answer.verdict->verdict, slow.verdict) << "seed " << seed << " step " << step << ": " << describe(pod)
-                                                           << " on " << describe(node);
+          ASSERT_EQ(answer.verdict->verdict, slow.verdict)
+              << "seed " << seed << " step " << step << ": " << describe(pod) << " on " << describe(node);
           ASSERT_EQ(answer.verdict->reason, slow.reason) << "seed " << seed << " step " << step;
           for (ScoreStrategy strategy : {ScoreStrategy::BinPack, ScoreStrategy::Spread}) {
             ASSERT_EQ(query.score(*row, strategy), scoreNode(*base, *usage, demand, node, strategy))
@@ -1530,8 +1558,8 @@ TEST(PropertyInvariant, ReservedTermIsPendingActiveAndReleasingRecordsAndMissing
     w.truth.plans->addons[quota.id] = quota;
     std::map<std::string, std::int64_t> expected;
     for (int i = 0, n = static_cast<int>(w.rng.between(0, 8)); i < n; ++i) {
-      auto r = fx::record("rec-" + std::to_string(i), "org" + std::to_string(w.rng.between(0, 2)), w.rng.pick(w.classNames),
-                          w.rng.between(1, 3), w.rng.pick(states));
+      auto r = fx::record("rec-" + std::to_string(i), "org" + std::to_string(w.rng.between(0, 2)),
+                          w.rng.pick(w.classNames), w.rng.between(1, 3), w.rng.pick(states));
       if (holdsCapacity(r.state)) expected[r.profileId] += r.devices;
       w.truth.ledger.records.push_back(r);
     }
@@ -1591,7 +1619,8 @@ TEST(PropertyBudget, NoBudgetCheckPassesWithAnUnreadableInput) {
       if (broken == 3) nsName = "unknown-" + std::to_string(i);  // synced cache, namespace absent
       std::string key = quotaKey(w.rng.pick(kResources));
       auto refusal = checkBudget(c, view, nsName, BudgetAsk{key, w.rng.between(0, 3), 0});
-      ASSERT_TRUE(refusal) << "seed " << seed << ": a budget of " << nsName << " passed with input " << broken << " unreadable";
+      ASSERT_TRUE(refusal) << "seed " << seed << ": a budget of " << nsName << " passed with input " << broken
+                           << " unreadable";
       ASSERT_TRUE(refusal->code == Code::BudgetUnknown || refusal->code == Code::NamespaceUnknown) << refusal->message;
       // And the doors built on it refuse too.
       Pod p = fx::gpuPod(nsName, "probe-" + std::to_string(i), kPassthrough, 1);
@@ -1635,7 +1664,8 @@ TEST(PropertyPreempt, VictimsNamedAreExactlyWhatMakesTheFilterAcceptTheNode) {
         Cluster without = w.truth;
         for (const Pod* v : kept ? *kept : candidates) without.pods.erase(objectKey(v->ns, v->name));
         TotalsCapacityView afterView(without, computeUsage(without));
-        Verdict after = filterNode(without, afterView, podDemand(without, afterView, pending), without.nodes.at(nodeName)).verdict;
+        Verdict after =
+            filterNode(without, afterView, podDemand(without, afterView, pending), without.nodes.at(nodeName)).verdict;
         if (kept) {
           ++targets;
           ASSERT_EQ(after, Verdict::Fits) << "seed " << seed << " " << describe(pending) << " on " << describe(node)
@@ -1660,12 +1690,8 @@ TEST(PropertyCowMap, CopiesStayFrozenWhileTheOriginalChanges) {
   for (int i = 0; i < 5000; ++i) {
     std::string key = "k" + std::to_string(rng() % 700);
     switch (rng() % 4) {
-      case 0:
-        EXPECT_EQ(live.erase(key), truth.erase(key) == 1);
-        break;
-      default:
-        live[key] += static_cast<std::int64_t>(rng() % 10);
-        truth[key] = live[key];
+      case 0: EXPECT_EQ(live.erase(key), truth.erase(key) == 1); break;
+      default: live[key] += static_cast<std::int64_t>(rng() % 10); truth[key] = live[key];
     }
     if (i % 500 == 0) frozen.emplace_back(live, truth);
   }

@@ -45,7 +45,8 @@ TEST(UnitsServed, NodeWhoseActiveModeDiffersFromExpectedServesNothing) {
 
 TEST(UnitsServed, VgpuUsesInventoryCreatedPlusAvailableOfHealthyParents) {
   auto n = gpuNode("vgpu-1", NodeMode::VmVgpu, kA100Vgpu, 99);
-  n.inventory = std::vector{parent("0000:3b:00.0", true, kA100Vgpu, 4, 1, 3), parent("0000:86:00.0", true, kA100Vgpu, 4, 2, 2)};
+  n.inventory =
+      std::vector{parent("0000:3b:00.0", true, kA100Vgpu, 4, 1, 3), parent("0000:86:00.0", true, kA100Vgpu, 4, 2, 2)};
   EXPECT_EQ(unitsServed(n, vgpuClass()).units, 8);
 }
 
@@ -53,7 +54,8 @@ TEST(UnitsServed, VgpuUsesInventoryCreatedPlusAvailableOfHealthyParents) {
 // parent's remaining slots still serve a VM.
 TEST(UnitsServed, MdevParentSlotsStillServeWhenAnotherFunctionIsUnhealthy) {
   auto n = gpuNode("vgpu-1", NodeMode::VmVgpu, kA100Vgpu, 3);
-  n.inventory = std::vector{parent("0000:3b:00.0", true, kA100Vgpu, 4, 1, 3), parent("0000:86:00.0", false, kA100Vgpu, 4, 0, 4)};
+  n.inventory =
+      std::vector{parent("0000:3b:00.0", true, kA100Vgpu, 4, 1, 3), parent("0000:86:00.0", false, kA100Vgpu, 4, 0, 4)};
   auto u = unitsServed(n, vgpuClass());
   EXPECT_EQ(u.units, 4);
   EXPECT_FALSE(u.notServed);
@@ -66,7 +68,8 @@ TEST(UnitsServed, VgpuWithoutInventoryFallsBackToAllocatable) {
 
 TEST(UnitsServed, SharedUnitsAreHealthyGpusTimesSharesPerDevice) {
   auto n = gpuNode("hami-1", NodeMode::PodHami, kHamiGpu, 20);
-  n.inventory = std::vector{parent("gpu-0", true, kHamiGpu), parent("gpu-1", true, kHamiGpu), parent("gpu-2", false, kHamiGpu)};
+  n.inventory =
+      std::vector{parent("gpu-0", true, kHamiGpu), parent("gpu-1", true, kHamiGpu), parent("gpu-2", false, kHamiGpu)};
   auto cls = sharedClass("v100-8g", 16384, 8192, 25, 4);  // min(2, 4, 4) = 2
   EXPECT_EQ(sharesPerDevice(cls), 2);
   auto u = unitsServed(n, cls);

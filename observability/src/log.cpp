@@ -59,8 +59,8 @@ void setLogStream(std::ostream* out) {
 
 std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view message,
                           std::initializer_list<Field> fields) {
-  const std::string ts = formatRfc3339(
-      toUnixTime(std::chrono::system_clock::time_point(std::chrono::milliseconds(unixMillis))), 3);
+  const std::string ts =
+      formatRfc3339(toUnixTime(std::chrono::system_clock::time_point(std::chrono::milliseconds(unixMillis))), 3);
   std::string line = "{\"ts\":\"";
   line += ts;
   line += "\",\"level\":\"";
@@ -74,11 +74,14 @@ std::string formatLogLine(std::int64_t unixMillis, Level level, std::string_view
     std::visit(
         [&](const auto& v) {
           using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, std::string_view>) appendJsonString(line, v);
-          else if constexpr (std::is_same_v<T, bool>) line += v ? "true" : "false";
+          if constexpr (std::is_same_v<T, std::string_view>)
+            appendJsonString(line, v);
+          else if constexpr (std::is_same_v<T, bool>)
+            line += v ? "true" : "false";
           else if constexpr (std::is_same_v<T, double>) {
             appendJsonNumber(line, v);
-          } else line += std::to_string(v);
+          } else
+            line += std::to_string(v);
         },
         f.value);
   }

@@ -46,9 +46,12 @@ std::string escapeHelp(std::string_view help) {
   std::string out;
   out.reserve(help.size());
   for (char c : help) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -103,10 +106,10 @@ Family<Histogram>& Registry::histogram(std::string name, std::string help, std::
   std::lock_guard lock(mu_);
   return findOrAdd(histograms_, name, labels, [&] {
     auto& native = prometheus::BuildHistogram().Name(name).Help(escapeHelp(help)).Register(native_);
-    return std::make_unique<Family<Histogram>>(
-        name, std::move(labels), [&native, bounds = std::move(bounds)](const prometheus::Labels& l) {
-          return std::make_unique<Histogram>(native.Add(l, bounds), bounds);
-        });
+    return std::make_unique<Family<Histogram>>(name, std::move(labels),
+                                               [&native, bounds = std::move(bounds)](const prometheus::Labels& l) {
+                                                 return std::make_unique<Histogram>(native.Add(l, bounds), bounds);
+                                               });
   });
 }
 

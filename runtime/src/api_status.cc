@@ -17,7 +17,10 @@ ApiStatus parseStatusJson(std::string_view body) {
     parsed = true;
     for (auto field : obj) {
       std::string_view key;
-      if (field.unescaped_key().get(key)) { parsed = false; break; }
+      if (field.unescaped_key().get(key)) {
+        parsed = false;
+        break;
+      }
       if (key == "code") {
         int64_t c = 0;
         if (!field.value().get_int64().get(c)) st.code = static_cast<int>(c);
@@ -50,9 +53,15 @@ Result<ApiStatus> parseStatusProtobuf(std::string_view raw) {
   proto::Reader r(raw);
   while (r.next()) {
     switch (r.field()) {
-      case 3: if (r.isBytes()) st.message = std::string(r.bytes()); break;
-      case 4: if (r.isBytes()) st.reason = std::string(r.bytes()); break;
-      case 6: if (r.isVarint()) st.code = static_cast<int>(r.int64Value()); break;
+      case 3:
+        if (r.isBytes()) st.message = std::string(r.bytes());
+        break;
+      case 4:
+        if (r.isBytes()) st.reason = std::string(r.bytes());
+        break;
+      case 6:
+        if (r.isVarint()) st.code = static_cast<int>(r.int64Value());
+        break;
       case 5: {
         if (!r.isBytes()) break;
         proto::Reader d(r.bytes());

@@ -110,8 +110,8 @@ Result<HttpResponse> Client::sendOnce(const HttpRequest& request, bool* retryabl
     *retryable = true;  // nothing reached the server
     return std::move(conn).error();
   }
-  detail::http::request<detail::http::string_body> req{
-      detail::http::string_to_verb(request.method), target(request.target), 11};
+  detail::http::request<detail::http::string_body> req{detail::http::string_to_verb(request.method),
+                                                       target(request.target), 11};
   req.set(detail::http::field::host, config_.host);
   req.set(detail::http::field::user_agent, config_.userAgent);
   req.set(detail::http::field::accept, request.accept);
@@ -176,8 +176,7 @@ Result<HttpResponse> Client::send(const HttpRequest& request) {
     if (resp.error().retryAfter.count() > 0) {
       wait = std::chrono::duration_cast<std::chrono::milliseconds>(resp.error().retryAfter);
     }
-    log(LogLevel::kInfo, "retrying " + request.method + " " + request.target + " after " +
-                             resp.error().describe());
+    log(LogLevel::kInfo, "retrying " + request.method + " " + request.target + " after " + resp.error().describe());
     retries_.fetch_add(1);
     std::this_thread::sleep_for(std::min(wait, retry_.maxBackoff));
     backoff = std::min(backoff * 2, retry_.maxBackoff);
@@ -299,15 +298,14 @@ Status Client::createEvent(const EventRecord& e) {
   const std::string ns = e.involved.namespace_.empty() ? "default" : e.involved.namespace_;
   std::string body = R"({"apiVersion":"v1","kind":"Event","metadata":{"generateName":)" +
                      jsonString(e.involved.name + ".") + R"(,"namespace":)" + jsonString(ns) + "}";
-  body += R"(,"involvedObject":{"apiVersion":)" + jsonString(e.involved.apiVersion) +
-          R"(,"kind":)" + jsonString(e.involved.kind) + R"(,"name":)" + jsonString(e.involved.name);
+  body += R"(,"involvedObject":{"apiVersion":)" + jsonString(e.involved.apiVersion) + R"(,"kind":)" +
+          jsonString(e.involved.kind) + R"(,"name":)" + jsonString(e.involved.name);
   if (!e.involved.namespace_.empty()) body += R"(,"namespace":)" + jsonString(e.involved.namespace_);
   if (!e.involved.uid.empty()) body += R"(,"uid":)" + jsonString(e.involved.uid);
   body += "}";
-  body += R"(,"type":)" + jsonString(e.type) + R"(,"reason":)" + jsonString(e.reason) +
-          R"(,"message":)" + jsonString(e.message) + R"(,"firstTimestamp":")" + ts +
-          R"(","lastTimestamp":")" + ts + R"(","count":1,"source":{"component":)" +
-          jsonString(e.reportingComponent) + "}";
+  body += R"(,"type":)" + jsonString(e.type) + R"(,"reason":)" + jsonString(e.reason) + R"(,"message":)" +
+          jsonString(e.message) + R"(,"firstTimestamp":")" + ts + R"(","lastTimestamp":")" + ts +
+          R"(","count":1,"source":{"component":)" + jsonString(e.reportingComponent) + "}";
   if (!e.reportingComponent.empty()) body += R"(,"reportingComponent":)" + jsonString(e.reportingComponent);
   if (!e.reportingInstance.empty()) body += R"(,"reportingInstance":)" + jsonString(e.reportingInstance);
   body += "}";
@@ -333,9 +331,9 @@ Result<std::unique_ptr<WatchStream>> Client::watch(const Resource& res, const Wa
   detail::http::request<detail::http::string_body> req{detail::http::verb::get, target(path), 11};
   req.set(detail::http::field::host, config_.host);
   req.set(detail::http::field::user_agent, config_.userAgent);
-  req.set(detail::http::field::accept, wire == Wire::kProtobuf
-                                           ? std::string("application/vnd.kubernetes.protobuf;stream=watch, application/json")
-                                           : std::string(kContentJson));
+  req.set(detail::http::field::accept,
+          wire == Wire::kProtobuf ? std::string("application/vnd.kubernetes.protobuf;stream=watch, application/json")
+                                  : std::string(kContentJson));
   if (config_.token) {
     auto token = config_.token->token();
     if (!token) return std::move(token).error();

@@ -37,8 +37,7 @@ std::string str(const YAML::Node& n, const char* key) {
 }
 
 // Reads either inline base64 `<key>-data` or the file named by `<key>`.
-Result<std::string> pemFrom(const YAML::Node& n, const std::string& key,
-                            const std::filesystem::path& baseDir) {
+Result<std::string> pemFrom(const YAML::Node& n, const std::string& key, const std::filesystem::path& baseDir) {
   if (std::string data = str(n, (key + "-data").c_str()); !data.empty()) {
     bool ok = false;
     std::string pem = base64Decode(data, &ok);
@@ -97,10 +96,13 @@ std::string base64Decode(std::string_view in, bool* ok) {
   int bits = 0;
   bool good = true;
   for (char c : in) {
-    if (c == '=' ) break;
+    if (c == '=') break;
     if (c == '\n' || c == '\r' || c == ' ' || c == '\t') continue;
     const int8_t v = table[static_cast<unsigned char>(c)];
-    if (v < 0) { good = false; break; }
+    if (v < 0) {
+      good = false;
+      break;
+    }
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
     if (bits >= 8) {

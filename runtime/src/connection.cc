@@ -132,13 +132,13 @@ Status Connection::connect() {
   if (!isIp) SSL_set_tlsext_host_name(ssl, name.c_str());
   if (!cfg_.insecureSkipTlsVerify) {
     X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-    const int set = isIp ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
-                         : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
+    const int set =
+        isIp ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str()) : X509_VERIFY_PARAM_set1_host(param, name.c_str(), 0);
     if (set != 1) return Error(ErrorCode::kTls, "cannot verify server name " + name);
   }
   tls_.offer(ssl);
-  ec = run([&](auto handler) { stream_.async_handshake(asio::ssl::stream_base::client, handler); },
-           cfg_.connectTimeout);
+  ec =
+      run([&](auto handler) { stream_.async_handshake(asio::ssl::stream_base::client, handler); }, cfg_.connectTimeout);
   if (ec) return netError(ec, "TLS handshake with");
   resumed_ = SSL_session_reused(ssl) == 1;
   return {};
@@ -161,8 +161,7 @@ Result<http::response<http::string_body>> Connection::readResponse(std::chrono::
 Result<ResponseHead> Connection::readHead(std::chrono::milliseconds timeout) {
   streamParser_.emplace();
   streamParser_->body_limit(boost::none);
-  auto ec = run([&](auto handler) { http::async_read_header(stream_, buffer_, *streamParser_, handler); },
-                timeout);
+  auto ec = run([&](auto handler) { http::async_read_header(stream_, buffer_, *streamParser_, handler); }, timeout);
   if (ec) return netError(ec, "read from");
   const auto& msg = streamParser_->get();
   ResponseHead head;
@@ -179,8 +178,7 @@ Result<size_t> Connection::readBody(char* buf, size_t size, std::chrono::millise
   auto& body = streamParser_->get().body();
   body.data = buf;
   body.size = size;
-  auto ec = run([&](auto handler) { http::async_read_some(stream_, buffer_, *streamParser_, handler); },
-                idleTimeout);
+  auto ec = run([&](auto handler) { http::async_read_some(stream_, buffer_, *streamParser_, handler); }, idleTimeout);
   if (ec && ec != http::error::need_buffer) {
     if (ec == http::error::end_of_stream) return size_t{0};
     return netError(ec, "watch read from");

@@ -58,8 +58,8 @@ struct Controller::Metrics {
         error(reconcileTotal(r).with({name, "error"})),
         requeue(reconcileTotal(r).with({name, "requeue"})),
         requeueAfter(reconcileTotal(r).with({name, "requeue_after"})),
-        errors(r.counter("controller_runtime_reconcile_errors_total", "Total number of reconciliation errors per controller",
-                         {"controller"})
+        errors(r.counter("controller_runtime_reconcile_errors_total",
+                         "Total number of reconciliation errors per controller", {"controller"})
                    .with({name})) {}
 
   static observability::Family<observability::Counter>& reconcileTotal(observability::Registry& r) {
@@ -187,8 +187,8 @@ void Controller::reconcileOne(WorkQueue<std::string>& queue, const std::string& 
       metrics_->errors.inc();
       metrics_->retries.inc();
     }
-    log(LogLevel::kWarning, "controller " + options_.name + ": reconcile " + key + " failed (retrying with backoff): " +
-                                result.error().describe());
+    log(LogLevel::kWarning, "controller " + options_.name + ": reconcile " + key +
+                                " failed (retrying with backoff): " + result.error().describe());
     if (!stop.stop_requested()) queue.addRateLimited(key);
     return;
   }
@@ -214,9 +214,7 @@ void Controller::reconcileOne(WorkQueue<std::string>& queue, const std::string& 
   }
 }
 
-ControllerStats Controller::stats() const {
-  return {reconciles_.load(), errors_.load(), requeues_.load()};
-}
+ControllerStats Controller::stats() const { return {reconciles_.load(), errors_.load(), requeues_.load()}; }
 
 std::size_t Controller::queueLength() const { return queue()->len(); }
 

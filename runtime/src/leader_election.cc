@@ -34,13 +34,11 @@ bool LeaderElector::sleepFor(std::stop_token& st, std::chrono::milliseconds d) {
   return !st.stop_requested();
 }
 
-std::string LeaderElector::leaseBody(const std::string& holder, int32_t durationSeconds,
-                                     const std::string& acquireTime, int32_t transitions,
-                                     const std::string& now) const {
-  return R"({"spec":{"holderIdentity":)" + jsonString(holder) +
-         R"(,"leaseDurationSeconds":)" + std::to_string(durationSeconds) +
-         R"(,"acquireTime":)" + jsonString(acquireTime) + R"(,"renewTime":)" + jsonString(now) +
-         R"(,"leaseTransitions":)" + std::to_string(transitions) + "}}";
+std::string LeaderElector::leaseBody(const std::string& holder, int32_t durationSeconds, const std::string& acquireTime,
+                                     int32_t transitions, const std::string& now) const {
+  return R"({"spec":{"holderIdentity":)" + jsonString(holder) + R"(,"leaseDurationSeconds":)" +
+         std::to_string(durationSeconds) + R"(,"acquireTime":)" + jsonString(acquireTime) + R"(,"renewTime":)" +
+         jsonString(now) + R"(,"leaseTransitions":)" + std::to_string(transitions) + "}}";
 }
 
 Result<bool> LeaderElector::tryAcquireOrRenew() {

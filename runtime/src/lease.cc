@@ -16,8 +16,9 @@ std::string microTimeFromProto(std::string_view raw) {
     if (r.field() == 1 && r.isVarint()) seconds = r.int64Value();
     if (r.field() == 2 && r.isVarint()) nanos = r.int64Value();
   }
-  return formatMicroTime(std::chrono::system_clock::time_point(std::chrono::seconds(seconds)) +
-                         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(nanos)));
+  return formatMicroTime(
+      std::chrono::system_clock::time_point(std::chrono::seconds(seconds)) +
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(nanos)));
 }
 
 Status specJson(od::value v, Lease& lease) {
@@ -29,9 +30,12 @@ Status specJson(od::value v, Lease& lease) {
     od::value fv;
     if (auto e = field.value().get(fv)) return jsonError(e, "lease spec");
     Status st;
-    if (key == "holderIdentity") st = jsonStringInto(fv, lease.holderIdentity, "holderIdentity");
-    else if (key == "acquireTime") st = jsonStringInto(fv, lease.acquireTime, "acquireTime");
-    else if (key == "renewTime") st = jsonStringInto(fv, lease.renewTime, "renewTime");
+    if (key == "holderIdentity")
+      st = jsonStringInto(fv, lease.holderIdentity, "holderIdentity");
+    else if (key == "acquireTime")
+      st = jsonStringInto(fv, lease.acquireTime, "acquireTime");
+    else if (key == "renewTime")
+      st = jsonStringInto(fv, lease.renewTime, "renewTime");
     else if (key == "leaseDurationSeconds" || key == "leaseTransitions") {
       int64_t n = 0;
       if (auto e = fv.get_int64().get(n)) return jsonError(e, key);
@@ -56,8 +60,10 @@ Result<Lease> LeaseCodec::fromJson(od::value v) {
     od::value fv;
     if (auto e = field.value().get(fv)) return jsonError(e, "lease");
     Status st;
-    if (key == "metadata") st = decodeObjectMetaJson(fv, lease.metadata);
-    else if (key == "spec") st = specJson(fv, lease);
+    if (key == "metadata")
+      st = decodeObjectMetaJson(fv, lease.metadata);
+    else if (key == "spec")
+      st = specJson(fv, lease);
     if (!st) return std::move(st).error();
   }
   return lease;
@@ -74,11 +80,21 @@ Result<Lease> LeaseCodec::fromProtobuf(std::string_view raw) {
       proto::Reader s(r.bytes());
       while (s.next()) {
         switch (s.field()) {
-          case 1: if (s.isBytes()) lease.holderIdentity.assign(s.bytes()); break;
-          case 2: if (s.isVarint()) lease.leaseDurationSeconds = static_cast<int32_t>(s.int64Value()); break;
-          case 3: if (s.isBytes()) lease.acquireTime = microTimeFromProto(s.bytes()); break;
-          case 4: if (s.isBytes()) lease.renewTime = microTimeFromProto(s.bytes()); break;
-          case 5: if (s.isVarint()) lease.leaseTransitions = static_cast<int32_t>(s.int64Value()); break;
+          case 1:
+            if (s.isBytes()) lease.holderIdentity.assign(s.bytes());
+            break;
+          case 2:
+            if (s.isVarint()) lease.leaseDurationSeconds = static_cast<int32_t>(s.int64Value());
+            break;
+          case 3:
+            if (s.isBytes()) lease.acquireTime = microTimeFromProto(s.bytes());
+            break;
+          case 4:
+            if (s.isBytes()) lease.renewTime = microTimeFromProto(s.bytes());
+            break;
+          case 5:
+            if (s.isVarint()) lease.leaseTransitions = static_cast<int32_t>(s.int64Value());
+            break;
           default: break;
         }
       }

@@ -107,8 +107,8 @@ Status Manager::run(std::stop_token stop) {
       std::string names;
       for (const auto& n : unsynced()) names += (names.empty() ? "" : ", ") + n;
       for (auto& i : informers_) i->stop();
-      return Error{ErrorCode::kTimeout, "caches did not sync within " +
-                                            std::to_string(options_.cacheSyncTimeout.count()) + "ms: " + names};
+      return Error{ErrorCode::kTimeout,
+                   "caches did not sync within " + std::to_string(options_.cacheSyncTimeout.count()) + "ms: " + names};
     }
     std::unique_lock lock(mu);
     cv.wait_for(lock, stop, 10ms, [] { return false; });

@@ -44,10 +44,14 @@ Status decodeOwnerJson(simdjson::ondemand::value v, OwnerRef& ref) {
     simdjson::ondemand::value fv;
     if (auto e = field.value().get(fv)) return jsonError(e, "ownerReference");
     Status st;
-    if (key == "apiVersion") st = jsonStringInto(fv, ref.apiVersion, "ownerReference.apiVersion");
-    else if (key == "kind") st = jsonStringInto(fv, ref.kind, "ownerReference.kind");
-    else if (key == "name") st = jsonStringInto(fv, ref.name, "ownerReference.name");
-    else if (key == "uid") st = jsonStringInto(fv, ref.uid, "ownerReference.uid");
+    if (key == "apiVersion")
+      st = jsonStringInto(fv, ref.apiVersion, "ownerReference.apiVersion");
+    else if (key == "kind")
+      st = jsonStringInto(fv, ref.kind, "ownerReference.kind");
+    else if (key == "name")
+      st = jsonStringInto(fv, ref.name, "ownerReference.name");
+    else if (key == "uid")
+      st = jsonStringInto(fv, ref.uid, "ownerReference.uid");
     else if (key == "controller") {
       bool b = false;
       if (auto e = fv.get_bool().get(b)) return jsonError(e, "ownerReference.controller");
@@ -69,10 +73,14 @@ Status decodeObjectMetaJson(simdjson::ondemand::value v, ObjectMeta& out, unsign
     simdjson::ondemand::value fv;
     if (auto e = field.value().get(fv)) return jsonError(e, "metadata");
     Status st;
-    if (key == "name") st = jsonStringInto(fv, out.name, "metadata.name");
-    else if (key == "namespace") st = jsonStringInto(fv, out.namespace_, "metadata.namespace");
-    else if (key == "uid") st = jsonStringInto(fv, out.uid, "metadata.uid");
-    else if (key == "resourceVersion") st = jsonStringInto(fv, out.resourceVersion, "metadata.resourceVersion");
+    if (key == "name")
+      st = jsonStringInto(fv, out.name, "metadata.name");
+    else if (key == "namespace")
+      st = jsonStringInto(fv, out.namespace_, "metadata.namespace");
+    else if (key == "uid")
+      st = jsonStringInto(fv, out.uid, "metadata.uid");
+    else if (key == "resourceVersion")
+      st = jsonStringInto(fv, out.resourceVersion, "metadata.resourceVersion");
     else if (key == "generation") {
       int64_t g = 0;
       if (auto e = fv.get_int64().get(g)) return jsonError(e, "metadata.generation");
@@ -130,11 +138,21 @@ Status decodeObjectMetaProtobuf(std::string_view raw, ObjectMeta& out, unsigned 
   while (r.next()) {
     const bool bytes = r.isBytes();
     switch (r.field()) {
-      case 1: if (bytes) out.name.assign(r.bytes()); break;
-      case 3: if (bytes) out.namespace_.assign(r.bytes()); break;
-      case 5: if (bytes) out.uid.assign(r.bytes()); break;
-      case 6: if (bytes) out.resourceVersion.assign(r.bytes()); break;
-      case 7: if (r.isVarint()) out.generation = r.int64Value(); break;
+      case 1:
+        if (bytes) out.name.assign(r.bytes());
+        break;
+      case 3:
+        if (bytes) out.namespace_.assign(r.bytes());
+        break;
+      case 5:
+        if (bytes) out.uid.assign(r.bytes());
+        break;
+      case 6:
+        if (bytes) out.resourceVersion.assign(r.bytes());
+        break;
+      case 7:
+        if (r.isVarint()) out.generation = r.int64Value();
+        break;
       case 9: out.deleting = true; break;
       case 11:
         if (bytes && (parts & kMetaLabels)) {
@@ -152,11 +170,21 @@ Status decodeObjectMetaProtobuf(std::string_view raw, ObjectMeta& out, unsigned 
         proto::Reader o(r.bytes());
         while (o.next()) {
           switch (o.field()) {
-            case 1: if (o.isBytes()) ref.kind.assign(o.bytes()); break;
-            case 3: if (o.isBytes()) ref.name.assign(o.bytes()); break;
-            case 4: if (o.isBytes()) ref.uid.assign(o.bytes()); break;
-            case 5: if (o.isBytes()) ref.apiVersion.assign(o.bytes()); break;
-            case 6: if (o.isVarint()) ref.controller = o.varintValue() != 0; break;
+            case 1:
+              if (o.isBytes()) ref.kind.assign(o.bytes());
+              break;
+            case 3:
+              if (o.isBytes()) ref.name.assign(o.bytes());
+              break;
+            case 4:
+              if (o.isBytes()) ref.uid.assign(o.bytes());
+              break;
+            case 5:
+              if (o.isBytes()) ref.apiVersion.assign(o.bytes());
+              break;
+            case 6:
+              if (o.isVarint()) ref.controller = o.varintValue() != 0;
+              break;
             default: break;
           }
         }

@@ -68,7 +68,8 @@ void reportApiServer(Client& client) {
   simdjson::padded_string body(response->body);
   simdjson::ondemand::document doc;
   std::string_view v;
-  if (parser.iterate(body).get(doc) == simdjson::SUCCESS && doc["gitVersion"].get_string().get(v) == simdjson::SUCCESS) {
+  if (parser.iterate(body).get(doc) == simdjson::SUCCESS &&
+      doc["gitVersion"].get_string().get(v) == simdjson::SUCCESS) {
     version = v;
   }
   obs::logInfo("API server reached",

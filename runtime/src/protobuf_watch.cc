@@ -15,7 +15,8 @@ Result<std::string_view> ProtobufFramer::next() {
   if (avail < 4) return std::string_view();
   const auto* p = reinterpret_cast<const unsigned char*>(buf_.data() + head_);
   const uint32_t len = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-  if (len > maxFrame_) return Error(ErrorCode::kDecode, "watch frame of " + std::to_string(len) + " bytes exceeds the limit");
+  if (len > maxFrame_)
+    return Error(ErrorCode::kDecode, "watch frame of " + std::to_string(len) + " bytes exceeds the limit");
   if (len == 0) return Error(ErrorCode::kDecode, "empty watch frame");
   if (avail - 4 < len) return std::string_view();
   std::string_view frame(buf_.data() + head_ + 4, len);

@@ -162,23 +162,26 @@ TEST(Controller, StopLetsTheRunningReconcileFinishAndANewTermStartsAgain) {
 TEST(Controller, MetricsCarryClientGoWorkqueueNames) {
   observability::Registry registry;
   std::atomic<int> calls{0};
-  Controller c(options("quota"), [&](const std::string&, std::stop_token) -> Result<ReconcileResult> {
-    if (++calls == 1) return Error{ErrorCode::kServerError, "500"};
-    return ReconcileResult::done();
-  },
-               &registry);
+  Controller c(
+      options("quota"),
+      [&](const std::string&, std::stop_token) -> Result<ReconcileResult> {
+        if (++calls == 1) return Error{ErrorCode::kServerError, "500"};
+        return ReconcileResult::done();
+      },
+      &registry);
   c.start();
   c.enqueue("org/acme");
   ASSERT_TRUE(eventually([&] { return calls.load() == 2; }));
   c.stop();
   const std::string text = registry.render();
-  for (const char* line : {"workqueue_adds_total{name=\"quota\"} 1", "workqueue_retries_total{name=\"quota\"} 1",
-                           "workqueue_depth{name=\"quota\"} 0", "workqueue_work_duration_seconds_count{name=\"quota\"} 2",
-                           "workqueue_queue_duration_seconds_count{name=\"quota\"} 1",
-                           "workqueue_unfinished_work_seconds{name=\"quota\"} 0",
-                           "controller_runtime_reconcile_total{controller=\"quota\",result=\"success\"} 1",
-                           "controller_runtime_reconcile_total{controller=\"quota\",result=\"error\"} 1",
-                           "controller_runtime_reconcile_errors_total{controller=\"quota\"} 1"}) {
+  for (const char* line :
+       {"workqueue_adds_total{name=\"quota\"} 1", "workqueue_retries_total{name=\"quota\"} 1",
+        "workqueue_depth{name=\"quota\"} 0", "workqueue_work_duration_seconds_count{name=\"quota\"} 2",
+        "workqueue_queue_duration_seconds_count{name=\"quota\"} 1",
+        "workqueue_unfinished_work_seconds{name=\"quota\"} 0",
+        "controller_runtime_reconcile_total{controller=\"quota\",result=\"success\"} 1",
+        "controller_runtime_reconcile_total{controller=\"quota\",result=\"error\"} 1",
+        "controller_runtime_reconcile_errors_total{controller=\"quota\"} 1"}) {
     EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
   }
 }
@@ -186,10 +189,10 @@ TEST(Controller, MetricsCarryClientGoWorkqueueNames) {
 TEST(Controller, ScrapeAfterTheControllerIsGoneReadsNothingFreed) {
   observability::Registry registry;
   {
-    Controller c(options("gone"), [](const std::string&, std::stop_token) -> Result<ReconcileResult> {
-      return ReconcileResult::done();
-    },
-                 &registry);
+    Controller c(
+        options("gone"),
+        [](const std::string&, std::stop_token) -> Result<ReconcileResult> { return ReconcileResult::done(); },
+        &registry);
     c.start();
     c.enqueue("a");
   }

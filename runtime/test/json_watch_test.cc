@@ -90,18 +90,20 @@ TEST(JsonWatchDecoder, LastEventWithoutNewlineIsDecodedAtEndOfStream) {
 
 TEST(JsonWatchDecoder, ObjectBeforeTypeIsStillDecoded) {
   const std::string line =
-      R"({"object":{"metadata":{"name":"p","namespace":"n","resourceVersion":"7"}},"type":"ADDED"})" "\n";
+      R"({"object":{"metadata":{"name":"p","namespace":"n","resourceVersion":"7"}},"type":"ADDED"})"
+      "\n";
   const auto events = decodeInPieces(line, 5);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].object->metadata.key(), "n/p");
 }
 
 TEST(JsonWatchDecoder, GarbageIsAnErrorNotACrash) {
-  for (const char* bad : {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":5}}}\n", "not json at all\n",
-                          "{\"type\":\"WHATEVER\",\"object\":{}}\n", "{\"type\":\"ADDED\"}\n",
-                          "{\"type\":\"ADDED\",\"object\":{}} trailing\n", "[1,2,3]\n",
-                          "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":1}}}]}}}\n",
-                          "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"overhead\":{\"cpu\":\"12parsecs\"}}}}\n"}) {
+  for (const char* bad :
+       {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":5}}}\n", "not json at all\n",
+        "{\"type\":\"WHATEVER\",\"object\":{}}\n", "{\"type\":\"ADDED\"}\n",
+        "{\"type\":\"ADDED\",\"object\":{}} trailing\n", "[1,2,3]\n",
+        "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":1}}}]}}}\n",
+        "{\"type\":\"ADDED\",\"object\":{\"spec\":{\"overhead\":{\"cpu\":\"12parsecs\"}}}}\n"}) {
     JsonWatchDecoder<SlimPodCodec> decoder;
     int n = 0;
     auto st = decoder.feed(bad, [&](auto&&) { ++n; });

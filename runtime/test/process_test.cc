@@ -37,7 +37,8 @@ TEST(ProcessLogging, RuntimeLogsReachTheStructuredLogTaggedAsRuntime) {
   log(LogLevel::kInfo, "not written at warning");
   observability::setLogStream(nullptr);
   const std::string text = out.str();
-  EXPECT_NE(text.find(R"("level":"warning","msg":"informer pods: watch ended","component":"runtime")"), std::string::npos)
+  EXPECT_NE(text.find(R"("level":"warning","msg":"informer pods: watch ended","component":"runtime")"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("listing as application/vnd.kubernetes.protobuf"), std::string::npos) << text;
   EXPECT_EQ(text.find("not written at warning"), std::string::npos) << text;

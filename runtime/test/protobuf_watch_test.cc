@@ -81,7 +81,8 @@ TEST(ProtobufWatch, DecodesPodEventsFromFramesSplitAnywhere) {
     ProtobufWatchDecoder<SlimPodCodec> decoder;
     std::vector<WatchEvent<SlimPod>> events;
     for (size_t off = 0; off < stream.size(); off += piece) {
-      auto st = decoder.feed(std::string_view(stream).substr(off, piece), [&](auto&& ev) { events.push_back(std::move(ev)); });
+      auto st = decoder.feed(std::string_view(stream).substr(off, piece),
+                             [&](auto&& ev) { events.push_back(std::move(ev)); });
       ASSERT_TRUE(st) << st.error().describe();
     }
     ASSERT_TRUE(decoder.finish([](auto&&) {}));

@@ -22,7 +22,8 @@ MetaObject obj(std::string ns, std::string name, std::string rv, std::string nod
 TEST(PersistentMap, OldVersionsAreUnchangedByLaterEdits) {
   PersistentMap<int> v0;
   PersistentMap<int>::Transient t(v0);
-  for (int i = 0; i < 10000; ++i) t.set(std::make_shared<const PersistentMap<int>::Item>(PersistentMap<int>::Item{std::to_string(i), i}));
+  for (int i = 0; i < 10000; ++i)
+    t.set(std::make_shared<const PersistentMap<int>::Item>(PersistentMap<int>::Item{std::to_string(i), i}));
   PersistentMap<int> v1 = std::move(t).persistent();
   PersistentMap<int>::Transient t2(v1);
   t2.erase("5");
@@ -156,7 +157,8 @@ TEST(StoreConcurrency, ReadersSeeConsistentSnapshotsWhileTheWriterPublishes) {
     });
   }
   for (int round = 1; round <= 50; ++round) {
-    for (int i = 0; i < kObjects; ++i) store.apply(EventType::kModified, obj("ns", std::to_string(i), std::to_string(round)));
+    for (int i = 0; i < kObjects; ++i)
+      store.apply(EventType::kModified, obj("ns", std::to_string(i), std::to_string(round)));
     store.publish();
   }
   done.store(true);

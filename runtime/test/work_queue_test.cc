@@ -46,7 +46,7 @@ TEST(TokenBucketLimiter, BurstIsFreeThenTokensArriveAtQps) {
 TEST(DefaultRateLimiterTest, TakesTheLongerOfItemBackoffAndBucket) {
   DefaultRateLimiter<std::string> rl(RateLimiterConfig{1ms, 1s, 1, 1});
   const auto t0 = Clock::now();
-  EXPECT_EQ(rl.when("a", t0), 1ms);  // bucket has its one token
+  EXPECT_EQ(rl.when("a", t0), 1ms);                                                 // bucket has its one token
   EXPECT_NEAR(std::chrono::duration<double>(rl.when("b", t0)).count(), 1.0, 1e-6);  // bucket empty
   EXPECT_EQ(rl.numRequeues("a"), 1u);
 }

@@ -85,8 +85,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     parser_->body_limit(server_.options.maxBodyBytes);
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.maxHeaderBytes));
     beast::get_lowest_layer(stream_).expires_after(first_ ? server_.headerTimeout() : server_.options.idleTimeout);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
-                            [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
+    bhttp::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->onHeader(ec); });
   }
 
   void onHeader(beast::error_code ec) {
@@ -110,7 +111,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void readBody() {
     beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
     bhttp::async_read(stream_, buffer_, *parser_,
-                     [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
+                      [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
   }
 
   // Plain TCP only: read the `missing` body bytes into the buffer with the
@@ -125,14 +126,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     setLowWater(missing);
     ++server_.bodyCompletionReads;
     beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
-    stream_.async_read_some(buffer_.prepare(missing), [self = this->shared_from_this(), missing](
-                                                          beast::error_code ec, std::size_t n) {
-      self->buffer_.commit(n);
-      if (!ec && n < missing) return self->awaitBody(missing - n);
-      self->setLowWater(1);
-      if (ec) return self->readFailed(ec);
-      self->readBody();  // parses what the buffer now holds
-    });
+    stream_.async_read_some(buffer_.prepare(missing),
+                            [self = this->shared_from_this(), missing](beast::error_code ec, std::size_t n) {
+                              self->buffer_.commit(n);
+                              if (!ec && n < missing) return self->awaitBody(missing - n);
+                              self->setLowWater(1);
+                              if (ec) return self->readFailed(ec);
+                              self->readBody();  // parses what the buffer now holds
+                            });
   }
 
   void setLowWater(std::size_t bytes) {
@@ -174,7 +175,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     server_.reject("body_too_large");
     closeAfter_ = true;
     write("rejected", server_.options.errorBody(413, "request body exceeds the limit of " +
-                                             std::to_string(server_.options.maxBodyBytes) + " bytes"));
+                                                         std::to_string(server_.options.maxBodyBytes) + " bytes"));
   }
 
   void onBody(beast::error_code ec) {
@@ -190,16 +191,17 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       server_.reject(m.status == 404 ? "not_found" : "method_not_allowed");
       const std::string path(request_.path());
       Response r = server_.options.errorBody(
-          m.status, m.status == 404 ? "no such path: " + path
-                                    : std::string(request_.method()) + " is not allowed on " + path);
+          m.status,
+          m.status == 404 ? "no such path: " + path : std::string(request_.method()) + " is not allowed on " + path);
       if (m.status == 405) r.headers.emplace_back("Allow", m.allow);
       return write(m.label, std::move(r));
     }
     route_ = std::string(m.label);
     auto self = this->shared_from_this();
     Respond respond = [self](Response response) {
-      net::dispatch(self->stream_.get_executor(),
-                    [self, response = std::move(response)]() mutable { self->write(self->route_, std::move(response)); });
+      net::dispatch(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+        self->write(self->route_, std::move(response));
+      });
     };
     try {
       (*m.handler)(request_, std::move(respond));
@@ -316,7 +318,8 @@ void Server::start() {
   if (!ec) s.acceptor->set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) s.acceptor->bind(endpoint, ec);
   if (!ec) s.acceptor->listen(net::socket_base::max_listen_connections, ec);
-  if (ec) throw std::runtime_error("cannot listen on " + o.address + ":" + std::to_string(o.port) + ": " + ec.message());
+  if (ec)
+    throw std::runtime_error("cannot listen on " + o.address + ":" + std::to_string(o.port) + ": " + ec.message());
   s.boundPort = s.acceptor->local_endpoint().port();
   s.running.store(true);
   s.accept();

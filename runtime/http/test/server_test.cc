@@ -247,10 +247,12 @@ TEST(HttpServer, AHandlerMayAnswerLaterFromAnotherThread) {
 TEST(HttpServer, OperationRoutesAnswerHealthReadinessAndMetrics) {
   std::atomic<bool> ready{false};
   Router router;
-  addOperationRoutes(router,
-                     {.readiness = [&] { return ready ? Readiness{} : Readiness{false, "the Pod cache is not synced"}; },
-                      .metrics = [] { return std::string("up 1\n"); },
-                      .metricsContentType = "text/plain; version=0.0.4; charset=utf-8"});
+  addOperationRoutes(router, {.readiness =
+                                  [&] {
+                                    return ready ? Readiness{} : Readiness{false, "the Pod cache is not synced"};
+                                  },
+                              .metrics = [] { return std::string("up 1\n"); },
+                              .metricsContentType = "text/plain; version=0.0.4; charset=utf-8"});
   Harness h({}, std::move(router));
   TestClient c(h.port());
   auto health = c.send("GET", "/healthz");
@@ -304,8 +306,10 @@ TEST(HttpServer, BodyArrivingInPiecesIsReadOnceItIsAllThere) {
   ASSERT_EQ(h.server->bodyCompletionReads(), 0u);  // that body came with its header
 
   TestClient c(h.port());
-  const std::string head = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  const std::string head =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
   const std::size_t third = body.size() / 3;
   c.writeRaw(head + body.substr(0, third));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -346,8 +350,8 @@ TEST(HttpServer, BodyInPiecesFromANagleClientIsNotHeldByDelayedAcks) {
   Harness h;
   TestClient c(h.port());
   const std::string body = filterSizedBody();
-  const std::string head = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-                           "\r\n\r\n";
+  const std::string head =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
   auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < 20; ++i) {
     c.writeRaw(head + body.substr(0, body.size() / 2));
@@ -362,8 +366,8 @@ TEST(HttpServer, PipelinedRequestsAreAnsweredInOrder) {
   Harness h;
   TestClient c(h.port());
   const std::string body = R"({"NodeNames":["free"]})";
-  const std::string one = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-                          "\r\n\r\n" + body;
+  const std::string one =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   c.writeRaw(one + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + one);
   auto a = c.read();
   auto b = c.read();

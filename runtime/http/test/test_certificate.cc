@@ -25,7 +25,7 @@ std::string drain(BIO* bio) {
 
 TestCertificate makeCertificate(const std::string& commonName, long serial) {
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"),
-                                                        EVP_PKEY_free);
+                                                          EVP_PKEY_free);
   std::unique_ptr<X509, decltype(&X509_free)> cert(X509_new(), X509_free);
   if (!key || !cert) throw std::runtime_error("OpenSSL could not make a test key");
   X509_set_version(cert.get(), 2);

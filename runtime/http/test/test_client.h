@@ -47,8 +47,9 @@ class BasicClient {
     parser.body_limit(256 << 20);
     bhttp::read(stream(), buffer_, parser);
     auto& res = parser.get();
-    return {static_cast<int>(res.result_int()), res.body(), std::string(res[bhttp::field::allow]),
-            std::string(res[bhttp::field::content_type]), std::string(res[bhttp::field::server]), res.keep_alive()};
+    return {static_cast<int>(res.result_int()),     res.body(),
+            std::string(res[bhttp::field::allow]),  std::string(res[bhttp::field::content_type]),
+            std::string(res[bhttp::field::server]), res.keep_alive()};
   }
   void writeRaw(const std::string& bytes) { boost::asio::write(stream(), boost::asio::buffer(bytes)); }
   // True when the server closed the connection (reads EOF) within the socket's wait.

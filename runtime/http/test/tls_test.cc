@@ -22,8 +22,10 @@ struct CapturedLog {
   CapturedLog() {
     setLogSink([this](LogLevel level, std::string_view message) {
       std::lock_guard lock(mu);
-      all.push_back((level == LogLevel::kWarning ? "warning: " : level == LogLevel::kInfo ? "info: " : "other: ") +
-                      std::string(message));
+      all.push_back((level == LogLevel::kWarning ? "warning: "
+                     : level == LogLevel::kInfo  ? "info: "
+                                                 : "other: ") +
+                    std::string(message));
     });
   }
   ~CapturedLog() { setLogSink(nullptr); }

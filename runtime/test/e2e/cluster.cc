@@ -58,9 +58,10 @@ bool Cluster::up(const std::string& name) {
   // The runtime's tests need no controllers: skip kube-controller-manager. The
   // cluster's watchdog takes it down if this process dies before TearDown runs
   // (a crash or a timeout's SIGKILL).
-  const std::string out = runCommand("TALLY_E2E_CONTROLLER_MANAGER=0 TALLY_E2E_OWNER_PID=" + std::to_string(::getpid()) +
-                                         " " + std::string(TALLY_REPO_DIR) + "/e2e/cluster/up --name " + name,
-                                     &rc);
+  const std::string out =
+      runCommand("TALLY_E2E_CONTROLLER_MANAGER=0 TALLY_E2E_OWNER_PID=" + std::to_string(::getpid()) + " " +
+                     std::string(TALLY_REPO_DIR) + "/e2e/cluster/up --name " + name,
+                 &rc);
   if (rc != 0) return false;
   std::istringstream lines(out);
   std::string line;
@@ -108,9 +109,8 @@ bool Cluster::compactEtcd() const {
   if (pos == std::string::npos) return false;
   const std::string rev = range.substr(pos + 12, range.find('"', pos + 12) - pos - 12);
   int rc = 0;
-  const std::string out = runCommand("curl -s -X POST " + base + "/v3/kv/compaction -d '{\"revision\":\"" + rev +
-                                         "\",\"physical\":true}'",
-                                     &rc);
+  const std::string out = runCommand(
+      "curl -s -X POST " + base + "/v3/kv/compaction -d '{\"revision\":\"" + rev + "\",\"physical\":true}'", &rc);
   return rc == 0 && out.find("error") == std::string::npos;
 }
 

@@ -53,8 +53,8 @@ void ensureNamespace(Client& c, const std::string& ns) {
 }
 
 std::string configMap(const std::string& name, const std::string& value, const std::string& labels = "{}") {
-  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" + jsonString(name) +
-         R"(,"labels":)" + labels + R"(},"data":{"value":)" + jsonString(value) + "}}";
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":)" + jsonString(name) + R"(,"labels":)" + labels +
+         R"(},"data":{"value":)" + jsonString(value) + "}}";
 }
 
 template <class F>
@@ -149,13 +149,14 @@ TEST(ClientCrud, CustomResourceWithStatusSubresource) {
   auto c = client();
   ensureNamespace(*c, "crd");
   const Resource hrqs = Resource::of("hnc.x-k8s.io", "v1alpha2", "hierarchicalresourcequotas", "crd");
-  auto created = c->create(hrqs, R"({"apiVersion":"hnc.x-k8s.io/v1alpha2","kind":"HierarchicalResourceQuota",)"
-                                 R"("metadata":{"name":"plan-quota"},"spec":{"hard":{"requests.nvidia.com/gpu":"8"}}})");
+  auto created =
+      c->create(hrqs, R"({"apiVersion":"hnc.x-k8s.io/v1alpha2","kind":"HierarchicalResourceQuota",)"
+                      R"("metadata":{"name":"plan-quota"},"spec":{"hard":{"requests.nvidia.com/gpu":"8"}}})");
   ASSERT_TRUE(created) << created.error().describe();
   PatchOptions status;
   status.subresource = "status";
-  auto st = c->patch(hrqs, "plan-quota", PatchType::kMerge, R"({"status":{"hard":{"requests.nvidia.com/gpu":"8"}}})",
-                     status);
+  auto st =
+      c->patch(hrqs, "plan-quota", PatchType::kMerge, R"({"status":{"hard":{"requests.nvidia.com/gpu":"8"}}})", status);
   ASSERT_TRUE(st) << st.error().describe();
   auto got = c->get(hrqs, "plan-quota");
   ASSERT_TRUE(got);
@@ -167,7 +168,8 @@ TEST(ClientPagination, ListFollowsContinueTokensAcrossPages) {
   auto c = client();
   ensureNamespace(*c, "pages");
   const Resource cms = Resource::core("configmaps", "pages");
-  for (int i = 0; i < 25; ++i) ASSERT_TRUE(c->create(cms, configMap("cm-" + std::to_string(i), "v", R"({"page":"yes"})")));
+  for (int i = 0; i < 25; ++i)
+    ASSERT_TRUE(c->create(cms, configMap("cm-" + std::to_string(i), "v", R"({"page":"yes"})")));
   ListOptions lo;
   lo.limit = 10;
   lo.labelSelector = "page=yes";  // controllers may add their own configmaps
@@ -194,19 +196,23 @@ TEST(ServerSideApply, FieldManagersOwnTheirKeysAndForceTakesOver) {
   PatchOptions tally;
   tally.fieldManager = "tally";
   ASSERT_TRUE(c->patch(cms, "applied", PatchType::kApply,
-                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"gpu":"8"}})", tally));
+                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"gpu":"8"}})",
+                       tally));
   PatchOptions other;
   other.fieldManager = "someone-else";
-  auto conflict = c->patch(cms, "applied", PatchType::kApply,
-                           R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"gpu":"4"}})", other);
+  auto conflict =
+      c->patch(cms, "applied", PatchType::kApply,
+               R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"gpu":"4"}})", other);
   ASSERT_FALSE(conflict);
   EXPECT_EQ(conflict.error().code, ErrorCode::kConflict);
   other.force = true;
   ASSERT_TRUE(c->patch(cms, "applied", PatchType::kApply,
-                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"gpu":"4"}})", other));
+                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"gpu":"4"}})",
+                       other));
   // Tally re-applies without the key it lost: the other manager's value stays.
   ASSERT_TRUE(c->patch(cms, "applied", PatchType::kApply,
-                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"own":"x"}})", tally));
+                       R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"own":"x"}})",
+                       tally));
   auto got = c->get(cms, "applied");
   ASSERT_TRUE(got);
   EXPECT_NE(got->find(R"("gpu":"4")"), std::string::npos);
@@ -289,9 +295,8 @@ void expectMatchesFreshList(Client& c, const Resource& res, const Informer<Codec
   std::map<std::string, std::string> listed;
   for (auto& o : page->items) listed[o.metadata.key()] = o.metadata.resourceVersion;
   std::map<std::string, std::string> cached;
-  inf.snapshot()->forEach([&](std::string_view key, const auto& o) {
-    cached[std::string(key)] = std::string(Codec::resourceVersion(o));
-  });
+  inf.snapshot()->forEach(
+      [&](std::string_view key, const auto& o) { cached[std::string(key)] = std::string(Codec::resourceVersion(o)); });
   EXPECT_EQ(cached, listed);
 }
 
@@ -314,8 +319,9 @@ TEST_P(InformerWire, SeesEveryChangeInOrder) {
   ensureNamespace(*c, ns);
   const Resource pods = Resource::core("pods", ns);
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(c->create(pods, R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"pre-)" + std::to_string(i) +
-                                    R"("},"spec":{"schedulerName":"nobody","containers":[{"name":"c","image":"x"}]}})"));
+    ASSERT_TRUE(
+        c->create(pods, R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"pre-)" + std::to_string(i) +
+                            R"("},"spec":{"schedulerName":"nobody","containers":[{"name":"c","image":"x"}]}})"));
   }
   InformerOptions opts;
   opts.resource = pods;
@@ -332,10 +338,13 @@ TEST_P(InformerWire, SeesEveryChangeInOrder) {
 
   // 60 label updates on one pod, a create and a delete: all seen, in order.
   const Resource podsRes = pods;
-  ASSERT_TRUE(c->create(podsRes, R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"hot"},"spec":{"schedulerName":"nobody","containers":[{"name":"c","image":"x"}]}})"));
+  ASSERT_TRUE(c->create(
+      podsRes,
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"hot"},"spec":{"schedulerName":"nobody","containers":[{"name":"c","image":"x"}]}})"));
   std::vector<std::string> rvs;
   for (int i = 0; i < 60; ++i) {
-    auto r = c->patch(podsRes, "hot", PatchType::kMerge, R"({"metadata":{"labels":{"step":")" + std::to_string(i) + "\"}}}");
+    auto r =
+        c->patch(podsRes, "hot", PatchType::kMerge, R"({"metadata":{"labels":{"step":")" + std::to_string(i) + "\"}}}");
     ASSERT_TRUE(r);
     rvs.push_back(decodeJsonObject<MetaCodec>(*r)->metadata.resourceVersion);
   }
@@ -419,7 +428,8 @@ TEST(InformerRecovery, ApiserverKilledMidWatchRecoversAndEqualsAFreshList) {
   auto c = client();
   ensureNamespace(*c, "restart");
   const Resource cms = Resource::core("configmaps", "restart");
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(c->create(cms, configMap("before-" + std::to_string(i), "v", R"({"mine":"yes"})")));
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(c->create(cms, configMap("before-" + std::to_string(i), "v", R"({"mine":"yes"})")));
   InformerOptions opts;
   opts.resource = cms;
   opts.labelSelector = "mine=yes";
@@ -432,9 +442,11 @@ TEST(InformerRecovery, ApiserverKilledMidWatchRecoversAndEqualsAFreshList) {
   ASSERT_TRUE(Cluster::instance().killApiserver());
   std::this_thread::sleep_for(1s);  // the informer sees the failure and backs off
   ASSERT_TRUE(Cluster::instance().startApiserver());
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(c->create(cms, configMap("after-" + std::to_string(i), "v", R"({"mine":"yes"})")));
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(c->create(cms, configMap("after-" + std::to_string(i), "v", R"({"mine":"yes"})")));
   ASSERT_TRUE(c->remove(cms, "before-3"));
-  ASSERT_TRUE(eventually([&] { return inf.snapshot()->size() == 19u && !inf.snapshot()->get("restart/before-3"); }, 40s));
+  ASSERT_TRUE(
+      eventually([&] { return inf.snapshot()->size() == 19u && !inf.snapshot()->get("restart/before-3"); }, 40s));
   expectMatchesFreshList(*c, cms, inf, "mine=yes");
   EXPECT_GE(inf.stats().watchErrors, 1u);
   inf.stop();
@@ -503,7 +515,9 @@ TEST(ConflictHelper, ThreadsAndTwoProcessesIncrementOneCounterExactly) {
   auto c = client();
   ensureNamespace(*c, "counter");
   const Resource cms = Resource::core("configmaps", "counter");
-  ASSERT_TRUE(c->create(cms, R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"counter","annotations":{"tally.dev/counter":"0"}}})"));
+  ASSERT_TRUE(c->create(
+      cms,
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"counter","annotations":{"tally.dev/counter":"0"}}})"));
   constexpr int kThreads = 4;
   constexpr int kPerWorker = 25;
   std::vector<Child> procs;
@@ -545,8 +559,8 @@ TEST(ConflictHelper, ThreadsAndTwoProcessesIncrementOneCounterExactly) {
   auto final = decodeJsonObject<MetaCodec>(*c->get(cms, "counter"));
   ASSERT_TRUE(final);
   EXPECT_EQ(*final->metadata.annotation("tally.dev/counter"), std::to_string((kThreads + 2) * kPerWorker));
-  std::printf("conflict helper: %d increments, %d conflicts in threads, %d in processes\n",
-              (kThreads + 2) * kPerWorker, conflicts.load(), processConflicts);
+  std::printf("conflict helper: %d increments, %d conflicts in threads, %d in processes\n", (kThreads + 2) * kPerWorker,
+              conflicts.load(), processConflicts);
   EXPECT_GT(conflicts.load() + processConflicts, 0) << "contention must have produced 409s";
 }
 
@@ -577,7 +591,8 @@ TEST(LeaderElection, TwoProcessesOneLeadsAndTheOtherTakesOverWithinTheLeaseDurat
   waitExit(leader);
   ASSERT_TRUE(eventually([&] { return !holder().empty() && holder() != first; }, 15s));
   const auto takeover = std::chrono::steady_clock::now() - killedAt;
-  EXPECT_LT(takeover, 4s + 2s) << "taken over after " << std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count() << " ms";
+  EXPECT_LT(takeover, 4s + 2s) << "taken over after "
+                               << std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count() << " ms";
   std::printf("leader election: takeover %lld ms after killing the leader\n",
               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(takeover).count()));
 
@@ -609,8 +624,9 @@ TEST(Controllers, ReconcileWritesStatusWithTheResourceVersionAndRetriesAConflict
   auto& controller = manager.controller(co, [&](const std::string& key, std::stop_token) -> Result<ReconcileResult> {
     const std::string name = key.substr(key.find('/') + 1);
     auto body = c->get(hrqs, name);
-    if (!body) return body.error().is(ErrorCode::kNotFound) ? Result<ReconcileResult>(ReconcileResult::done())
-                                                            : Result<ReconcileResult>(std::move(body).error());
+    if (!body)
+      return body.error().is(ErrorCode::kNotFound) ? Result<ReconcileResult>(ReconcileResult::done())
+                                                   : Result<ReconcileResult>(std::move(body).error());
     simdjson::ondemand::parser parser;
     simdjson::padded_string padded(*body);
     auto doc = parser.iterate(padded);
@@ -620,16 +636,19 @@ TEST(Controllers, ReconcileWritesStatusWithTheResourceVersionAndRetriesAConflict
     }
     std::string rvCopy(rv);
     simdjson::ondemand::object hardObject;
-    if (doc["spec"]["hard"].get_object().get(hardObject) != simdjson::SUCCESS || hardObject.raw_json().get(hard) != simdjson::SUCCESS) return Error{ErrorCode::kDecode, "no spec.hard"};
+    if (doc["spec"]["hard"].get_object().get(hardObject) != simdjson::SUCCESS ||
+        hardObject.raw_json().get(hard) != simdjson::SUCCESS)
+      return Error{ErrorCode::kDecode, "no spec.hard"};
     std::string hardCopy(hard);
     if (++attempts == 1) {
       // Someone else writes between our read and our write.
       auto other = c->patch(hrqs, name, PatchType::kMerge, R"({"spec":{"hard":{"requests.nvidia.com/gpu":"12"}}})");
       if (!other) return std::move(other).error();
     }
-    std::string status = R"({"apiVersion":"hnc.x-k8s.io/v1alpha2","kind":"HierarchicalResourceQuota","metadata":{"name":)" +
-                         jsonString(name) + R"(,"namespace":"ctl","resourceVersion":)" + jsonString(rvCopy) +
-                         R"(},"spec":{"hard":)" + hardCopy + R"(},"status":{"hard":)" + hardCopy + "}}";
+    std::string status =
+        R"({"apiVersion":"hnc.x-k8s.io/v1alpha2","kind":"HierarchicalResourceQuota","metadata":{"name":)" +
+        jsonString(name) + R"(,"namespace":"ctl","resourceVersion":)" + jsonString(rvCopy) + R"(},"spec":{"hard":)" +
+        hardCopy + R"(},"status":{"hard":)" + hardCopy + "}}";
     auto written = c->updateStatus(hrqs, name, status);
     if (!written) {
       if (written.error().is(ErrorCode::kConflict)) ++conflicts;
@@ -677,7 +696,8 @@ TEST(Controllers, LeaderOnlyControllerMovesToTheOtherProcessWhenTheLeaderDies) {
   std::vector<Child> procs;
   Reaper reaper{&procs};
   for (const char* id : {"replica-a", "replica-b"}) {
-    procs.push_back(spawn({TALLY_E2E_WORKER, "manager", Cluster::instance().kubeconfig(), "handover", "tally-ctl", id}));
+    procs.push_back(
+        spawn({TALLY_E2E_WORKER, "manager", Cluster::instance().kubeconfig(), "handover", "tally-ctl", id}));
   }
   auto holder = [&]() -> std::string {
     auto body = c->get(leaseResource("handover"), "tally-ctl");

@@ -18,8 +18,9 @@ Status atomInto(od::value v, Atom& out, std::string_view what) {
 
 Status addAmount(std::string_view name, std::string_view quantity, ResourceAmounts& out) {
   auto milli = parseQuantityMilli(quantity);
-  if (!milli) return Error(ErrorCode::kDecode, "bad quantity " + std::string(quantity.substr(0, 32)) + " for " +
-                                                   std::string(name.substr(0, 64)));
+  if (!milli)
+    return Error(ErrorCode::kDecode,
+                 "bad quantity " + std::string(quantity.substr(0, 32)) + " for " + std::string(name.substr(0, 64)));
   out.push_back(ResourceAmount{Atom(name), *milli});
   return {};
 }
@@ -89,9 +90,12 @@ Status containersJson(od::value v, std::vector<SlimContainer>& out) {
       od::value fv;
       if (auto e = field.value().get(fv)) return jsonError(e, "container");
       Status st;
-      if (key == "name") st = atomInto(fv, c.name, "container.name");
-      else if (key == "resources") st = resourcesJson(fv, c);
-      else if (key == "restartPolicy") st = atomInto(fv, c.restartPolicy, "container.restartPolicy");
+      if (key == "name")
+        st = atomInto(fv, c.name, "container.name");
+      else if (key == "resources")
+        st = resourcesJson(fv, c);
+      else if (key == "restartPolicy")
+        st = atomInto(fv, c.restartPolicy, "container.restartPolicy");
       if (!st) return st;
     }
     out.push_back(std::move(c));
@@ -108,11 +112,16 @@ Status specJson(od::value v, SlimPod& pod) {
     od::value fv;
     if (auto e = field.value().get(fv)) return jsonError(e, "spec");
     Status st;
-    if (key == "nodeName") st = atomInto(fv, pod.nodeName, "spec.nodeName");
-    else if (key == "schedulerName") st = atomInto(fv, pod.schedulerName, "spec.schedulerName");
-    else if (key == "containers") st = containersJson(fv, pod.containers);
-    else if (key == "initContainers") st = containersJson(fv, pod.initContainers);
-    else if (key == "overhead") st = amountsJson(fv, pod.overhead, "spec.overhead");
+    if (key == "nodeName")
+      st = atomInto(fv, pod.nodeName, "spec.nodeName");
+    else if (key == "schedulerName")
+      st = atomInto(fv, pod.schedulerName, "spec.schedulerName");
+    else if (key == "containers")
+      st = containersJson(fv, pod.containers);
+    else if (key == "initContainers")
+      st = containersJson(fv, pod.initContainers);
+    else if (key == "overhead")
+      st = amountsJson(fv, pod.overhead, "spec.overhead");
     if (!st) return st;
   }
   return {};
@@ -172,7 +181,9 @@ Status containerProto(std::string_view raw, SlimContainer& c) {
     if (!r.isBytes()) continue;
     switch (r.field()) {
       case 1: c.name = Atom(r.bytes()); break;
-      case 8: if (auto st = resourcesProto(r.bytes(), c); !st) return st; break;
+      case 8:
+        if (auto st = resourcesProto(r.bytes(), c); !st) return st;
+        break;
       case 24: c.restartPolicy = Atom(r.bytes()); break;
       default: break;
     }

@@ -11,11 +11,11 @@
 namespace tally::codec {
 
 // The members every codec has: the object type, the kind, and fromJson.
-#define TALLY_CODEC_MEMBERS(ObjectType, KindName, Decoder)                                            \
-  using Object = ObjectType;                                                                          \
-  static constexpr std::string_view kKind = KindName;                                                 \
-  static Result<Object> fromJson(simdjson::ondemand::value json, ObjectMeta* meta = nullptr) {       \
-    return Decoder(json, meta);                                                                       \
+#define TALLY_CODEC_MEMBERS(ObjectType, KindName, Decoder)                                     \
+  using Object = ObjectType;                                                                   \
+  static constexpr std::string_view kKind = KindName;                                          \
+  static Result<Object> fromJson(simdjson::ondemand::value json, ObjectMeta* meta = nullptr) { \
+    return Decoder(json, meta);                                                                \
   }
 
 #define TALLY_CODEC_KIND(CodecName, ObjectType, KindName, Decoder) \
@@ -24,12 +24,12 @@ namespace tally::codec {
   };
 
 // Built-in kinds are also read from Kubernetes' protobuf encoding.
-#define TALLY_CODEC_BUILTIN_KIND(CodecName, ObjectType, KindName, Decoder, ProtobufDecoder)     \
-  struct CodecName {                                                                            \
-    TALLY_CODEC_MEMBERS(ObjectType, KindName, Decoder)                                          \
+#define TALLY_CODEC_BUILTIN_KIND(CodecName, ObjectType, KindName, Decoder, ProtobufDecoder)    \
+  struct CodecName {                                                                           \
+    TALLY_CODEC_MEMBERS(ObjectType, KindName, Decoder)                                         \
     static Result<Object> fromProtobuf(std::string_view message, ObjectMeta* meta = nullptr) { \
-      return ProtobufDecoder(message, meta);                                                    \
-    }                                                                                           \
+      return ProtobufDecoder(message, meta);                                                   \
+    }                                                                                          \
   };
 
 TALLY_CODEC_BUILTIN_KIND(NodeCodec, model::Node, "Node", decodeNode, decodeNodeProtobuf)

@@ -30,8 +30,9 @@ struct InformerCodec {
     cached.object = std::move(decoded).value();
     return cached;
   }
-  static runtime::Result<Object> fromProtobuf(std::string_view message)
-    requires requires { Codec::fromProtobuf(message, nullptr); }
+  static runtime::Result<Object> fromProtobuf(std::string_view message) requires requires {
+    Codec::fromProtobuf(message, nullptr);
+  }
   {
     Object cached;
     auto decoded = Codec::fromProtobuf(message, &cached.meta);

@@ -32,14 +32,17 @@ struct ObjectMeta {
 Result<model::Node> decodeNode(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 Result<model::Pod> decodePod(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 Result<model::Namespace> decodeNamespace(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
-Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(simdjson::ondemand::value json,
+                                                                         ObjectMeta* meta = nullptr);
 Result<model::ResourceQuota> decodeResourceQuota(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 Result<model::DeviceClass> decodeDeviceClass(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 Result<model::GpuDevice> decodeGpuDevice(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
-Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(simdjson::ondemand::value json,
+                                                                   ObjectMeta* meta = nullptr);
 Result<model::Organization> decodeOrganization(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 // The permittedHostDevices of a KubeVirt CR (PCI and mediated, in that order).
-Result<std::vector<model::PermittedHostDevice>> decodeKubeVirt(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+Result<std::vector<model::PermittedHostDevice>> decodeKubeVirt(simdjson::ondemand::value json,
+                                                               ObjectMeta* meta = nullptr);
 
 // Which ConfigMap holds the add-on catalogue (key `plans.yaml`). It is
 // configuration (tally-extender and tallyctl --billing-plans): a platform may
@@ -57,8 +60,8 @@ Result<BillingPlansLocation> parseBillingPlansLocation(std::string_view namespac
 // A ConfigMap: the add-on catalogue when it is the one at `location`, nothing
 // for any other ConfigMap.
 Result<std::optional<model::BillingPlans>> decodeBillingPlansConfigMap(simdjson::ondemand::value json,
-                                                                        ObjectMeta* meta = nullptr,
-                                                                        const BillingPlansLocation& location = {});
+                                                                       ObjectMeta* meta = nullptr,
+                                                                       const BillingPlansLocation& location = {});
 
 // The `plans.yaml` document of the billing-plans ConfigMap.
 Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml);

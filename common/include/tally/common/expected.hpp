@@ -19,16 +19,31 @@ class [[nodiscard]] Expected {
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const E& error() const& { assert(!ok()); return std::get<1>(v_); }
-  E&& error() && { assert(!ok()); return std::get<1>(std::move(v_)); }
+  const E& error() const& {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
+  E&& error() && {
+    assert(!ok());
+    return std::get<1>(std::move(v_));
+  }
 
  private:
   std::variant<T, E> v_;
@@ -41,8 +56,14 @@ class [[nodiscard]] Expected<void, E> {
   Expected(E error) : error_(std::move(error)), ok_(false) {}  // NOLINT(implicit)
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
-  const E& error() const& { assert(!ok_); return error_; }
-  E&& error() && { assert(!ok_); return std::move(error_); }
+  const E& error() const& {
+    assert(!ok_);
+    return error_;
+  }
+  E&& error() && {
+    assert(!ok_);
+    return std::move(error_);
+  }
 
  private:
   E error_;

@@ -12,8 +12,7 @@ enum WireType : uint8_t { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
 
 class Reader {
  public:
-  explicit Reader(std::string_view data)
-      : p_(reinterpret_cast<const uint8_t*>(data.data())), end_(p_ + data.size()) {}
+  explicit Reader(std::string_view data) : p_(reinterpret_cast<const uint8_t*>(data.data())), end_(p_ + data.size()) {}
 
   // Advances to the next field; false at the end or on malformed input
   // (check failed() to tell the two apart).

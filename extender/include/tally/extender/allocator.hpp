@@ -9,7 +9,7 @@
 namespace tally::extender {
 
 inline void tuneAllocatorForLargeRequests() {
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);  // serve buffers below 64 MiB from the heap
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);   // serve buffers below 64 MiB from the heap
   mallopt(M_TRIM_THRESHOLD, 256 << 20);  // and keep up to 256 MiB of freed top for reuse
   mallopt(M_MXFAST, 0);  // no fastbins: a large request would first consolidate them (tcache still serves small frees)
 }

@@ -38,15 +38,15 @@ model::Kind kindOf(const WatchedObject& object);
 struct PublishStats {
   std::uint64_t publishes = 0;
   std::uint64_t eventsApplied = 0;
-  std::chrono::nanoseconds lastPublish{0};   // cost of building the last snapshot
-  std::chrono::nanoseconds lastApply{0};     // cost of applying the last batch
-  std::size_t lastRowsRebuilt = 0;     // bound-pod rows rebuilt
-  bool lastCopiedCluster = false;      // the last publish copied the cluster (a non-pod object changed)
-  std::uint64_t clusterCopies = 0;     // publishes that copied the cluster
-  std::size_t lastFitBlocksShared = 0;  // FitTable blocks shared with the previous snapshot
-  std::uint64_t skippedUnchanged = 0;  // upserts equal to what the cache held (e.g. node heartbeats)
+  std::chrono::nanoseconds lastPublish{0};  // cost of building the last snapshot
+  std::chrono::nanoseconds lastApply{0};    // cost of applying the last batch
+  std::size_t lastRowsRebuilt = 0;          // bound-pod rows rebuilt
+  bool lastCopiedCluster = false;           // the last publish copied the cluster (a non-pod object changed)
+  std::uint64_t clusterCopies = 0;          // publishes that copied the cluster
+  std::size_t lastFitBlocksShared = 0;      // FitTable blocks shared with the previous snapshot
+  std::uint64_t skippedUnchanged = 0;       // upserts equal to what the cache held (e.g. node heartbeats)
   std::uint64_t assumptionsExpired = 0;
-  std::uint64_t writerWakeups = 0;     // times the writer thread woke up (signalled, timed out or spurious)
+  std::uint64_t writerWakeups = 0;  // times the writer thread woke up (signalled, timed out or spurious)
 };
 
 // Why an assumption could not be recorded.

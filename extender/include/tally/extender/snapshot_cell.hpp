@@ -93,8 +93,10 @@ class SnapshotCell {
     }
     std::vector<std::pair<const T*, std::uint64_t>> keep;
     for (auto& [p, e] : retired_) {
-      if (e < oldestActive) delete p;
-      else keep.emplace_back(p, e);
+      if (e < oldestActive)
+        delete p;
+      else
+        keep.emplace_back(p, e);
     }
     retired_ = std::move(keep);
   }

@@ -53,7 +53,8 @@ std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, co
 // intermediate lists: byte for byte encode(filterNodes(...)) and
 // encode(prioritizeNodes(...)), and the same tally. For what kube-scheduler
 // sends (NodeNames that need no escape); anything else goes through the lists.
-std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally = nullptr);
+std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
+                           DecisionTally* tally = nullptr);
 std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
                                model::ScoreStrategy strategy);
 

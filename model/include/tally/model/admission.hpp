@@ -56,15 +56,15 @@ struct NodeVerdict {
 // What one pod asks for, worked out once per request.
 struct PodDemand {
   const Pod* pod = nullptr;
-  ResourceList budget;     // by quota key, after budget coverage
+  ResourceList budget;  // by quota key, after budget coverage
   const VirtualMachineInstance* launcherOf = nullptr;
   std::string requiredNode;  // a launcher goes only where its devices are
   const Organization* organization = nullptr;
-  ResourceList requests;   // effective GPU requests
-  std::vector<const GpuDevice*> attached;  // devices of its VMI (launchers only)
+  ResourceList requests;                              // effective GPU requests
+  std::vector<const GpuDevice*> attached;             // devices of its VMI (launchers only)
   std::map<std::string, std::int64_t> poolAvailable;  // class -> pool free minus others' idle reservations
-  std::vector<Refusal> podWide;          // refusals that hold on every node (resolvable)
-  std::vector<Refusal> podUnresolvable;  // refusals no node can resolve
+  std::vector<Refusal> podWide;                       // refusals that hold on every node (resolvable)
+  std::vector<Refusal> podUnresolvable;               // refusals no node can resolve
 };
 
 // Builds the demand of a pod: effective requests, launcher detection through
@@ -86,8 +86,9 @@ int scoreNode(const Cluster& cluster, const CapacityView& view, const PodDemand&
 // Preemption: keeps only victims (in the order given) whose eviction is needed
 // to make the pod fit on the node by the model; nothing when even evicting every
 // candidate would not make it fit (the node is then no preemption target).
-std::optional<std::vector<const Pod*>> narrowVictims(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
-                                      const Node& node, const std::vector<const Pod*>& candidates);
+std::optional<std::vector<const Pod*>> narrowVictims(const Cluster& cluster, const CapacityView& view,
+                                                     const PodDemand& demand, const Node& node,
+                                                     const std::vector<const Pod*>& candidates);
 
 // Budget check of a raw GPU pod (the validating pod webhook).
 Decision checkPodBudget(const Cluster& cluster, const CapacityView& view, const Pod& pod);

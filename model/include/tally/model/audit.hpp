@@ -22,10 +22,10 @@ enum class FindingCode {
   StatusDisagreement,
   MultipleTransactions,
   InvalidRecord,
-  QuotaUnknown,            // an organization with GPU add-ons whose HRQ plan-quota cannot be read
-  UnattributedQuantity,    // a quantity no add-on, class or pool explains
-  BothDevicePlugins,       // a node advertises a VM GPU resource and HAMi's nvidia.com/gpu
-  DegradedHealth,          // capacity above allocatable, or an unhealthy GPU parent
+  QuotaUnknown,                // an organization with GPU add-ons whose HRQ plan-quota cannot be read
+  UnattributedQuantity,        // a quantity no add-on, class or pool explains
+  BothDevicePlugins,           // a node advertises a VM GPU resource and HAMi's nvidia.com/gpu
+  DegradedHealth,              // capacity above allocatable, or an unhealthy GPU parent
   SharedNodeWithoutInventory,  // informational: such a node serves no shared units
 };
 std::string_view toString(FindingCode code);

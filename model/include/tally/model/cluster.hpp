@@ -27,11 +27,10 @@ enum class Kind {
   Ledger,
 };
 std::string_view toString(Kind kind);
-inline constexpr Kind kAllKinds[] = {Kind::Node,         Kind::Pod,       Kind::Namespace,
-                                     Kind::HierarchicalResourceQuota, Kind::ResourceQuota,
-                                     Kind::DeviceClass,  Kind::GpuDevice, Kind::VirtualMachineInstance,
-                                     Kind::Organization, Kind::BillingPlans, Kind::KubeVirt,
-                                     Kind::Ledger};
+inline constexpr Kind kAllKinds[] = {
+    Kind::Node,          Kind::Pod,          Kind::Namespace, Kind::HierarchicalResourceQuota,
+    Kind::ResourceQuota, Kind::DeviceClass,  Kind::GpuDevice, Kind::VirtualMachineInstance,
+    Kind::Organization,  Kind::BillingPlans, Kind::KubeVirt,  Kind::Ledger};
 
 // What a cache knows about itself. An unsynced cache makes every answer that
 // depends on it "unknown", which the model refuses closed.

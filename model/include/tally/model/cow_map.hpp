@@ -46,8 +46,10 @@ inline std::uint64_t hashName(std::string_view s) {
     // The last bytes in whole loads (overlapping what was hashed when the name
     // is long enough): no byte-by-byte copy through memory.
     std::uint64_t w;
-    if (n >= 8) w = load8(p + n - 8);
-    else if (n >= 4) w = (load4(p) << 32) | load4(p + n - 4);
+    if (n >= 8)
+      w = load8(p + n - 8);
+    else if (n >= 4)
+      w = (load4(p) << 32) | load4(p + n - 4);
     else {
       w = (static_cast<std::uint64_t>(static_cast<unsigned char>(p[0])) << 16) |
           (static_cast<std::uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8) |
@@ -141,8 +143,10 @@ class CowMap {
 
   Bucket& writable(std::uint64_t h) {
     std::shared_ptr<Bucket>& slot = buckets_[h & (buckets_.size() - 1)];
-    if (!slot) slot = std::make_shared<Bucket>();
-    else if (slot.use_count() > 1) slot = std::make_shared<Bucket>(*slot);
+    if (!slot)
+      slot = std::make_shared<Bucket>();
+    else if (slot.use_count() > 1)
+      slot = std::make_shared<Bucket>(*slot);
     return *slot;
   }
 

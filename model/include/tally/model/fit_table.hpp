@@ -128,9 +128,9 @@ class FitTable {
     // Otherwise: entry e's key is keys_[e * columns_.size() ...], a state id per
     // column (kModeKey | mode for a resource no class sells), found through slots_.
     std::vector<std::uint32_t> keys_;
-    std::vector<std::uint32_t> slots_;   // open addressing over entries, 0 = empty, else entry + 1
+    std::vector<std::uint32_t> slots_;  // open addressing over entries, 0 = empty, else entry + 1
     std::size_t entries_ = 0;
-    std::vector<std::int32_t> verdictOf_;  // per entry: index into verdicts_, -1 not decided yet
+    std::vector<std::int32_t> verdictOf_;   // per entry: index into verdicts_, -1 not decided yet
     std::vector<std::int32_t> scoreOf_[2];  // per entry and strategy: score, -1 not scored yet
     std::deque<NodeVerdict> verdicts_;
     std::vector<std::pair<const DeviceClass*, std::int64_t>> idle_;
@@ -199,7 +199,7 @@ class FitTable {
   std::vector<std::shared_ptr<const Block>> blocks_;
   std::shared_ptr<const States> states_;
   std::vector<const std::uint32_t*> blockData_;  // blocks_[b]->ids.data(): one load less per read
-  std::size_t width_ = 0;               // layout_->resources.size()
+  std::size_t width_ = 0;                        // layout_->resources.size()
   std::size_t blocksShared_ = 0;
 };
 

@@ -50,9 +50,9 @@ struct Node {
   NodeMode expectedMode = NodeMode::Unset;
   bool ready = false;
   bool unschedulable = false;
-  ResourceList capacity;                                      // extended resources only
-  ResourceList allocatable;                                   // extended resources only
-  std::optional<std::vector<InventoryParent>> inventory;      // absent without annotation
+  ResourceList capacity;                                  // extended resources only
+  ResourceList allocatable;                               // extended resources only
+  std::optional<std::vector<InventoryParent>> inventory;  // absent without annotation
   friend bool operator==(const Node&, const Node&) = default;
 };
 
@@ -218,8 +218,8 @@ struct VirtualMachineInstance {
   std::string uid;
   std::map<std::string, std::string> activePods;  // pod UID -> node, written by KubeVirt
   std::vector<VmiGpu> gpus;
-  std::vector<std::string> heldDevices;           // gpu.tally.dev/devices
-  std::vector<DeviceTemplate> deviceTemplates;    // gpu.tally.dev/device-templates
+  std::vector<std::string> heldDevices;         // gpu.tally.dev/devices
+  std::vector<DeviceTemplate> deviceTemplates;  // gpu.tally.dev/device-templates
   std::string phase;
   friend bool operator==(const VirtualMachineInstance&, const VirtualMachineInstance&) = default;
 };

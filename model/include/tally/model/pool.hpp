@@ -38,10 +38,10 @@ struct PoolInvariant {
   std::string quotaKey;
   std::int64_t unitsPerDevice = 1;
   std::int64_t healthySchedulableDevices = 0;
-  Term healthy;           // units of eligible nodes of the pool
-  Term reserved;          // pending + active + releasing records
-  Term nonReservedHard;   // sum over orgs of HRQ hard minus reservation grants
-  Term spare;             // operator spare
+  Term healthy;               // units of eligible nodes of the pool
+  Term reserved;              // pending + active + releasing records
+  Term nonReservedHard;       // sum over orgs of HRQ hard minus reservation grants
+  Term spare;                 // operator spare
   std::int64_t headroom = 0;  // healthy - (reserved + nonReservedHard + spare)
   // Terms that could not be read (an organization's HRQ missing, an unsynced
   // cache): the equation is unknown and never holds.

@@ -28,8 +28,8 @@ NodeMode poolMode(const Node& node);
 bool inPool(const Node& node, const DeviceClass& cls);
 
 struct NodeUnits {
-  std::int64_t units = 0;    // in the pool's unit (devices, or shares)
-  std::int64_t devices = 0;  // whole devices behind those units
+  std::int64_t units = 0;            // in the pool's unit (devices, or shares)
+  std::int64_t devices = 0;          // whole devices behind those units
   std::optional<Refusal> notServed;  // why the node serves nothing for the class
 };
 

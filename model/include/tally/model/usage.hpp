@@ -41,10 +41,12 @@ class LaunchFacts {
   virtual ~LaunchFacts() = default;
   // Calls `visit` for VMIs whose status.activePods may list the pod's uid (a
   // superset is fine: the rule checks).
-  virtual void forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const = 0;
+  virtual void forEachVmiListing(const Pod& pod,
+                                 const std::function<void(const VirtualMachineInstance&)>& visit) const = 0;
   // Calls `visit` for devices that may be attached to the VMI (a superset is
   // fine), in a deterministic order (by namespace/name).
-  virtual void forEachDeviceOf(const VirtualMachineInstance& vmi, const std::function<void(const GpuDevice&)>& visit) const = 0;
+  virtual void forEachDeviceOf(const VirtualMachineInstance& vmi,
+                               const std::function<void(const GpuDevice&)>& visit) const = 0;
 };
 
 // A pod is a VMI's launcher and which devices cover it.
@@ -66,8 +68,10 @@ Launch launchOf(const Pod& pod, const LaunchFacts& facts);
 class ClusterLaunchFacts final : public LaunchFacts {
  public:
   explicit ClusterLaunchFacts(const Cluster& cluster) : cluster_(&cluster) {}
-  void forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const override;
-  void forEachDeviceOf(const VirtualMachineInstance& vmi, const std::function<void(const GpuDevice&)>& visit) const override;
+  void forEachVmiListing(const Pod& pod,
+                         const std::function<void(const VirtualMachineInstance&)>& visit) const override;
+  void forEachDeviceOf(const VirtualMachineInstance& vmi,
+                       const std::function<void(const GpuDevice&)>& visit) const override;
 
  private:
   const Cluster* cluster_;
@@ -77,8 +81,10 @@ class ClusterLaunchFacts final : public LaunchFacts {
 class LauncherIndex final : public LaunchFacts {
  public:
   explicit LauncherIndex(const Cluster& cluster);
-  void forEachVmiListing(const Pod& pod, const std::function<void(const VirtualMachineInstance&)>& visit) const override;
-  void forEachDeviceOf(const VirtualMachineInstance& vmi, const std::function<void(const GpuDevice&)>& visit) const override;
+  void forEachVmiListing(const Pod& pod,
+                         const std::function<void(const VirtualMachineInstance&)>& visit) const override;
+  void forEachDeviceOf(const VirtualMachineInstance& vmi,
+                       const std::function<void(const GpuDevice&)>& visit) const override;
 
  private:
   std::multimap<std::string, const VirtualMachineInstance*> byPodUid_;
@@ -99,9 +105,9 @@ std::int64_t capacityCoverage(const std::vector<const GpuDevice*>& attached, con
 
 // What one pod contributes, after coverage. Terminal pods contribute nothing.
 struct PodUsage {
-  std::string node;            // where the capacity usage lands ("" when unbound)
-  ResourceList capacity;       // raw-name units on the node, by resource name
-  ResourceList budget;         // by quota key, charged to the pod's namespace
+  std::string node;       // where the capacity usage lands ("" when unbound)
+  ResourceList capacity;  // raw-name units on the node, by resource name
+  ResourceList budget;    // by quota key, charged to the pod's namespace
   bool isLauncher = false;
   friend bool operator==(const PodUsage&, const PodUsage&) = default;
 };
@@ -109,9 +115,9 @@ PodUsage podUsage(const Pod& pod, const Launch& launch, const Cluster& cluster);
 
 // What one held device contributes.
 struct DeviceUsage {
-  std::string node;      // node whose units it holds ("" when none)
-  ResourceList capacity; // by resource name
-  ResourceList budget;   // by quota key, charged to the device's namespace
+  std::string node;       // node whose units it holds ("" when none)
+  ResourceList capacity;  // by resource name
+  ResourceList budget;    // by quota key, charged to the device's namespace
   friend bool operator==(const DeviceUsage&, const DeviceUsage&) = default;
 };
 DeviceUsage deviceUsage(const GpuDevice& device, const Cluster& cluster);

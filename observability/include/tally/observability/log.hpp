@@ -34,8 +34,7 @@ struct Field {
   Field(std::string_view k, bool v) : key(k), value(v) {}
   Field(std::string_view k, double v) : key(k), value(v) {}
   template <class I>
-    requires std::is_integral_v<I>
-  Field(std::string_view k, I v) : key(k), value(static_cast<std::int64_t>(v)) {}
+  requires std::is_integral_v<I> Field(std::string_view k, I v) : key(k), value(static_cast<std::int64_t>(v)) {}
 };
 
 // Process-wide settings: lowest level written and the destination.

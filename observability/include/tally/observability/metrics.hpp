@@ -52,8 +52,7 @@ class Gauge {
 
 class Histogram {
  public:
-  Histogram(prometheus::Histogram& series, std::vector<double> bounds)
-      : series_(&series), bounds_(std::move(bounds)) {}
+  Histogram(prometheus::Histogram& series, std::vector<double> bounds) : series_(&series), bounds_(std::move(bounds)) {}
   void observe(double v) { series_->Observe(v); }
   // Cumulative counts per bound, then +Inf.
   std::vector<std::uint64_t> cumulative() const;

@@ -26,8 +26,7 @@ struct TlsContext;
 inline constexpr std::string_view kContentJson = "application/json";
 inline constexpr std::string_view kContentProtobuf = "application/vnd.kubernetes.protobuf";
 // Protobuf first, JSON as the fallback for types without protobuf (CRDs).
-inline constexpr std::string_view kAcceptProtobufOrJson =
-    "application/vnd.kubernetes.protobuf, application/json";
+inline constexpr std::string_view kAcceptProtobufOrJson = "application/vnd.kubernetes.protobuf, application/json";
 
 enum class Wire { kJson, kProtobuf };
 
@@ -68,8 +67,8 @@ struct WatchOptions {
   std::string fieldSelector;
   std::string resourceVersion;
   bool allowBookmarks = true;
-  bool sendInitialEvents = false;  // watch-list: needs resourceVersionMatch=NotOlderThan
-  int timeoutSeconds = 0;          // server-side end of the watch; 0 = server default
+  bool sendInitialEvents = false;                  // watch-list: needs resourceVersionMatch=NotOlderThan
+  int timeoutSeconds = 0;                          // server-side end of the watch; 0 = server default
   std::chrono::milliseconds idleTimeout{120'000};  // no bytes for this long: reconnect
 };
 
@@ -110,8 +109,7 @@ struct EventRecord {
 // delivers (HTTP chunks are already removed).
 class WatchStream {
  public:
-  WatchStream(std::unique_ptr<detail::Connection> conn, std::string contentType,
-              std::chrono::milliseconds idleTimeout);
+  WatchStream(std::unique_ptr<detail::Connection> conn, std::string contentType, std::chrono::milliseconds idleTimeout);
   ~WatchStream();
   WatchStream(const WatchStream&) = delete;
   WatchStream& operator=(const WatchStream&) = delete;
@@ -156,8 +154,7 @@ class Client : public std::enable_shared_from_this<Client> {
   Status bindPod(std::string_view ns, std::string_view pod, std::string_view podUid, std::string_view node);
   Status createEvent(const EventRecord& event);
 
-  Result<std::unique_ptr<WatchStream>> watch(const Resource& res, const WatchOptions& opts,
-                                             Wire wire = Wire::kJson);
+  Result<std::unique_ptr<WatchStream>> watch(const Resource& res, const WatchOptions& opts, Wire wire = Wire::kJson);
 
   // Counters for tests and metrics.
   // Connections opened: those whose TLS handshake resumed an earlier session,

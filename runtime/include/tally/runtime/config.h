@@ -50,8 +50,7 @@ struct ClusterConfig {
 // Parses a kubeconfig document. `baseDir` resolves relative file references.
 Result<ClusterConfig> parseKubeconfig(const std::string& yaml, const std::filesystem::path& baseDir,
                                       const std::string& contextOverride = {});
-Result<ClusterConfig> loadKubeconfig(const std::filesystem::path& path,
-                                     const std::string& contextOverride = {});
+Result<ClusterConfig> loadKubeconfig(const std::filesystem::path& path, const std::string& contextOverride = {});
 
 struct InClusterPaths {
   std::filesystem::path dir = "/var/run/secrets/kubernetes.io/serviceaccount";

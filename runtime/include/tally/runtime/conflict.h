@@ -44,9 +44,12 @@ class JsonPatch {
   static std::string pointerToken(std::string_view key) {
     std::string out;
     for (char c : key) {
-      if (c == '~') out += "~0";
-      else if (c == '/') out += "~1";
-      else out.push_back(c);
+      if (c == '~')
+        out += "~0";
+      else if (c == '/')
+        out += "~1";
+      else
+        out.push_back(c);
     }
     return out;
   }
@@ -68,8 +71,8 @@ struct ConflictStats {
 // mutate(const Object&) -> Result<std::optional<JsonPatch>>; nullopt means
 // "already as desired" and returns the current object unchanged.
 template <JsonCodec C, class Mutate>
-Result<typename C::Object> updateWithRetry(Client& client, const Resource& res, std::string_view name,
-                                           Mutate&& mutate, int maxAttempts = 8, ConflictStats* stats = nullptr,
+Result<typename C::Object> updateWithRetry(Client& client, const Resource& res, std::string_view name, Mutate&& mutate,
+                                           int maxAttempts = 8, ConflictStats* stats = nullptr,
                                            std::string_view subresource = {}) {
   ConflictStats local;
   ConflictStats& s = stats ? *stats : local;
@@ -84,8 +87,7 @@ Result<typename C::Object> updateWithRetry(Client& client, const Resource& res, 
     if (!change->has_value()) return std::move(*current);
     PatchOptions po;
     po.subresource = std::string(subresource);
-    auto updated = client.patch(res, name, PatchType::kJsonPatch,
-                                (*change)->body(C::resourceVersion(*current)), po);
+    auto updated = client.patch(res, name, PatchType::kJsonPatch, (*change)->body(C::resourceVersion(*current)), po);
     if (updated) return decodeJsonObject<C>(*updated);
     if (!updated.error().is(ErrorCode::kConflict)) return std::move(updated).error();
     ++s.conflicts;

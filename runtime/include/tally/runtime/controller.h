@@ -90,7 +90,8 @@ class Controller {
     auto push = [this, keys](const typename C::Object& o) {
       for (const auto& k : (*keys)(o)) enqueue(k);
     };
-    informer.addHandlers({push, [push](const typename C::Object& before, const typename C::Object& after) {
+    informer.addHandlers({push,
+                          [push](const typename C::Object& before, const typename C::Object& after) {
                             push(before);
                             push(after);
                           },

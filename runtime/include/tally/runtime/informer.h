@@ -31,7 +31,7 @@ struct InformerOptions {
   Resource resource;
   std::string labelSelector;
   std::string fieldSelector;
-  Wire wire = Wire::kJson;  // kProtobuf needs a ProtobufCodec and a built-in type
+  Wire wire = Wire::kJson;    // kProtobuf needs a ProtobufCodec and a built-in type
   bool useWatchList = false;  // sendInitialEvents; falls back to LIST when refused
   int64_t pageSize = 500;
   std::chrono::milliseconds resyncPeriod{0};
@@ -47,8 +47,8 @@ struct InformerStats {
   uint64_t watches = 0;
   uint64_t events = 0;
   uint64_t bookmarks = 0;
-  uint64_t gone = 0;          // 410s that forced a relist
-  uint64_t watchErrors = 0;   // network/decode failures that restarted the watch
+  uint64_t gone = 0;         // 410s that forced a relist
+  uint64_t watchErrors = 0;  // network/decode failures that restarted the watch
   uint64_t publishes = 0;
 };
 
@@ -193,7 +193,10 @@ class Informer {
     store_.replace(std::move(items), rv);
     store_.markSynced();
     store_.publish();
-    count([](InformerStats& s) { ++s.lists; ++s.publishes; });
+    count([](InformerStats& s) {
+      ++s.lists;
+      ++s.publishes;
+    });
     return {};
   }
 
@@ -263,13 +266,17 @@ class Informer {
           }
           break;
         case EventType::kError:
-          if (ev.status.code == 410 || ev.status.reason == "Expired" || ev.status.reason == "Gone") gone = true;
-          else errorText = std::to_string(ev.status.code) + " " + ev.status.reason + ": " + ev.status.message;
+          if (ev.status.code == 410 || ev.status.reason == "Expired" || ev.status.reason == "Gone")
+            gone = true;
+          else
+            errorText = std::to_string(ev.status.code) + " " + ev.status.reason + ": " + ev.status.message;
           break;
         default:
           count([](InformerStats& s) { ++s.events; });
-          if (inInitial) initial.push_back(std::move(*ev.object));
-          else store_.apply(ev.type, std::move(*ev.object));
+          if (inInitial)
+            initial.push_back(std::move(*ev.object));
+          else
+            store_.apply(ev.type, std::move(*ev.object));
       }
     };
     for (;;) {

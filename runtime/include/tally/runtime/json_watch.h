@@ -27,7 +27,10 @@ class JsonFramer {
   // At the end of the stream: a final unterminated event, if any.
   Result<simdjson::padded_string_view> finish();
   size_t buffered() const { return buf_.size() - head_; }
-  void reset() { buf_.clear(); head_ = scan_ = 0; }
+  void reset() {
+    buf_.clear();
+    head_ = scan_ = 0;
+  }
 
  private:
   simdjson::padded_string_view view(size_t begin, size_t end) const;

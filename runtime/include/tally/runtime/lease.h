@@ -29,7 +29,9 @@ struct LeaseCodec {
   static std::string_view resourceVersion(const Object& o) { return o.metadata.resourceVersion; }
 };
 
-inline Resource leaseResource(std::string ns) { return Resource::of("coordination.k8s.io", "v1", "leases", std::move(ns)); }
+inline Resource leaseResource(std::string ns) {
+  return Resource::of("coordination.k8s.io", "v1", "leases", std::move(ns));
+}
 
 // metav1.MicroTime text form, e.g. 2026-11-30T01:02:03.123456Z.
 std::string formatMicroTime(std::chrono::system_clock::time_point t);

@@ -26,7 +26,10 @@ class ProtobufFramer {
   Result<std::string_view> next();
   // Bytes left over at the end of the stream are a truncated frame.
   Status finish() const;
-  void reset() { buf_.clear(); head_ = 0; }
+  void reset() {
+    buf_.clear();
+    head_ = 0;
+  }
   bool empty() const { return head_ == buf_.size(); }
   // Bytes still needed to complete the buffered frame (at least 1 while
   // the length prefix is incomplete).

@@ -12,7 +12,7 @@ namespace tally::runtime {
 struct Resource {
   std::string group;  // empty for the core group
   std::string version;
-  std::string resource;   // plural, e.g. "pods"
+  std::string resource;    // plural, e.g. "pods"
   std::string namespace_;  // empty: cluster-scoped or all namespaces
 
   static Resource core(std::string resource, std::string ns = {}) {

@@ -130,8 +130,8 @@ class Store {
       }
       return;
     }
-    auto item = std::make_shared<const typename Snap::Map::Item>(
-        typename Snap::Map::Item{std::move(key), std::move(obj)});
+    auto item =
+        std::make_shared<const typename Snap::Map::Item>(typename Snap::Map::Item{std::move(key), std::move(obj)});
     ItemPtr old = edit_->set(item);
     if (old) unindex(old);
     index(item);
@@ -156,8 +156,8 @@ class Store {
     for (auto& idx : indexEdits_) idx.second.clear();
     for (auto& obj : items) {
       std::string key = C::key(obj);
-      auto item = std::make_shared<const typename Snap::Map::Item>(
-          typename Snap::Map::Item{std::move(key), std::move(obj)});
+      auto item =
+          std::make_shared<const typename Snap::Map::Item>(typename Snap::Map::Item{std::move(key), std::move(obj)});
       edit_->set(item);
       index(item);
     }
@@ -196,7 +196,10 @@ class Store {
     auto snap = snapshot();
     std::lock_guard lock(handlersMu_);
     snap->forEach([&](std::string_view, const Object& obj) {
-      for (auto& h : handlers_) safeCall([&] { if (h.onUpdate) h.onUpdate(obj, obj); });
+      for (auto& h : handlers_)
+        safeCall([&] {
+          if (h.onUpdate) h.onUpdate(obj, obj);
+        });
     });
   }
 
@@ -214,7 +217,8 @@ class Store {
     auto snap = snapshot();
     edit_.emplace(snap->objects_);
     indexEdits_.clear();
-    for (const auto& [name, map] : snap->indexes_) indexEdits_.emplace_back(name, typename Snap::IndexMap::Transient(map));
+    for (const auto& [name, map] : snap->indexes_)
+      indexEdits_.emplace_back(name, typename Snap::IndexMap::Transient(map));
     rv_ = snap->resourceVersion_;
     synced_ = snap->synced_;
   }
@@ -227,10 +231,12 @@ class Store {
         typename Snap::Bucket b = bucket ? bucket->value : typename Snap::Bucket{};
         auto pos = std::lower_bound(b.begin(), b.end(), item->key,
                                     [](const ItemPtr& p, const std::string& k) { return p->key < k; });
-        if (pos != b.end() && (*pos)->key == item->key) *pos = item;
-        else b.insert(pos, item);
-        tr.set(std::make_shared<const typename Snap::IndexMap::Item>(
-            typename Snap::IndexMap::Item{value, std::move(b)}));
+        if (pos != b.end() && (*pos)->key == item->key)
+          *pos = item;
+        else
+          b.insert(pos, item);
+        tr.set(
+            std::make_shared<const typename Snap::IndexMap::Item>(typename Snap::IndexMap::Item{value, std::move(b)}));
       }
     }
   }
@@ -246,9 +252,11 @@ class Store {
                                     [](const ItemPtr& p, const std::string& k) { return p->key < k; });
         if (pos == b.end() || (*pos)->key != item->key) continue;
         b.erase(pos);
-        if (b.empty()) tr.erase(value);
-        else tr.set(std::make_shared<const typename Snap::IndexMap::Item>(
-            typename Snap::IndexMap::Item{value, std::move(b)}));
+        if (b.empty())
+          tr.erase(value);
+        else
+          tr.set(std::make_shared<const typename Snap::IndexMap::Item>(
+              typename Snap::IndexMap::Item{value, std::move(b)}));
       }
     }
   }
@@ -292,9 +300,15 @@ class Store {
       for (auto& h : handlers_) {
         safeCall([&] {
           switch (c.type) {
-            case EventType::kAdded: if (h.onAdd) h.onAdd(c.newItem->value); break;
-            case EventType::kModified: if (h.onUpdate) h.onUpdate(c.oldItem->value, c.newItem->value); break;
-            case EventType::kDeleted: if (h.onDelete) h.onDelete(c.oldItem->value); break;
+            case EventType::kAdded:
+              if (h.onAdd) h.onAdd(c.newItem->value);
+              break;
+            case EventType::kModified:
+              if (h.onUpdate) h.onUpdate(c.oldItem->value, c.newItem->value);
+              break;
+            case EventType::kDeleted:
+              if (h.onDelete) h.onDelete(c.oldItem->value);
+              break;
             default: break;
           }
         });

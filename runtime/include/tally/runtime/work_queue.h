@@ -55,8 +55,10 @@ class WorkQueue {
         return item;
       }
       if (shuttingDown_) return std::nullopt;
-      if (delayed_.empty()) cv_.wait(lock);
-      else cv_.wait_until(lock, delayed_.top().due);
+      if (delayed_.empty())
+        cv_.wait(lock);
+      else
+        cv_.wait_until(lock, delayed_.top().due);
     }
   }
 
