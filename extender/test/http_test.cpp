@@ -7,6 +7,7 @@
 
 #include "fixtures.hpp"
 #include "http_client.hpp"
+#include "tally/common/thread_name.hpp"
 #include "tally/extender/service.hpp"
 
 using namespace tally;
@@ -199,13 +200,7 @@ TEST(Http, FailedBindForgetsTheAssumption) {
 // perf, /proc/PID/task/*/comm).
 TEST(Http, ServingThreadsCarryTheirNames) {
   Harness h;
-  std::multiset<std::string> names;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    names.insert(name);
-  }
+  const std::multiset<std::string> names = threadNamesOfThisProcess();
   EXPECT_TRUE(names.contains("tally-http-0"));
   EXPECT_TRUE(names.contains("tally-writer"));
   EXPECT_EQ(names.count("tally-bind"), PodBinder::Options{}.threads);  // every thread of the pool, before any bind

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tally/common/thread_name.hpp"
 #include "tally/runtime/http/operation_routes.h"
 #include "tally/runtime/http/server.h"
 #include "test_client.h"
@@ -435,13 +436,7 @@ TEST(HttpServer, ServingThreadsCarryTheirNames) {
   o.threadName = "webhook-https";
   o.threads = 1;
   Harness named(o);
-  std::multiset<std::string> names;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string name;
-    std::getline(comm, name);
-    names.insert(name);
-  }
+  const std::multiset<std::string> names = tally::threadNamesOfThisProcess();
   EXPECT_TRUE(names.contains("tally-http-0"));
   EXPECT_TRUE(names.contains("tally-http-1"));
   EXPECT_TRUE(names.contains("webhook-https-0"));

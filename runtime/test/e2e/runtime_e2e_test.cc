@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cluster.h"
+#include "tally/common/thread_name.hpp"
 #include "tally/runtime/conflict.h"
 #include "tally/runtime/informer.h"
 #include "tally/runtime/manager.h"
@@ -303,14 +304,7 @@ void expectMatchesFreshList(Client& c, const Resource& res, const Informer<Codec
 class InformerWire : public ::testing::TestWithParam<std::pair<Wire, bool>> {};
 
 // A thread of this process is called NAME (/proc/self/task/*/comm).
-bool hasThreadNamed(std::string_view name) {
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string line;
-    if (std::getline(comm, line) && line == name) return true;
-  }
-  return false;
-}
+bool hasThreadNamed(std::string_view name) { return threadNamesOfThisProcess().contains(std::string(name)); }
 
 TEST_P(InformerWire, SeesEveryChangeInOrder) {
   auto [wire, watchList] = GetParam();

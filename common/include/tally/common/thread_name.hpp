@@ -5,6 +5,9 @@
 
 #include <pthread.h>
 
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -16,5 +19,17 @@ inline void nameThread(pthread_t thread, std::string_view name) {
 }
 
 inline void nameThisThread(std::string_view name) { nameThread(pthread_self(), name); }
+
+// The names of this process's threads, as /proc/self/task/*/comm shows them.
+inline std::multiset<std::string> threadNamesOfThisProcess() {
+  std::multiset<std::string> names;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name)) names.insert(name);
+  }
+  return names;
+}
 
 }  // namespace tally
