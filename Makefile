@@ -35,7 +35,7 @@ cluster-binaries: deps
 
 # C++ sources as .clang-format lays them out (clang-format 14, Debian 12).
 CLANG_FORMAT ?= clang-format-14
-FORMATTED = $$(git ls-files '*.cpp' '*.hpp' '*.cc' '*.h')
+FORMATTED = $$(git ls-files '*.cpp' '*.hpp')
 
 format: deps
 	$(CLANG_FORMAT) --style=file -i $(FORMATTED)

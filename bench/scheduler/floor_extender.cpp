@@ -17,8 +17,8 @@
 #include "tally/extender/allocator.hpp"
 #include "tally/extender/service.hpp"
 #include "tally/extender/wire.hpp"
-#include "tally/runtime/client.h"
-#include "tally/runtime/config.h"
+#include "tally/runtime/client.hpp"
+#include "tally/runtime/config.hpp"
 
 using namespace tally;
 using namespace tally::extender;

@@ -18,12 +18,12 @@
 #include "tally/extender/pod_binder.hpp"
 #include "tally/extender/service.hpp"
 #include "tally/observability/log.hpp"
-#include "tally/runtime/client.h"
-#include "tally/runtime/codec.h"
-#include "tally/runtime/config.h"
-#include "tally/runtime/log.h"
-#include "tally/runtime/manager.h"
-#include "tally/runtime/process.h"
+#include "tally/runtime/client.hpp"
+#include "tally/runtime/codec.hpp"
+#include "tally/runtime/config.hpp"
+#include "tally/runtime/log.hpp"
+#include "tally/runtime/manager.hpp"
+#include "tally/runtime/process.hpp"
 #include "watches.hpp"
 
 namespace {

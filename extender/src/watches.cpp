@@ -8,8 +8,8 @@
 #include "tally/common/thread_name.hpp"
 #include "tally/model/usage.hpp"
 #include "tally/observability/log.hpp"
-#include "tally/runtime/codec.h"
-#include "tally/runtime/informer.h"
+#include "tally/runtime/codec.hpp"
+#include "tally/runtime/informer.hpp"
 
 namespace tally::extender {
 

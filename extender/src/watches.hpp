@@ -14,7 +14,7 @@
 #include "tally/codec/objects.hpp"
 #include "tally/extender/cache_writer.hpp"
 #include "tally/extender/metrics.hpp"
-#include "tally/runtime/client.h"
+#include "tally/runtime/client.hpp"
 
 namespace tally::extender {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The codecs in the shape the runtime's informers take (tally/runtime/codec.h):
+// The codecs in the shape the runtime's informers take (tally/runtime/codec.hpp):
 // each cached object is the model value together with the identity the
 // informer's store keys and resumes by. Header-only, so tally_codec itself does
 // not depend on the runtime; include it where the runtime is linked.
@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "tally/codec/codecs.hpp"
-#include "tally/runtime/codec.h"
+#include "tally/runtime/codec.hpp"
 
 namespace tally::codec {
 

@@ -9,8 +9,8 @@
 #include "tally/extender/metrics.hpp"
 #include "tally/extender/pod_binder.hpp"
 #include "tally/extender/snapshot_cell.hpp"
-#include "tally/runtime/http/operation_routes.h"
-#include "tally/runtime/http/server.h"
+#include "tally/runtime/http/operation_routes.hpp"
+#include "tally/runtime/http/server.hpp"
 
 namespace tally::extender {
 

@@ -1,0 +1,187 @@
+#include "tally/runtime/manager.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <condition_variable>
+#include <ctime>
+#include <thread>
+
+#include "tally/common/thread_name.hpp"
+#include "tally/runtime/log.hpp"
+
+namespace tally::runtime {
+
+using namespace std::chrono_literals;
+
+Manager::Manager(std::shared_ptr<Client> client, ManagerOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {}
+
+Manager::~Manager() {
+  if (scrape_) {
+    std::lock_guard lock(scrape_->mu);
+    scrape_->alive = false;
+  }
+  for (auto& c : controllers_) c->stop();
+  if (elector_) elector_->stop();
+  for (auto& i : informers_) i->stop();
+}
+
+Controller& Manager::controller(ControllerOptions options, Reconciler reconcile) {
+  controllers_.push_back(std::make_unique<Controller>(std::move(options), std::move(reconcile), options_.metrics));
+  return *controllers_.back();
+}
+
+std::vector<std::string> Manager::unsynced() const {
+  std::vector<std::string> out;
+  for (const auto& i : informers_) {
+    if (!i->hasSynced()) out.push_back(i->name());
+  }
+  return out;
+}
+
+void Manager::registerMetrics() {
+  if (!options_.metrics) return;
+  auto& r = *options_.metrics;
+  if (options_.leaderElection) {
+    leaderGauge_ = &r.gauge("leader_election_master_status",
+                            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
+                            "indicates master. 'name' is the string used to identify the lease.",
+                            {"name"})
+                        .with({options_.leaderElection->leaseName});
+  }
+  auto& synced = r.gauge("tally_informer_synced", "1 once the informer's cache has synced", {"resource"});
+  auto& events = r.counter("tally_informer_events_total", "Watch events the informer applied", {"resource"});
+  auto& stale = r.gauge("tally_informer_staleness_seconds", "Seconds since the informer last heard from the server",
+                        {"resource"});
+  scrape_ = std::make_shared<ScrapeState>();
+  for (auto& i : informers_) {
+    scrape_->series.push_back(
+        {i.get(), &synced.with({i->name()}), &events.with({i->name()}), &stale.with({i->name()}), 0});
+  }
+  // Copies of this function run at each scrape; they share one state, which
+  // the manager's destructor marks dead so a later scrape reads nothing freed.
+  r.onScrape([state = scrape_] {
+    std::lock_guard lock(state->mu);
+    if (!state->alive) return;
+    for (auto& s : state->series) {
+      s.synced->set(s.informer->hasSynced() ? 1 : 0);
+      std::uint64_t seen = s.informer->events();
+      if (seen > s.counted) s.events->inc(seen - s.counted);
+      s.counted = seen;
+      auto age = s.informer->staleness();
+      s.stale->set(age == std::chrono::milliseconds::max() ? -1 : std::chrono::duration<double>(age).count());
+    }
+  });
+}
+
+void Manager::startLeaderControllers() {
+  std::lock_guard lock(leaderMu_);
+  leading_ = true;
+  if (leaderGauge_) leaderGauge_->set(1);
+  for (auto& c : controllers_) {
+    if (c->leaderOnly()) c->start();
+  }
+  log(LogLevel::kInfo, "leading: started the leader-only controllers");
+}
+
+void Manager::stopLeaderControllers() {
+  std::lock_guard lock(leaderMu_);
+  for (auto& c : controllers_) {
+    if (c->leaderOnly()) c->stop();
+  }
+  if (leading_) log(LogLevel::kInfo, "not leading: stopped the leader-only controllers");
+  leading_ = false;
+  if (leaderGauge_) leaderGauge_->set(0);
+}
+
+Status Manager::run(std::stop_token stop) {
+  registerMetrics();
+  for (auto& i : informers_) i->start();
+  const auto deadline = std::chrono::steady_clock::now() + options_.cacheSyncTimeout;
+  std::mutex mu;
+  std::condition_variable_any cv;
+  while (!unsynced().empty()) {
+    if (stop.stop_requested()) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::string names;
+      for (const auto& n : unsynced()) names += (names.empty() ? "" : ", ") + n;
+      for (auto& i : informers_) i->stop();
+      return Error{ErrorCode::kTimeout,
+                   "caches did not sync within " + std::to_string(options_.cacheSyncTimeout.count()) + "ms: " + names};
+    }
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, stop, 10ms, [] { return false; });
+  }
+  if (!stop.stop_requested()) {
+    synced_ = true;
+    for (auto& c : controllers_) {
+      if (!c->leaderOnly()) c->start();
+    }
+    if (options_.leaderElection) {
+      LeaderElectionConfig cfg = *options_.leaderElection;
+      auto started = cfg.onStartedLeading;
+      auto stopped = cfg.onStoppedLeading;
+      cfg.onStartedLeading = [this, started](std::stop_token term) {
+        startLeaderControllers();
+        if (started) started(term);
+        std::mutex m;
+        std::condition_variable_any wait;
+        std::unique_lock lock(m);
+        wait.wait(lock, term, [] { return false; });
+        stopLeaderControllers();
+      };
+      cfg.onStoppedLeading = [this, stopped] {
+        stopLeaderControllers();
+        if (stopped) stopped();
+      };
+      elector_ = std::make_unique<LeaderElector>(client_, std::move(cfg));
+      elector_->start();
+    } else {
+      startLeaderControllers();
+    }
+    std::unique_lock lock(mu);
+    cv.wait(lock, stop, [] { return false; });
+  }
+  // Shut down in order: no reconcile runs once the Lease is released, and no
+  // informer stops under a running controller.
+  for (auto& c : controllers_) {
+    if (!c->leaderOnly()) c->stop();
+  }
+  stopLeaderControllers();
+  if (elector_) elector_->stop();
+  for (auto& i : informers_) i->stop();
+  synced_ = false;
+  return {};
+}
+
+SignalStop::SignalStop() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  waiter_ = std::jthread([this, set](std::stop_token st) {
+    const timespec tick{0, 200'000'000};
+    while (!st.stop_requested()) {
+      int sig = sigtimedwait(&set, nullptr, &tick);
+      if (sig > 0) {
+        received_ = sig;
+        source_.request_stop();
+        return;
+      }
+    }
+  });
+  nameThread(waiter_.native_handle(), "tally-signals");
+}
+
+SignalStop::~SignalStop() = default;
+
+void SignalStop::wait() const {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  cv.wait(lock, source_.get_token(), [] { return false; });
+}
+
+}  // namespace tally::runtime

@@ -1,0 +1,203 @@
+// The controller loop without an API server: results, backoff, one worker per
+// key, new terms, metrics with client-go's names.
+
+#include "tally/runtime/controller.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace tally::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+template <class F>
+bool eventually(F&& f, std::chrono::milliseconds timeout = 5s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (f()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return f();
+}
+
+ControllerOptions options(std::string name, int workers = 1) {
+  ControllerOptions o;
+  o.name = std::move(name);
+  o.workers = workers;
+  o.rateLimits.itemBase = 1ms;
+  o.rateLimits.itemMax = 20ms;
+  o.rateLimits.qps = 10'000;
+  o.rateLimits.burst = 10'000;
+  return o;
+}
+
+TEST(Controller, DoneReconcilesAKeyOnceHoweverOftenItWasQueued) {
+  std::atomic<int> calls{0};
+  std::atomic<bool> release{false};
+  Controller c(options("once"), [&](const std::string&, std::stop_token) -> Result<ReconcileResult> {
+    while (!release) std::this_thread::sleep_for(1ms);
+    ++calls;
+    return ReconcileResult::done();
+  });
+  // Queued five times before any worker runs: the queue holds it once.
+  for (int i = 0; i < 5; ++i) c.enqueue("ns/a");
+  c.start();
+  release = true;
+  ASSERT_TRUE(eventually([&] { return calls.load() >= 1 && c.queueLength() == 0; }));
+  std::this_thread::sleep_for(30ms);
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(c.stats().reconciles, 1u);
+}
+
+TEST(Controller, ErrorsAndRequeuesRetryWithBackoffUntilDone) {
+  std::atomic<int> calls{0};
+  Controller c(options("retry"), [&](const std::string&, std::stop_token) -> Result<ReconcileResult> {
+    int n = ++calls;
+    if (n == 1) return Error{ErrorCode::kConflict, "409: the object has been modified"};
+    if (n == 2) return ReconcileResult::requeue();
+    return ReconcileResult::done();
+  });
+  c.start();
+  c.enqueue("ns/a");
+  ASSERT_TRUE(eventually([&] { return calls.load() == 3; }));
+  std::this_thread::sleep_for(40ms);
+  EXPECT_EQ(calls.load(), 3) << "done() forgets the key: nothing more";
+  auto stats = c.stats();
+  EXPECT_EQ(stats.errors, 1u);
+  EXPECT_EQ(stats.requeues, 1u);
+}
+
+TEST(Controller, RequeueAfterComesBackAfterTheDelay) {
+  std::atomic<int> calls{0};
+  std::chrono::steady_clock::time_point first, second;
+  Controller c(options("after"), [&](const std::string&, std::stop_token) -> Result<ReconcileResult> {
+    int n = ++calls;
+    if (n == 1) {
+      first = std::chrono::steady_clock::now();
+      return ReconcileResult::requeueAfter(50ms);
+    }
+    second = std::chrono::steady_clock::now();
+    return ReconcileResult::done();
+  });
+  c.start();
+  c.enqueue("a");
+  ASSERT_TRUE(eventually([&] { return calls.load() == 2; }));
+  EXPECT_GE(second - first, 45ms);
+}
+
+TEST(Controller, AKeyIsNeverReconciledByTwoWorkersAtOnce) {
+  std::mutex mu;
+  std::set<std::string> busy;
+  std::atomic<int> overlaps{0}, calls{0};
+  Controller c(options("exclusive", 4), [&](const std::string& key, std::stop_token) -> Result<ReconcileResult> {
+    {
+      std::lock_guard lock(mu);
+      if (!busy.insert(key).second) ++overlaps;
+    }
+    std::this_thread::sleep_for(100us);
+    {
+      std::lock_guard lock(mu);
+      busy.erase(key);
+    }
+    ++calls;
+    return ReconcileResult::done();
+  });
+  c.start();
+  std::vector<std::jthread> producers;
+  for (int t = 0; t < 4; ++t) {
+    producers.emplace_back([&c, t] {
+      for (int i = 0; i < 500; ++i) c.enqueue("ns/key-" + std::to_string((i + t) % 7));
+    });
+  }
+  producers.clear();
+  ASSERT_TRUE(eventually([&] { return c.queueLength() == 0; }));
+  c.stop();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_GE(calls.load(), 7);
+}
+
+TEST(Controller, ExceptionIsAnErrorNotACrash) {
+  std::atomic<int> calls{0};
+  Controller c(options("throws"), [&](const std::string&, std::stop_token) -> Result<ReconcileResult> {
+    if (++calls == 1) throw std::runtime_error("boom");
+    return ReconcileResult::done();
+  });
+  c.start();
+  c.enqueue("a");
+  ASSERT_TRUE(eventually([&] { return calls.load() == 2; }));
+  EXPECT_EQ(c.stats().errors, 1u);
+}
+
+TEST(Controller, StopLetsTheRunningReconcileFinishAndANewTermStartsAgain) {
+  std::atomic<bool> inside{false}, finished{false};
+  std::atomic<int> calls{0};
+  Controller c(options("terms"), [&](const std::string&, std::stop_token stop) -> Result<ReconcileResult> {
+    ++calls;
+    inside = true;
+    while (!stop.stop_requested()) std::this_thread::sleep_for(1ms);
+    finished = true;
+    return ReconcileResult::done();
+  });
+  c.start();
+  c.enqueue("a");
+  ASSERT_TRUE(eventually([&] { return inside.load(); }));
+  c.stop();
+  EXPECT_TRUE(finished.load()) << "stop() returned before the reconcile did";
+  EXPECT_FALSE(c.running());
+  inside = false;
+  c.start();
+  c.enqueue("b");
+  ASSERT_TRUE(eventually([&] { return inside.load(); }));
+  c.stop();
+  EXPECT_EQ(calls.load(), 2);
+}
+
+TEST(Controller, MetricsCarryClientGoWorkqueueNames) {
+  observability::Registry registry;
+  std::atomic<int> calls{0};
+  Controller c(
+      options("quota"),
+      [&](const std::string&, std::stop_token) -> Result<ReconcileResult> {
+        if (++calls == 1) return Error{ErrorCode::kServerError, "500"};
+        return ReconcileResult::done();
+      },
+      &registry);
+  c.start();
+  c.enqueue("org/acme");
+  ASSERT_TRUE(eventually([&] { return calls.load() == 2; }));
+  c.stop();
+  const std::string text = registry.render();
+  for (const char* line :
+       {"workqueue_adds_total{name=\"quota\"} 1", "workqueue_retries_total{name=\"quota\"} 1",
+        "workqueue_depth{name=\"quota\"} 0", "workqueue_work_duration_seconds_count{name=\"quota\"} 2",
+        "workqueue_queue_duration_seconds_count{name=\"quota\"} 1",
+        "workqueue_unfinished_work_seconds{name=\"quota\"} 0",
+        "controller_runtime_reconcile_total{controller=\"quota\",result=\"success\"} 1",
+        "controller_runtime_reconcile_total{controller=\"quota\",result=\"error\"} 1",
+        "controller_runtime_reconcile_errors_total{controller=\"quota\"} 1"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  }
+}
+
+TEST(Controller, ScrapeAfterTheControllerIsGoneReadsNothingFreed) {
+  observability::Registry registry;
+  {
+    Controller c(
+        options("gone"),
+        [](const std::string&, std::stop_token) -> Result<ReconcileResult> { return ReconcileResult::done(); },
+        &registry);
+    c.start();
+    c.enqueue("a");
+  }
+  EXPECT_NE(registry.render().find("workqueue_adds_total{name=\"gone\"} 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tally::runtime
