@@ -18,7 +18,7 @@
 #include "tally/extender/allocator.hpp"
 #include "tally/extender/service.hpp"
 #include "tally/extender/verbs.hpp"
-#include "tally/observability/log.hpp"
+#include "tally/common/log.hpp"
 
 using namespace tally;
 using namespace tally::extender;
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   app.add_option("--publish-pods", publishPods, "Pods for --publish")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   tuneAllocatorForLargeRequests();  // as tally-extender's main does
-  observability::setLogLevel(observability::Level::Error);
+  setLogLevel(LogLevel::kError);
 
   if (publish) {
     auto t0 = Clock::now();

@@ -5,40 +5,44 @@
 #include "commands.hpp"
 #include "plan_output.hpp"
 #include "tally/codec/reservation_record.hpp"
+#include "tally/common/expected.hpp"
 #include "tally/model/pool.hpp"
 
 namespace tally::cli {
 namespace {
 
-// "org/addon=quantity"
-std::optional<model::AddonQuantityChange> parseAddonChange(const std::string& text) {
+// "org/addon=quantity"; the error quotes the flag's text and says what is wrong.
+Expected<model::AddonQuantityChange, std::string> parseAddonChange(const std::string& text) {
+  const std::string flag = "--addon \"" + text + "\": ";
   const auto slash = text.find('/');
   const auto equals = text.find('=', slash == std::string::npos ? 0 : slash);
   if (slash == std::string::npos || equals == std::string::npos || slash == 0 || equals == slash + 1)
-    return std::nullopt;
+    return flag + "want <organization>/<add-on>=<quantity>";
   model::AddonQuantityChange change;
   change.organization = text.substr(0, slash);
   change.addonId = text.substr(slash + 1, equals - slash - 1);
+  const std::string quantity = text.substr(equals + 1);
+  const std::string notCount = flag + "quantity \"" + quantity + "\" is not a whole number of 0 or more";
   try {
     std::size_t used = 0;
-    const std::string quantity = text.substr(equals + 1);
     change.quantity = std::stoll(quantity, &used);
-    if (used != quantity.size() || change.quantity < 0) return std::nullopt;
+    if (used != quantity.size() || change.quantity < 0) return notCount;
   } catch (const std::exception&) {
-    return std::nullopt;
+    return notCount;
   }
   return change;
 }
 
-// "node=mode"
-std::optional<model::NodeModeChange> parseNodeModeChange(const std::string& text) {
+// "node=mode"; the error quotes the flag's text and says what is wrong.
+Expected<model::NodeModeChange, std::string> parseNodeModeChange(const std::string& text) {
+  const std::string flag = "--node-mode \"" + text + "\": ";
   const auto equals = text.find('=');
-  if (equals == std::string::npos || equals == 0) return std::nullopt;
+  if (equals == std::string::npos || equals == 0) return flag + "want <node>=<mode>";
   model::NodeModeChange change;
   change.node = text.substr(0, equals);
   change.expectedMode = model::parseNodeMode(text.substr(equals + 1));
   if (change.expectedMode == model::NodeMode::Unknown || change.expectedMode == model::NodeMode::Unset)
-    return std::nullopt;
+    return flag + "mode \"" + text.substr(equals + 1) + "\" is not a workload mode";
   return change;
 }
 
@@ -61,22 +65,22 @@ int runPlan(const PlanOptions& options) {
     std::ostringstream text;
     text << in.rdbuf();
     recordText = text.str();
-    codec::ParsedRecord parsed = codec::decodeReservationRecord(recordText, options.recordFile);
-    if (!parsed.record) {
-      for (const auto& problem : parsed.invalid.problems) {
+    codec::RecordResult parsed = codec::decodeReservationRecord(recordText, options.recordFile);
+    if (!parsed) {
+      for (const auto& problem : parsed.error().problems) {
         std::cout << "refused: " << model::toString(problem.code) << ": " << problem.message << '\n';
       }
       return kExitCheckFailed;
     }
-    change = model::AddRecordChange{*parsed.record};
+    change = model::AddRecordChange{std::move(parsed).value()};
   } else if (!options.addon.empty()) {
     auto addon = parseAddonChange(options.addon);
-    if (!addon) return badInput("--addon \"" + options.addon + "\": want <organization>/<add-on>=<quantity>");
-    change = *addon;
+    if (!addon) return badInput(addon.error());
+    change = std::move(addon).value();
   } else {
     auto mode = parseNodeModeChange(options.nodeMode);
-    if (!mode) return badInput("--node-mode \"" + options.nodeMode + "\": want <node>=<mode>");
-    change = *mode;
+    if (!mode) return badInput(mode.error());
+    change = std::move(mode).value();
   }
 
   auto snapshot = loadInputs(options.input);

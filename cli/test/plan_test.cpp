@@ -135,4 +135,16 @@ TEST_F(TallyctlPlan, MalformedChangesExitTwo) {
   EXPECT_EQ(plan("--record " + (dir_ / "absent.yaml").string()).exitCode, 2);
 }
 
+TEST_F(TallyctlPlan, AMalformedChangeIsRefusedQuotingItAndSayingWhatIsWrong) {
+  Outcome addon = plan("--addon acme/x=-3");
+  EXPECT_EQ(addon.exitCode, 2);
+  EXPECT_NE(addon.err.find(R"(--addon "acme/x=-3": quantity "-3" is not a whole number of 0 or more)"),
+            std::string::npos)
+      << addon.err;
+  Outcome mode = plan("--node-mode gpu-h200-02=turbo");
+  EXPECT_NE(mode.err.find(R"(--node-mode "gpu-h200-02=turbo": mode "turbo" is not a workload mode)"), std::string::npos)
+      << mode.err;
+  EXPECT_NE(plan("--node-mode =pod-hami").err.find("want <node>=<mode>"), std::string::npos);
+}
+
 }  // namespace

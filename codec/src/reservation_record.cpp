@@ -76,26 +76,27 @@ class Reader {
   std::string id_;
 };
 
-ParsedRecord readDocument(const YAML::Node& doc, std::string_view text, std::string_view source) {
-  ParsedRecord out;
-  out.invalid.source = std::string(source);
+// A record refused for one problem found before its id could be read.
+model::InvalidRecord refused(std::string_view source, std::string message) {
+  return {std::string(source), "", "", {{Code::RecordSchema, std::move(message)}}};
+}
+
+RecordResult readDocument(const YAML::Node& doc, std::string_view text, std::string_view source) {
+  if (!doc.IsMap()) return refused(source, fmt::format("{}: a record must be a YAML mapping", source));
+  model::InvalidRecord invalid;
+  invalid.source = std::string(source);
   Reader rd("");
-  if (!doc.IsMap()) {
-    rd.problem(Code::RecordSchema, fmt::format("{}: a record must be a YAML mapping", source));
-    out.invalid.problems = rd.problems;
-    return out;
-  }
   model::ReservationRecord r;
   r.source = std::string(source);
   YAML::Node meta = doc["metadata"];
   if (meta && meta.IsMap() && meta["id"] && meta["id"].IsScalar()) {
     r.id = meta["id"].Scalar();
     rd.setId(r.id);
-    out.invalid.id = r.id;
+    invalid.id = r.id;
   }
   YAML::Node spec = doc["spec"];
   if (spec && spec.IsMap() && spec["profileId"] && spec["profileId"].IsScalar()) {
-    out.invalid.profileId = spec["profileId"].Scalar();
+    invalid.profileId = spec["profileId"].Scalar();
   }
   if (auto forbidden = model::findForbiddenContent(text)) {
     rd.problem(Code::RecordForbiddenContent,
@@ -172,49 +173,38 @@ ParsedRecord readDocument(const YAML::Node& doc, std::string_view text, std::str
     for (auto& p : model::validateRecord(r)) rd.problems.push_back(std::move(p));
   }
   if (!rd.problems.empty()) {
-    out.invalid.problems = std::move(rd.problems);
-    return out;
+    invalid.problems = std::move(rd.problems);
+    return invalid;
   }
-  out.record = std::move(r);
-  return out;
+  return r;
 }
 
 }  // namespace
 
-ParsedRecord decodeReservationRecord(std::string_view yaml, std::string_view source) {
-  ParsedRecord out;
-  out.invalid.source = std::string(source);
+RecordResult decodeReservationRecord(std::string_view yaml, std::string_view source) {
   if (yaml.size() > kMaxRecordBytes) {
-    out.invalid.problems.push_back(
-        {Code::RecordSchema,
-         fmt::format("{}: {} bytes is larger than a record may be ({} bytes)", source, yaml.size(), kMaxRecordBytes)});
-    return out;
+    return refused(source, fmt::format("{}: {} bytes is larger than a record may be ({} bytes)", source, yaml.size(),
+                                       kMaxRecordBytes));
   }
   try {
     YAML::Node doc = YAML::Load(std::string(yaml));
     return readDocument(doc, yaml, source);
   } catch (const std::exception& e) {
-    out.invalid.problems.push_back({Code::RecordSchema, fmt::format("{}: not valid YAML: {}", source, e.what())});
-    return out;
+    return refused(source, fmt::format("{}: not valid YAML: {}", source, e.what()));
   }
 }
 
 void addLedgerFile(model::Ledger& ledger, std::string_view yaml, std::string_view source) {
   ledger.loaded = true;
   if (yaml.size() > kMaxRecordBytes * 16) {
-    ledger.invalid.push_back(
-        {std::string(source),
-         "",
-         "",
-         {{Code::RecordSchema, fmt::format("{}: file of {} bytes is too large", source, yaml.size())}}});
+    ledger.invalid.push_back(refused(source, fmt::format("{}: file of {} bytes is too large", source, yaml.size())));
     return;
   }
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(yaml));
   } catch (const std::exception& e) {
-    ledger.invalid.push_back(
-        {std::string(source), "", "", {{Code::RecordSchema, fmt::format("{}: not valid YAML: {}", source, e.what())}}});
+    ledger.invalid.push_back(refused(source, fmt::format("{}: not valid YAML: {}", source, e.what())));
     return;
   }
   int index = 0;
@@ -225,11 +215,11 @@ void addLedgerFile(model::Ledger& ledger, std::string_view yaml, std::string_vie
     // Each document is checked on its own text so forbidden content is attributed.
     YAML::Emitter emitter;
     emitter << doc;
-    ParsedRecord parsed = readDocument(doc, emitter.c_str(), where);
-    if (parsed.record) {
-      ledger.records.push_back(std::move(*parsed.record));
+    RecordResult parsed = readDocument(doc, emitter.c_str(), where);
+    if (parsed) {
+      ledger.records.push_back(std::move(parsed).value());
     } else {
-      ledger.invalid.push_back(std::move(parsed.invalid));
+      ledger.invalid.push_back(std::move(parsed).error());
     }
   }
 }

@@ -15,10 +15,19 @@ std::string_view groupOf(std::string_view apiVersion) {
   return slash == std::string_view::npos ? std::string_view() : apiVersion.substr(0, slash);
 }
 
+// What an object says of its own type: its apiVersion and kind (or the implied
+// ones where it has none), and whether it is empty.
+struct ObjectType {
+  TypeMeta type;
+  bool empty = false;
+};
+
 // Reads apiVersion and kind wherever they are in the object, then rewinds it
 // so a decoder can read the object again from its first field. An empty object
 // cannot be rewound (simdjson has already left it), so it is reported instead.
-Status readTypeMeta(od::value& json, TypeMeta& type, bool& empty) {
+Result<ObjectType> readTypeMeta(od::value& json, TypeMeta implied) {
+  ObjectType result{std::move(implied)};
+  TypeMeta& type = result.type;
   od::object object;
   if (auto code = json.get_object().get(object)) return jsonError(code, "", "an object");
   for (auto [name, out] : {std::pair<std::string_view, std::string*>{"apiVersion", &type.apiVersion},
@@ -27,12 +36,12 @@ Status readTypeMeta(od::value& json, TypeMeta& type, bool& empty) {
     auto code = object.find_field_unordered(name).get(field);
     if (code == simdjson::NO_SUCH_FIELD) continue;
     if (code) return jsonError(code, name, "a string");
-    if (auto read = readString(field, name, *out); !read) return read;
+    if (auto read = readString(field, name, *out); !read) return std::move(read).error();
   }
   bool hasFields = false;
   if (auto code = object.reset().get(hasFields)) return jsonError(code, "", "an object");
-  empty = !hasFields;
-  return {};
+  result.empty = !hasFields;
+  return result;
 }
 
 template <class T>
@@ -153,10 +162,9 @@ Status addTypedObject(Snapshot& snapshot, od::value json, const TypeMeta& type, 
 }  // namespace
 
 Status addObject(Snapshot& snapshot, od::value json, const TypeMeta& implied, const SnapshotOptions& options) {
-  TypeMeta type = implied;
-  bool empty = false;
-  if (auto read = readTypeMeta(json, type, empty); !read) return read;
-  return addTypedObject(snapshot, json, type, empty, options);
+  auto read = readTypeMeta(json, implied);
+  if (!read) return std::move(read).error();
+  return addTypedObject(snapshot, json, read->type, read->empty, options);
 }
 
 namespace {
@@ -184,11 +192,11 @@ Status addItems(Snapshot& snapshot, od::value items, const TypeMeta& implied, co
 Result<Snapshot> loadSnapshot(std::string_view json, const SnapshotOptions& options) {
   Snapshot snapshot;
   Status status = withJsonValue(json, "", [&](od::value root) -> Status {
-    TypeMeta listType;
-    bool empty = false;
-    if (auto read = readTypeMeta(root, listType, empty); !read) return std::move(read).error().within("snapshot");
-    if (!listType.kind.ends_with("List")) return addTypedObject(snapshot, root, listType, empty, options);
-    if (empty) return fieldError("items", "missing").within("snapshot " + listType.kind);
+    auto read = readTypeMeta(root, {});
+    if (!read) return std::move(read).error().within("snapshot");
+    const TypeMeta& listType = read->type;
+    if (!listType.kind.ends_with("List")) return addTypedObject(snapshot, root, listType, read->empty, options);
+    if (read->empty) return fieldError("items", "missing").within("snapshot " + listType.kind);
     // Items of a typed list (NodeList) carry no kind of their own.
     TypeMeta implied;
     if (listType.kind != "List") {

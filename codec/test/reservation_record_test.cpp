@@ -42,8 +42,9 @@ spec:
 )" + extraStatus;
 }
 
-bool hasCode(const ParsedRecord& p, Code code) {
-  for (const auto& r : p.invalid.problems) {
+bool hasCode(const RecordResult& p, Code code) {
+  if (p) return false;
+  for (const auto& r : p.error().problems) {
     if (r.code == code) return true;
   }
   return false;
@@ -51,33 +52,33 @@ bool hasCode(const ParsedRecord& p, Code code) {
 
 TEST(ReservationRecordYaml, ParsesTheSeedFormat) {
   auto p = decodeReservationRecord(activeRecord(), "gpu-res-1042.yaml");
-  ASSERT_TRUE(p.record) << (p.invalid.problems.empty() ? "" : p.invalid.problems.front().message);
-  EXPECT_EQ(p.record->id, "gpu-res-1042");
-  EXPECT_EQ(p.record->devices, 2);
-  EXPECT_EQ(p.record->state, model::ReservationState::Active);
-  EXPECT_EQ(p.record->activatedAt, parseRfc3339("2026-10-02T10:00:00Z")->seconds);
-  EXPECT_FALSE(p.record->endsAt);
+  ASSERT_TRUE(p) << p.error().problems.front().message;
+  EXPECT_EQ(p->id, "gpu-res-1042");
+  EXPECT_EQ(p->devices, 2);
+  EXPECT_EQ(p->state, model::ReservationState::Active);
+  EXPECT_EQ(p->activatedAt, parseRfc3339("2026-10-02T10:00:00Z")->seconds);
+  EXPECT_FALSE(p->endsAt);
 }
 
 TEST(ReservationRecordYaml, DeviceUuidIsRefused) {
   auto p = decodeReservationRecord(activeRecord("", "  note: GPU-5f2a1c3e-9b1d-4e2f-8a7b-0c1d2e3f4a5b\n"), "x.yaml");
-  ASSERT_FALSE(p.record);
+  ASSERT_FALSE(p);
   EXPECT_TRUE(hasCode(p, Code::RecordForbiddenContent));
-  EXPECT_NE(p.invalid.problems.front().message.find("device UUID"), std::string::npos);
+  EXPECT_NE(p.error().problems.front().message.find("device UUID"), std::string::npos);
 }
 
 TEST(ReservationRecordYaml, PciAddressIsRefused) {
   std::string text = activeRecord();
   text.replace(text.find("reason: pilot"), 13, "reason: moved 0000:3b:00.0");
   auto p = decodeReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
+  ASSERT_FALSE(p);
   EXPECT_TRUE(hasCode(p, Code::RecordForbiddenContent));
 }
 
 TEST(ReservationRecordYaml, FractionalTimestampIsNotMistakenForAPciAddress) {
   std::string text = activeRecord();
   text.replace(text.find("2026-10-02T10:00:00Z"), 20, "2026-10-02T10:04:05.123Z");
-  EXPECT_TRUE(decodeReservationRecord(text, "x.yaml").record);
+  EXPECT_TRUE(decodeReservationRecord(text, "x.yaml"));
 }
 
 TEST(ReservationRecordYaml, SecretsPaymentDataAndHamiAnnotationsAreRefused) {
@@ -87,7 +88,7 @@ TEST(ReservationRecordYaml, SecretsPaymentDataAndHamiAnnotationsAreRefused) {
     std::string text = activeRecord();
     text.replace(text.find("reason: pilot"), 13, bad);
     auto p = decodeReservationRecord(text, "x.yaml");
-    EXPECT_FALSE(p.record) << bad;
+    EXPECT_FALSE(p) << bad;
     EXPECT_TRUE(hasCode(p, Code::RecordForbiddenContent)) << bad;
   }
 }
@@ -96,17 +97,17 @@ TEST(ReservationRecordYaml, UnknownStateIsRefusedByName) {
   std::string text = activeRecord();
   text.replace(text.find("state: active"), 13, "state: paused");
   auto p = decodeReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
+  ASSERT_FALSE(p);
   EXPECT_TRUE(hasCode(p, Code::RecordState));
-  EXPECT_EQ(p.invalid.id, "gpu-res-1042");
-  EXPECT_EQ(p.invalid.profileId, "h200");
+  EXPECT_EQ(p.error().id, "gpu-res-1042");
+  EXPECT_EQ(p.error().profileId, "h200");
 }
 
 TEST(ReservationRecordYaml, EndMustBeAfterStart) {
   std::string text = activeRecord();
   text.replace(text.find("endsAt: \"\""), 10, "endsAt: 2026-10-01T00:00:00Z");
   auto p = decodeReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
+  ASSERT_FALSE(p);
   EXPECT_TRUE(hasCode(p, Code::RecordTime));
 }
 
@@ -114,7 +115,7 @@ TEST(ReservationRecordYaml, ActiveRecordNeedsActivationTimeBecauseBillingStartsT
   std::string text = activeRecord();
   text.replace(text.find("activatedAt: 2026-10-02T10:00:00Z"), 33, "activatedAt: \"\"");
   auto p = decodeReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
+  ASSERT_FALSE(p);
   EXPECT_TRUE(hasCode(p, Code::RecordState));
 }
 
@@ -122,14 +123,14 @@ TEST(ReservationRecordYaml, PendingRecordMustNotBeActivated) {
   std::string text = activeRecord();
   text.replace(text.find("state: active"), 13, "state: pending");
   auto p = decodeReservationRecord(text, "x.yaml");
-  ASSERT_FALSE(p.record);
+  ASSERT_FALSE(p);
   EXPECT_TRUE(hasCode(p, Code::RecordState));
 }
 
 TEST(ReservationRecordYaml, UnknownFieldTypoIsRefused) {
   auto p = decodeReservationRecord(activeRecord("  device: 3\n"), "x.yaml");
-  ASSERT_FALSE(p.record);
-  EXPECT_NE(p.invalid.problems.front().message.find("unknown field spec.device"), std::string::npos);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().problems.front().message.find("unknown field spec.device"), std::string::npos);
 }
 
 TEST(ReservationRecordYaml, BadInputNeverThrows) {
@@ -137,15 +138,15 @@ TEST(ReservationRecordYaml, BadInputNeverThrows) {
        std::vector<std::string>{"", "[", "{a: [", "- 1\n- 2", "apiVersion: 3", "spec: 7", std::string(70000, 'a'),
                                 "spec:\n  devices: 99999999999999999999\n", "spec:\n  devices: -1\n", "\t\x01\x02"}) {
     auto p = decodeReservationRecord(bad, "bad.yaml");
-    EXPECT_FALSE(p.record);
-    EXPECT_FALSE(p.invalid.problems.empty());
+    EXPECT_FALSE(p);
+    EXPECT_FALSE(p.error().problems.empty());
   }
 }
 
 TEST(ReservationRecordYaml, SameApproverForBothRolesIsRefused) {
   std::string text = activeRecord();
   text.replace(text.find("sre: sam"), 8, "sre: pat");
-  EXPECT_FALSE(decodeReservationRecord(text, "x.yaml").record);
+  EXPECT_FALSE(decodeReservationRecord(text, "x.yaml"));
 }
 
 TEST(LedgerFileYaml, MultipleDocumentsInOneFileAreEachChecked) {

@@ -20,44 +20,42 @@ struct Suffix {
   int binaryExponent = 0;   // value x 2^binaryExponent
 };
 
-bool parseSuffix(std::string_view text, Suffix& out) {
-  if (text.empty()) return true;
+Expected<Suffix, QuantityError> parseSuffix(std::string_view text) {
+  if (text.empty()) return Suffix{};
   if (text.size() == 2 && text[1] == 'i') {
     constexpr std::string_view kBinary = "KMGTPE";
     const auto at = kBinary.find(text[0]);
-    if (at == std::string_view::npos) return false;
-    out.binaryExponent = 10 * static_cast<int>(at + 1);
-    return true;
+    if (at == std::string_view::npos) return QuantityError::Malformed;
+    return Suffix{0, 10 * static_cast<int>(at + 1)};
   }
   if (text.size() == 1) {
     switch (text[0]) {
-      case 'n': out.decimalExponent = -9; return true;
-      case 'u': out.decimalExponent = -6; return true;
-      case 'm': out.decimalExponent = -3; return true;
-      case 'k': out.decimalExponent = 3; return true;
-      case 'M': out.decimalExponent = 6; return true;
-      case 'G': out.decimalExponent = 9; return true;
-      case 'T': out.decimalExponent = 12; return true;
-      case 'P': out.decimalExponent = 15; return true;
-      case 'E': out.decimalExponent = 18; return true;
+      case 'n': return Suffix{-9, 0};
+      case 'u': return Suffix{-6, 0};
+      case 'm': return Suffix{-3, 0};
+      case 'k': return Suffix{3, 0};
+      case 'M': return Suffix{6, 0};
+      case 'G': return Suffix{9, 0};
+      case 'T': return Suffix{12, 0};
+      case 'P': return Suffix{15, 0};
+      case 'E': return Suffix{18, 0};
       default: break;
     }
   }
-  if (text.front() != 'e' && text.front() != 'E') return false;
+  if (text.front() != 'e' && text.front() != 'E') return QuantityError::Malformed;
   std::string_view digits = text.substr(1);
   bool negative = false;
   if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) {
     negative = digits.front() == '-';
     digits.remove_prefix(1);
   }
-  if (digits.empty() || digits.size() > 3) return false;
+  if (digits.empty() || digits.size() > 3) return QuantityError::Malformed;
   int exponent = 0;
   for (char c : digits) {
-    if (c < '0' || c > '9') return false;
+    if (c < '0' || c > '9') return QuantityError::Malformed;
     exponent = exponent * 10 + (c - '0');
   }
-  out.decimalExponent = negative ? -exponent : exponent;
-  return true;
+  return Suffix{negative ? -exponent : exponent, 0};
 }
 
 // ceil(value / 10^n) for value >= 0; `inexact` says digits below value were
@@ -127,14 +125,14 @@ Expected<Quantity, QuantityError> parseQuantity(std::string_view text) {
     if (digit != 0) inexact = true;
   }
   if (!seenDigit) return QuantityError::Malformed;
-  Suffix suffix;
-  if (!parseSuffix(rest.substr(i), suffix)) return QuantityError::Malformed;
+  const auto suffix = parseSuffix(rest.substr(i));
+  if (!suffix) return suffix.error();
   if (mantissa == 0 && !inexact) return Quantity::fromNanos(0);
 
   // In nano-units: mantissa x 2^binary x 10^(scale + decimal + 9), rounded up.
   Int128 nanos = mantissa;
-  if (!multiplyChecked(nanos, static_cast<Int128>(1) << suffix.binaryExponent)) return QuantityError::OutOfRange;
-  const int exponent = scale + suffix.decimalExponent + 9;
+  if (!multiplyChecked(nanos, static_cast<Int128>(1) << suffix->binaryExponent)) return QuantityError::OutOfRange;
+  const int exponent = scale + suffix->decimalExponent + 9;
   if (exponent >= 0) {
     // A digit that did not fit sits at a nano-unit or above: too big.
     if (full && exponent > 0) return QuantityError::OutOfRange;

@@ -12,16 +12,15 @@
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/codec/snapshot.hpp"
+#include "tally/common/log.hpp"
 #include "tally/extender/allocator.hpp"
 #include "tally/extender/cache_writer.hpp"
 #include "tally/extender/metrics.hpp"
 #include "tally/extender/pod_binder.hpp"
 #include "tally/extender/service.hpp"
-#include "tally/observability/log.hpp"
 #include "tally/runtime/client.hpp"
 #include "tally/runtime/codec.hpp"
 #include "tally/runtime/config.hpp"
-#include "tally/runtime/log.hpp"
 #include "tally/runtime/manager.hpp"
 #include "tally/runtime/process.hpp"
 #include "watches.hpp"
@@ -56,7 +55,7 @@ struct Flags {
   bool watchOrganizations = true, watchKubevirt = false, protobufWatches = true;
   std::string ledgerDir, ledgerInterval = "30s";
   std::string snapshotFile;
-  std::string logLevel = "info";
+  std::string logLevel = "info", logFormat = "json";
 };
 
 void addFlags(CLI::App& app, Flags& f) {
@@ -111,6 +110,7 @@ void addFlags(CLI::App& app, Flags& f) {
                  "Serve from a Kubernetes List JSON file instead of an API server (offline: benches, demos); "
                  "bind is then refused");
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
+  app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
 }
 
 // Without `billingPlans` (--billing-plans "") the snapshot's catalogue is left
@@ -119,7 +119,7 @@ int loadSnapshotFile(const std::string& path, const std::optional<codec::Billing
                      CacheWriter& writer) {
   std::ifstream in(path);
   if (!in) {
-    obs::logError("cannot open --snapshot-file", {{"path", path}});
+    logError("cannot open --snapshot-file", {{"path", path}});
     return 2;
   }
   std::stringstream text;
@@ -128,7 +128,7 @@ int loadSnapshotFile(const std::string& path, const std::optional<codec::Billing
   if (billingPlans) options.billingPlans = *billingPlans;
   auto snapshot = codec::loadSnapshot(text.str(), options);
   if (!snapshot) {
-    obs::logError("cannot decode --snapshot-file", {{"path", path}, {"error", snapshot.error().describe()}});
+    logError("cannot decode --snapshot-file", {{"path", path}, {"error", snapshot.error().describe()}});
     return 2;
   }
   const model::Cluster& c = snapshot->cluster;
@@ -144,7 +144,7 @@ int loadSnapshotFile(const std::string& path, const std::optional<codec::Billing
   if (c.plans && billingPlans) writer.upsert(c.plans);
   if (c.permittedHostDevices) writer.upsert(*c.permittedHostDevices);
   writer.flush();
-  obs::logInfo("serving from a snapshot file", {{"path", path}, {"nodes", c.nodes.size()}, {"pods", c.pods.size()}});
+  logInfo("serving from a snapshot file", {{"path", path}, {"nodes", c.nodes.size()}, {"pods", c.pods.size()}});
   return 0;
 }
 
@@ -200,8 +200,8 @@ int main(int argc, char** argv) {
   addFlags(app, f);
   CLI11_PARSE(app, argc, argv);
 
-  if (auto logging = runtime::process::setUpLogging(f.logLevel); !logging) {
-    std::cerr << "--log-level: " << logging.error().message << "\n";
+  if (auto logging = runtime::process::setUpLogging(f.logLevel, f.logFormat); !logging) {
+    std::cerr << logging.error().message << "\n";
     return 2;
   }
 
@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
     } else {
       auto created = runtime::process::connect({f.kubeconfig, f.context, "tally-extender/0.1"});
       if (!created) {
-        obs::logError("cannot reach Kubernetes", {{"error", created.error().describe()}});
+        logError("cannot reach Kubernetes", {{"error", created.error().describe()}});
         return 2;
       }
       client = std::move(created).value();
@@ -309,23 +309,23 @@ int main(int argc, char** argv) {
       opsServer = std::make_unique<http::Server>(oo, std::move(ops), service.observer());
       opsServer->start();
     }
-    obs::logInfo("tally-extender serving", {{"address", f.bindAddress},
-                                            {"port", server.port()},
-                                            {"prefix", f.urlPrefix},
-                                            {"tls", server.tls()},
-                                            {"metricsPort", opsServer ? opsServer->port() : 0},
-                                            {"offline", offline},
-                                            {"jsonKernel", std::string(runtime::kJsonKernel)}});
+    logInfo("tally-extender serving", {{"address", f.bindAddress},
+                                       {"port", server.port()},
+                                       {"prefix", f.urlPrefix},
+                                       {"tls", server.tls()},
+                                       {"metricsPort", opsServer ? opsServer->port() : 0},
+                                       {"offline", offline},
+                                       {"jsonKernel", std::string(runtime::kJsonKernel)}});
 
     signals.wait();
-    obs::logInfo("shutting down", {{"signal", signals.received()}});
+    logInfo("shutting down", {{"signal", signals.received()}});
     server.stop();
     if (opsServer) opsServer->stop();
     if (binder) binder->stop();
     if (watches) watches->stop();
     writer.stop();
   } catch (const std::exception& e) {
-    obs::logError("tally-extender failed", {{"error", e.what()}});
+    logError("tally-extender failed", {{"error", e.what()}});
     return 1;
   }
   return 0;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tally/common/thread_name.hpp"
-#include "tally/observability/log.hpp"
+#include "tally/common/log.hpp"
 
 namespace tally::extender {
 
@@ -58,8 +58,8 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
     }
     times.assumeSeconds = secondsSince(started);
     if (result == AssumeOutcome::NoLongerFits) {
-      observability::logWarning("bind refused: the node no longer fits the pod",
-                                {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}});
+      logWarning("bind refused: the node no longer fits the pod",
+                 {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}});
       return done("refused_no_longer_fits",
                   "GPUs on node " + args.node + " were taken by another placement after filter; the pod is retried",
                   times);
@@ -69,8 +69,8 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
       // filter hand the same units out again: refuse, and the scheduler retries
       // once the pod watch has delivered it.
       if (!args.podUid.empty()) impl->writer.forget(args.podUid);
-      observability::logWarning("bind refused: the pod is not in the cache yet, placement cannot be held",
-                                {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}});
+      logWarning("bind refused: the pod is not in the cache yet, placement cannot be held",
+                 {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}});
       return done("refused_unassumed",
                   "tally-extender has not seen pod " + args.podNamespace + "/" + args.podName +
                       " yet, so it cannot hold its GPUs on " + args.node + "; retry",
@@ -86,8 +86,8 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
     times.postSeconds = secondsSince(posted);
     if (!error.empty()) {
       if (!args.podUid.empty()) impl->writer.forget(args.podUid);
-      observability::logWarning(
-          "bind failed", {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}, {"error", error}});
+      logWarning("bind failed",
+                 {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}, {"error", error}});
       return done("failed", std::move(error), times);
     }
     done("bound", "", times);

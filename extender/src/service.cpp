@@ -1,7 +1,7 @@
 #include "tally/extender/service.hpp"
 
 #include "tally/extender/verbs.hpp"
-#include "tally/observability/log.hpp"
+#include "tally/common/log.hpp"
 
 namespace tally::extender {
 
@@ -26,7 +26,7 @@ ExtenderService::ExtenderService(const SnapshotCell<ExtenderSnapshot>& snapshots
 
 http::Response ExtenderService::badRequest(const wire::BadRequest& error) {
   metrics_.rejected(error.kind);
-  observability::logDebug("bad request", {{"kind", error.kind}, {"error", error.message}});
+  logDebug("bad request", {{"kind", error.kind}, {"error", error.message}});
   return errorResponse(400, error.message);
 }
 

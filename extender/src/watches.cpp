@@ -7,7 +7,7 @@
 #include "tally/codec/ledger_directory.hpp"
 #include "tally/common/thread_name.hpp"
 #include "tally/model/usage.hpp"
-#include "tally/observability/log.hpp"
+#include "tally/common/log.hpp"
 #include "tally/runtime/codec.hpp"
 #include "tally/runtime/informer.hpp"
 
@@ -282,7 +282,7 @@ void Watches::poll(std::stop_token stop) {
       if (!s->synced && s->informerSynced() && s->alive.load() == static_cast<std::int64_t>(s->informerSize())) {
         s->synced = true;
         writer_.setSynced(s->kind, true);
-        observability::logInfo("cache synced", {{"kind", kind}, {"objects", s->informerSize()}});
+        logInfo("cache synced", {{"kind", kind}, {"objects", s->informerSize()}});
       }
       metrics_.cacheSynced.with({kind}).set(s->synced ? 1 : 0);
       metrics_.informerStaleness.with({kind}).set(s->stalenessSeconds());
@@ -294,8 +294,8 @@ void Watches::poll(std::stop_token stop) {
         writer_.upsert(std::move(ledger).value());
         writer_.setSynced(model::Kind::Ledger, true);
       } else {
-        observability::logWarning("cannot read the reservation ledger",
-                                  {{"dir", options_.ledgerDir.string()}, {"error", ledger.error().describe()}});
+        logWarning("cannot read the reservation ledger",
+                   {{"dir", options_.ledgerDir.string()}, {"error", ledger.error().describe()}});
       }
       metrics_.cacheSynced.with({"Ledger"}).set(ledger ? 1 : 0);
     }

@@ -7,7 +7,7 @@
 #include "connection.hpp"
 #include "tally/common/rfc3339.hpp"
 #include "tally/runtime/api_status.hpp"
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 
 namespace tally::runtime {
 namespace {
@@ -176,7 +176,8 @@ Result<HttpResponse> Client::send(const HttpRequest& request) {
     if (resp.error().retryAfter.count() > 0) {
       wait = std::chrono::duration_cast<std::chrono::milliseconds>(resp.error().retryAfter);
     }
-    log(LogLevel::kInfo, "retrying " + request.method + " " + request.target + " after " + resp.error().describe());
+    logInfo("retrying a request",
+            {{"method", request.method}, {"target", request.target}, {"error", resp.error().describe()}});
     retries_.fetch_add(1);
     std::this_thread::sleep_for(std::min(wait, retry_.maxBackoff));
     backoff = std::min(backoff * 2, retry_.maxBackoff);

@@ -39,9 +39,8 @@ std::string str(const YAML::Node& n, const char* key) {
 // Reads either inline base64 `<key>-data` or the file named by `<key>`.
 Result<std::string> pemFrom(const YAML::Node& n, const std::string& key, const std::filesystem::path& baseDir) {
   if (std::string data = str(n, (key + "-data").c_str()); !data.empty()) {
-    bool ok = false;
-    std::string pem = base64Decode(data, &ok);
-    if (!ok) return Error(ErrorCode::kConfig, key + "-data is not valid base64");
+    auto pem = base64Decode(data);
+    if (!pem) return std::move(pem).error().withContext(key + "-data");
     return pem;
   }
   if (std::string file = str(n, key.c_str()); !file.empty()) return readFile(resolve(baseDir, file));
@@ -82,7 +81,7 @@ Result<std::string> TokenSource::token() {
   return token_;
 }
 
-std::string base64Decode(std::string_view in, bool* ok) {
+Result<std::string> base64Decode(std::string_view in) {
   static constexpr auto table = [] {
     std::array<int8_t, 256> t{};
     t.fill(-1);
@@ -94,14 +93,14 @@ std::string base64Decode(std::string_view in, bool* ok) {
   out.reserve(in.size() * 3 / 4);
   uint32_t acc = 0;
   int bits = 0;
-  bool good = true;
-  for (char c : in) {
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
     if (c == '=') break;
     if (c == '\n' || c == '\r' || c == ' ' || c == '\t') continue;
     const int8_t v = table[static_cast<unsigned char>(c)];
     if (v < 0) {
-      good = false;
-      break;
+      return Error(ErrorCode::kConfig, "not valid base64: byte " + std::to_string(static_cast<unsigned char>(c)) +
+                                           " at offset " + std::to_string(i) + " is outside the alphabet");
     }
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
@@ -110,15 +109,16 @@ std::string base64Decode(std::string_view in, bool* ok) {
       out.push_back(static_cast<char>((acc >> bits) & 0xff));
     }
   }
-  if (ok) *ok = good;
   return out;
 }
 
-Status parseServerUrl(std::string_view url, ClusterConfig& out) {
+Result<ServerUrl> parseServerUrl(std::string_view url) {
+  const std::string text(url);
   constexpr std::string_view kScheme = "https://";
   if (url.substr(0, kScheme.size()) != kScheme) {
-    return Error(ErrorCode::kConfig, "server URL must be https: " + std::string(url));
+    return Error(ErrorCode::kConfig, "server URL \"" + text + "\" is not https://");
   }
+  ServerUrl out;
   url.remove_prefix(kScheme.size());
   const auto slash = url.find('/');
   std::string_view authority = url.substr(0, slash);
@@ -127,7 +127,9 @@ Status parseServerUrl(std::string_view url, ClusterConfig& out) {
   out.port = "443";
   if (!authority.empty() && authority.front() == '[') {  // [v6]:port
     const auto close = authority.find(']');
-    if (close == std::string_view::npos) return Error(ErrorCode::kConfig, "bad IPv6 server address");
+    if (close == std::string_view::npos) {
+      return Error(ErrorCode::kConfig, "server URL \"" + text + "\" has an IPv6 address without its ']'");
+    }
     out.host = std::string(authority.substr(1, close - 1));
     if (close + 1 < authority.size() && authority[close + 1] == ':') {
       out.port = std::string(authority.substr(close + 2));
@@ -138,9 +140,9 @@ Status parseServerUrl(std::string_view url, ClusterConfig& out) {
     if (colon != std::string_view::npos) out.port = std::string(authority.substr(colon + 1));
   }
   if (out.host.empty() || out.port.empty()) {
-    return Error(ErrorCode::kConfig, "server URL has no host or port");
+    return Error(ErrorCode::kConfig, "server URL \"" + text + "\" has no host or port");
   }
-  return {};
+  return out;
 }
 
 Result<ClusterConfig> parseKubeconfig(const std::string& yaml, const std::filesystem::path& baseDir,
@@ -160,7 +162,11 @@ Result<ClusterConfig> parseKubeconfig(const std::string& yaml, const std::filesy
     const YAML::Node cluster = findNamed(root["clusters"], clusterName, "cluster");
     if (!cluster) return Error(ErrorCode::kConfig, "cluster " + clusterName + " not found");
     ClusterConfig cfg;
-    if (auto st = parseServerUrl(str(cluster, "server"), cfg); !st) return std::move(st).error();
+    auto server = parseServerUrl(str(cluster, "server"));
+    if (!server) return std::move(server).error().withContext("cluster " + clusterName);
+    cfg.host = std::move(server->host);
+    cfg.port = std::move(server->port);
+    cfg.basePath = std::move(server->basePath);
     if (std::string ns = str(context, "namespace"); !ns.empty()) cfg.defaultNamespace = ns;
     cfg.insecureSkipTlsVerify = str(cluster, "insecure-skip-tls-verify") == "true";
     cfg.tlsServerName = str(cluster, "tls-server-name");

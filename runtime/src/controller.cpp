@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "tally/common/thread_name.hpp"
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 
 namespace tally::runtime {
 
@@ -187,8 +187,8 @@ void Controller::reconcileOne(WorkQueue<std::string>& queue, const std::string& 
       metrics_->errors.inc();
       metrics_->retries.inc();
     }
-    log(LogLevel::kWarning, "controller " + options_.name + ": reconcile " + key +
-                                " failed (retrying with backoff): " + result.error().describe());
+    logWarning("reconcile failed, retrying with backoff",
+               {{"controller", options_.name}, {"key", key}, {"error", result.error().describe()}});
     if (!stop.stop_requested()) queue.addRateLimited(key);
     return;
   }

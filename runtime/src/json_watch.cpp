@@ -4,13 +4,13 @@
 
 namespace tally::runtime {
 
-std::optional<EventType> parseEventType(std::string_view s) {
+Result<EventType> parseEventType(std::string_view s) {
   if (s == "ADDED") return EventType::kAdded;
   if (s == "MODIFIED") return EventType::kModified;
   if (s == "DELETED") return EventType::kDeleted;
   if (s == "BOOKMARK") return EventType::kBookmark;
   if (s == "ERROR") return EventType::kError;
-  return std::nullopt;
+  return Error(ErrorCode::kDecode, "unknown watch event type " + std::string(s.substr(0, 32)));
 }
 
 std::string_view eventTypeName(EventType t) {

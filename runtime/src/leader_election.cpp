@@ -3,7 +3,7 @@
 #include <random>
 
 #include "tally/runtime/json_watch.hpp"
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 
 namespace tally::runtime {
 
@@ -135,12 +135,14 @@ void LeaderElector::run(std::stop_token st) {
     // Campaign.
     for (;;) {
       auto acquired = tryAcquireOrRenew();
-      if (!acquired) log(LogLevel::kWarning, "leader election " + cfg_.leaseName + ": " + acquired.error().describe());
+      if (!acquired) {
+        logWarning("leader election failed", {{"lease", cfg_.leaseName}, {"error", acquired.error().describe()}});
+      }
       if (acquired && *acquired) break;
       if (!sleepFor(st, jittered(cfg_.retryPeriod))) return;
     }
     leading_.store(true);
-    log(LogLevel::kInfo, cfg_.identity + " became leader of " + cfg_.leaseName);
+    logInfo("became leader", {{"identity", cfg_.identity}, {"lease", cfg_.leaseName}});
     std::jthread work;
     if (cfg_.onStartedLeading) work = std::jthread([this](std::stop_token ws) { cfg_.onStartedLeading(ws); });
     // Renew until stopped or the renew deadline passes.
@@ -153,7 +155,8 @@ void LeaderElector::run(std::stop_token st) {
         lastRenew = now;
         continue;
       }
-      if (!renewed) log(LogLevel::kWarning, "lease renew: " + renewed.error().describe());
+      if (!renewed)
+        logWarning("lease renew failed", {{"lease", cfg_.leaseName}, {"error", renewed.error().describe()}});
       const bool takenOver = renewed && !*renewed && observedLeader() != cfg_.identity;
       if (now - lastRenew >= cfg_.renewDeadline || takenOver) {
         lost = true;
@@ -167,7 +170,9 @@ void LeaderElector::run(std::stop_token st) {
     }
     if (cfg_.onStoppedLeading) cfg_.onStoppedLeading();
     if (!lost && cfg_.releaseOnStop) {
-      if (auto s = release(); !s) log(LogLevel::kWarning, "lease release: " + s.error().describe());
+      if (auto s = release(); !s) {
+        logWarning("lease release failed", {{"lease", cfg_.leaseName}, {"error", s.error().describe()}});
+      }
     }
   }
 }

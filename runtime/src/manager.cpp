@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "tally/common/thread_name.hpp"
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 
 namespace tally::runtime {
 
@@ -82,7 +82,7 @@ void Manager::startLeaderControllers() {
   for (auto& c : controllers_) {
     if (c->leaderOnly()) c->start();
   }
-  log(LogLevel::kInfo, "leading: started the leader-only controllers");
+  logInfo("leading: started the leader-only controllers");
 }
 
 void Manager::stopLeaderControllers() {
@@ -90,7 +90,7 @@ void Manager::stopLeaderControllers() {
   for (auto& c : controllers_) {
     if (c->leaderOnly()) c->stop();
   }
-  if (leading_) log(LogLevel::kInfo, "not leading: stopped the leader-only controllers");
+  if (leading_) logInfo("not leading: stopped the leader-only controllers");
   leading_ = false;
   if (leaderGauge_) leaderGauge_->set(0);
 }

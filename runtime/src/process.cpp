@@ -5,13 +5,10 @@
 #include <cmath>
 #include <string>
 
-#include "tally/observability/log.hpp"
+#include "tally/common/log.hpp"
 #include "tally/runtime/config.hpp"
-#include "tally/runtime/log.hpp"
 
 namespace tally::runtime::process {
-
-namespace obs = tally::observability;
 
 Result<std::chrono::milliseconds> parseDuration(std::string_view text) {
   const std::string s(text);
@@ -39,17 +36,13 @@ Result<std::chrono::milliseconds> parseDuration(std::string_view text) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
 }
 
-Status setUpLogging(std::string_view level) {
-  auto parsed = obs::parseLevel(level);
-  if (!parsed) return Error{ErrorCode::kConfig, parsed.error().describe()};
-  obs::setLogLevel(*parsed);
-  setLogSink([](LogLevel l, std::string_view message) {
-    obs::Level to = l == LogLevel::kDebug     ? obs::Level::Debug
-                    : l == LogLevel::kInfo    ? obs::Level::Info
-                    : l == LogLevel::kWarning ? obs::Level::Warning
-                                              : obs::Level::Error;
-    obs::log(to, message, {{"component", "runtime"}});
-  });
+Status setUpLogging(std::string_view level, std::string_view format) {
+  auto lowest = parseLogLevel(level);
+  if (!lowest) return Error{ErrorCode::kConfig, lowest.error().describe()};
+  auto lines = parseLogFormat(format);
+  if (!lines) return Error{ErrorCode::kConfig, lines.error().describe()};
+  setLogLevel(*lowest);
+  setLogFormat(*lines);
   return {};
 }
 
@@ -60,7 +53,7 @@ void reportApiServer(Client& client) {
   request.target = "/version";
   auto response = client.send(request);
   if (!response) {
-    obs::logWarning("API server not reachable yet; the watches will retry", {{"error", response.error().describe()}});
+    logWarning("API server not reachable yet; the watches will retry", {{"error", response.error().describe()}});
     return;
   }
   std::string version = "unknown";
@@ -72,8 +65,7 @@ void reportApiServer(Client& client) {
       doc["gitVersion"].get_string().get(v) == simdjson::SUCCESS) {
     version = v;
   }
-  obs::logInfo("API server reached",
-               {{"host", client.config().host}, {"port", client.config().port}, {"version", version}});
+  logInfo("API server reached", {{"host", client.config().host}, {"port", client.config().port}, {"version", version}});
 }
 
 }  // namespace

@@ -90,13 +90,26 @@ TEST(Kubeconfig, MissingPiecesAreConfigErrors) {
   EXPECT_FALSE(badUrl);
 }
 
-TEST(ServerUrl, ParsesIpv6AndDefaultPort) {
-  ClusterConfig c;
-  ASSERT_TRUE(parseServerUrl("https://[::1]:8443", c));
-  EXPECT_EQ(c.host, "::1");
-  EXPECT_EQ(c.port, "8443");
-  ASSERT_TRUE(parseServerUrl("https://kubernetes.default.svc", c));
-  EXPECT_EQ(c.port, "443");
+TEST(ServerUrl, ParsesIpv6AndDefaultPortAndKeepsThePathPrefix) {
+  auto v6 = parseServerUrl("https://[::1]:8443");
+  ASSERT_TRUE(v6) << v6.error().describe();
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, "8443");
+  auto named = parseServerUrl("https://kubernetes.default.svc/prefix/");
+  ASSERT_TRUE(named) << named.error().describe();
+  EXPECT_EQ(named->host, "kubernetes.default.svc");
+  EXPECT_EQ(named->port, "443");
+  EXPECT_EQ(named->basePath, "/prefix");
+}
+
+TEST(ServerUrl, RefusalsQuoteTheUrl) {
+  for (const char* bad : {"http://plain:80", "https://[::1:8443", "https://:443", "https://host:"}) {
+    auto parsed = parseServerUrl(bad);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_EQ(parsed.error().code, ErrorCode::kConfig);
+    EXPECT_NE(parsed.error().describe().find(std::string("\"") + bad + "\""), std::string::npos)
+        << parsed.error().describe();
+  }
 }
 
 TEST(InCluster, ReadsMountedServiceAccountAndPicksUpARotatedToken) {
@@ -120,12 +133,13 @@ TEST(InCluster, ReadsMountedServiceAccountAndPicksUpARotatedToken) {
   EXPECT_EQ(*rotating->token(), "t2");
 }
 
-TEST(Base64, DecodesAndRejectsGarbage) {
-  bool ok = false;
-  EXPECT_EQ(base64Decode("aGVsbG8gd29ybGQ=", &ok), "hello world");
-  EXPECT_TRUE(ok);
-  base64Decode("!!!", &ok);
-  EXPECT_FALSE(ok);
+TEST(Base64, DecodesAndRejectsGarbageNamingTheByteAndItsOffset) {
+  auto decoded = base64Decode("aGVsbG8g\nd29ybGQ=");
+  ASSERT_TRUE(decoded) << decoded.error().describe();
+  EXPECT_EQ(*decoded, "hello world");
+  auto garbage = base64Decode("aGV!!!");
+  ASSERT_FALSE(garbage);
+  EXPECT_NE(garbage.error().describe().find("byte 33 at offset 3"), std::string::npos) << garbage.error().describe();
 }
 
 }  // namespace

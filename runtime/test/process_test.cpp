@@ -6,8 +6,7 @@
 
 #include <sstream>
 
-#include "tally/observability/log.hpp"
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 
 namespace tally::runtime::process {
 namespace {
@@ -27,22 +26,34 @@ TEST(ProcessFlags, DurationsTakeTheUsualUnitsAndABareNumberIsSeconds) {
   }
 }
 
-TEST(ProcessLogging, RuntimeLogsReachTheStructuredLogTaggedAsRuntime) {
+TEST(ProcessLogging, TheLevelAndFormatFlagsSetTheProcessLog) {
   std::ostringstream out;
-  observability::setLogStream(&out);
-  ASSERT_TRUE(setUpLogging("debug"));
-  log(LogLevel::kWarning, "informer pods: watch ended");
-  log(LogLevel::kDebug, "informer pods: listing as application/vnd.kubernetes.protobuf");
+  setLogStream(&out);
+  ASSERT_TRUE(setUpLogging("debug", "text"));
+  logDebug("informer listing", {{"contentType", "application/vnd.kubernetes.protobuf"}});
   ASSERT_TRUE(setUpLogging("warning"));
-  log(LogLevel::kInfo, "not written at warning");
-  observability::setLogStream(nullptr);
+  logInfo("not written at warning");
+  logWarning("informer watch ended", {{"resource", "pods"}});
+  setLogStream(nullptr);
   const std::string text = out.str();
-  EXPECT_NE(text.find(R"("level":"warning","msg":"informer pods: watch ended","component":"runtime")"),
+  EXPECT_NE(text.find("level=debug msg=\"informer listing\" contentType=application/vnd.kubernetes.protobuf\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("listing as application/vnd.kubernetes.protobuf"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("level":"warning","msg":"informer watch ended","resource":"pods"})"), std::string::npos)
+      << text;
   EXPECT_EQ(text.find("not written at warning"), std::string::npos) << text;
-  EXPECT_FALSE(setUpLogging("chatty"));
+}
+
+TEST(ProcessLogging, ARefusedFlagNamesItsTextAndChangesNothing) {
+  ASSERT_TRUE(setUpLogging("error"));
+  auto level = setUpLogging("chatty");
+  ASSERT_FALSE(level);
+  EXPECT_NE(level.error().describe().find("\"chatty\""), std::string::npos) << level.error().describe();
+  auto format = setUpLogging("debug", "xml");
+  ASSERT_FALSE(format);
+  EXPECT_NE(format.error().describe().find("\"xml\""), std::string::npos) << format.error().describe();
+  EXPECT_FALSE(logEnabled(LogLevel::kWarning));
+  ASSERT_TRUE(setUpLogging("info"));
 }
 
 TEST(ProcessClient, AMissingKubeconfigIsAnErrorNamingIt) {

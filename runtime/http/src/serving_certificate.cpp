@@ -6,7 +6,7 @@
 
 #include <stdexcept>
 
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 
 namespace tally::runtime::http::detail {
 
@@ -87,13 +87,13 @@ std::shared_ptr<ssl::context> ServingCertificate::forNewConnection() {
   Loaded loaded = load(files_);
   if (!loaded.context) {
     failures_.fetch_add(1, std::memory_order_relaxed);
-    log(LogLevel::kWarning, "TLS serving certificate files changed but cannot be loaded; new connections keep " +
-                                describe(*current_) + ": " + loaded.error);
+    logWarning("TLS serving certificate files changed but cannot be loaded; new connections keep the current one",
+               {{"cert", files_.certFile}, {"current", describe(*current_)}, {"error", loaded.error}});
     return current_;
   }
   current_ = std::move(loaded.context);
   reloads_.fetch_add(1, std::memory_order_relaxed);
-  log(LogLevel::kInfo, "TLS serving certificate reloaded from " + files_.certFile + ": " + describe(*current_));
+  logInfo("TLS serving certificate reloaded", {{"cert", files_.certFile}, {"current", describe(*current_)}});
   return current_;
 }
 

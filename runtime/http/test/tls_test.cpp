@@ -3,9 +3,9 @@
 #include <mutex>
 #include <thread>
 
+#include "tally/common/log.hpp"
 #include "tally/runtime/http/operation_routes.hpp"
 #include "tally/runtime/http/server.hpp"
-#include "tally/runtime/log.hpp"
 #include "test_client.hpp"
 #include "tls_harness.hpp"
 
@@ -20,15 +20,15 @@ struct CapturedLog {
   std::mutex mu;
   std::vector<std::string> all;
   CapturedLog() {
-    setLogSink([this](LogLevel level, std::string_view message) {
+    tally::setLogSink([this](tally::LogLevel level, std::string_view line) {
       std::lock_guard lock(mu);
-      all.push_back((level == LogLevel::kWarning ? "warning: "
-                     : level == LogLevel::kInfo  ? "info: "
-                                                 : "other: ") +
-                    std::string(message));
+      all.push_back((level == tally::LogLevel::kWarning ? "warning: "
+                     : level == tally::LogLevel::kInfo  ? "info: "
+                                                        : "other: ") +
+                    std::string(line));
     });
   }
-  ~CapturedLog() { setLogSink(nullptr); }
+  ~CapturedLog() { tally::setLogSink(nullptr); }
   std::vector<std::string> lines() {
     std::lock_guard lock(mu);
     return all;
@@ -114,7 +114,8 @@ TEST(HttpsServer, NewConnectionsGetTheReplacedCertificateOpenOnesKeepTheirs) {
   EXPECT_EQ(old.peerSerial(), 1);
   const auto lines = log.lines();
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("info: TLS serving certificate reloaded"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[0].rfind("info: ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(R"("msg":"TLS serving certificate reloaded")"), std::string::npos) << lines[0];
   EXPECT_NE(lines[0].find("CN=webhook-new"), std::string::npos) << lines[0];
 }
 
@@ -130,7 +131,8 @@ TEST(HttpsServer, UnreadableReplacementKeepsTheCurrentCertificate) {
   EXPECT_EQ(h.server->certificateStats().reloads, 0u);
   const auto lines = log.lines();
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("warning: TLS serving certificate files changed but cannot be loaded"), std::string::npos)
+  EXPECT_EQ(lines[0].rfind("warning: ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(R"("msg":"TLS serving certificate files changed but cannot be loaded)"), std::string::npos)
       << lines[0];
   EXPECT_NE(lines[0].find("CN=webhook-old"), std::string::npos) << lines[0];
 

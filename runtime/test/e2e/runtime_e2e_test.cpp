@@ -21,7 +21,6 @@
 #include "tally/runtime/manager.hpp"
 #include "tally/runtime/json_watch.hpp"
 #include "tally/runtime/lease.hpp"
-#include "tally/runtime/log.hpp"
 #include "tally/runtime/testing/slim_pod.hpp"
 
 namespace tally::runtime::e2e {

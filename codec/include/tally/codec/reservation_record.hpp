@@ -4,23 +4,21 @@
 // record must satisfy (model::validateRecord, model::findForbiddenContent) and
 // the state machine are the model's.
 
-#include <optional>
 #include <string_view>
 
+#include "tally/common/expected.hpp"
 #include "tally/model/ledger.hpp"
 
 namespace tally::codec {
 
-// One document read into a record, or the reasons it is not one.
-struct ParsedRecord {
-  std::optional<model::ReservationRecord> record;
-  model::InvalidRecord invalid;  // filled when record is empty
-};
+// What decoding one document gives: the record, or the reasons it is not one
+// (naming the source, and the id and pool when it could be read that far).
+using RecordResult = Expected<model::ReservationRecord, model::InvalidRecord>;
 
 // Reads one YAML document and validates it (schema, times, state-dependent
 // fields, forbidden content). Never throws; `source` names the file in every
 // problem.
-ParsedRecord decodeReservationRecord(std::string_view yaml, std::string_view source);
+RecordResult decodeReservationRecord(std::string_view yaml, std::string_view source);
 
 // Adds the records of one file (one or more YAML documents) to a ledger: the
 // valid ones to `records`, the others to `invalid`. A file of several documents

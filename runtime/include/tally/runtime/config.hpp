@@ -61,9 +61,17 @@ Result<ClusterConfig> inClusterConfig(const InClusterPaths& paths = {});
 // $KUBECONFIG (first entry), then in-cluster, then ~/.kube/config.
 Result<ClusterConfig> defaultConfig();
 
-// Splits "https://host:port/prefix" into the config's host/port/basePath.
-Status parseServerUrl(std::string_view url, ClusterConfig& out);
+// A kubeconfig's server URL, "https://host:port/prefix", in the pieces a
+// ClusterConfig keeps (port "443" when none is given, no trailing '/').
+struct ServerUrl {
+  std::string host;  // no brackets around an IPv6 address
+  std::string port;
+  std::string basePath;
+};
+Result<ServerUrl> parseServerUrl(std::string_view url);
 
-std::string base64Decode(std::string_view in, bool* ok = nullptr);
+// Standard base64 (whitespace skipped, '=' ends it); the error names the first
+// byte outside the alphabet and where it is.
+Result<std::string> base64Decode(std::string_view in);
 
 }  // namespace tally::runtime

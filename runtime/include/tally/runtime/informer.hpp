@@ -21,7 +21,7 @@
 #include "tally/runtime/backoff.hpp"
 #include "tally/runtime/client.hpp"
 #include "tally/runtime/json_watch.hpp"
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 #include "tally/runtime/protobuf_watch.hpp"
 #include "tally/runtime/store.hpp"
 
@@ -139,7 +139,8 @@ class Informer {
     while (!st.stop_requested()) {
       if (needList && !watchListSupported) {
         if (auto s = list(); !s) {
-          log(LogLevel::kWarning, "informer " + opts_.resource.describe() + ": list failed: " + s.error().describe());
+          logWarning("informer list failed",
+                     {{"resource", opts_.resource.describe()}, {"error", s.error().describe()}});
           if (!sleepFor(st, backoff_.next())) return;
           continue;
         }
@@ -158,7 +159,7 @@ class Informer {
           break;
         case WatchEnd::kError:
           if (needList && watchListSupported && refusedWatchList_) {
-            log(LogLevel::kInfo, "informer " + opts_.resource.describe() + ": watch-list refused, using LIST");
+            logInfo("informer watch-list refused, using LIST", {{"resource", opts_.resource.describe()}});
             watchListSupported = false;
             continue;
           }
@@ -180,8 +181,8 @@ class Informer {
     do {
       auto resp = client_->list(opts_.resource, lo, opts_.wire);
       if (!resp) return std::move(resp).error();
-      if (lo.continueToken.empty()) {
-        log(LogLevel::kDebug, "informer " + opts_.resource.describe() + ": listing as " + resp->contentType);
+      if (lo.continueToken.empty() && logEnabled(LogLevel::kDebug)) {
+        logDebug("informer listing", {{"resource", opts_.resource.describe()}, {"contentType", resp->contentType}});
       }
       auto page = decodePage(parser, *resp);
       if (!page) return std::move(page).error();
@@ -228,7 +229,7 @@ class Informer {
       if (initialList && (e.is(ErrorCode::kBadRequest) || e.is(ErrorCode::kInvalid) || e.is(ErrorCode::kForbidden))) {
         refusedWatchList_ = true;
       }
-      log(LogLevel::kWarning, "informer " + opts_.resource.describe() + ": " + e.describe());
+      logWarning("informer watch failed", {{"resource", opts_.resource.describe()}, {"error", e.describe()}});
       count([](InformerStats& s) { ++s.watchErrors; });
       return WatchEnd::kError;
     }
@@ -283,7 +284,7 @@ class Informer {
       auto bytes = stream_->read();
       if (!bytes) {
         if (st.stop_requested()) return WatchEnd::kStopped;
-        log(LogLevel::kInfo, "informer " + opts_.resource.describe() + ": watch ended: " + bytes.error().describe());
+        logInfo("informer watch ended", {{"resource", opts_.resource.describe()}, {"error", bytes.error().describe()}});
         count([](InformerStats& s) { ++s.watchErrors; });
         return WatchEnd::kError;
       }
@@ -291,13 +292,14 @@ class Informer {
       Status decoded = bytes->empty() ? decoder.finish(sink) : decoder.feed(*bytes, sink);
       publishBatch();
       if (!decoded) {
-        log(LogLevel::kWarning, "informer " + opts_.resource.describe() + ": " + decoded.error().describe());
+        logWarning("informer cannot decode the watch",
+                   {{"resource", opts_.resource.describe()}, {"error", decoded.error().describe()}});
         count([](InformerStats& s) { ++s.watchErrors; });
         return WatchEnd::kError;
       }
       if (gone) return WatchEnd::kGone;
       if (!errorText.empty()) {
-        log(LogLevel::kWarning, "informer " + opts_.resource.describe() + ": watch error " + errorText);
+        logWarning("informer watch error", {{"resource", opts_.resource.describe()}, {"status", errorText}});
         count([](InformerStats& s) { ++s.watchErrors; });
         return WatchEnd::kError;
       }

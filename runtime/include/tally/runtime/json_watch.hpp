@@ -90,7 +90,7 @@ Result<WatchEvent<typename C::Object>> decodeJsonEvent(simdjson::ondemand::parse
       std::string_view t;
       if (auto e = field.value().get_string().get(t)) return jsonError(e, "watch event type");
       auto parsed = parseEventType(t);
-      if (!parsed) return Error(ErrorCode::kDecode, "unknown watch event type " + std::string(t));
+      if (!parsed) return std::move(parsed).error();
       ev.type = *parsed;
       haveType = true;
     } else if (key == "object") {

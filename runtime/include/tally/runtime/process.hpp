@@ -15,10 +15,10 @@ namespace tally::runtime::process {
 // "250ms", "10s", "2m", "1h"; a bare number is seconds. Errors quote the text.
 Result<std::chrono::milliseconds> parseDuration(std::string_view text);
 
-// Sets the lowest level written ("debug" | "info" | "warning" | "error") and
-// sends the runtime's own logs (watch restarts, retries, controllers) to the
-// process's structured log, tagged component=runtime.
-Status setUpLogging(std::string_view level);
+// The --log-level and --log-format flags: the lowest level the process's log
+// (tally/common/log.hpp) writes ("debug" | "info" | "warning" | "error") and
+// its line format ("json" | "text"). Nothing changes when either is refused.
+Status setUpLogging(std::string_view level, std::string_view format = "json");
 
 struct ClientFlags {
   std::string kubeconfig;  // empty: $KUBECONFIG, in-cluster, then ~/.kube/config

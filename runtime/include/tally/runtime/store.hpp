@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "tally/runtime/codec.hpp"
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 #include "tally/runtime/persistent_map.hpp"
 #include "tally/runtime/published_ptr.hpp"
 #include "tally/runtime/watch_event.hpp"
@@ -266,9 +266,9 @@ class Store {
     try {
       f();
     } catch (const std::exception& e) {
-      log(LogLevel::kError, std::string("informer handler threw: ") + e.what());
+      logError("informer handler threw", {{"error", e.what()}});
     } catch (...) {
-      log(LogLevel::kError, "informer handler threw a non-standard exception");
+      logError("informer handler threw a non-standard exception");
     }
   }
 

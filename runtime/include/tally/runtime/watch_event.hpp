@@ -12,7 +12,8 @@ namespace tally::runtime {
 
 enum class EventType : uint8_t { kAdded, kModified, kDeleted, kBookmark, kError };
 
-std::optional<EventType> parseEventType(std::string_view s);
+// "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR"; the error quotes (up to 32 bytes of) the text.
+Result<EventType> parseEventType(std::string_view s);
 std::string_view eventTypeName(EventType t);
 
 inline constexpr std::string_view kInitialEventsEndAnnotation = "k8s.io/initial-events-end";

@@ -13,7 +13,7 @@
 // TLS serves a certificate and key read from files, and re-reads them when
 // they change (serving certificates rotate): new connections get the new
 // certificate, open ones keep theirs, and files that cannot be loaded leave
-// the previous certificate in place (logged through runtime::log).
+// the previous certificate in place (logged through tally::logWarning).
 //
 // Knows nothing about what it serves: routes map a method and a path to a
 // handler, and the owner says how an error body looks.
