@@ -116,7 +116,9 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
   return out;
 }
 
-std::int64_t unixNow() { return std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count(); }
+std::int64_t unixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+}
 
 std::int64_t annotationSeconds(const ObjectMeta& meta, std::string_view key) {
   const std::string* v = meta.annotation(key);
@@ -165,8 +167,8 @@ struct CertificateKeeper::State {
   std::shared_ptr<Client> client;
   CertificateKeeperOptions options;
   std::atomic<bool> forceServing{false}, forceCa{false};
-  std::atomic<std::uint64_t> secretsCreated{0}, servingRotations{0}, caRotations{0}, bundleInjections{0},
-      conflicts{0}, filesWritten{0};
+  std::atomic<std::uint64_t> secretsCreated{0}, servingRotations{0}, caRotations{0}, bundleInjections{0}, conflicts{0},
+      filesWritten{0};
   std::atomic<std::int64_t> lastInjection{0};  // unix seconds of the last caBundle patch
   Controller* leader = nullptr;
   Informer<TlsSecretCodec>* secrets = nullptr;
@@ -345,9 +347,8 @@ Result<ReconcileResult> CertificateKeeper::State::reconcileLeader() {
                      *secret.metadata.annotation(kNamesAnnotation) != namesAnnotation();
     const std::int64_t bundleSince =
         std::max(annotationSeconds(secret.metadata, kCaSinceAnnotation), lastInjection.load());
-    const auto propagated =
-        Clock::time_point(std::chrono::seconds(bundleSince)) +
-        std::chrono::duration_cast<Clock::duration>(options.bundlePropagation);
+    const auto propagated = Clock::time_point(std::chrono::seconds(bundleSince)) +
+                            std::chrono::duration_cast<Clock::duration>(options.bundlePropagation);
     if (due && servingUsable && !servingByCurrentCa && now < propagated) {
       next = propagated;  // step two waits for the new bundle to have reached the API server
     } else if (due) {
@@ -366,8 +367,8 @@ Result<ReconcileResult> CertificateKeeper::State::reconcileLeader() {
       next = std::min(rotationDue(*servingValidity, options.rotateFraction),
                       rotationDue(*caValidity, options.rotateFraction));
       // The previous CA leaves the bundle once nobody serves what it signed.
-      const auto servingSince = Clock::time_point(std::chrono::seconds(
-          annotationSeconds(secret.metadata, kServingSinceAnnotation)));
+      const auto servingSince =
+          Clock::time_point(std::chrono::seconds(annotationSeconds(secret.metadata, kServingSinceAnnotation)));
       const auto overlapEnd = servingSince + std::chrono::duration_cast<Clock::duration>(options.caOverlap);
       if (bundle.size() > 1 && now >= overlapEnd) {
         bundle.resize(1);
@@ -389,15 +390,15 @@ Result<ReconcileResult> CertificateKeeper::State::reconcileLeader() {
       }
       return std::move(updated).error().withContext("update Secret " + options.secretName);
     }
-    log(LogLevel::kInfo, "certificate keeper: " + what + " in Secret " + options.secretNamespace + "/" +
-                             options.secretName);
+    log(LogLevel::kInfo,
+        "certificate keeper: " + what + " in Secret " + options.secretNamespace + "/" + options.secretName);
   }
   auto injected = injectBundle(secret.caCrt);
   if (!injected) return std::move(injected).error();
   if (*injected) next = std::min(next, now + options.bundlePropagation);
   const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now());
-  return ReconcileResult::requeueAfter(std::clamp(wait, std::chrono::milliseconds(200),
-                                                  std::chrono::milliseconds(std::chrono::hours(1))));
+  return ReconcileResult::requeueAfter(
+      std::clamp(wait, std::chrono::milliseconds(200), std::chrono::milliseconds(std::chrono::hours(1))));
 }
 
 Result<ReconcileResult> CertificateKeeper::State::writeFiles(const std::string& key) {
@@ -437,17 +438,15 @@ void CertificateKeeper::attach(Manager& manager) {
   ControllerOptions files;
   files.name = "certificate-files";
   files.leaderOnly = false;
-  auto& writer = manager.controller(files, [state](const std::string& key, std::stop_token) {
-    return state->writeFiles(key);
-  });
+  auto& writer =
+      manager.controller(files, [state](const std::string& key, std::stop_token) { return state->writeFiles(key); });
   writer.watch(secrets);
 
   ControllerOptions leader;
   leader.name = "certificate-keeper";
   leader.leaderOnly = true;
-  auto& keeper = manager.controller(leader, [state](const std::string&, std::stop_token) {
-    return state->reconcileLeader();
-  });
+  auto& keeper =
+      manager.controller(leader, [state](const std::string&, std::stop_token) { return state->reconcileLeader(); });
   state->leader = &keeper;
   const std::string secretKey = namespacedKey(options_.secretNamespace, options_.secretName);
   keeper.watch(secrets, [secretKey](const TlsSecret&) { return std::vector<std::string>{secretKey}; });

@@ -86,8 +86,8 @@ Cert newCertificate(const std::string& subject, std::chrono::seconds validity, E
   X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(validity.count()));
   if (X509_set_pubkey(cert.get(), key) != 1) return nullptr;
   X509_NAME* name = X509_get_subject_name(cert.get());
-  if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(subject.c_str()),
-                                 -1, -1, 0) != 1) {
+  if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(subject.c_str()), -1,
+                                 -1, 0) != 1) {
     return nullptr;
   }
   return cert;
@@ -164,8 +164,7 @@ Result<Validity> readValidity(std::string_view pem) {
 
 std::chrono::system_clock::time_point rotationDue(const Validity& validity, double fraction) {
   const auto lifetime = validity.notAfter - validity.notBefore;
-  return validity.notBefore +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(lifetime * fraction);
+  return validity.notBefore + std::chrono::duration_cast<std::chrono::system_clock::duration>(lifetime * fraction);
 }
 
 std::vector<std::string> splitCertificates(std::string_view pem) {

@@ -23,9 +23,8 @@ std::string review(const std::string& request) {
   return R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":)" + request + "}";
 }
 
-const char* const kMinimal =
-    R"({"uid":"u","kind":{"group":"","version":"v1","kind":"ConfigMap"},)"
-    R"("resource":{"group":"","version":"v1","resource":"configmaps"},"operation":"CREATE"})";
+const char* const kMinimal = R"({"uid":"u","kind":{"group":"","version":"v1","kind":"ConfigMap"},)"
+                             R"("resource":{"group":"","version":"v1","resource":"configmaps"},"operation":"CREATE"})";
 
 TEST(DecodeAdmissionReview, CreateCarriesEveryRequestField) {
   auto r = decodeAdmissionReview(corpus("create_configmap.json"));

@@ -26,10 +26,13 @@ struct Fixture : ::testing::Test {
 TEST_F(Fixture, RoutedPostReachesTheHandlerWithDryRun) {
   http::Router router;
   bool sawDryRun = false;
-  addWebhook(router, "/validate", "check", [&](const AdmissionRequest& r) {
-    sawDryRun = r.dryRun;
-    return AdmissionResponse::refuse(403, "not " + r.name);
-  }, options);
+  addWebhook(
+      router, "/validate", "check",
+      [&](const AdmissionRequest& r) {
+        sawDryRun = r.dryRun;
+        return AdmissionResponse::refuse(403, "not " + r.name);
+      },
+      options);
   auto match = router.match("POST", "/validate");
   ASSERT_NE(match.handler, nullptr);
   EXPECT_EQ(match.label, "check");
@@ -64,7 +67,8 @@ TEST_F(Fixture, MalformedReviewIs400WithTheDecodersMessageAndCounted) {
 TEST_F(Fixture, OversizedReviewIs413) {
   WebhookOptions small = options;
   small.decode.maxBodyBytes = 10;
-  auto r = answerReview("check", [](const AdmissionRequest&) { return AdmissionResponse::allow(); }, kReview, small);
+  auto r = answerReview(
+      "check", [](const AdmissionRequest&) { return AdmissionResponse::allow(); }, kReview, small);
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(options.metrics->malformed("check").value(), 1u);
 }
