@@ -1,0 +1,135 @@
+#pragma once
+// admission.k8s.io/v1 AdmissionReview: the request the API server sends a
+// webhook, decoded with simdjson on-demand, and the response it expects back.
+// The object under review (and the old one, and the options) stay raw JSON,
+// padded, so a handler parses only what it needs with its own codec.
+
+#include <simdjson.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tally/runtime/result.hpp"
+
+namespace tally::runtime::admission {
+
+struct GroupVersionKind {
+  std::string group;  // empty for the core group
+  std::string version;
+  std::string kind;
+  bool operator==(const GroupVersionKind&) const = default;
+};
+
+struct GroupVersionResource {
+  std::string group;
+  std::string version;
+  std::string resource;
+  bool operator==(const GroupVersionResource&) const = default;
+};
+
+enum class Operation { kCreate, kUpdate, kDelete, kConnect };
+std::string_view operationName(Operation op);  // "CREATE", "UPDATE", ...
+
+struct UserInfo {
+  std::string username;
+  std::string uid;
+  std::vector<std::string> groups;
+};
+
+// One AdmissionReview's request.
+struct AdmissionRequest {
+  std::string uid;
+  GroupVersionKind kind;
+  GroupVersionResource resource;
+  std::string subResource;  // "status", "scale", ... or empty
+  // What the client asked for, when the API server converted it (absent
+  // otherwise: then kind and resource are what was requested).
+  std::optional<GroupVersionKind> requestKind;
+  std::optional<GroupVersionResource> requestResource;
+  std::string requestSubResource;
+  std::string name;  // empty on a CREATE whose name the server generates
+  std::string namespace_;
+  Operation operation = Operation::kCreate;
+  UserInfo userInfo;
+  // A dry run: the API server will persist nothing, so the handler must not
+  // either (no writes, no reservations, no events): it answers as it would
+  // and leaves no trace (sideEffects: NoneOnDryRun promises exactly that).
+  bool dryRun = false;
+  // Raw JSON, padded for simdjson; empty when absent or null (oldObject on a
+  // CREATE, object on a DELETE).
+  simdjson::padded_string object;
+  simdjson::padded_string oldObject;
+  simdjson::padded_string options;  // CreateOptions, UpdateOptions, DeleteOptions
+
+  bool hasObject() const { return object.size() > 0; }
+  bool hasOldObject() const { return oldObject.size() > 0; }
+};
+
+struct DecodeOptions {
+  // Above this the review is refused unread. The API server caps an object at
+  // about 3 MiB; an UPDATE carries two of them.
+  std::size_t maxBodyBytes = 7 << 20;
+};
+
+// Decodes an AdmissionReview body. Errors (ErrorCode::kDecode, or kBadRequest
+// for a body above the limit) name what is wrong: the field, the expected
+// apiVersion or kind, JSON that is not an object.
+Result<AdmissionRequest> decodeAdmissionReview(std::string_view body, const DecodeOptions& options = {});
+
+// RFC 6902 JSON Patch, built op by op. Values are raw JSON (jsonString()
+// for a string); paths are JSON Pointers, made with pointer().
+class JsonPatch {
+ public:
+  enum class Op { kAdd, kReplace, kRemove, kTest };
+  struct Operation {
+    Op op;
+    std::string path;
+    std::string valueJson;  // empty for kRemove
+  };
+
+  JsonPatch& add(std::string path, std::string valueJson);
+  JsonPatch& replace(std::string path, std::string valueJson);
+  JsonPatch& remove(std::string path);
+  JsonPatch& test(std::string path, std::string valueJson);
+
+  // "/" + each token with '~' as "~0" and '/' as "~1": pointer({"metadata",
+  // "labels", "tally.dev/tenant"}) is "/metadata/labels/tally.dev~1tenant".
+  static std::string pointer(std::initializer_list<std::string_view> tokens);
+  static std::string escapeToken(std::string_view token);
+
+  bool empty() const { return ops_.empty(); }
+  const std::vector<Operation>& operations() const { return ops_; }
+  std::string toJson() const;
+
+ private:
+  std::vector<Operation> ops_;
+};
+
+// What a webhook answers.
+struct AdmissionResponse {
+  bool allowed = true;
+  // For a refusal: the HTTP code (403, 422, ...) and the message the client
+  // is shown; reason is a metav1.StatusReason ("Forbidden", "Invalid", ...).
+  int code = 0;
+  std::string message;
+  std::string reason;
+  JsonPatch patch;  // only on an allowed answer of a mutating webhook
+  std::vector<std::string> warnings;
+  std::vector<std::pair<std::string, std::string>> auditAnnotations;
+
+  static AdmissionResponse allow() { return {}; }
+  static AdmissionResponse refuse(int code, std::string message, std::string reason = {});
+  static AdmissionResponse mutate(JsonPatch patch);
+};
+
+// The response AdmissionReview for the request `uid`; a patch is sent as
+// base64 with patchType "JSONPatch".
+std::string encodeAdmissionReview(std::string_view uid, const AdmissionResponse& response);
+
+std::string base64Encode(std::string_view bytes);
+
+}  // namespace tally::runtime::admission
