@@ -1,6 +1,7 @@
 #include "tally/codec/protobuf.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "kind_rules.hpp"
@@ -14,8 +15,22 @@ namespace {
 using namespace detail;
 using proto::Reader;
 
-using StringHook = std::function<Status(std::string_view, std::string_view)>;
-using BytesHook = std::function<Status(std::string_view)>;
+// What a field handler returns: nothing to go on, or the error that ends the
+// decode. Kept apart from Status on purpose: an empty optional costs a flag,
+// while an ok Status still builds (and destroys) a DecodeError, and the walk
+// asks its handler once per field.
+using Failure = std::optional<DecodeError>;
+using StringHook = std::function<Failure(std::string_view, std::string_view)>;
+using BytesHook = std::function<Failure(std::string_view)>;
+
+Failure failure(Status status) {
+  if (status) return std::nullopt;
+  return std::move(status).error();
+}
+Status status(Failure failed) {
+  if (failed) return std::move(*failed);
+  return {};
+}
 
 // A field's path, spelled out only when an error names it: decoding builds no
 // strings on the success path.
@@ -31,62 +46,62 @@ struct Path {
 };
 
 // A malformed message ends the walk; say where.
-Status malformed(const Path& field) { return fieldError(field.str(), "malformed protobuf"); }
+DecodeError malformed(const Path& field) { return fieldError(field.str(), "malformed protobuf"); }
 
 // Walks a message: f(reader) for every field; an error of f stands, a broken
 // encoding becomes a decode error naming `field`.
 template <class F>
-Status walk(std::string_view message, const Path& field, F&& f) {
+Failure walk(std::string_view message, const Path& field, F&& f) {
   Reader r(message);
   while (r.next()) {
-    Status status = f(r);
-    if (!status) return status;
+    if (Failure failed = f(r)) [[unlikely]]
+      return failed;
   }
-  if (r.failed()) return malformed(field);
-  return {};
+  if (r.failed()) [[unlikely]]
+    return malformed(field);
+  return std::nullopt;
 }
 
 std::string_view asText(const Reader& r) { return r.isBytes() ? r.bytes() : std::string_view(); }
 
 // map<string, string> entry: key = 1, value = 2.
-Status mapEntry(std::string_view entry, const Path& field, std::string_view& key, std::string_view& value) {
-  return walk(entry, field, [&](Reader& e) -> Status {
+Failure mapEntry(std::string_view entry, const Path& field, std::string_view& key, std::string_view& value) {
+  return walk(entry, field, [&](Reader& e) -> Failure {
     if (e.field() == 1) key = asText(e);
     if (e.field() == 2) value = asText(e);
-    return {};
+    return std::nullopt;
   });
 }
 
-Status stringMapEntry(std::string_view entry, const Path& field, const StringHook& hook) {
+Failure stringMapEntry(std::string_view entry, const Path& field, const StringHook& hook) {
   std::string_view key, value;
-  if (auto read = mapEntry(entry, field, key, value); !read) return read;
-  Status status = hook(key, value);
-  if (!status) return std::move(status).error().under(joinField(field.str(), keyField(key)));
-  return {};
+  if (Failure read = mapEntry(entry, field, key, value)) return read;
+  if (Failure failed = hook(key, value)) return std::move(*failed).under(joinField(field.str(), keyField(key)));
+  return std::nullopt;
 }
 
 // map<string, Quantity> entry, kept when `keep` accepts the key; Quantity's
 // string is field 1. The same whole-number rules as the JSON decoders.
-Status quantityEntry(std::string_view entry, const Path& field, bool (*keep)(std::string_view),
-                     model::ResourceList& out) {
+Failure quantityEntry(std::string_view entry, const Path& field, bool (*keep)(std::string_view),
+                      model::ResourceList& out) {
   std::string_view name, quantity;
-  if (auto read = mapEntry(entry, field, name, quantity); !read) return read;
-  if (!keep(name)) return {};
+  if (Failure read = mapEntry(entry, field, name, quantity)) return read;
+  if (!keep(name)) return std::nullopt;
   std::string_view text;
-  Status read = walk(quantity, field, [&](Reader& q) -> Status {
+  Failure read = walk(quantity, field, [&](Reader& q) -> Failure {
     if (q.field() == 1) text = asText(q);
-    return {};
+    return std::nullopt;
   });
-  if (!read) return read;
+  if (read) return read;
   auto parsed = parseWholeQuantity(text);
   if (!parsed) return fieldError(joinField(field.str(), keyField(name)), describeQuantityError(text, parsed.error()));
   std::int64_t units = *parsed;
   if (units < 0) return fieldError(joinField(field.str(), keyField(name)), "negative amount " + std::to_string(units));
   out.set(name, units);
-  return {};
+  return std::nullopt;
 }
 
-Status resourceEntry(std::string_view entry, const Path& field, model::ResourceList& out) {
+Failure resourceEntry(std::string_view entry, const Path& field, model::ResourceList& out) {
   return quantityEntry(entry, field, model::isExtendedResourceName, out);
 }
 
@@ -107,8 +122,8 @@ const Path kSpec{nullptr, "spec"};
 const Path kStatus{nullptr, "status"};
 const Path kObject{};
 
-Status readMeta(std::string_view message, Metadata& meta, const MetaHooks& hooks) {
-  Status status = walk(message, kMetadata, [&](Reader& r) -> Status {
+Failure readMeta(std::string_view message, Metadata& meta, const MetaHooks& hooks) {
+  Failure failed = walk(message, kMetadata, [&](Reader& r) -> Failure {
     switch (r.field()) {
       case 1: meta.name = asText(r); break;
       case 3: meta.ns = asText(r); break;
@@ -116,44 +131,45 @@ Status readMeta(std::string_view message, Metadata& meta, const MetaHooks& hooks
       case 6: meta.resourceVersion = asText(r); break;
       case 9: meta.deleting = true; break;
       case 11:
-        if (hooks.label) return stringMapEntry(r.bytes(), kLabels, hooks.label);
+        if (hooks.label && r.isBytes()) return stringMapEntry(r.bytes(), kLabels, hooks.label);
         break;
       case 12:
-        if (hooks.annotation) return stringMapEntry(r.bytes(), kAnnotations, hooks.annotation);
+        if (hooks.annotation && r.isBytes()) return stringMapEntry(r.bytes(), kAnnotations, hooks.annotation);
         break;
       case 13:
-        if (hooks.ownerReference) return hooks.ownerReference(r.bytes());
+        if (hooks.ownerReference && r.isBytes()) return hooks.ownerReference(r.bytes());
         break;
       default: break;
     }
-    return {};
+    return std::nullopt;
   });
   if (meta.sink != nullptr) *meta.sink = ObjectMeta{meta.ns, meta.name, meta.uid, meta.resourceVersion, meta.deleting};
-  return status;
+  return failed;
 }
 
 // ResourceRequirements: limits 1, requests 2.
-Status readResources(std::string_view message, const Path& field, model::ResourceList& requests) {
+Failure readResources(std::string_view message, const Path& field, model::ResourceList& requests) {
   model::ResourceList limits;
   const Path limitsPath{&field, "limits"}, requestsPath{&field, "requests"};
-  Status status = walk(message, field, [&](Reader& r) -> Status {
+  Failure failed = walk(message, field, [&](Reader& r) -> Failure {
     if (r.field() == 1 && r.isBytes()) return resourceEntry(r.bytes(), limitsPath, limits);
     if (r.field() == 2 && r.isBytes()) return resourceEntry(r.bytes(), requestsPath, requests);
-    return {};
+    return std::nullopt;
   });
-  if (!status) return status;
+  if (failed) return failed;
   defaultRequestsToLimits(requests, limits);
-  return {};
+  return std::nullopt;
 }
 
-// Container: resources 8, restartPolicy 24.
-Status readContainer(std::string_view message, const Path& field, model::ResourceList& requests,
-                     std::string* restartPolicy) {
+// Container: resources 8, restartPolicy 24. Everything else (image, command,
+// env, ports, probes, mounts) is skipped by its length, unread.
+Failure readContainer(std::string_view message, const Path& field, model::ResourceList& requests,
+                      std::string_view* restartPolicy) {
   const Path resources{&field, "resources"};
-  return walk(message, field, [&](Reader& r) -> Status {
+  return walk(message, field, [&](Reader& r) -> Failure {
     if (r.field() == 8 && r.isBytes()) return readResources(r.bytes(), resources, requests);
     if (r.field() == 24 && restartPolicy) *restartPolicy = asText(r);
-    return {};
+    return std::nullopt;
   });
 }
 
@@ -163,34 +179,38 @@ const Path kContainers{&kSpec, "containers"};
 const Path kInitContainers{&kSpec, "initContainers"};
 const Path kOverhead{&kSpec, "overhead"};
 
-Status readPodSpec(std::string_view message, model::Pod& pod) {
-  return walk(message, kSpec, [&](Reader& r) -> Status {
+Failure readPodSpec(std::string_view message, model::Pod& pod) {
+  return walk(message, kSpec, [&](Reader& r) -> Failure {
     switch (r.field()) {
       case 2: {
+        if (!r.isBytes()) break;
         const Path field{&kContainers, {}, pod.containers.size()};
         return readContainer(r.bytes(), field, pod.containers.emplace_back(), nullptr);
       }
       case 10: pod.nodeName = asText(r); break;
       case 19: pod.schedulerName = asText(r); break;
       case 20: {
+        if (!r.isBytes()) break;
         const Path field{&kInitContainers, {}, pod.initContainers.size()};
         model::InitContainer& init = pod.initContainers.emplace_back();
-        std::string restartPolicy;
-        if (auto read = readContainer(r.bytes(), field, init.requests, &restartPolicy); !read) return read;
+        std::string_view restartPolicy;
+        if (Failure read = readContainer(r.bytes(), field, init.requests, &restartPolicy)) return read;
         init.restartable = restartPolicy == "Always";
         break;
       }
-      case 32: return resourceEntry(r.bytes(), kOverhead, pod.overhead);
+      case 32:
+        if (r.isBytes()) return resourceEntry(r.bytes(), kOverhead, pod.overhead);
+        break;
       case 39: pod.hasResourceClaims = true; break;
       default: break;
     }
-    return {};
+    return std::nullopt;
   });
 }
 
 // OwnerReference: kind 1, name 3, uid 4, controller 6.
-Status readOwner(std::string_view message, model::OwnerReference& owner) {
-  return walk(message, kOwners, [&](Reader& r) -> Status {
+Failure readOwner(std::string_view message, model::OwnerReference& owner) {
+  return walk(message, kOwners, [&](Reader& r) -> Failure {
     switch (r.field()) {
       case 1: owner.kind = asText(r); break;
       case 3: owner.name = asText(r); break;
@@ -198,37 +218,37 @@ Status readOwner(std::string_view message, model::OwnerReference& owner) {
       case 6: owner.controller = r.isVarint() && r.varintValue() != 0; break;
       default: break;
     }
-    return {};
+    return std::nullopt;
   });
 }
 
 // NodeCondition: type 1, status 2.
-Status readNodeCondition(std::string_view message, model::Node& node) {
+Failure readNodeCondition(std::string_view message, model::Node& node) {
   std::string_view type, conditionStatus;
   static const Path conditions{&kStatus, "conditions"};
-  Status status = walk(message, conditions, [&](Reader& r) -> Status {
+  Failure failed = walk(message, conditions, [&](Reader& r) -> Failure {
     if (r.field() == 1) type = asText(r);
     if (r.field() == 2) conditionStatus = asText(r);
-    return {};
+    return std::nullopt;
   });
-  if (!status) return status;
+  if (failed) return failed;
   if (type == "Ready") node.ready = conditionStatus == "True";
-  return {};
+  return std::nullopt;
 }
 
 // An object message: metadata 1, spec 2, status 3.
 template <class Spec, class Stat>
-Status readObject(std::string_view message, Metadata& meta, const MetaHooks& hooks, Spec&& spec, Stat&& status) {
-  return walk(message, kObject, [&](Reader& r) -> Status {
-    if (!r.isBytes()) return {};
+Status readObject(std::string_view message, Metadata& meta, const MetaHooks& hooks, Spec&& spec, Stat&& stat) {
+  return status(walk(message, kObject, [&](Reader& r) -> Failure {
+    if (!r.isBytes()) return std::nullopt;
     if (r.field() == 1) return readMeta(r.bytes(), meta, hooks);
     if (r.field() == 2) return spec(r.bytes());
-    if (r.field() == 3) return status(r.bytes());
-    return {};
-  });
+    if (r.field() == 3) return stat(r.bytes());
+    return std::nullopt;
+  }));
 }
 
-Status nothing(std::string_view) { return {}; }
+Failure nothing(std::string_view) { return std::nullopt; }
 
 }  // namespace
 
@@ -238,16 +258,16 @@ Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* out) 
   meta.sink = out;
   MetaHooks hooks;
   hooks.ownerReference = [&](std::string_view owner) { return readOwner(owner, pod.owners.emplace_back()); };
-  Status status = readObject(
+  Status read = readObject(
       message, meta, hooks, [&](std::string_view spec) { return readPodSpec(spec, pod); },
       [&](std::string_view podStatus) {
         // PodStatus: phase 1.
-        return walk(podStatus, kStatus, [&](Reader& r) -> Status {
+        return walk(podStatus, kStatus, [&](Reader& r) -> Failure {
           if (r.field() == 1) pod.phase = model::parsePodPhase(asText(r));
-          return {};
+          return std::nullopt;
         });
       });
-  if (auto done = finished(std::move(status), "Pod", meta); !done) return std::move(done).error();
+  if (auto done = finished(std::move(read), "Pod", meta); !done) return std::move(done).error();
   pod.ns = std::move(meta.ns);
   pod.name = std::move(meta.name);
   pod.uid = std::move(meta.uid);
@@ -259,35 +279,35 @@ Result<model::Node> decodeNodeProtobuf(std::string_view message, ObjectMeta* out
   Metadata meta;
   meta.sink = out;
   MetaHooks hooks;
-  hooks.label = [&](std::string_view key, std::string_view value) -> Status {
+  hooks.label = [&](std::string_view key, std::string_view value) -> Failure {
     applyNodeLabel(node, key, value);
-    return {};
+    return std::nullopt;
   };
   hooks.annotation = [&](std::string_view key, std::string_view value) {
-    return applyNodeAnnotation(node, key, value);
+    return failure(applyNodeAnnotation(node, key, value));
   };
-  Status status = readObject(
+  Status read = readObject(
       message, meta, hooks,
       [&](std::string_view spec) {
         // NodeSpec: unschedulable 4.
-        return walk(spec, kSpec, [&](Reader& r) -> Status {
+        return walk(spec, kSpec, [&](Reader& r) -> Failure {
           if (r.field() == 4) node.unschedulable = r.isVarint() && r.varintValue() != 0;
-          return {};
+          return std::nullopt;
         });
       },
       [&](std::string_view nodeStatus) {
         // NodeStatus: capacity 1, allocatable 2, conditions 4.
         static const Path capacity{&kStatus, "capacity"}, allocatable{&kStatus, "allocatable"};
-        return walk(nodeStatus, kStatus, [&](Reader& r) -> Status {
-          if (!r.isBytes()) return {};
+        return walk(nodeStatus, kStatus, [&](Reader& r) -> Failure {
+          if (!r.isBytes()) return std::nullopt;
           if (r.field() == 1) return resourceEntry(r.bytes(), capacity, node.capacity);
           if (r.field() == 2) return resourceEntry(r.bytes(), allocatable, node.allocatable);
           if (r.field() == 4) return readNodeCondition(r.bytes(), node);
-          return {};
+          return std::nullopt;
         });
       });
   node.name = meta.name;
-  if (auto done = finished(std::move(status), "Node", meta); !done) return std::move(done).error();
+  if (auto done = finished(std::move(read), "Node", meta); !done) return std::move(done).error();
   return node;
 }
 
@@ -296,9 +316,11 @@ Result<model::Namespace> decodeNamespaceProtobuf(std::string_view message, Objec
   Metadata meta;
   meta.sink = out;
   MetaHooks hooks;
-  hooks.label = [&](std::string_view key, std::string_view value) { return applyNamespaceLabel(ns, key, value); };
-  Status status = readObject(message, meta, hooks, nothing, nothing);
-  if (auto done = finished(std::move(status), "Namespace", meta); !done) return std::move(done).error();
+  hooks.label = [&](std::string_view key, std::string_view value) {
+    return failure(applyNamespaceLabel(ns, key, value));
+  };
+  Status read = readObject(message, meta, hooks, nothing, nothing);
+  if (auto done = finished(std::move(read), "Namespace", meta); !done) return std::move(done).error();
   ns.name = std::move(meta.name);
   ns.deleting = meta.deleting;
   return ns;
@@ -312,25 +334,25 @@ Result<model::ResourceQuota> decodeResourceQuotaProtobuf(std::string_view messag
   auto quotaKeys = [](std::string_view entry, const Path& field, model::ResourceList& list) {
     return quantityEntry(entry, field, model::isGpuQuotaKey, list);
   };
-  Status status = readObject(
+  Status read = readObject(
       message, meta, MetaHooks{},
       [&](std::string_view spec) {
         // ResourceQuotaSpec: hard 1.
         static const Path hard{&kSpec, "hard"};
-        return walk(spec, kSpec, [&](Reader& r) -> Status {
+        return walk(spec, kSpec, [&](Reader& r) -> Failure {
           if (r.field() == 1 && r.isBytes()) return quotaKeys(r.bytes(), hard, quota.hard);
-          return {};
+          return std::nullopt;
         });
       },
       [&](std::string_view quotaStatus) {
         // ResourceQuotaStatus: hard 1, used 2.
         static const Path used{&kStatus, "used"};
-        return walk(quotaStatus, kStatus, [&](Reader& r) -> Status {
+        return walk(quotaStatus, kStatus, [&](Reader& r) -> Failure {
           if (r.field() == 2 && r.isBytes()) return quotaKeys(r.bytes(), used, quota.used);
-          return {};
+          return std::nullopt;
         });
       });
-  if (auto done = finished(std::move(status), "ResourceQuota", meta); !done) return std::move(done).error();
+  if (auto done = finished(std::move(read), "ResourceQuota", meta); !done) return std::move(done).error();
   quota.ns = std::move(meta.ns);
   quota.name = std::move(meta.name);
   return quota;

@@ -169,5 +169,58 @@ TEST(PodProtobuf, EveryTruncationAndRandomByteIsRefusedOrDecodedNeverACrash) {
   }
 }
 
+// Hand-made wire bytes for what protoc's classes never write.
+std::string wireVarint(std::uint64_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out += static_cast<char>((v & 0x7f) | 0x80);
+  return out + static_cast<char>(v);
+}
+std::string wireBytes(std::uint32_t field, std::string_view value) {
+  return wireVarint(std::uint64_t{field} << 3 | 2) + wireVarint(value.size()) + std::string(value);
+}
+
+TEST(PodProtobuf, UnknownFieldsAndWrongWireTypesAreSkipped) {
+  // Fields from a newer API (unknown numbers, two-byte tags, nested messages)
+  // anywhere in the pod, and a known number with another wire type, decode as
+  // if absent: the decoder enters only messages it reads.
+  k8s::Pod pod = launcherPod();
+  std::string unknown = wireBytes(2000, wireBytes(1, "future")) + wireVarint(std::uint64_t{77} << 3) + wireVarint(300);
+  std::string container = pod.spec().containers(0).SerializeAsString() + unknown;
+  k8s::PodSpec rest = pod.spec();
+  rest.clear_containers();
+  // containers as a varint: not a message, so not a container.
+  std::string spec = wireBytes(2, container) + rest.SerializeAsString() + wireVarint(2 << 3) + wireVarint(5);
+  std::string bytes = wireBytes(1, pod.metadata().SerializeAsString() + unknown) + wireBytes(2, spec) +
+                      wireBytes(3, pod.status().SerializeAsString()) + unknown;
+  auto decoded = decodePodProtobuf(bytes);
+  ASSERT_TRUE(decoded) << decoded.error().describe();
+  EXPECT_EQ(*decoded, decodeOk<PodCodec>(kLauncherJson));
+}
+
+TEST(PodProtobuf, ABrokenContainerNamesTheContainer) {
+  // A container whose resources claim more bytes than it holds.
+  k8s::Pod pod = launcherPod();
+  std::string container = pod.spec().containers(0).SerializeAsString() + wireVarint(8 << 3 | 2) + wireVarint(9) + "ab";
+  k8s::PodSpec rest = pod.spec();
+  rest.clear_containers();
+  std::string spec = wireBytes(2, container) + rest.SerializeAsString();
+  std::string bytes = wireBytes(1, pod.metadata().SerializeAsString()) + wireBytes(2, spec);
+  auto decoded = decodePodProtobuf(bytes);
+  ASSERT_FALSE(decoded);
+  EXPECT_EQ(decoded.error().field, "spec.containers[0]");
+  EXPECT_EQ(decoded.error().message, "malformed protobuf");
+  EXPECT_NE(decoded.error().describe().find("Pod acme-research/virt-launcher-vm-x7k2p"), std::string::npos);
+}
+
+TEST(PodProtobuf, OverlongVarintsAreRefused) {
+  // An eleven-byte varint where the pod's phase length should be.
+  k8s::Pod pod = launcherPod();
+  std::string status = wireVarint(1 << 3 | 2) + std::string(10, '\x80') + "\x01";
+  std::string bytes = wireBytes(1, pod.metadata().SerializeAsString()) + wireBytes(3, status);
+  auto decoded = decodePodProtobuf(bytes);
+  ASSERT_FALSE(decoded);
+  EXPECT_EQ(decoded.error().field, "status");
+}
+
 }  // namespace
 }  // namespace tally::codec

@@ -15,37 +15,60 @@ class Reader {
   explicit Reader(std::string_view data) : p_(reinterpret_cast<const uint8_t*>(data.data())), end_(p_ + data.size()) {}
 
   // Advances to the next field; false at the end or on malformed input
-  // (check failed() to tell the two apart).
-  bool next() {
-    if (p_ == end_ || failed_) return false;
-    uint64_t tag = 0;
-    if (!varint(tag)) return fail();
-    field_ = static_cast<uint32_t>(tag >> 3);
+  // (check failed() to tell the two apart). A failure moves the reader to
+  // the end, so the loop condition is the one comparison.
+  //
+  // Kubernetes' messages have field numbers below 16 or 2048 (tags of one or
+  // two bytes) and mostly short lengths, so those take straight-line paths;
+  // longer varints go through the general loop. Nothing past the end is read:
+  // every byte is bounds-checked before it is loaded.
+  [[gnu::always_inline]] inline bool next() {
+    if (p_ >= end_) return false;
+    uint32_t tag = p_[0];
+    if (tag < 0x80) [[likely]] {
+      ++p_;
+    } else if (end_ - p_ >= 2 && p_[1] < 0x80) {
+      tag = (tag & 0x7f) | (uint32_t{p_[1]} << 7);
+      p_ += 2;
+    } else {
+      uint64_t wide = 0;
+      if (!varintSlow(wide) || wide > 0xffffffffu) return fail();
+      tag = static_cast<uint32_t>(wide);
+    }
+    field_ = tag >> 3;
     type_ = static_cast<uint8_t>(tag & 7);
     if (field_ == 0) return fail();
+    if (type_ == kBytes) [[likely]] {
+      uint64_t len;
+      if (p_ < end_ && p_[0] < 0x80) [[likely]] {
+        len = *p_++;
+      } else if (!varintSlow(len)) {
+        return fail();
+      }
+      if (len > static_cast<uint64_t>(end_ - p_)) return fail();
+      bytes_ = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
+      p_ += len;
+      return true;
+    }
     switch (type_) {
       case kVarint:
-        if (!varint(value_)) return fail();
-        break;
+        if (p_ < end_ && p_[0] < 0x80) {
+          value_ = *p_++;
+        } else if (!varintSlow(value_)) {
+          return fail();
+        }
+        return true;
       case kFixed64:
         if (end_ - p_ < 8) return fail();
         value_ = load(8);
-        break;
+        return true;
       case kFixed32:
         if (end_ - p_ < 4) return fail();
         value_ = load(4);
-        break;
-      case kBytes: {
-        uint64_t len = 0;
-        if (!varint(len) || len > static_cast<uint64_t>(end_ - p_)) return fail();
-        bytes_ = std::string_view(reinterpret_cast<const char*>(p_), static_cast<size_t>(len));
-        p_ += len;
-        break;
-      }
+        return true;
       default:  // groups are not used by Kubernetes
         return fail();
     }
-    return true;
   }
 
   uint32_t field() const { return field_; }
@@ -61,13 +84,16 @@ class Reader {
  private:
   bool fail() {
     failed_ = true;
+    p_ = end_;
     return false;
   }
-  bool varint(uint64_t& out) {
+  // At most ten bytes; the tenth may carry only the top bit of 64.
+  bool varintSlow(uint64_t& out) {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p_ == end_) return false;
       const uint8_t b = *p_++;
+      if (shift == 63 && b > 1) return false;
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
       if ((b & 0x80) == 0) {
         out = v;
