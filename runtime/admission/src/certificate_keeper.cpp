@@ -62,9 +62,9 @@ struct TlsSecretCodec {
                               : k == "tls.key" ? &out.tlsKey
                                                : nullptr;
           if (!into) continue;
-          bool ok = false;
-          *into = base64Decode(encoded, &ok);
-          if (!ok) return Error(ErrorCode::kDecode, "Secret data " + k + " is not base64");
+          auto decoded = base64Decode(encoded);
+          if (!decoded) return std::move(decoded).error().withContext("Secret data " + k);
+          *into = std::move(decoded).value();
         }
       }
     }
