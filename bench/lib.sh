@@ -4,7 +4,9 @@
 #
 #   bench_cluster_up           e2e/cluster/up without kube-controller-manager,
 #                              torn down when the caller exits (watchdog);
-#                              sets state, token and k() (kubectl)
+#                              sets state, token and k() (kubectl); then
+#                              creates the GPUDeviceClass nvidia-h200-passthrough
+#                              (8 H200 per node in mode vm-passthrough)
 #   bench_free_port            a free loopback port
 #   bench_start_extender BIN PORT LOG ARGS...
 #                              starts BIN in its own session on 127.0.0.1:PORT
@@ -15,12 +17,21 @@
 #   bench_proc_status PID KEY  a /proc/PID/status line's value in kB (VmRSS, VmHWM)
 
 bench_cluster_up() {
+  local t0=$SECONDS
   eval "$(TALLY_E2E_OWNER_PID=$$ TALLY_E2E_CONTROLLER_MANAGER=0 "$repo/e2e/cluster/up" --name "$name")" ||
     { log "up failed"; return 1; }
   state="$TALLY_E2E_STATE"
   # shellcheck source=/dev/null
   source "$state/env"
   token="$(cat "$state/pki/admin.token")"
+  log "cluster up in $((SECONDS - t0))s"
+  k apply -f - >/dev/null <<'EOF'
+apiVersion: gpu.tally.dev/v1alpha1
+kind: GPUDeviceClass
+metadata: {name: nvidia-h200-passthrough}
+spec: {workload: vm, allocation: passthrough, resourceName: nvidia.com/GH100_H200_SXM_141GB, nodeMode: vm-passthrough,
+       memoryMiB: 144384, maxCount: 8}
+EOF
 }
 
 k() { "$TALLY_E2E_BIN/kubectl" "$@"; }

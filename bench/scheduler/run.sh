@@ -90,17 +90,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-t0=$SECONDS
 bench_cluster_up || exit 1
-log "cluster up in $((SECONDS - t0))s"
-
-k apply -f - >/dev/null <<'EOF'
-apiVersion: gpu.tally.dev/v1alpha1
-kind: GPUDeviceClass
-metadata: {name: nvidia-h200-passthrough}
-spec: {workload: vm, allocation: passthrough, resourceName: nvidia.com/GH100_H200_SXM_141GB, nodeMode: vm-passthrough,
-       memoryMiB: 144384, maxCount: 8}
-EOF
 t1=$SECONDS
 "$TALLY_E2E_BIN/tally-fixtures" nodes --count "$nodes" --prefix bench- --mode vm-passthrough \
   --resource nvidia.com/GH100_H200_SXM_141GB=8 --wait-ready --timeout 15m >/dev/null || { log "creating nodes failed"; exit 1; }
@@ -392,9 +382,12 @@ measure() {
   done
   log "$label: CPU seconds while scheduling: $(cpu_used "$cpu_before" "$(cpu_now)"); batching: $(batching)"
   log "$label: kube-scheduler per pod: $(cycle_means); tally-extender server-side mean from header/from body: $(ext_latency_used "$lat_before" "$(ext_latency)")"
-  local bound
-  bound="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d' | wc -l)"
+  local bound placed
+  placed="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d')"
+  bound="$(grep -c . <<<"$placed")"
   ((bound == pods)) || log "$label: $bound of $pods pods bound"
+  # How packed the placements are (binpack with Tally's prioritize, kube-scheduler's own spreading without).
+  log "$label: pods placed on $(sort -u <<<"$placed" | grep -c .) nodes"
   python3 - "$label" "$lo" "$hi" "$t_lo" "$t_hi" "$t_first" "$t_last" "$pods" "$bound" "$c_lo" "$c_hi" "${api_lo:-0}" "${api_hi:-0}" "$(getconf CLK_TCK)" <<'EOF'
 import sys
 label, lo, hi, t_lo, t_hi, t_first, t_last, pods, bound, c_lo, c_hi, api_lo, api_hi, tck = sys.argv[1:]
@@ -475,31 +468,33 @@ if nobatch:
 print(f"  with tally-extender: {' '.join(f'{x:.1f}' for x in ext)} pods/s (mean {me:.1f})")
 if nobatch and ext:
     print(f"  with tally-extender / without, both unbatched: {me / mnb:.3f}")
+def show(title, xs):
+    """One variant's rates, their mean and its ratio to the baseline's mean; the mean."""
+    m = statistics.mean(xs)
+    print(f"  {title}: {' '.join(f'{x:.1f}' for x in xs)} pods/s (mean {m:.1f}, ratio {(m / mb if mb else 0):.3f})")
+    return m
 if nobind:
-    print(f"  with tally-extender, no bindVerb: {' '.join(f'{x:.1f}' for x in nobind)} pods/s (mean {statistics.mean(nobind):.1f}, ratio {(statistics.mean(nobind) / mb if mb else 0):.3f})")
+    show("with tally-extender, no bindVerb", nobind)
 if weighted:
-    print(f"  with tally-extender at nice -10: {' '.join(f'{x:.1f}' for x in weighted)} pods/s (mean {statistics.mean(weighted):.1f}, ratio {(statistics.mean(weighted) / mb if mb else 0):.3f})")
+    show("with tally-extender at nice -10", weighted)
 if realtime:
-    print(f"  with tally-extender's HTTP threads SCHED_FIFO: {' '.join(f'{x:.1f}' for x in realtime)} pods/s (mean {statistics.mean(realtime):.1f}, ratio {(statistics.mean(realtime) / mb if mb else 0):.3f})")
+    show("with tally-extender's HTTP threads SCHED_FIFO", realtime)
 if batch:
-    print(f"  with tally-extender's HTTP threads SCHED_BATCH: {' '.join(f'{x:.1f}' for x in batch)} pods/s (mean {statistics.mean(batch):.1f}, ratio {(statistics.mean(batch) / mb if mb else 0):.3f})")
+    show("with tally-extender's HTTP threads SCHED_BATCH", batch)
 if peer:
-    print(f"  with the Go peer extender (filter+prioritize, no bind): {' '.join(f'{x:.1f}' for x in peer)} pods/s (mean {statistics.mean(peer):.1f}, ratio {(statistics.mean(peer) / mb if mb else 0):.3f})")
+    mp = show("with the Go peer extender (filter+prioritize, no bind)", peer)
     if nobind:
-        print(f"  tally no-bind / Go peer: {statistics.mean(nobind) / statistics.mean(peer):.3f}")
+        print(f"  tally no-bind / Go peer: {statistics.mean(nobind) / mp:.3f}")
 if floor:
-    mf = statistics.mean(floor)
-    print(f"  with floor-extender (the verbs, no model): {' '.join(f'{x:.1f}' for x in floor)} pods/s (mean {mf:.1f}, ratio {(mf / mb if mb else 0):.3f})")
+    mf = show("with floor-extender (the verbs, no model)", floor)
     if me:
         print(f"  tally-extender / floor-extender: {me / mf:.3f}")
 if ext_json:
-    mj = statistics.mean(ext_json)
-    print(f"  with tally-extender, JSON watches: {' '.join(f'{x:.1f}' for x in ext_json)} pods/s (mean {mj:.1f}, ratio {(mj / mb if mb else 0):.3f})")
+    mj = show("with tally-extender, JSON watches", ext_json)
     if me:
         print(f"  protobuf / JSON watches: {me / mj:.3f}")
 if noprio:
-    mn = statistics.mean(noprio)
-    print(f"  with tally-extender, no prioritizeVerb: {' '.join(f'{x:.1f}' for x in noprio)} pods/s (mean {mn:.1f}, ratio {(mn / mb if mb else 0):.3f})")
+    mn = show("with tally-extender, no prioritizeVerb", noprio)
     if me:
         print(f"  no prioritizeVerb / full: {mn / me:.3f}")
 for v, ms in api_ms.items():
