@@ -2,6 +2,8 @@
 # memory/): sourced, not run. The caller sets `repo`, `name` (the cluster's
 # name) and defines `log`.
 #
+#   bench_find_extender PART   sets extender ($TALLY_EXTENDER_BIN, else
+#                              $BUILD/bin/tally-extender); exits 77 (skip) if absent
 #   bench_cluster_up           e2e/cluster/up without kube-controller-manager,
 #                              torn down when the caller exits (watchdog);
 #                              sets state, token and k() (kubectl); then
@@ -15,6 +17,11 @@
 #                              waits for http://127.0.0.1:PORT/readyz = 200
 #   bench_stop PID             SIGTERM and wait
 #   bench_proc_status PID KEY  a /proc/PID/status line's value in kB (VmRSS, VmHWM)
+
+bench_find_extender() { # PART
+  extender="${TALLY_EXTENDER_BIN:-${BUILD:-$repo/build}/bin/tally-extender}"
+  [[ -x "$extender" ]] || { echo "bench/$1: $extender not built; skipping" >&2; exit 77; }
+}
 
 bench_cluster_up() {
   local t0=$SECONDS

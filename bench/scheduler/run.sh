@@ -60,8 +60,6 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cluster="$repo/e2e/cluster"
-# shellcheck source=../lib.sh
-source "$repo/bench/lib.sh"
 nodes=5000 pods=2000 rounds=3 min_ratio="" json="" keep=0 variants="base,ext"
 while (($#)); do
   case "$1" in
@@ -76,9 +74,10 @@ while (($#)); do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-extender="${TALLY_EXTENDER_BIN:-${BUILD:-$repo/build}/bin/tally-extender}"
-[[ -x "$extender" ]] || { echo "bench/scheduler: $extender not built; skipping" >&2; exit 77; }
 log() { printf '[bench/scheduler] %s\n' "$*" >&2; }
+# shellcheck source=../lib.sh
+source "$repo/bench/lib.sh"
+bench_find_extender scheduler
 name="bench-sched-$$"
 ext_pid=""
 cleanup() {
@@ -468,31 +467,25 @@ if nobatch:
 print(f"  with tally-extender: {' '.join(f'{x:.1f}' for x in ext)} pods/s (mean {me:.1f})")
 if nobatch and ext:
     print(f"  with tally-extender / without, both unbatched: {me / mnb:.3f}")
-def show(title, xs):
-    """One variant's rates, their mean and its ratio to the baseline's mean; the mean."""
+def show(title, xs, against=None):
+    """One variant's rates, their mean and its ratio to the baseline's mean;
+    against = (label, mean) also prints that mean over this one's."""
     m = statistics.mean(xs)
     print(f"  {title}: {' '.join(f'{x:.1f}' for x in xs)} pods/s (mean {m:.1f}, ratio {(m / mb if mb else 0):.3f})")
+    if against and against[1]:
+        print(f"  {against[0]}: {against[1] / m:.3f}")
     return m
-if nobind:
-    show("with tally-extender, no bindVerb", nobind)
-if weighted:
-    show("with tally-extender at nice -10", weighted)
-if realtime:
-    show("with tally-extender's HTTP threads SCHED_FIFO", realtime)
-if batch:
-    show("with tally-extender's HTTP threads SCHED_BATCH", batch)
-if peer:
-    mp = show("with the Go peer extender (filter+prioritize, no bind)", peer)
-    if nobind:
-        print(f"  tally no-bind / Go peer: {statistics.mean(nobind) / mp:.3f}")
-if floor:
-    mf = show("with floor-extender (the verbs, no model)", floor)
-    if me:
-        print(f"  tally-extender / floor-extender: {me / mf:.3f}")
-if ext_json:
-    mj = show("with tally-extender, JSON watches", ext_json)
-    if me:
-        print(f"  protobuf / JSON watches: {me / mj:.3f}")
+for label, xs, against in (
+        ("with tally-extender, no bindVerb", nobind, None),
+        ("with tally-extender at nice -10", weighted, None),
+        ("with tally-extender's HTTP threads SCHED_FIFO", realtime, None),
+        ("with tally-extender's HTTP threads SCHED_BATCH", batch, None),
+        ("with the Go peer extender (filter+prioritize, no bind)", peer,
+         ("tally no-bind / Go peer", statistics.mean(nobind) if nobind else 0)),
+        ("with floor-extender (the verbs, no model)", floor, ("tally-extender / floor-extender", me)),
+        ("with tally-extender, JSON watches", ext_json, ("protobuf / JSON watches", me))):
+    if xs:
+        show(label, xs, against)
 if noprio:
     mn = show("with tally-extender, no prioritizeVerb", noprio)
     if me:
