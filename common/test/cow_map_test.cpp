@@ -12,7 +12,6 @@
 namespace tally {
 namespace {
 
-
 TEST(CowMap, OldVersionsAreUnchangedByLaterEditsAcrossGrowth) {
   CowMap<int> v0;
   CowMap<int> live = v0;

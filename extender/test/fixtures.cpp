@@ -1,5 +1,7 @@
 #include "fixtures.hpp"
 
+#include "tally/state/testing/objects.hpp"
+
 namespace tally::extender::testing {
 
 model::DeviceClass passthroughClass(std::string name, std::string resource) {
@@ -15,33 +17,18 @@ model::DeviceClass passthroughClass(std::string name, std::string resource) {
 }
 
 model::Node gpuNode(std::string name, std::int64_t devices, model::NodeMode mode, std::string resource) {
-  model::Node n;
-  n.name = std::move(name);
+  model::Node n = state::testing::gpuNode(std::move(name), devices, std::move(resource));
   n.activeMode = mode;
   n.expectedMode = mode;
-  n.ready = true;
-  n.allocatable.set(resource, devices);
   return n;
 }
 
-model::Namespace tenantNamespace(std::string name) {
-  model::Namespace ns;
-  ns.tree[name] = 0;
-  ns.name = std::move(name);
-  return ns;
-}
+model::Namespace tenantNamespace(std::string name) { return state::testing::tenant(std::move(name)); }
 
 model::Pod gpuPod(std::string ns, std::string name, std::string uid, std::int64_t count, std::string node,
                   std::string resource) {
-  model::Pod p;
-  p.ns = std::move(ns);
-  p.name = std::move(name);
+  model::Pod p = state::testing::gpuPod(std::move(ns), std::move(name), count, std::move(node), std::move(resource));
   p.uid = std::move(uid);
-  p.nodeName = std::move(node);
-  p.phase = p.nodeName.empty() ? model::PodPhase::Pending : model::PodPhase::Running;
-  model::ResourceList r;
-  r.set(resource, count);
-  p.containers.push_back(r);
   return p;
 }
 

@@ -192,42 +192,39 @@ void Writer::apply(Object& object) {
     return;
   }
   bool changed = true;  // false: the upsert held what the cache held
-  std::visit(Overloaded{
-                 [&](model::Node& n) {
-                   if (unchanged(cluster.nodes, n.name, n)) return void(changed = false);
-                   index_.upsertNode(n);
-                 },
-                 [&](model::Pod&) {},
-                 [&](model::Namespace& n) {
-                   if (unchanged(cluster.namespaces, n.name, n)) return void(changed = false);
-                   index_.upsertNamespace(n);
-                 },
-                 [&](model::HierarchicalResourceQuota& q) {
-                   cluster.hrqs[model::objectKey(q.ns, q.name)] = std::move(q);
-                 },
-                 [&](model::ResourceQuota& q) { cluster.quotas[model::objectKey(q.ns, q.name)] = std::move(q); },
-                 [&](model::DeviceClass& c) {
-                   if (unchanged(cluster.classes, c.name, c)) return void(changed = false);
-                   index_.upsertClass(c);
-                 },
-                 [&](model::GpuDevice& d) {
-                   if (unchanged(cluster.devices, model::objectKey(d.ns, d.name), d)) return void(changed = false);
-                   index_.upsertDevice(d);
-                 },
-                 [&](model::VirtualMachineInstance& v) {
-                   if (unchanged(cluster.vmis, model::objectKey(v.ns, v.name), v)) return void(changed = false);
-                   index_.upsertVmi(v);
-                 },
-                 [&](model::Organization& o) {
-                   cluster.organizations[model::objectKey(o.ns, o.name)] = std::move(o);
-                 },
-                 [&](std::optional<model::BillingPlans>& p) {
-                   if (p) cluster.plans = std::move(p);
-                 },
-                 [&](std::vector<model::PermittedHostDevice>& d) { cluster.permittedHostDevices = std::move(d); },
-                 [&](model::Ledger& l) { cluster.ledger = std::move(l); },
-             },
-             object);
+  std::visit(
+      Overloaded{
+          [&](model::Node& n) {
+            if (unchanged(cluster.nodes, n.name, n)) return void(changed = false);
+            index_.upsertNode(n);
+          },
+          [&](model::Pod&) {},
+          [&](model::Namespace& n) {
+            if (unchanged(cluster.namespaces, n.name, n)) return void(changed = false);
+            index_.upsertNamespace(n);
+          },
+          [&](model::HierarchicalResourceQuota& q) { cluster.hrqs[model::objectKey(q.ns, q.name)] = std::move(q); },
+          [&](model::ResourceQuota& q) { cluster.quotas[model::objectKey(q.ns, q.name)] = std::move(q); },
+          [&](model::DeviceClass& c) {
+            if (unchanged(cluster.classes, c.name, c)) return void(changed = false);
+            index_.upsertClass(c);
+          },
+          [&](model::GpuDevice& d) {
+            if (unchanged(cluster.devices, model::objectKey(d.ns, d.name), d)) return void(changed = false);
+            index_.upsertDevice(d);
+          },
+          [&](model::VirtualMachineInstance& v) {
+            if (unchanged(cluster.vmis, model::objectKey(v.ns, v.name), v)) return void(changed = false);
+            index_.upsertVmi(v);
+          },
+          [&](model::Organization& o) { cluster.organizations[model::objectKey(o.ns, o.name)] = std::move(o); },
+          [&](std::optional<model::BillingPlans>& p) {
+            if (p) cluster.plans = std::move(p);
+          },
+          [&](std::vector<model::PermittedHostDevice>& d) { cluster.permittedHostDevices = std::move(d); },
+          [&](model::Ledger& l) { cluster.ledger = std::move(l); },
+      },
+      object);
   baseDirty_ = baseDirty_ || changed;
 }
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "fixtures.hpp"
+#include "tally/state/testing/objects.hpp"
 #include "recording_extension.hpp"
 #include "tally/common/snapshot_cell.hpp"
 #include "tally/state/writer.hpp"

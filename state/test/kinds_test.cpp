@@ -7,11 +7,11 @@ namespace {
 
 TEST(Kinds, DefaultOptionsWatchTheAlwaysKindsOrganizationsAndThePlans) {
   const std::set<model::Kind> kinds = watchedKinds(SourceOptions{});
-  EXPECT_EQ(kinds, (std::set<model::Kind>{model::Kind::Node, model::Kind::Pod, model::Kind::Namespace,
-                                          model::Kind::HierarchicalResourceQuota, model::Kind::ResourceQuota,
-                                          model::Kind::DeviceClass, model::Kind::GpuDevice,
-                                          model::Kind::VirtualMachineInstance, model::Kind::Organization,
-                                          model::Kind::BillingPlans}));
+  EXPECT_EQ(kinds,
+            (std::set<model::Kind>{
+                model::Kind::Node, model::Kind::Pod, model::Kind::Namespace, model::Kind::HierarchicalResourceQuota,
+                model::Kind::ResourceQuota, model::Kind::DeviceClass, model::Kind::GpuDevice,
+                model::Kind::VirtualMachineInstance, model::Kind::Organization, model::Kind::BillingPlans}));
 }
 
 TEST(Kinds, EachGateTurnsOnlyItsKind) {

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "fixtures.hpp"
+#include "tally/state/testing/objects.hpp"
 #include "recording_extension.hpp"
 
 namespace tally::state {
@@ -107,10 +107,12 @@ TEST(Writer, PostedTasksRunOnTheWriterInQueueOrderWithTheLiveIndex) {
   writer.upsert(gpuNode("n1"));
   writer.upsert(gpuPod("t", "p", 2));
   std::size_t podsSeen = 0;
-  writer.post([&](model::UsageIndex& index) {
-    podsSeen = index.cluster().pods.size();
-    index.assume(index.cluster().pods.at("t/p"), "n1");
-  }, false);
+  writer.post(
+      [&](model::UsageIndex& index) {
+        podsSeen = index.cluster().pods.size();
+        index.assume(index.cluster().pods.at("t/p"), "n1");
+      },
+      false);
   writer.flush();
   EXPECT_EQ(podsSeen, 1u) << "the task ran after the upserts queued before it";
   auto snap = writer.snapshots().read();

@@ -89,10 +89,10 @@ TALLY_STATE_KIND_CODEC(KubeVirt, KubeVirtCodec)
 #undef TALLY_STATE_KIND_CODEC
 
 // One decoded object of any kind: alternative i is the value of kKinds[i].
-using Object = std::variant<model::Node, model::Pod, model::Namespace, model::HierarchicalResourceQuota,
-                            model::ResourceQuota, model::DeviceClass, model::GpuDevice, model::VirtualMachineInstance,
-                            model::Organization, std::optional<model::BillingPlans>,
-                            std::vector<model::PermittedHostDevice>, model::Ledger>;
+using Object =
+    std::variant<model::Node, model::Pod, model::Namespace, model::HierarchicalResourceQuota, model::ResourceQuota,
+                 model::DeviceClass, model::GpuDevice, model::VirtualMachineInstance, model::Organization,
+                 std::optional<model::BillingPlans>, std::vector<model::PermittedHostDevice>, model::Ledger>;
 static_assert(std::variant_size_v<Object> == kKinds.size());
 
 template <model::Kind K>
@@ -123,7 +123,8 @@ template <class F>
 constexpr void forEachKind(F&& f) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (f(std::integral_constant<model::Kind, static_cast<model::Kind>(I)>{}), ...);
-  }(std::make_index_sequence<kKinds.size()>());
+  }
+  (std::make_index_sequence<kKinds.size()>());
 }
 
 // Which sources run, and how they are read.

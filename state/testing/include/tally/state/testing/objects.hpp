@@ -1,5 +1,6 @@
 #pragma once
-// Model objects for the state tests: a GPU node, a tenant namespace, a GPU pod.
+// Model objects for the tests of the state and its users: a GPU node, a
+// tenant namespace, a GPU pod.
 
 #include <cstdint>
 #include <string>
@@ -10,11 +11,11 @@ namespace tally::state::testing {
 
 inline constexpr const char* kGpu = "nvidia.com/GH100_H200_SXM_141GB";
 
-inline model::Node gpuNode(std::string name, std::int64_t devices = 8) {
+inline model::Node gpuNode(std::string name, std::int64_t devices = 8, std::string resource = kGpu) {
   model::Node n;
   n.name = std::move(name);
   n.ready = true;
-  n.allocatable.set(kGpu, devices);
+  n.allocatable.set(resource, devices);
   return n;
 }
 
@@ -25,7 +26,9 @@ inline model::Namespace tenant(std::string name) {
   return ns;
 }
 
-inline model::Pod gpuPod(std::string ns, std::string name, std::int64_t count, std::string node = "") {
+// Running when bound to `node`, Pending otherwise; uid "uid-<name>".
+inline model::Pod gpuPod(std::string ns, std::string name, std::int64_t count, std::string node = "",
+                         std::string resource = kGpu) {
   model::Pod p;
   p.ns = std::move(ns);
   p.uid = "uid-" + name;
@@ -33,7 +36,7 @@ inline model::Pod gpuPod(std::string ns, std::string name, std::int64_t count, s
   p.nodeName = std::move(node);
   p.phase = p.nodeName.empty() ? model::PodPhase::Pending : model::PodPhase::Running;
   model::ResourceList r;
-  r.set(kGpu, count);
+  r.set(resource, count);
   p.containers.push_back(r);
   return p;
 }
