@@ -45,7 +45,7 @@ model::Pod gpuPod(std::string ns, std::string name, std::string uid, std::int64_
   return p;
 }
 
-std::unique_ptr<CacheWriter> loadedWriter(const std::vector<WatchedObject>& objects, CacheWriter::Options options) {
+std::unique_ptr<CacheWriter> loadedWriter(const std::vector<state::Object>& objects, CacheWriter::Options options) {
   options.watched.clear();
   auto writer = std::make_unique<CacheWriter>(options);
   for (const auto& o : objects) writer->upsert(o);
@@ -83,8 +83,8 @@ std::string extenderArgsWithNodeList(const std::string& pod, const std::vector<s
   return body + "]},\"NodeNames\":null}";
 }
 
-std::vector<WatchedObject> syntheticCluster(std::size_t nodes, std::size_t pods, std::size_t namespaces) {
-  std::vector<WatchedObject> out;
+std::vector<state::Object> syntheticCluster(std::size_t nodes, std::size_t pods, std::size_t namespaces) {
+  std::vector<state::Object> out;
   out.emplace_back(passthroughClass());
   for (std::size_t i = 0; i < namespaces; ++i) out.emplace_back(tenantNamespace("tenant-" + std::to_string(i)));
   for (std::size_t i = 0; i < nodes; ++i) out.emplace_back(gpuNode("node-" + std::to_string(i)));

@@ -29,7 +29,6 @@
 #include "tally/model/pool.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/capacity.hpp"
-#include "tally/model/cow_map.hpp"
 #include "tally/model/fit_table.hpp"
 #include "tally/model/index.hpp"
 #include "tally/model/units.hpp"
@@ -1383,6 +1382,303 @@ TEST(PropertyPlacement, BoundOrderHoldsTheUnitsItWasAdmittedFor) {
 // The same, when some devices are attached to a VMI of another namespace.
 TEST(PropertyAdmission, PodDemandChargesWhatUsageChargesWhenDevicesOfAnotherNamespaceAreAttached) {
   demandAgreesAlongEvents(0.3);
+}
+
+}  // namespace
+}  // namespace tally::model
+
+namespace tally::model {
+namespace {
+
+// The extender filters through a FitTable built per snapshot; it must refuse
+// exactly the nodes filterNode refuses, with the same reasons.
+TEST(PropertyFitTable, AgreesWithFilterNodeAlongEvents) {
+  for (std::uint64_t seed : kEventSeeds) {
+    Shape shape;
+    shape.devices = 16;
+    EventDriver driver(seed, shape);
+    for (int step = 0; step < kEventsPerSeed; ++step) {
+      std::string what = driver.step();
+      if (step % 15 != 0) continue;
+      const Cluster& c = driver.index.cluster();
+      FitTable table = FitTable::build(c, driver.index);
+      for (const auto& [key, pod] : c.pods) {
+        if (isTerminal(pod)) continue;
+        PodDemand demand = podDemand(c, driver.index, pod);
+        for (const auto& [name, node] : c.nodes) {
+          auto row = table.find(name);
+          ASSERT_TRUE(row) << name;
+          NodeVerdict fast = table.filter(c, demand, *row);
+          NodeVerdict slow = filterNode(c, driver.index, demand, node);
+          ASSERT_EQ(fast.verdict, slow.verdict) << "seed " << seed << " step " << step << " after " << what << ": "
+                                                << describe(pod) << " on " << describe(node);
+          ASSERT_EQ(fast.reason, slow.reason) << "seed " << seed << " step " << step << ": " << describe(pod);
+        }
+      }
+    }
+  }
+}
+
+// The extender publishes a FitTable per snapshot: rebuilt when nodes or classes
+// change, otherwise updated from the previous one on the nodes the index
+// reports touched, over frozen usage. Along random events the updated table
+// must equal a fresh build, and the Query's memoised verdicts and scores must
+// equal filterNode and scoreNode on every node for every pending pod.
+TEST(PropertyFitTable, UpdatedTablesAndQueriesAgreeWithTheModelAlongEvents) {
+  for (std::uint64_t seed : kEventSeeds) {
+    Shape shape;
+    shape.devices = 16;
+    EventDriver driver(seed, shape);
+    std::shared_ptr<Cluster> base;
+    std::optional<UsageSnapshot> usage;
+    std::optional<FitTable> table;
+    std::size_t updates = 0;
+    (void)driver.index.takeTouchedNodes();
+    for (int step = 0; step < kEventsPerSeed; ++step) {
+      std::string what = driver.step();
+      const Cluster& live = driver.index.cluster();
+      auto touched = driver.index.takeTouchedNodes();
+      bool sameBase = base && base->nodes == live.nodes && base->classes == live.classes &&
+                      base->devices == live.devices && base->vmis == live.vmis && base->namespaces == live.namespaces;
+      UsageSnapshot next = driver.index.snapshot();
+      if (!sameBase || touched.all || !table) {
+        base = std::make_shared<Cluster>(live);
+        base->pods.clear();
+        table.emplace(FitTable::build(*base, next));
+      } else {
+        FitTable updated = FitTable::update(*table, *base, next, touched.nodes);
+        ++updates;
+        table.emplace(std::move(updated));
+      }
+      usage.emplace(std::move(next));
+      FitTable fresh = FitTable::build(*base, *usage);
+      for (const auto& [key, pod] : live.pods) {
+        if (isTerminal(pod) || !pod.nodeName.empty()) continue;
+        PodDemand demand = podDemand(*base, *usage, pod);
+        auto query = table->query(*base, *usage, demand);
+        for (const auto& [name, node] : base->nodes) {
+          auto row = table->find(name);
+          ASSERT_TRUE(row) << name;
+          ASSERT_EQ(fresh.find(name), row);
+          NodeVerdict rebuilt = fresh.filter(*base, demand, *row);
+          NodeVerdict kept = table->filter(*base, demand, *row);
+          ASSERT_EQ(kept.verdict, rebuilt.verdict) << "seed " << seed << " step " << step << " after " << what;
+          ASSERT_EQ(kept.reason, rebuilt.reason) << "seed " << seed << " step " << step << " after " << what;
+          NodeVerdict slow = filterNode(*base, *usage, demand, node);
+          auto answer = query.filter(*row);
+          ASSERT_EQ(answer.verdict->verdict, slow.verdict)
+              << "seed " << seed << " step " << step << ": " << describe(pod) << " on " << describe(node);
+          ASSERT_EQ(answer.verdict->reason, slow.reason) << "seed " << seed << " step " << step;
+          for (ScoreStrategy strategy : {ScoreStrategy::BinPack, ScoreStrategy::Spread}) {
+            ASSERT_EQ(query.score(*row, strategy), scoreNode(*base, *usage, demand, node, strategy))
+                << "seed " << seed << " step " << step << ": " << describe(pod) << " on " << describe(node);
+          }
+        }
+      }
+    }
+    EXPECT_GT(updates, 0u) << "seed " << seed << ": no step exercised FitTable::update";
+  }
+}
+
+// findAll remembers which row followed which in the last list and checks that
+// guess by name: whatever lists come (one order from rotating starts, subsets,
+// shuffles, repeats, names it does not hold, tables sharing one layout), every
+// answer must be what find() says of each name.
+TEST(PropertyFitTable, FindAllAgreesWithFindWhateverTheOrderOfNames) {
+  std::mt19937_64 rng(11);
+  Cluster c;
+  fx::put(c, fx::passthroughClass());
+  std::vector<std::string> names;
+  for (int i = 0; i < 700; ++i) {
+    names.push_back("node-" + std::to_string(i) + (i % 4 == 0 ? "-with-a-name-past-the-inline-limit" : ""));
+    fx::put(c, fx::gpuNode(names.back(), NodeMode::VmPassthrough, fx::kH200, 8));
+  }
+  auto index = UsageIndex::fromCluster(c);
+  FitTable table = FitTable::build(index.cluster(), index);
+  std::vector<std::string> order = names;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<std::uint32_t> rows;
+  std::size_t hits = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::string> list;
+    const std::size_t start = rng() % order.size();
+    switch (round % 5) {
+      case 0:
+      case 1:  // the scheduler's way: one order, a rotating start
+        for (std::size_t k = 0; k < order.size(); ++k) list.push_back(order[(start + k) % order.size()]);
+        break;
+      case 2:  // a subset of it
+        for (std::size_t k = 0; k < order.size(); ++k) {
+          if (rng() % 3) list.push_back(order[(start + k) % order.size()]);
+        }
+        break;
+      case 3:  // shuffled with repeats
+        list = order;
+        std::shuffle(list.begin(), list.end(), rng);
+        for (int k = 0; k < 50; ++k) list.push_back(list[rng() % list.size()]);
+        break;
+      default:  // unknown names and near misses
+        for (std::size_t k = 0; k < 200; ++k) {
+          const std::string& n = order[(start + k) % order.size()];
+          list.push_back(rng() % 4 == 0 ? n + "x" : rng() % 4 == 0 ? n.substr(0, n.size() - 1) : n);
+        }
+    }
+    if (round % 50 == 49) order.swap(list.size() == order.size() ? list : order);  // the scheduler's order changes
+    std::vector<std::string_view> views(list.begin(), list.end());
+    table.findAll(views, rows);
+    ASSERT_EQ(rows.size(), list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const auto expected = table.find(list[i]);
+      ASSERT_EQ(rows[i], expected ? *expected : FitTable::kNoRow) << "round " << round << " name " << list[i];
+      if (expected) hits += table.nodeName(rows[i]) == list[i];
+    }
+  }
+  EXPECT_GT(hits, 0u);
+}
+
+// ---------------------------------------------------------------------------
+// The invariant and unreadable inputs (issue 13)
+// ---------------------------------------------------------------------------
+
+// Random ledgers (every state, some pools), organizations with and without
+// their HRQ: the reserved term is exactly the pending+active+releasing records
+// of the pool, and an organization whose add-ons grant in the pool but whose
+// HRQ is missing makes the equation unknown (never "hard 0").
+TEST(PropertyInvariant, ReservedTermIsPendingActiveAndReleasingRecordsAndMissingHrqsAreUnknown) {
+  static const std::vector<ReservationState> states = {ReservationState::Pending, ReservationState::Active,
+                                                       ReservationState::Releasing, ReservationState::Released,
+                                                       ReservationState::Canceled};
+  int unknownSeen = 0, knownSeen = 0;
+  for (std::uint64_t seed : kSeeds) {
+    World w(seed, Shape{});
+    Addon quota;
+    quota.id = "quota";
+    for (const auto& name : w.classNames) quota.gpu[name] = GpuGrant{1, 0, 0, 0};
+    w.truth.plans->addons[quota.id] = quota;
+    std::map<std::string, std::int64_t> expected;
+    for (int i = 0, n = static_cast<int>(w.rng.between(0, 8)); i < n; ++i) {
+      auto r = fx::record("rec-" + std::to_string(i), "org" + std::to_string(w.rng.between(0, 2)),
+                          w.rng.pick(w.classNames), w.rng.between(1, 3), w.rng.pick(states));
+      if (holdsCapacity(r.state)) expected[r.profileId] += r.devices;
+      w.truth.ledger.records.push_back(r);
+    }
+    std::set<std::string> missing;
+    for (int o = 0; o < 3; ++o) {
+      std::string name = "org" + std::to_string(o);
+      if (!w.truth.namespaces.contains(name)) continue;
+      fx::put(w.truth, fx::org(name, {{"quota", w.rng.between(0, 2)}}));
+      if (w.rng.chance(0.3)) {
+        missing.insert(name);
+      } else {
+        fx::put(w.truth, fx::hrq(name, "plan-quota", quotaKey(kPassthrough), w.rng.between(0, 4)));
+      }
+    }
+    for (const auto& [name, cls] : w.truth.classes) {
+      PoolInvariant inv = evaluateInvariant(w.truth, cls);
+      std::int64_t reserved = 0;
+      for (const auto& source : inv.reserved.sources) reserved += source.quantity;
+      ASSERT_EQ(inv.reserved.units, expected[name] * unitsPerDevice(cls)) << "seed " << seed << " pool " << name;
+      ASSERT_EQ(reserved, inv.reserved.units) << "seed " << seed << " pool " << name;
+      bool shouldBeUnknown = false;
+      for (const auto& [key, org] : w.truth.organizations) {
+        shouldBeUnknown = shouldBeUnknown || (missing.contains(org.name) && grantsInPool(w.truth, org, cls));
+      }
+      ASSERT_EQ(!inv.unknown.empty(), shouldBeUnknown) << "seed " << seed << " pool " << name << ": " << inv.equation();
+      if (shouldBeUnknown) {
+        ++unknownSeen;
+        ASSERT_FALSE(inv.holds());
+        auto findings = auditPool(w.truth, cls);
+        ASSERT_TRUE(std::any_of(findings.begin(), findings.end(),
+                                [](const Finding& f) { return f.code == FindingCode::QuotaUnknown; }))
+            << "seed " << seed << " pool " << name;
+        ASSERT_FALSE(evaluateGate(w.truth, cls, findings).open);
+      } else {
+        ++knownSeen;
+      }
+    }
+  }
+  EXPECT_GT(unknownSeen, 5) << "missing HRQs hardly exercised";
+  EXPECT_GT(knownSeen, 5);
+}
+
+// No budget check passes when an input it needs cannot be read: an unsynced
+// namespace, HRQ or ResourceQuota cache, or a namespace the cache does not hold.
+TEST(PropertyBudget, NoBudgetCheckPassesWithAnUnreadableInput) {
+  int checks = 0;
+  for (std::uint64_t seed : kSeeds) {
+    World w(seed, Shape{});
+    TotalsCapacityView view(w.truth, computeUsage(w.truth));
+    for (int i = 0; i < 40; ++i) {
+      Cluster c = w.truth;
+      std::string nsName = w.rng.pick(w.namespaceNames);
+      int broken = static_cast<int>(w.rng.between(0, 3));
+      if (broken == 0) c.caches[Kind::Namespace].synced = false;
+      if (broken == 1) c.caches[Kind::HierarchicalResourceQuota].synced = false;
+      if (broken == 2) c.caches[Kind::ResourceQuota].synced = false;
+      if (broken == 3) nsName = "unknown-" + std::to_string(i);  // synced cache, namespace absent
+      std::string key = quotaKey(w.rng.pick(kResources));
+      auto refusal = checkBudget(c, view, nsName, BudgetAsk{key, w.rng.between(0, 3), 0});
+      ASSERT_TRUE(refusal) << "seed " << seed << ": a budget of " << nsName << " passed with input " << broken
+                           << " unreadable";
+      ASSERT_TRUE(refusal->code == Code::BudgetUnknown || refusal->code == Code::NamespaceUnknown) << refusal->message;
+      // And the doors built on it refuse too.
+      Pod p = fx::gpuPod(nsName, "probe-" + std::to_string(i), kPassthrough, 1);
+      ASSERT_FALSE(checkPodBudget(c, view, p).allowed()) << "seed " << seed;
+      ++checks;
+    }
+  }
+  EXPECT_GT(checks, 500);
+}
+
+// Preemption is the filter's own decision: whatever victims narrowVictims names
+// on a node, the filter accepts the pod there once they are gone; when it names
+// none (no target), even evicting every candidate leaves the node refused.
+TEST(PropertyPreempt, VictimsNamedAreExactlyWhatMakesTheFilterAcceptTheNode) {
+  int targets = 0, refusedTargets = 0;
+  for (std::uint64_t seed : kSeeds) {
+    Shape shape;
+    shape.pods = 40;
+    World w(seed, shape);
+    // Budgets and an idle reservation in the way, sometimes.
+    for (const auto& name : w.namespaceNames) {
+      if (w.truth.namespaces.contains(name) && w.rng.chance(0.3)) {
+        fx::put(w.truth, fx::hrq(name, "cap", quotaKey(w.rng.pick(kResources)), w.rng.between(0, 6)));
+      }
+    }
+    TotalsCapacityView view(w.truth, computeUsage(w.truth));
+    for (int i = 0; i < 12; ++i) {
+      Pod pending;
+      pending.ns = w.rng.pick(w.namespaceNames);
+      pending.name = "preemptor-" + std::to_string(i);
+      pending.uid = "preemptor-uid-" + std::to_string(i);
+      pending.phase = PodPhase::Pending;
+      randomiseRequests(w.rng, pending);
+      PodDemand demand = podDemand(w.truth, view, pending);
+      for (const auto& [nodeName, node] : w.truth.nodes) {
+        std::vector<const Pod*> candidates;
+        for (const auto& [key, p] : w.truth.pods) {
+          if (p.nodeName == nodeName && !isTerminal(p)) candidates.push_back(&p);
+        }
+        auto kept = narrowVictims(w.truth, view, demand, node, candidates);
+        Cluster without = w.truth;
+        for (const Pod* v : kept ? *kept : candidates) without.pods.erase(objectKey(v->ns, v->name));
+        TotalsCapacityView afterView(without, computeUsage(without));
+        Verdict after =
+            filterNode(without, afterView, podDemand(without, afterView, pending), without.nodes.at(nodeName)).verdict;
+        if (kept) {
+          ++targets;
+          ASSERT_EQ(after, Verdict::Fits) << "seed " << seed << " " << describe(pending) << " on " << describe(node)
+                                          << ": " << kept->size() << " victim(s) named but the filter still refuses";
+        } else {
+          ++refusedTargets;
+          ASSERT_NE(after, Verdict::Fits) << "seed " << seed << " " << describe(pending) << " on " << describe(node)
+                                          << ": no target, yet evicting every candidate would make it fit";
+        }
+      }
+    }
+  }
+  EXPECT_GT(targets, 50);
+  EXPECT_GT(refusedTargets, 50);
 }
 
 }  // namespace

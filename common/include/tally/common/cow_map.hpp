@@ -1,14 +1,16 @@
 #pragma once
-// A string-keyed hash map whose copies share their buckets. Copying costs one
-// pointer per bucket; a write to a bucket that a copy still shares clones just
-// that bucket first. The writer of the extender's cache keeps its per-node and
-// per-namespace sums in these, so publishing a frozen copy after a handful of
-// pod events costs microseconds instead of a copy of every node's entry.
+// The tree's one copy-on-write map: a string-keyed hash map whose copies share
+// their buckets. Copying costs one pointer per bucket; a write to a bucket that
+// a copy still shares clones just that bucket first. The model's usage sums,
+// the informers' stores and the extender's bound-pod rows live in these, so
+// publishing a frozen copy after a handful of events costs the buckets those
+// events touched, not a copy of every entry; values are written in place.
 //
 // Not thread-safe by itself: copies may be read concurrently, but every write
-// and every release of a copy must happen on one thread (the extender's writer
-// thread frees retired snapshots itself), because the clone-or-write choice
-// reads the bucket's reference count.
+// and every release of a copy must happen on one thread, because the
+// clone-or-write choice reads the bucket's reference count. SnapshotCell
+// (snapshot_cell.hpp) gives exactly that: readers never copy what they read,
+// and the one writer frees retired values itself.
 
 #include <cstdint>
 #include <cstring>
@@ -18,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace tally::model {
+namespace tally {
 
 // A hash of a short name (node, namespace, pod key): eight bytes at a time,
 // each folded in with a multiply, then finished so that the low bits a bucket
@@ -167,4 +169,4 @@ class CowMap {
   std::size_t size_ = 0;
 };
 
-}  // namespace tally::model
+}  // namespace tally
