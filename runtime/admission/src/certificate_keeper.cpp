@@ -14,7 +14,7 @@
 #include "tally/runtime/admission/review.hpp"
 #include "tally/runtime/config.hpp"
 #include "tally/runtime/json_watch.hpp"
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 #include "tally/runtime/object_meta.hpp"
 
 namespace tally::runtime::admission {
@@ -254,7 +254,7 @@ Result<ReconcileResult> CertificateKeeper::State::createSecret() {
     return std::move(created).error().withContext("create Secret " + options.secretName);
   }
   secretsCreated.fetch_add(1);
-  log(LogLevel::kInfo, "certificate keeper: created Secret " + options.secretNamespace + "/" + options.secretName);
+  logInfo("certificate keeper: created Secret", {{"secret", options.secretNamespace + "/" + options.secretName}});
   return ReconcileResult::requeue();
 }
 
@@ -390,8 +390,7 @@ Result<ReconcileResult> CertificateKeeper::State::reconcileLeader() {
       }
       return std::move(updated).error().withContext("update Secret " + options.secretName);
     }
-    log(LogLevel::kInfo,
-        "certificate keeper: " + what + " in Secret " + options.secretNamespace + "/" + options.secretName);
+    logInfo("certificate keeper: " + what, {{"secret", options.secretNamespace + "/" + options.secretName}});
   }
   auto injected = injectBundle(secret.caCrt);
   if (!injected) return std::move(injected).error();

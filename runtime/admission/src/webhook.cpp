@@ -4,7 +4,7 @@
 #include <exception>
 #include <tuple>
 
-#include "tally/runtime/log.hpp"
+#include "tally/common/log.hpp"
 
 namespace tally::runtime::admission {
 
@@ -60,7 +60,7 @@ http::Response answerReview(const std::string& name, const WebhookHandler& handl
   } catch (const std::exception& e) {
     if (options.metrics) options.metrics->requests(name, request->operation, "error").inc();
     const std::string message = "webhook " + name + " failed on request " + request->uid + ": " + e.what();
-    log(LogLevel::kError, message);
+    logError(message);
     return measured(plain(500, message));
   } catch (...) {
     if (options.metrics) options.metrics->requests(name, request->operation, "error").inc();
