@@ -62,9 +62,9 @@ struct TlsSecretCodec {
                               : k == "tls.key" ? &out.tlsKey
                                                : nullptr;
           if (!into) continue;
-          bool ok = false;
-          *into = base64Decode(encoded, &ok);
-          if (!ok) return Error(ErrorCode::kDecode, "Secret data " + k + " is not base64");
+          auto decoded = base64Decode(encoded);
+          if (!decoded) return Error(ErrorCode::kDecode, "Secret data " + k + " is not base64");
+          *into = std::move(decoded).value();
         }
       }
     }

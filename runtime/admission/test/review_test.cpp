@@ -152,9 +152,9 @@ TEST(EncodeAdmissionReview, PatchIsBase64JsonPatchWithWarningsAndAnnotations) {
   EXPECT_NE(out.find(R"("warnings":["deprecated field"])"), std::string::npos);
   EXPECT_NE(out.find(R"("auditAnnotations":{"tally.dev/decision":"labelled"})"), std::string::npos);
   const auto start = out.find(R"("patch":")") + 9;
-  bool ok = false;
-  EXPECT_EQ(base64Decode(out.substr(start, out.find('"', start) - start), &ok), patch.toJson());
-  EXPECT_TRUE(ok);
+  auto decoded = base64Decode(out.substr(start, out.find('"', start) - start));
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(*decoded, patch.toJson());
   EXPECT_EQ(out.find("status"), std::string::npos);
 }
 

@@ -174,11 +174,14 @@ struct Harness {
   std::string secretField(const char* key) {
     auto secret = client->get(Resource::core("secrets", kNamespace), kSecret);
     if (!secret) return {};
-    return base64Decode(stringAt(*secret, (std::string("/data/") + key).c_str()));
+    auto decoded = base64Decode(stringAt(*secret, (std::string("/data/") + key).c_str()));
+    return decoded ? *decoded : std::string();
   }
   std::string injectedBundle(const Resource& resource, const char* name) {
     auto config = client->get(resource, name);
-    return config ? base64Decode(stringAt(*config, "/webhooks/0/clientConfig/caBundle")) : std::string();
+    if (!config) return {};
+    auto decoded = base64Decode(stringAt(*config, "/webhooks/0/clientConfig/caBundle"));
+    return decoded ? *decoded : std::string();
   }
 };
 
