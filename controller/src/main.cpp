@@ -94,7 +94,8 @@ void addFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--cert-dir", f.certDir, "Directory every replica writes the serving certificate and key into")
       ->capture_default_str();
-  app.add_option("--service-name", f.serviceName, "Service the API server calls (its DNS names go into the certificate)")
+  app.add_option("--service-name", f.serviceName,
+                 "Service the API server calls (its DNS names go into the certificate)")
       ->capture_default_str();
   app.add_option("--service-namespace", f.serviceNamespace, "Namespace of that Service and of --cert-secret")
       ->capture_default_str();
@@ -119,7 +120,8 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--leader-election-id", f.leaseName, "Name of the leader Lease")->capture_default_str();
   app.add_option("--leader-election-namespace", f.leaseNamespace, "Namespace of the leader Lease")
       ->capture_default_str();
-  app.add_option("--leader-election-identity", f.identity, "Holder identity in the Lease; default: $POD_NAME or host_pid")
+  app.add_option("--leader-election-identity", f.identity,
+                 "Holder identity in the Lease; default: $POD_NAME or host_pid")
       ->capture_default_str();
   app.add_option("--leader-election-lease-duration", f.leaseDuration,
                  "How long a standby waits after the leader's last renewal before taking the Lease")
@@ -244,12 +246,13 @@ int main(int argc, char** argv) {
                                             "Watch events handed to the state writer.", {"kind"});
     auto informerStaleness = &registry.gauge("tally_controller_informer_staleness_seconds",
                                              "Seconds since the kind's watch was last heard.", {"kind"});
-    auto cacheSynced = &registry.gauge("tally_controller_cache_synced", "1 when the kind's cache has synced.", {"kind"});
-    auto& snapshotAge = registry.gauge("tally_controller_snapshot_age_seconds",
-                                       "Age of the snapshot the webhooks decide on.")
-                            .with({});
-    auto& certificateLoaded = registry.gauge("tally_controller_serving_certificate_loaded",
-                                             "1 when the webhook serving certificate and key are loaded.")
+    auto cacheSynced =
+        &registry.gauge("tally_controller_cache_synced", "1 when the kind's cache has synced.", {"kind"});
+    auto& snapshotAge =
+        registry.gauge("tally_controller_snapshot_age_seconds", "Age of the snapshot the webhooks decide on.").with({});
+    auto& certificateLoaded = registry
+                                  .gauge("tally_controller_serving_certificate_loaded",
+                                         "1 when the webhook serving certificate and key are loaded.")
                                   .with({});
 
     const state::SourceOptions sources = sourceOptions(f);
@@ -289,13 +292,12 @@ int main(int argc, char** argv) {
     opsOptions.threads = 1;
     opsOptions.threadName = "tally-ops";
     http::Router ops;
-    http::addOperationRoutes(
-        ops, {.readiness =
-                  [&] {
-                    auto snap = writer.snapshots().read();
-                    return controller::readiness(*snap, {keeper.ready(), serving.load()});
-                  },
-              .metrics = [&registry] { return registry.render(); }});
+    http::addOperationRoutes(ops, {.readiness =
+                                       [&] {
+                                         auto snap = writer.snapshots().read();
+                                         return controller::readiness(*snap, {keeper.ready(), serving.load()});
+                                       },
+                                   .metrics = [&registry] { return registry.render(); }});
     http::Server opsServer(opsOptions, std::move(ops));
     opsServer.start();
 

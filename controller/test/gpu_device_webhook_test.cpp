@@ -22,20 +22,18 @@ constexpr const char* kTenant = "system:serviceaccount:acme-ml:default";
 std::string deviceJson(const std::string& name, const std::string& cls, std::int64_t count,
                        const std::string& status = "") {
   std::string s = R"({"apiVersion":"gpu.tally.dev/v1alpha1","kind":"GPUDevice","metadata":{"name":")" + name +
-                  R"(","namespace":"acme-ml"},"spec":{"class":")" + cls + R"(","count":)" + std::to_string(count) +
-                  "}";
+                  R"(","namespace":"acme-ml"},"spec":{"class":")" + cls + R"(","count":)" + std::to_string(count) + "}";
   if (!status.empty()) s += R"(,"status":)" + status;
   return s + "}";
 }
 
 std::string reviewJson(const std::string& operation, const std::string& user, const std::string& object,
                        const std::string& oldObject, const std::string& subResource = "", bool dryRun = false) {
-  std::string s =
-      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",)"
-      R"("kind":{"group":"gpu.tally.dev","version":"v1alpha1","kind":"GPUDevice"},)"
-      R"("resource":{"group":"gpu.tally.dev","version":"v1alpha1","resource":"gpudevices"},)"
-      R"("name":"d","namespace":"acme-ml","operation":")" +
-      operation + R"(","userInfo":{"username":")" + user + R"("},"dryRun":)" + (dryRun ? "true" : "false");
+  std::string s = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",)"
+                  R"("kind":{"group":"gpu.tally.dev","version":"v1alpha1","kind":"GPUDevice"},)"
+                  R"("resource":{"group":"gpu.tally.dev","version":"v1alpha1","resource":"gpudevices"},)"
+                  R"("name":"d","namespace":"acme-ml","operation":")" +
+                  operation + R"(","userInfo":{"username":")" + user + R"("},"dryRun":)" + (dryRun ? "true" : "false");
   if (!subResource.empty()) s += R"(,"subResource":")" + subResource + "\"";
   s += R"(,"object":)" + (object.empty() ? std::string("null") : object);
   s += R"(,"oldObject":)" + (oldObject.empty() ? std::string("null") : oldObject);
@@ -188,8 +186,8 @@ TEST_F(GpuDeviceWebhook, MetadataChangeIsAdmitted) {
 
 TEST_F(GpuDeviceWebhook, StatusWriteByATenantIsRefusedOnTheSubresource) {
   const std::string bound = R"({"phase":"Bound","node":"gpu-1"})";
-  auto r = answer(reviewJson("UPDATE", kTenant, deviceJson("d", "h200", 1, bound), deviceJson("d", "h200", 1),
-                             "status"));
+  auto r =
+      answer(reviewJson("UPDATE", kTenant, deviceJson("d", "h200", 1, bound), deviceJson("d", "h200", 1), "status"));
   EXPECT_FALSE(r.allowed);
   EXPECT_NE(r.message.find(kTenant), std::string::npos) << r.message;
   EXPECT_NE(r.message.find(kDefaultControllerIdentity), std::string::npos) << r.message;
@@ -237,8 +235,8 @@ TEST_F(GpuDeviceWebhook, UnreadableObjectIsRefusedWithTheDecoderMessage) {
 TEST_F(GpuDeviceWebhook, HandlerReadsTheNewestSnapshot) {
   auto handler = gpuDeviceWebhook(writer->snapshots(), options);
   writer->flush();
-  auto request = runtime::admission::decodeAdmissionReview(
-      reviewJson("CREATE", kTenant, deviceJson("d", "h200", 3), ""));
+  auto request =
+      runtime::admission::decodeAdmissionReview(reviewJson("CREATE", kTenant, deviceJson("d", "h200", 3), ""));
   ASSERT_TRUE(request);
   EXPECT_TRUE(handler(*request).allowed);
   put(device("beta", "held", "h200", 4, model::DevicePhase::Bound, "gpu-1"));
