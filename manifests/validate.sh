@@ -52,10 +52,10 @@ trap 'rm -rf "$tmp"' EXIT
 rendered="" rendered_kind="" rc=0
 if [[ -n "$kubectl" ]]; then
   echo "kustomize: $kubectl ($("$kubectl" version --client 2>/dev/null | head -1))"
-  # The checks read the complete set: the base, then the drafts of
-  # tally-controller and its webhooks (not in the base until the binary ships).
+  # The checks read the complete set: the base, then the drafts of the
+  # webhooks tally-controller does not serve yet.
   : > "$tmp/full.yaml"
-  for tree in "" controller webhook; do
+  for tree in "" webhook; do
     if "$kubectl" kustomize "$here/$tree" > "$tmp/part.yaml" 2> "$tmp/err"; then
       echo "kustomize manifests/$tree: $(grep -c '^kind:' "$tmp/part.yaml") objects"
       { echo "---"; cat "$tmp/part.yaml"; } >> "$tmp/full.yaml"
@@ -100,6 +100,7 @@ if (( server )); then
   # With Tally's own webhooks installed, custom resources would be judged by a
   # running (or absent) Tally instead of by the schemas under test.
   if k get validatingwebhookconfiguration tally-validating >/dev/null 2>&1 ||
+     k get validatingwebhookconfiguration tally-gpudevice-validating >/dev/null 2>&1 ||
      k get mutatingwebhookconfiguration tally-mutating >/dev/null 2>&1; then
     echo "note: Tally's webhook configurations are installed here; skipping the object checks"
     if (( rc == 0 )); then echo "validate.sh: OK"; else echo "validate.sh: FAILED"; fi
