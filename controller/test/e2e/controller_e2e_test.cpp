@@ -18,6 +18,7 @@
 
 #include <fcntl.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -127,12 +128,14 @@ int httpStatus(const std::string& url) {
   return out.empty() ? 0 : std::atoi(out.c_str());
 }
 
-void stopReplica(Replica& r, int signal) {
-  if (r.pid <= 0) return;
+// The wait status of the replica after `signal` (-1 when it was not running).
+int stopReplica(Replica& r, int signal) {
+  if (r.pid <= 0) return -1;
   ::kill(r.pid, signal);
   int status = 0;
   ::waitpid(r.pid, &status, 0);
   r.pid = -1;
+  return status;
 }
 
 std::string configuration(std::uint16_t port) {
@@ -197,18 +200,19 @@ class ControllerEnvironment : public ::testing::Environment {
     kubectl("delete gpudeviceclass doomed --wait=false", &rc);
     ASSERT_EQ(rc, 0);
     applyYaml(std::string("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: gpus, namespace: capped}\n") +
-              "spec: {hard: {requests." + kH200 + ": \"1\"}}\n",
-          &rc);
+                  "spec: {hard: {requests." + kH200 + ": \"1\"}}\n",
+              &rc);
     ASSERT_EQ(rc, 0);
     // The tenant may write GPUDevices and their status as far as RBAC goes:
     // what refuses a status write here is the webhook.
-    applyYaml(std::string("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: e2e-tenant}\n") +
-              "rules:\n- apiGroups: [gpu.tally.dev]\n  resources: [gpudevices, gpudevices/status]\n" +
-              "  verbs: [get, list, create, update, patch, delete]\n---\n" +
-              "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: e2e-tenant}\n" +
-              "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-tenant}\n" +
-              "subjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: \"" + kTenant + "\"}\n",
-          &rc);
+    applyYaml(
+        std::string("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: e2e-tenant}\n") +
+            "rules:\n- apiGroups: [gpu.tally.dev]\n  resources: [gpudevices, gpudevices/status]\n" +
+            "  verbs: [get, list, create, update, patch, delete]\n---\n" +
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: e2e-tenant}\n" +
+            "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-tenant}\n" +
+            "subjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: \"" + kTenant + "\"}\n",
+        &rc);
     ASSERT_EQ(rc, 0);
 
     replicaA = new Replica(startReplica("replica-a"));
@@ -222,8 +226,10 @@ class ControllerEnvironment : public ::testing::Environment {
     applyYaml(configuration(replicaA->webhookPort), &rc);
     ASSERT_EQ(rc, 0);
     for (Replica* r : {replicaA, replicaB}) {
-      ASSERT_TRUE(eventually([r] { return httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/readyz") == 200; }))
-          << r->identity << " never became ready; log: " << r->log;
+      ASSERT_TRUE(eventually([r] {
+        return httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/readyz") == 200;
+      })) << r->identity
+          << " never became ready; log: " << r->log;
     }
     // The API server's view of the configuration and its injected caBundle
     // lags: wait until an order passes the webhook.
@@ -253,10 +259,12 @@ void expectRefused(const std::string& yaml, const std::string& code, const std::
   EXPECT_NE(out.find("denied the request: tally: "), std::string::npos) << out;
   EXPECT_NE(out.find("[" + code + "]"), std::string::npos) << out;
   EXPECT_NE(out.find(needle), std::string::npos) << out;
+  std::printf("%s", out.c_str());  // what a user of kubectl apply reads
 }
 
 TEST(GpuDeviceOrders, EveryRefusalCodeReachesKubectlWithItsMessage) {
-  expectRefused(device("acme", "o-unknown", "b200", 1), "ClassUnknown", "gpudevice/acme/o-unknown names GPU class b200");
+  expectRefused(device("acme", "o-unknown", "b200", 1), "ClassUnknown",
+                "gpudevice/acme/o-unknown names GPU class b200");
   expectRefused(device("acme", "o-doomed", "doomed", 1), "ClassDeleting", "doomed is being deleted");
   expectRefused(device("acme", "o-max", "h200", 6), "CountAboveMax", "asks for 6 GPU(s) of class h200");
   expectRefused(device("acme", "o-node", "h200", 5), "NoSingleNode", "gpudevice/acme/o-node");
@@ -318,9 +326,10 @@ TEST(GpuDeviceOrders, TenantStatusWriteIsRefused) {
 
 TEST(GpuDeviceOrders, DeletingADeviceARunningVmiHoldsIsRefusedNamingTheVmi) {
   int rc = 0;
-  applyYaml("apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: train, namespace: acme}\n"
-        "spec: {domain: {devices: {}}}\n",
-        &rc);
+  applyYaml(
+      "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: train, namespace: acme}\n"
+      "spec: {domain: {devices: {}}}\n",
+      &rc);
   ASSERT_EQ(rc, 0);
   kubectl("patch vmi -n acme train --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Running\"}}'", &rc);
   ASSERT_EQ(rc, 0);
@@ -334,17 +343,22 @@ TEST(GpuDeviceOrders, DeletingADeviceARunningVmiHoldsIsRefusedNamingTheVmi) {
           uid + "\"}}}'",
       &rc);
   ASSERT_EQ(rc, 0) << out;
-  ASSERT_TRUE(eventually([&] {
-    out = kubectl("delete gpudevice -n acme attached --wait=false", &rc);
-    return rc != 0 && out.find("[DeviceAttached]") != std::string::npos;
-  }, 20s)) << out;
+  ASSERT_TRUE(eventually(
+      [&] {
+        out = kubectl("delete gpudevice -n acme attached --wait=false", &rc);
+        return rc != 0 && out.find("[DeviceAttached]") != std::string::npos;
+      },
+      20s))
+      << out;
   EXPECT_NE(out.find("vmi/acme/train"), std::string::npos) << out;
   // Once the VMI finished, the device may go.
   kubectl("patch vmi -n acme train --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Succeeded\"}}'", &rc);
-  ASSERT_TRUE(eventually([&] {
-    kubectl("delete gpudevice -n acme attached --wait=false", &rc);
-    return rc == 0;
-  }, 20s));
+  ASSERT_TRUE(eventually(
+      [&] {
+        kubectl("delete gpudevice -n acme attached --wait=false", &rc);
+        return rc == 0;
+      },
+      20s));
 }
 
 // Runs last (gtest keeps the file's order): it kills the leader.
@@ -353,26 +367,50 @@ TEST(GpuDeviceOrdersZ, BothReplicasAnswerAndOrdersAreAdmittedAfterTheLeaderDies)
   // Each replica, in turn the one the configuration names, decides an order.
   for (Replica* r : {replicaB, replicaA}) {
     ASSERT_TRUE(pointAt(r->webhookPort));
-    ASSERT_TRUE(eventually([&] {
-      std::string out = applyYaml(device("acme", "probe-" + r->identity, "h200", 9), &rc);
-      return rc != 0 && out.find("[CountAboveMax]") != std::string::npos;
-    }, 30s)) << r->identity << " did not answer";
+    ASSERT_TRUE(eventually(
+        [&] {
+          std::string out = applyYaml(device("acme", "probe-" + r->identity, "h200", 9), &rc);
+          return rc != 0 && out.find("[CountAboveMax]") != std::string::npos;
+        },
+        30s))
+        << r->identity << " did not answer";
   }
   stopReplica(*replicaA, SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
   ASSERT_TRUE(pointAt(replicaB->webhookPort));
   int admitted = 0;
   for (int i = 0; i < 5; ++i) {
     std::string name = "after-" + std::to_string(i);
-    bool ok = eventually([&] {
-      std::string out = applyYaml(device("acme", name, "h200", 1), &rc);
-      return rc == 0;
-    }, 30s);
+    bool ok = eventually(
+        [&] {
+          std::string out = applyYaml(device("acme", name, "h200", 1), &rc);
+          return rc == 0;
+        },
+        30s);
     admitted += ok;
   }
   EXPECT_EQ(admitted, 5);
-  EXPECT_TRUE(eventually([] {
-    return kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}") == "replica-b";
-  }, 30s)) << "replica-b did not take the Lease within its duration";
+  EXPECT_TRUE(eventually(
+      [] {
+        return kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}") == "replica-b";
+      },
+      30s))
+      << "replica-b did not take the Lease";
+  const double takeover = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::printf("lease takeover after the leader was killed: %.1f s (lease duration 4 s, retry 0.5 s)\n", takeover);
+  // Lease duration + a retry period + the time the orders above took.
+  EXPECT_LT(takeover, 15.0);
+}
+
+TEST(GpuDeviceOrdersZ, SigtermStopsAReplicaCleanly) {
+  const auto start = std::chrono::steady_clock::now();
+  const int status = stopReplica(*replicaB, SIGTERM);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(WIFEXITED(status)) << "replica-b did not exit by itself: wait status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_LT(seconds, 10.0);
+  // It released the Lease on its way out (no successor has to wait for expiry).
+  EXPECT_EQ(kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}"), "");
 }
 
 }  // namespace
