@@ -325,7 +325,9 @@ int main(int argc, char** argv) {
       admission::WebhookOptions wo;
       wo.metrics = std::make_shared<admission::WebhookMetrics>(registry);
       addWebhook(webhooks, std::string(controller::kGpuDeviceWebhookPath), "gpudevices",
-                 controller::gpuDeviceWebhook(writer.snapshots(), {f.controllerIdentity}), wo);
+                 controller::gpuDeviceWebhook(writer.snapshots(),
+                                              {f.controllerIdentity, &controller::gpuDeviceRefusalMetric(registry)}),
+                 wo);
       server = std::make_unique<http::Server>(so, std::move(webhooks));
       server->start();
       serving = true;

@@ -232,6 +232,27 @@ TEST_F(GpuDeviceWebhook, UnreadableObjectIsRefusedWithTheDecoderMessage) {
   EXPECT_NE(r.message.find("spec.class"), std::string::npos) << r.message;
 }
 
+TEST_F(GpuDeviceWebhook, RefusalsAreCountedByOperationAndEveryCode) {
+  observability::Registry registry;
+  options.refusals = &gpuDeviceRefusalMetric(registry);
+  auto licensed = passthroughClass();
+  licensed.requiresEntitlement = true;
+  licensed.maxCount = 2;
+  put(licensed);
+  EXPECT_FALSE(create(3).allowed);  // NotEntitled and CountAboveMax at once
+  EXPECT_FALSE(answer(reviewJson("UPDATE", kTenant, deviceJson("d", "h200", 2), deviceJson("d", "h200", 1))).allowed);
+  const std::string text = registry.render();
+  EXPECT_NE(text.find(R"(tally_controller_gpudevice_refusals_total{code="NotEntitled",operation="CREATE"} 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(tally_controller_gpudevice_refusals_total{code="CountAboveMax",operation="CREATE"} 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(tally_controller_gpudevice_refusals_total{code="SpecImmutable",operation="UPDATE"} 1)"),
+            std::string::npos)
+      << text;
+}
+
 TEST_F(GpuDeviceWebhook, HandlerReadsTheNewestSnapshot) {
   auto handler = gpuDeviceWebhook(writer->snapshots(), options);
   writer->flush();

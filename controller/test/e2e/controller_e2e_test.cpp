@@ -402,6 +402,16 @@ TEST(GpuDeviceOrdersZ, BothReplicasAnswerAndOrdersAreAdmittedAfterTheLeaderDies)
   EXPECT_LT(takeover, 15.0);
 }
 
+TEST(GpuDeviceOrdersZ, MetricsCountTheRefusalsAReplicaAnswered) {
+  const std::string metrics =
+      runCommand("curl -s --max-time 3 http://127.0.0.1:" + std::to_string(replicaB->opsPort) + "/metrics");
+  EXPECT_NE(metrics.find(R"(tally_controller_gpudevice_refusals_total{code="CountAboveMax",operation="CREATE"})"),
+            std::string::npos)
+      << metrics.substr(0, 2000);
+  EXPECT_NE(metrics.find("tally_webhook_requests_total"), std::string::npos);
+  EXPECT_NE(metrics.find("leader_election_master_status"), std::string::npos);
+}
+
 TEST(GpuDeviceOrdersZ, SigtermStopsAReplicaCleanly) {
   const auto start = std::chrono::steady_clock::now();
   const int status = stopReplica(*replicaB, SIGTERM);

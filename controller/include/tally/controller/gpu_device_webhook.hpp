@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tally/common/snapshot_cell.hpp"
+#include "tally/observability/metrics.hpp"
 #include "tally/runtime/admission/review.hpp"
 #include "tally/runtime/admission/webhook.hpp"
 #include "tally/state/snapshot.hpp"
@@ -22,7 +23,13 @@ inline constexpr std::string_view kRefusalPrefix = "tally: ";
 struct GpuDeviceWebhookOptions {
   // The one identity allowed to change a GPUDevice's status (the binder's).
   std::string controllerIdentity = std::string(kDefaultControllerIdentity);
+  // tally_controller_gpudevice_refusals_total{operation,code}: one per refusal
+  // reason of an answer (an order can be refused for several). Null: not counted.
+  observability::Family<observability::Counter>* refusals = nullptr;
 };
+
+// The family `refusals` expects, registered on `registry`.
+observability::Family<observability::Counter>& gpuDeviceRefusalMetric(observability::Registry& registry);
 
 // The answer to one review of a GPUDevice, decided on `snapshot` alone.
 runtime::admission::AdmissionResponse reviewGpuDevice(const state::Snapshot& snapshot,
