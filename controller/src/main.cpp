@@ -23,6 +23,7 @@
 #include "tally/runtime/http/server.hpp"
 #include "tally/runtime/manager.hpp"
 #include "tally/runtime/process.hpp"
+#include "tally/state/source_flags.hpp"
 #include "tally/state/informers.hpp"
 
 namespace {
@@ -64,8 +65,8 @@ struct Flags {
   std::string leaseName = "tally-controller", leaseNamespace = "tally-system", identity = defaultIdentity();
   std::string leaseDuration = "15s", renewDeadline = "10s", retryPeriod = "2s";
   std::string controllerIdentity = std::string(controller::kDefaultControllerIdentity);
-  bool protobufWatches = true, watchOrganizations = true, watchKubevirt = false;
-  std::string billingPlans, ledgerDir, ledgerInterval = "30s", publishInterval = "5ms";
+  // The webhooks decide on HRQ budgets, not on the add-on catalogue: none by default.
+  state::SourceFlags source{.billingPlans = ""};
   std::string cacheSyncTimeout = "120s";
   std::string logLevel = "info", logFormat = "json";
 };
@@ -134,41 +135,12 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--controller-identity", f.controllerIdentity,
                  "The only user allowed to change a GPUDevice's status (Tally's service account)")
       ->capture_default_str();
-  app.add_option("--protobuf-watches", f.protobufWatches,
-                 "List and watch nodes, pods, namespaces and resource quotas as protobuf; false: JSON")
-      ->capture_default_str();
-  app.add_option("--watch-organizations", f.watchOrganizations,
-                 "Watch Organizations (kube-dc.com/v1): needed to hold idle reservations of other organizations")
-      ->capture_default_str();
-  app.add_option("--watch-kubevirt", f.watchKubevirt, "Watch the KubeVirt CR (permittedHostDevices)")
-      ->capture_default_str();
-  app.add_option("--billing-plans", f.billingPlans,
-                 "namespace/name of the billing-plans ConfigMap (key plans.yaml); empty: do not watch it");
-  app.add_option("--ledger-dir", f.ledgerDir, "Reservation ledger directory (git-sync volume); empty: no ledger");
-  app.add_option("--ledger-interval", f.ledgerInterval, "How often --ledger-dir is re-read")->capture_default_str();
-  app.add_option("--publish-interval", f.publishInterval,
-                 "Longest delay between a watch event and the snapshot the webhooks decide on")
-      ->capture_default_str();
+  state::addSourceFlags(app, f.source, "the webhooks");
   app.add_option("--cache-sync-timeout", f.cacheSyncTimeout,
                  "How long the runtime's own caches (certificate Secret, webhook configurations) may take to sync")
       ->capture_default_str();
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
   app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
-}
-
-state::SourceOptions sourceOptions(const Flags& f) {
-  state::SourceOptions o;
-  if (!f.billingPlans.empty()) {
-    auto parsed = codec::parseBillingPlansLocation(f.billingPlans);
-    if (!parsed) throw std::invalid_argument("--billing-plans: " + parsed.error().message);
-    o.billingPlans = std::move(parsed).value();
-  }
-  o.organizations = f.watchOrganizations;
-  o.kubevirt = f.watchKubevirt;
-  o.protobuf = f.protobufWatches;
-  o.ledgerDir = f.ledgerDir;
-  o.ledgerInterval = parseDuration("--ledger-interval", f.ledgerInterval);
-  return o;
 }
 
 runtime::ManagerOptions managerOptions(const Flags& f, obs::Registry& registry) {
@@ -255,9 +227,11 @@ int main(int argc, char** argv) {
                                          "1 when the webhook serving certificate and key are loaded.")
                                   .with({});
 
-    const state::SourceOptions sources = sourceOptions(f);
+    auto settings = state::sourceSettings(f.source);
+    if (!settings) throw std::invalid_argument(settings.error());
+    const state::SourceOptions sources = settings->source;
     state::Writer::Options writerOptions;
-    writerOptions.publishInterval = parseDuration("--publish-interval", f.publishInterval);
+    writerOptions.publishInterval = settings->publishInterval;
     writerOptions.watched = state::watchedKinds(sources);
     state::Writer writer(writerOptions);
 

@@ -23,6 +23,7 @@
 #include "tally/runtime/config.hpp"
 #include "tally/runtime/manager.hpp"
 #include "tally/runtime/process.hpp"
+#include "tally/state/source_flags.hpp"
 #include "tally/state/informers.hpp"
 
 namespace {
@@ -49,11 +50,9 @@ struct Flags {
   unsigned threads = std::max(2u, std::thread::hardware_concurrency());
   std::size_t maxBodyBytes = 16 << 20;
   std::string readTimeout = "10s", idleTimeout = "90s";
-  std::string publishInterval = "5ms", assumeTtl = "30s", bindDeadline = "2s";
+  std::string assumeTtl = "30s", bindDeadline = "2s";
   unsigned bindThreads = 64;
-  std::string billingPlans = "kube-dc/billing-plans";
-  bool watchOrganizations = true, watchKubevirt = false, protobufWatches = true;
-  std::string ledgerDir, ledgerInterval = "30s";
+  state::SourceFlags source;
   std::string snapshotFile;
   std::string logLevel = "info", logFormat = "json";
 };
@@ -81,9 +80,7 @@ void addFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--idle-timeout", f.idleTimeout, "Time a kept-alive connection may wait for its next request")
       ->capture_default_str();
-  app.add_option("--publish-interval", f.publishInterval,
-                 "Longest delay between a watch event and the snapshot that shows it (batching)")
-      ->capture_default_str();
+  state::addSourceFlags(app, f.source, "the verbs");
   app.add_option("--assume-ttl", f.assumeTtl,
                  "How long a placement recorded by bind holds its units without the watch confirming it")
       ->capture_default_str();
@@ -96,20 +93,6 @@ void addFlags(CLI::App& app, Flags& f) {
                  "A bind that waits longer than this for a bind thread is answered without posting (kube-scheduler has "
                  "given up on it and retries the pod); set it to the extender entry's httpTimeout. 0: no limit")
       ->capture_default_str();
-  app.add_option("--billing-plans", f.billingPlans,
-                 "namespace/name of the billing-plans ConfigMap (key plans.yaml); empty: do not watch it")
-      ->capture_default_str();
-  app.add_option("--watch-organizations", f.watchOrganizations,
-                 "Watch Organizations (kube-dc.com/v1): needed to hold idle reservations of other organizations")
-      ->capture_default_str();
-  app.add_option("--watch-kubevirt", f.watchKubevirt, "Watch the KubeVirt CR (permittedHostDevices)")
-      ->capture_default_str();
-  app.add_option("--protobuf-watches", f.protobufWatches,
-                 "List and watch nodes, pods, namespaces and resource quotas as protobuf (cheaper for the API server "
-                 "to encode); false: JSON")
-      ->capture_default_str();
-  app.add_option("--ledger-dir", f.ledgerDir, "Reservation ledger directory (git-sync volume); empty: no ledger");
-  app.add_option("--ledger-interval", f.ledgerInterval, "How often --ledger-dir is re-read")->capture_default_str();
   app.add_option("--snapshot-file", f.snapshotFile,
                  "Serve from a Kubernetes List JSON file instead of an API server (offline: benches, demos); "
                  "bind is then refused");
@@ -200,15 +183,13 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::optional<codec::BillingPlansLocation> billingPlans;
-  if (!f.billingPlans.empty()) {
-    auto parsed = codec::parseBillingPlansLocation(f.billingPlans);
-    if (!parsed) {
-      std::cerr << "--billing-plans: " << parsed.error().message << "\n";
-      return 2;
-    }
-    billingPlans = std::move(parsed).value();
+  auto settings = state::sourceSettings(f.source);
+  if (!settings) {
+    std::cerr << settings.error() << "\n";
+    return 2;
   }
+  const state::SourceOptions watchOptions = settings->source;
+  const std::optional<codec::BillingPlansLocation>& billingPlans = watchOptions.billingPlans;
 
   // Before any thread starts: they all inherit SIGTERM and SIGINT blocked.
   runtime::SignalStop signals;
@@ -216,16 +197,9 @@ int main(int argc, char** argv) {
   try {
     obs::Registry registry;
     ExtenderMetrics metrics(registry);
-    state::SourceOptions watchOptions;
-    watchOptions.billingPlans = billingPlans;
-    watchOptions.organizations = f.watchOrganizations;
-    watchOptions.kubevirt = f.watchKubevirt;
-    watchOptions.protobuf = f.protobufWatches;
-    watchOptions.ledgerDir = f.ledgerDir;
-    watchOptions.ledgerInterval = parseDuration(f.ledgerInterval);
 
     CacheWriter::Options writerOptions;
-    writerOptions.publishInterval = parseDuration(f.publishInterval);
+    writerOptions.publishInterval = settings->publishInterval;
     writerOptions.assumeTtl = parseDuration(f.assumeTtl);
     bool offline = !f.snapshotFile.empty();
     writerOptions.watched = offline ? std::set<model::Kind>{} : state::watchedKinds(watchOptions);
