@@ -98,10 +98,10 @@ TEST(ProtoWire, RefusesOverlongVarintsFieldZeroAndGroups) {
   // Ten bytes whose last carries more than the 64th bit, and eleven bytes.
   const std::string overflow = std::string(9, '\xff') + "\x02";
   const std::string eleven = std::string(10, '\x80') + "\x01";
-  for (const std::string& broken : {tag(1, proto::kVarint) + overflow, tag(1, proto::kVarint) + eleven,
-                                    tag(1, proto::kBytes) + overflow + "x", overflow, varintField(0, 1),
-                                    tag(1, 3) /* start group */, tag(1, 4) /* end group */,
-                                    varint(uint64_t{1} << 35) + "\x00" /* field number beyond 32 bits */}) {
+  for (const std::string& broken :
+       {tag(1, proto::kVarint) + overflow, tag(1, proto::kVarint) + eleven, tag(1, proto::kBytes) + overflow + "x",
+        overflow, varintField(0, 1), tag(1, 3) /* start group */, tag(1, 4) /* end group */,
+        varint(uint64_t{1} << 35) + "\x00" /* field number beyond 32 bits */}) {
     auto [seen, failed] = readAll(broken);
     EXPECT_TRUE(failed);
     EXPECT_TRUE(seen.empty());
@@ -116,8 +116,8 @@ TEST(ProtoWire, RefusesOverlongVarintsFieldZeroAndGroups) {
 TEST(ProtoWire, NonMinimalEncodingsReadTheSameAsMinimalOnes) {
   // A one-byte tag, length and value spelled with padding continuation bytes
   // take the general path and mean the same.
-  std::string padded = std::string("\x8a\x80\x00", 3) + std::string("\x82\x00", 2) + "ok" +
-                       std::string("\x90\x00", 2) + std::string("\x87\x80\x80\x00", 4);
+  std::string padded = std::string("\x8a\x80\x00", 3) + std::string("\x82\x00", 2) + "ok" + std::string("\x90\x00", 2) +
+                       std::string("\x87\x80\x80\x00", 4);
   auto [seen, failed] = readAll(padded);
   EXPECT_FALSE(failed);
   std::vector<Seen> want{{1, proto::kBytes, 0, "ok"}, {2, proto::kVarint, 7, ""}};

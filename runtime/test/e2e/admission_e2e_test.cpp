@@ -135,8 +135,8 @@ struct Harness {
     http::Router router;
     WebhookOptions webhookOptions;
     webhookOptions.metrics = metrics;
-    addWebhook(router, "/validate", "validate", [this](const AdmissionRequest& r) { return validate(r); },
-               webhookOptions);
+    addWebhook(
+        router, "/validate", "validate", [this](const AdmissionRequest& r) { return validate(r); }, webhookOptions);
     addWebhook(
         router, "/mutate", "mutate",
         [](const AdmissionRequest&) {
@@ -154,10 +154,10 @@ struct Harness {
     server = std::make_unique<http::Server>(serverOptions, std::move(router));
     server->start();
     const std::string base = "https://127.0.0.1:" + std::to_string(server->port());
-    auto v = client->create(kValidating, webhookConfiguration("ValidatingWebhookConfiguration", "adm-validate",
-                                                              base + "/validate"));
-    auto m = client->create(kMutating,
-                            webhookConfiguration("MutatingWebhookConfiguration", "adm-mutate", base + "/mutate"));
+    auto v = client->create(kValidating,
+                            webhookConfiguration("ValidatingWebhookConfiguration", "adm-validate", base + "/validate"));
+    auto m =
+        client->create(kMutating, webhookConfiguration("MutatingWebhookConfiguration", "adm-mutate", base + "/mutate"));
     return v && m;
   }
 
