@@ -17,6 +17,18 @@ MetaError jsonError(simdjson::error_code code, std::string field, std::string_vi
   }
 }
 
+// A map key as the codec's paths spell it: ".app", or "[tally.dev/x]" when the
+// key has characters that would read as path syntax.
+std::string keyed(std::string_view parent, std::string_view key) {
+  std::string path(parent);
+  if (key.empty() || key.find_first_of("./[] ") != std::string_view::npos) {
+    path.append("[").append(key).append("]");
+  } else {
+    path.append(".").append(key);
+  }
+  return path;
+}
+
 std::string under(std::string_view parent, std::string_view key) {
   std::string path(parent);
   path += '.';
@@ -64,7 +76,7 @@ MetaStatus readStringMap(od::value value, std::string_view field, StringPairs& o
   return forEachMember(value, field, [&](std::string_view key, od::value entry) -> MetaStatus {
     std::string_view text;
     if (auto code = entry.get_string().get(text)) {
-      return jsonError(code, std::string(field) + "[" + std::string(key) + "]", "a string");
+      return jsonError(code, keyed(field, key), "a string");
     }
     out.emplace_back(std::string(key), std::string(text));
     return {};
@@ -81,7 +93,8 @@ MetaStatus readOwnerJson(od::value value, std::string_view field, OwnerRef& owne
       bool null = false;
       if (auto st = nullable(member, under(field, key), null); !st) return st;
       if (null) return {};
-      if (auto code = member.get_bool().get(owner.controller)) return jsonError(code, under(field, key), "true or false");
+      if (auto code = member.get_bool().get(owner.controller))
+        return jsonError(code, under(field, key), "true or false");
     }
     return {};
   });
@@ -174,7 +187,8 @@ MetaStatus decodeObjectMetaJson(od::value json, ObjectMeta& out, unsigned parts)
     if (key == "generation") {
       bool null = false;
       if (auto st = nullable(field, "metadata.generation", null); !st || null) return st;
-      if (auto code = field.get_int64().get(out.generation)) return jsonError(code, "metadata.generation", "an integer");
+      if (auto code = field.get_int64().get(out.generation))
+        return jsonError(code, "metadata.generation", "an integer");
       return {};
     }
     if (key == "deletionTimestamp") {

@@ -23,13 +23,12 @@ std::string bytes(uint32_t field, std::string_view value) {
 std::string number(uint32_t field, uint64_t value) { return varint(uint64_t{field} << 3) + varint(value); }
 
 // The same metadata in both encodings (protobuf by field number, see the header).
-const std::string kProtobuf = bytes(1, "p") + bytes(3, "team-a") + bytes(5, "uid-1") + bytes(6, "42") +
-                              number(7, 3) + bytes(8, number(1, 1700000000)) + bytes(9, number(1, 1)) +
-                              bytes(11, bytes(1, "app") + bytes(2, "web")) +
-                              bytes(12, bytes(1, "note") + bytes(2, "x")) +
-                              bytes(13, bytes(1, "ReplicaSet") + bytes(3, "rs") + bytes(4, "rs-uid") +
-                                            bytes(5, "apps/v1") + number(6, 1)) +
-                              bytes(17, bytes(1, "managed fields are skipped")) + number(99, 7);
+const std::string kProtobuf =
+    bytes(1, "p") + bytes(3, "team-a") + bytes(5, "uid-1") + bytes(6, "42") + number(7, 3) +
+    bytes(8, number(1, 1700000000)) + bytes(9, number(1, 1)) + bytes(11, bytes(1, "app") + bytes(2, "web")) +
+    bytes(12, bytes(1, "note") + bytes(2, "x")) +
+    bytes(13, bytes(1, "ReplicaSet") + bytes(3, "rs") + bytes(4, "rs-uid") + bytes(5, "apps/v1") + number(6, 1)) +
+    bytes(17, bytes(1, "managed fields are skipped")) + number(99, 7);
 constexpr std::string_view kJson = R"({"name": "p", "namespace": "team-a", "uid": "uid-1", "resourceVersion": "42",
   "generation": 3, "creationTimestamp": "2023-11-14T22:13:20Z", "deletionTimestamp": "2023-11-15T00:00:00Z",
   "labels": {"app": "web"}, "annotations": {"note": "x"},
@@ -104,7 +103,8 @@ TEST(ObjectMeta, JsonErrorsNameTheField) {
     return st ? std::string() : st.error().field;
   };
   EXPECT_EQ(field(R"({"name": 7})"), "metadata.name");
-  EXPECT_EQ(field(R"({"labels": {"a": 1}})"), "metadata.labels[a]");
+  EXPECT_EQ(field(R"({"labels": {"a": 1}})"), "metadata.labels.a");
+  EXPECT_EQ(field(R"({"annotations": {"tally.dev/x": null}})"), "metadata.annotations[tally.dev/x]");
   EXPECT_EQ(field(R"({"ownerReferences": [{"kind": "K"}, {"controller": "yes"}]})"),
             "metadata.ownerReferences[1].controller");
   EXPECT_EQ(field(R"({"generation": "3"})"), "metadata.generation");
@@ -119,13 +119,21 @@ TEST(ObjectMeta, ProtobufErrorsNameTheMessage) {
     EXPECT_FALSE(st);
     return st ? std::string() : st.error().field;
   };
-  EXPECT_EQ(field(bytes(1, "p") + "\x0a\x05" "ab"), "metadata");  // name longer than the message
-  EXPECT_EQ(field(bytes(11, "\x0a\x09" "k")), "metadata.labels");
+  EXPECT_EQ(field(bytes(1, "p") + "\x0a\x05"
+                                  "ab"),
+            "metadata");  // name longer than the message
+  EXPECT_EQ(field(bytes(11,
+                        "\x0a\x09"
+                        "k")),
+            "metadata.labels");
   EXPECT_EQ(field(bytes(13, "\x08")), "metadata.ownerReferences");
   EXPECT_EQ(field(bytes(8, "\x08")), "metadata.creationTimestamp");
   // Parts not asked for are skipped by length, unread, so their insides cannot fail.
   ObjectMeta m;
-  EXPECT_TRUE(decodeObjectMetaProtobuf(bytes(1, "p") + bytes(11, "\x0a\x09" "k"), m, kMetaCore));
+  EXPECT_TRUE(decodeObjectMetaProtobuf(bytes(1, "p") + bytes(11,
+                                                             "\x0a\x09"
+                                                             "k"),
+                                       m, kMetaCore));
   EXPECT_EQ(m.name, "p");
 }
 

@@ -42,10 +42,10 @@ struct ObjectMeta {
   std::string uid;
   std::string resourceVersion;
   std::int64_t generation = 0;
-  std::int64_t created = 0;  // creationTimestamp in Unix seconds, with kMetaCreated (0: absent)
-  bool deleting = false;     // deletionTimestamp is set
-  StringPairs labels;        // with kMetaLabels
-  StringPairs annotations;   // with kMetaAnnotations
+  std::int64_t created = 0;               // creationTimestamp in Unix seconds, with kMetaCreated (0: absent)
+  bool deleting = false;                  // deletionTimestamp is set
+  StringPairs labels;                     // with kMetaLabels
+  StringPairs annotations;                // with kMetaAnnotations
   std::vector<OwnerRef> ownerReferences;  // with kMetaOwners
   bool operator==(const ObjectMeta&) const = default;
 
@@ -67,7 +67,7 @@ enum MetaParts : unsigned {
 };
 
 struct MetaError {
-  std::string field;    // "metadata.labels[app]", "metadata.creationTimestamp"
+  std::string field;    // "metadata.labels.app", "metadata.creationTimestamp"
   std::string message;  // "expected a string", "malformed protobuf"
   std::string describe() const { return field + ": " + message; }
 };
