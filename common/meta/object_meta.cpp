@@ -17,18 +17,6 @@ MetaError jsonError(simdjson::error_code code, std::string field, std::string_vi
   }
 }
 
-// A map key as the codec's paths spell it: ".app", or "[tally.dev/x]" when the
-// key has characters that would read as path syntax.
-std::string keyed(std::string_view parent, std::string_view key) {
-  std::string path(parent);
-  if (key.empty() || key.find_first_of("./[] ") != std::string_view::npos) {
-    path.append("[").append(key).append("]");
-  } else {
-    path.append(".").append(key);
-  }
-  return path;
-}
-
 std::string under(std::string_view parent, std::string_view key) {
   std::string path(parent);
   path += '.';
@@ -76,7 +64,7 @@ MetaStatus readStringMap(od::value value, std::string_view field, StringPairs& o
   return forEachMember(value, field, [&](std::string_view key, od::value entry) -> MetaStatus {
     std::string_view text;
     if (auto code = entry.get_string().get(text)) {
-      return jsonError(code, keyed(field, key), "a string");
+      return jsonError(code, std::string(field) + "[" + std::string(key) + "]", "a string");
     }
     out.emplace_back(std::string(key), std::string(text));
     return {};

@@ -67,7 +67,7 @@ enum MetaParts : unsigned {
 };
 
 struct MetaError {
-  std::string field;    // "metadata.labels.app", "metadata.creationTimestamp"
+  std::string field;    // "metadata.labels[app]", "metadata.creationTimestamp"
   std::string message;  // "expected a string", "malformed protobuf"
   std::string describe() const { return field + ": " + message; }
 };
