@@ -51,7 +51,7 @@ void report(const std::string& what, std::size_t nodes, const Percentiles& p) {
 
 // The bench cluster: passthrough nodes with 8 devices, 4 pods per node; every
 // 10th node serves another mode (unresolvable) and every 7th is full.
-std::vector<WatchedObject> benchCluster(std::size_t nodes) {
+std::vector<state::Object> benchCluster(std::size_t nodes) {
   auto objects = syntheticCluster(nodes, nodes * 4, 20);
   for (std::size_t i = 0; i < nodes; ++i) {
     std::string name = "node-" + std::to_string(i);

@@ -4,7 +4,7 @@
 #
 #   bench/scheduler/run.sh [--nodes 5000] [--pods 2000] [--rounds 3]
 #                          [--min-ratio R] [--json FILE] [--keep]
-#                          [--variants base,ext[,base-nobatch][,ext-nobind][,ext-weighted][,ext-rt][,ext-batch][,peer][,floor]]
+#                          [--variants base,ext[,ext-json][,ext-noprio][,base-nobatch][,ext-nobind][,ext-weighted][,ext-rt][,ext-batch][,peer][,floor]]
 #
 # One local control plane (e2e/cluster/up), NODES kwok nodes serving 8 H200
 # each (vm-passthrough, class nvidia-h200-passthrough), one tally-extender on
@@ -17,6 +17,15 @@
 # scheduler_schedule_attempts_total{profile="bench",result="scheduled"},
 # sampled every 0.2 s: pods/s between 10% and 90% of PODS scheduled (startup
 # and the tail excluded). The pods are deleted between measurements.
+# Variant ext-json: ext with tally-extender started with
+# --protobuf-watches=false (nodes, pods, namespaces and quotas listed and
+# watched as JSON instead of protobuf); only one tally-extender runs at a
+# time, restarted on the same port (and waited for until ready) when the next
+# variant wants the other format, so the API server serves one set of watches.
+# Variant ext-noprio: the ext entry without prioritizeVerb (and its weight):
+# filter, preempt and bind only, scoring left to kube-scheduler's own plugins.
+# Every measurement also reports kube-apiserver's CPU seconds (utime + stime,
+# /proc/PID/stat) between 10% and 90% of the pods scheduled, and per pod.
 # Variant base-nobatch: the baseline with kube-scheduler's OpportunisticBatching
 # feature gate off (v1.35+ batches identical pods, but never in a profile
 # with extenders), so that the ratio to it is the extender's own cost.
@@ -65,52 +74,44 @@ while (($#)); do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-extender="${TALLY_EXTENDER_BIN:-${BUILD:-$repo/build}/bin/tally-extender}"
-[[ -x "$extender" ]] || { echo "bench/scheduler: $extender not built; skipping" >&2; exit 77; }
 log() { printf '[bench/scheduler] %s\n' "$*" >&2; }
+# shellcheck source=../lib.sh
+source "$repo/bench/lib.sh"
+bench_find_extender scheduler
 name="bench-sched-$$"
 ext_pid=""
 cleanup() {
-  if [[ -n "$ext_pid" ]]; then kill -TERM "$ext_pid" 2>/dev/null; wait "$ext_pid" 2>/dev/null; fi
-  if [[ -n "${peer_pid:-}" ]]; then kill -TERM "$peer_pid" 2>/dev/null; wait "$peer_pid" 2>/dev/null; fi
-  if [[ -n "${floor_pid:-}" ]]; then kill -TERM "$floor_pid" 2>/dev/null; wait "$floor_pid" 2>/dev/null; fi
+  bench_stop "$ext_pid"
+  bench_stop "${peer_pid:-}"
+  bench_stop "${floor_pid:-}"
   if ((keep)); then log "cluster $name kept (e2e/cluster/down --name $name)"; else "$cluster/down" --name "$name" >/dev/null 2>&1; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-t0=$SECONDS
-eval "$(TALLY_E2E_OWNER_PID=$$ TALLY_E2E_CONTROLLER_MANAGER=0 "$cluster/up" --name "$name")" || { log "up failed"; exit 1; }
-state="$TALLY_E2E_STATE"
-# shellcheck source=/dev/null
-source "$state/env"
-k() { "$TALLY_E2E_BIN/kubectl" "$@"; }
-token="$(cat "$state/pki/admin.token")"
-log "cluster up in $((SECONDS - t0))s"
-
-k apply -f - >/dev/null <<'EOF'
-apiVersion: gpu.tally.dev/v1alpha1
-kind: GPUDeviceClass
-metadata: {name: nvidia-h200-passthrough}
-spec: {workload: vm, allocation: passthrough, resourceName: nvidia.com/GH100_H200_SXM_141GB, nodeMode: vm-passthrough,
-       memoryMiB: 144384, maxCount: 8}
-EOF
+bench_cluster_up || exit 1
 t1=$SECONDS
 "$TALLY_E2E_BIN/tally-fixtures" nodes --count "$nodes" --prefix bench- --mode vm-passthrough \
   --resource nvidia.com/GH100_H200_SXM_141GB=8 --wait-ready --timeout 15m >/dev/null || { log "creating nodes failed"; exit 1; }
 log "$nodes nodes Ready in $((SECONDS - t1))s"
 
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
-t1=$SECONDS
-setsid "$extender" --kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --port "$port" --url-prefix /tally \
-  --metrics-port 0 ${TALLY_BENCH_EXTENDER_ARGS:-} >>"$state/logs/tally-extender.log" 2>&1 &
-ext_pid=$!
-until [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" == 200 ]]; do
-  kill -0 "$ext_pid" 2>/dev/null || { log "tally-extender exited:"; tail -n 20 "$state/logs/tally-extender.log" >&2; exit 1; }
-  ((SECONDS - t1 < 300)) || { log "tally-extender not ready after 300 s"; exit 1; }
-  sleep 0.2
-done
-log "tally-extender ready (caches synced over $nodes nodes) in $((SECONDS - t1))s"
+port="$(bench_free_port)"
+# use_extender proto|json: the one tally-extender on $port watches in that
+# format, restarted (and waited for until ready) when it does not.
+ext_watch=""
+use_extender() {
+  [[ "$1" == "$ext_watch" ]] && return 0
+  local t1=$SECONDS flag=true
+  [[ "$1" == json ]] && flag=false
+  bench_stop "$ext_pid"
+  # shellcheck disable=SC2086 # TALLY_BENCH_EXTENDER_ARGS is split into flags on purpose
+  bench_start_extender "$extender" "$port" "$state/logs/tally-extender.log" --protobuf-watches="$flag" \
+    ${TALLY_BENCH_EXTENDER_ARGS:-}
+  bench_wait_ready "$ext_pid" "$port" "$state/logs/tally-extender.log" 300 || exit 1
+  ext_watch="$1"
+  log "tally-extender ($1 watches) ready (caches synced over $nodes nodes) in $((SECONDS - t1))s"
+}
+use_extender proto
 
 # Scheduler configurations: the same except the extenders block. High client
 # QPS so that neither run is limited by the scheduler's own rate limiter.
@@ -143,7 +144,7 @@ import json, sys
 names = [n for n in sys.stdin.read().split() if n]
 print(json.dumps({"mode": "vm-passthrough", "nodes": [{"name": n, "mode": "vm-passthrough",
       "resource": "nvidia.com/GH100_H200_SXM_141GB", "allocatable": 8, "used": 0} for n in names]}))' >"$state/peer-cluster.json"
-  peer_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+  peer_port="$(bench_free_port)"
   setsid "$cache/bin/go-peer" -listen "127.0.0.1:$peer_port" -cluster "$state/peer-cluster.json" >>"$state/logs/go-peer.log" 2>&1 &
   peer_pid=$!
   for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$peer_port/" && break; sleep 0.1; done
@@ -153,7 +154,7 @@ floor_pid=""
 if [[ ",$variants," == *",floor,"* ]]; then
   floor_bin="$(dirname "$extender")/floor-extender"
   [[ -x "$floor_bin" ]] || { log "$floor_bin not built (target floor-extender)"; exit 1; }
-  floor_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+  floor_port="$(bench_free_port)"
   setsid "$floor_bin" --kubeconfig "$state/kubeconfig" --port "$floor_port" --url-prefix /tally >>"$state/logs/floor-extender.log" 2>&1 &
   floor_pid=$!
   for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$floor_port/" && break; sleep 0.1; done
@@ -166,6 +167,8 @@ config "$state/bench-ext.yaml" bench 1
 cp "$state/bench-ext.yaml" "$state/bench-ext-weighted.yaml"
 cp "$state/bench-ext.yaml" "$state/bench-ext-rt.yaml"
 cp "$state/bench-ext.yaml" "$state/bench-ext-batch.yaml"
+cp "$state/bench-ext.yaml" "$state/bench-ext-json.yaml"
+grep -v -e '^ *prioritizeVerb:' -e '^ *weight:' "$state/bench-ext.yaml" >"$state/bench-ext-noprio.yaml"
 # http_threads_policy ARGS...: chrt ARGS on every tally-http-N thread of tally-extender.
 http_threads_policy() {
   local t
@@ -320,6 +323,8 @@ print(line + ("; tally-extender threads: " + " ".join(threads) if threads else "
 PY
 }
 
+api_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # PID -> utime + stime in clock ticks
+
 # measure LABEL CONFIG NAMESPACE -> prints "rate first_to_last_rate seconds"
 measure() {
   local label="$1" cfg="$2" ns="$3"
@@ -329,6 +334,8 @@ measure() {
   created="$(k get pods -n "$ns" --no-headers 2>/dev/null | wc -l)"
   ((created == pods)) || log "$label: only $created of $pods pods created"
   local lo=$((pods / 10)) hi=$((pods * 9 / 10)) t_lo="" t_hi="" t_first="" t_last="" n now start stalled=0 last_n=""
+  local api_pid api_lo="" api_hi="" c_lo=0 c_hi=0
+  api_pid="$(cat "$state/pids/kube-apiserver.pid")"
   start="$(date +%s.%N)"
   local flags=""
   # kube-scheduler (v1.35+) batches identical pods (OpportunisticBatching: the
@@ -345,7 +352,7 @@ measure() {
     now="$(date +%s.%N)"
     [[ -n "$t_first" || "$n" -lt 1 ]] || t_first="$now"
     if [[ -z "$t_lo" && "$n" -ge "$lo" ]]; then
-      t_lo="$now"
+      t_lo="$now"; c_lo="$n"; api_lo="$(api_ticks "$api_pid")"
       # TALLY_BENCH_PPROF=DIR: a 5 s CPU profile of kube-scheduler from here (go tool pprof).
       if [[ -n "${TALLY_BENCH_PPROF:-}" ]]; then
         mkdir -p "$TALLY_BENCH_PPROF"
@@ -359,7 +366,7 @@ measure() {
           >/dev/null 2>&1 &
       fi
     fi
-    if [[ -z "$t_hi" && "$n" -ge "$hi" ]]; then t_hi="$now"; c_hi="$n"; fi
+    if [[ -z "$t_hi" && "$n" -ge "$hi" ]]; then t_hi="$now"; c_hi="$n"; api_hi="$(api_ticks "$api_pid")"; fi
     if [[ "$n" -ge "$pods" ]]; then t_last="$now"; break; fi
     # A bind that kube-scheduler timed out but that did happen is counted as an
     # error, not as scheduled: when the counter has not moved for 2 s, count the
@@ -367,27 +374,35 @@ measure() {
     # kubectl and the API server ~0.2 cores, taken from what is measured.)
     if [[ "$n" == "${last_n:-}" ]]; then ((++stalled)); else stalled=0; last_n="$n"; fi
     if ((stalled > 0 && stalled % 10 == 0)) && (($(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d' | wc -l) >= pods)); then
-      t_last="$now"; [[ -n "$t_hi" ]] || t_hi="$now"; break
+      t_last="$now"; [[ -n "$t_hi" ]] || { t_hi="$now"; c_hi="$n"; api_hi="$(api_ticks "$api_pid")"; }; break
     fi
     if (($(date +%s) - ${start%.*} > 600)); then log "$label: only $n of $pods scheduled after 600 s"; break; fi
     sleep 0.2
   done
   log "$label: CPU seconds while scheduling: $(cpu_used "$cpu_before" "$(cpu_now)"); batching: $(batching)"
   log "$label: kube-scheduler per pod: $(cycle_means); tally-extender server-side mean from header/from body: $(ext_latency_used "$lat_before" "$(ext_latency)")"
-  local bound
-  bound="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d' | wc -l)"
+  local bound placed
+  placed="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d')"
+  bound="$(grep -c . <<<"$placed")"
   ((bound == pods)) || log "$label: $bound of $pods pods bound"
-  python3 - "$label" "$lo" "$hi" "$t_lo" "$t_hi" "$t_first" "$t_last" "$pods" "$bound" <<'EOF'
+  # How packed the placements are (binpack with Tally's prioritize, kube-scheduler's own spreading without).
+  log "$label: pods placed on $(sort -u <<<"$placed" | grep -c .) nodes"
+  python3 - "$label" "$lo" "$hi" "$t_lo" "$t_hi" "$t_first" "$t_last" "$pods" "$bound" "$c_lo" "$c_hi" "${api_lo:-0}" "${api_hi:-0}" "$(getconf CLK_TCK)" <<'EOF'
 import sys
-label, lo, hi, t_lo, t_hi, t_first, t_last, pods, bound = sys.argv[1:]
+label, lo, hi, t_lo, t_hi, t_first, t_last, pods, bound, c_lo, c_hi, api_lo, api_hi, tck = sys.argv[1:]
 lo, hi, pods, bound = int(lo), int(hi), int(pods), int(bound)
+# kube-apiserver's CPU seconds between the samples at 10% and 90% scheduled,
+# and per pod scheduled between them (the counts when sampled, not lo/hi).
+api = (int(api_hi) - int(api_lo)) / float(tck)
+between = int(c_hi) - int(c_lo)
+api_ms = 1000 * api / between if between > 0 else 0.0
 span = float(t_last) - float(t_first) if t_first and t_last else 0.0
 whole = (pods - 1) / span if span > 0 else 0.0
 # The progress is sampled every 0.2 s: when a small run binds its 10%..90%
 # between two samples the window has no width, and the whole run's rate is
 # the only measurement there is (it was reported as 0 pods/s).
 rate = (hi - lo) / (float(t_hi) - float(t_lo)) if t_lo and t_hi and float(t_hi) > float(t_lo) else whole
-print(f"{label} {rate:.1f} {whole:.1f} {span:.2f} {bound}")
+print(f"{label} {rate:.1f} {whole:.1f} {span:.2f} {bound} {api:.2f} {api_ms:.3f}")
 EOF
   k delete namespace "$ns" --wait=false >/dev/null
   # No namespace controller runs: delete the pods themselves (kwok removes them).
@@ -403,6 +418,7 @@ EOF
 results=()
 for ((r = 1; r <= rounds; r++)); do
   for mode in ${variants//,/ }; do
+    if [[ "$mode" == ext-json ]]; then use_extender json; else use_extender proto; fi
     [[ "$mode" == ext-weighted ]] && echo -10 >"/proc/$ext_pid/autogroup"
     [[ "$mode" == ext-rt ]] && http_threads_policy -f -p 10
     [[ "$mode" == ext-batch ]] && http_threads_policy -b -p 0
@@ -412,8 +428,8 @@ for ((r = 1; r <= rounds; r++)); do
     line="$(cat "$state/result")"
     [[ -n "$line" ]] || { log "round $r $mode: no result"; exit 1; }
     results+=("$line")
-    read -r _ rate whole span bound <<<"$line"
-    log "round $r $mode: $rate pods/s (10%..90%), $whole pods/s first..last over ${span}s, $bound/$pods bound"
+    read -r _ rate whole span bound api api_ms <<<"$line"
+    log "round $r $mode: $rate pods/s (10%..90%), $whole pods/s first..last over ${span}s, $bound/$pods bound; kube-apiserver $api CPU s between 10% and 90% ($api_ms ms per pod)"
   done
 done
 restart "$state/bench-idle.yaml"
@@ -432,6 +448,13 @@ realtime = [float(r[1]) for r in rows if r[0] == "ext-rt"]
 batch = [float(r[1]) for r in rows if r[0] == "ext-batch"]
 peer = [float(r[1]) for r in rows if r[0] == "peer"]
 floor = [float(r[1]) for r in rows if r[0] == "floor"]
+ext_json = [float(r[1]) for r in rows if r[0] == "ext-json"]
+noprio = [float(r[1]) for r in rows if r[0] == "ext-noprio"]
+# kube-apiserver CPU ms per pod scheduled (10%..90%), per variant in run order
+api_ms = {}
+for r in rows:
+    if len(r) > 6:
+        api_ms.setdefault(r[0], []).append(float(r[6]))
 bound_ok = all(int(r[4]) == pods for r in rows)
 mb = statistics.mean(base) if base else 0.0
 me = statistics.mean(ext) if ext else 0.0
@@ -444,27 +467,37 @@ if nobatch:
 print(f"  with tally-extender: {' '.join(f'{x:.1f}' for x in ext)} pods/s (mean {me:.1f})")
 if nobatch and ext:
     print(f"  with tally-extender / without, both unbatched: {me / mnb:.3f}")
-if nobind:
-    print(f"  with tally-extender, no bindVerb: {' '.join(f'{x:.1f}' for x in nobind)} pods/s (mean {statistics.mean(nobind):.1f}, ratio {(statistics.mean(nobind) / mb if mb else 0):.3f})")
-if weighted:
-    print(f"  with tally-extender at nice -10: {' '.join(f'{x:.1f}' for x in weighted)} pods/s (mean {statistics.mean(weighted):.1f}, ratio {(statistics.mean(weighted) / mb if mb else 0):.3f})")
-if realtime:
-    print(f"  with tally-extender's HTTP threads SCHED_FIFO: {' '.join(f'{x:.1f}' for x in realtime)} pods/s (mean {statistics.mean(realtime):.1f}, ratio {(statistics.mean(realtime) / mb if mb else 0):.3f})")
-if batch:
-    print(f"  with tally-extender's HTTP threads SCHED_BATCH: {' '.join(f'{x:.1f}' for x in batch)} pods/s (mean {statistics.mean(batch):.1f}, ratio {(statistics.mean(batch) / mb if mb else 0):.3f})")
-if peer:
-    print(f"  with the Go peer extender (filter+prioritize, no bind): {' '.join(f'{x:.1f}' for x in peer)} pods/s (mean {statistics.mean(peer):.1f}, ratio {(statistics.mean(peer) / mb if mb else 0):.3f})")
-    if nobind:
-        print(f"  tally no-bind / Go peer: {statistics.mean(nobind) / statistics.mean(peer):.3f}")
-if floor:
-    mf = statistics.mean(floor)
-    print(f"  with floor-extender (the verbs, no model): {' '.join(f'{x:.1f}' for x in floor)} pods/s (mean {mf:.1f}, ratio {(mf / mb if mb else 0):.3f})")
+def show(title, xs, against=None):
+    """One variant's rates, their mean and its ratio to the baseline's mean;
+    against = (label, mean) also prints that mean over this one's."""
+    m = statistics.mean(xs)
+    print(f"  {title}: {' '.join(f'{x:.1f}' for x in xs)} pods/s (mean {m:.1f}, ratio {(m / mb if mb else 0):.3f})")
+    if against and against[1]:
+        print(f"  {against[0]}: {against[1] / m:.3f}")
+    return m
+for label, xs, against in (
+        ("with tally-extender, no bindVerb", nobind, None),
+        ("with tally-extender at nice -10", weighted, None),
+        ("with tally-extender's HTTP threads SCHED_FIFO", realtime, None),
+        ("with tally-extender's HTTP threads SCHED_BATCH", batch, None),
+        ("with the Go peer extender (filter+prioritize, no bind)", peer,
+         ("tally no-bind / Go peer", statistics.mean(nobind) if nobind else 0)),
+        ("with floor-extender (the verbs, no model)", floor, ("tally-extender / floor-extender", me)),
+        ("with tally-extender, JSON watches", ext_json, ("protobuf / JSON watches", me))):
+    if xs:
+        show(label, xs, against)
+if noprio:
+    mn = show("with tally-extender, no prioritizeVerb", noprio)
     if me:
-        print(f"  tally-extender / floor-extender: {me / mf:.3f}")
+        print(f"  no prioritizeVerb / full: {mn / me:.3f}")
+for v, ms in api_ms.items():
+    print(f"  kube-apiserver CPU per pod, {v}: {' '.join(f'{x:.2f}' for x in ms)} ms (mean {statistics.mean(ms):.2f})")
+if "ext" in api_ms and "ext-json" in api_ms:
+    print(f"  kube-apiserver CPU per pod, protobuf / JSON watches: {statistics.mean(api_ms['ext']) / statistics.mean(api_ms['ext-json']):.3f}")
 print(f"  ratio with/without: {ratio:.3f} (goal >= 0.9)")
 print(f"  every pod bound in every run: {'yes' if bound_ok else 'NO'}")
 if out:
-    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "extWeighted": weighted, "extRt": realtime, "peer": peer, "floor": floor, "ratio": ratio,
+    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "extWeighted": weighted, "extRt": realtime, "peer": peer, "floor": floor, "extJson": ext_json, "extNoPrio": noprio, "apiserverCpuMsPerPod": api_ms, "ratio": ratio,
                "allBound": bound_ok}, open(out, "w"), indent=1)
 sys.exit(0 if bound_ok and ratio >= min_ratio else 1)
 EOF

@@ -14,7 +14,7 @@
 #include "tally/codec/snapshot.hpp"
 #include "tally/common/log.hpp"
 #include "tally/extender/allocator.hpp"
-#include "tally/extender/cache_writer.hpp"
+#include "tally/extender/assumptions.hpp"
 #include "tally/extender/metrics.hpp"
 #include "tally/extender/pod_binder.hpp"
 #include "tally/extender/service.hpp"
@@ -23,7 +23,7 @@
 #include "tally/runtime/config.hpp"
 #include "tally/runtime/manager.hpp"
 #include "tally/runtime/process.hpp"
-#include "watches.hpp"
+#include "tally/state/informers.hpp"
 
 namespace {
 
@@ -131,18 +131,9 @@ int loadSnapshotFile(const std::string& path, const std::optional<codec::Billing
     logError("cannot decode --snapshot-file", {{"path", path}, {"error", snapshot.error().describe()}});
     return 2;
   }
-  const model::Cluster& c = snapshot->cluster;
-  for (const auto& [k, v] : c.nodes) writer.upsert(v);
-  for (const auto& [k, v] : c.classes) writer.upsert(v);
-  for (const auto& [k, v] : c.namespaces) writer.upsert(v);
-  for (const auto& [k, v] : c.hrqs) writer.upsert(v);
-  for (const auto& [k, v] : c.quotas) writer.upsert(v);
-  for (const auto& [k, v] : c.devices) writer.upsert(v);
-  for (const auto& [k, v] : c.vmis) writer.upsert(v);
-  for (const auto& [k, v] : c.organizations) writer.upsert(v);
-  for (const auto& [k, v] : c.pods) writer.upsert(v);
-  if (c.plans && billingPlans) writer.upsert(c.plans);
-  if (c.permittedHostDevices) writer.upsert(*c.permittedHostDevices);
+  model::Cluster& c = snapshot->cluster;
+  if (!billingPlans) c.plans.reset();
+  state::upsertCluster(writer, c);
   writer.flush();
   logInfo("serving from a snapshot file", {{"path", path}, {"nodes", c.nodes.size()}, {"pods", c.pods.size()}});
   return 0;
@@ -221,7 +212,7 @@ int main(int argc, char** argv) {
   try {
     obs::Registry registry;
     ExtenderMetrics metrics(registry);
-    WatchOptions watchOptions;
+    state::SourceOptions watchOptions;
     watchOptions.billingPlans = billingPlans;
     watchOptions.organizations = f.watchOrganizations;
     watchOptions.kubevirt = f.watchKubevirt;
@@ -233,12 +224,12 @@ int main(int argc, char** argv) {
     writerOptions.publishInterval = parseDuration(f.publishInterval);
     writerOptions.assumeTtl = parseDuration(f.assumeTtl);
     bool offline = !f.snapshotFile.empty();
-    writerOptions.watched = offline ? std::set<model::Kind>{} : Watches::kinds(watchOptions);
+    writerOptions.watched = offline ? std::set<model::Kind>{} : state::watchedKinds(watchOptions);
     CacheWriter writer(writerOptions);
     exportWriterStats(writer, metrics);
 
     std::shared_ptr<runtime::Client> client;
-    std::unique_ptr<Watches> watches;
+    std::unique_ptr<state::Informers> watches;
     std::unique_ptr<PodBinder> binder;
     if (offline) {
       if (int rc = loadSnapshotFile(f.snapshotFile, billingPlans, writer)) return rc;
@@ -250,7 +241,9 @@ int main(int argc, char** argv) {
       }
       client = std::move(created).value();
       exportClientStats(client, metrics);
-      watches = std::make_unique<Watches>(client, writer, metrics, watchOptions);
+      watches = std::make_unique<state::Informers>(
+          client, writer, watchOptions,
+          state::InformerMetrics{&metrics.informerEvents, &metrics.informerStaleness, &metrics.cacheSynced});
       PodBinder::Options bo;
       bo.threads = f.bindThreads;
       binder = std::make_unique<PodBinder>(

@@ -82,7 +82,7 @@ void ExtenderService::bind(std::string& body, http::Respond respond) {
 http::Readiness ExtenderService::readiness() const {
   auto snap = snapshots_.read();
   if (snap->ready()) return {};
-  return {false, snap->notReadyReason()};
+  return {false, notReadyReason(*snap)};
 }
 
 std::string ExtenderService::metricsText() const { return metrics_.registry().render(); }

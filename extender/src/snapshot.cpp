@@ -2,8 +2,10 @@
 
 namespace tally::extender {
 
-const model::Pod* ExtenderSnapshot::boundPod(std::string_view node, std::string_view uid) const {
-  const auto* row = podsOnNode.find(node);
+const BoundPodRows& podsOnNode(const ExtenderSnapshot& snap) { return snap.part<BoundPodRows>(kBoundPodsPart); }
+
+const model::Pod* boundPod(const ExtenderSnapshot& snap, std::string_view node, std::string_view uid) {
+  const auto* row = podsOnNode(snap).find(node);
   if (!row) return nullptr;
   for (const model::Pod& pod : **row) {
     if (pod.uid == uid) return &pod;
@@ -11,14 +13,9 @@ const model::Pod* ExtenderSnapshot::boundPod(std::string_view node, std::string_
   return nullptr;
 }
 
-std::string ExtenderSnapshot::notReadyReason() const {
-  std::string kinds;
-  for (std::size_t i = 0; i < unsynced.size(); ++i) {
-    if (i) kinds += ", ";
-    kinds += model::toString(unsynced[i]);
-  }
-  return "tally-extender is not ready: the " + kinds + (unsynced.size() == 1 ? " cache is" : " caches are") +
-         " not synced yet; refusing to filter rather than letting every node pass";
+std::string notReadyReason(const ExtenderSnapshot& snap) {
+  return "tally-extender is not ready: " + snap.unsyncedCaches() +
+         "; refusing to filter rather than letting every node pass";
 }
 
 }  // namespace tally::extender

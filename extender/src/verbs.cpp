@@ -73,7 +73,7 @@ wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::Extende
   result.asNodeList = args.fromNodeList;
   result.plainNames = args.plainNames;
   if (!snap.ready()) {
-    result.error = snap.notReadyReason();
+    result.error = notReadyReason(snap);
     if (tally) tally->add(FilterResultKind::Error, model::Code::CacheNotSynced);
     return result;
   }
@@ -265,7 +265,7 @@ wire::PreemptionResult preemptVictims(const ExtenderSnapshot& snap, const wire::
     if (node == cluster.nodes.end()) continue;
     std::vector<const model::Pod*> candidates;
     for (const auto& uid : victims.podUids) {
-      if (const model::Pod* pod = snap.boundPod(nodeName, uid)) candidates.push_back(pod);
+      if (const model::Pod* pod = boundPod(snap, nodeName, uid)) candidates.push_back(pod);
     }
     auto kept = model::narrowVictims(cluster, snap.usage, demand, node->second, candidates);
     if (!kept) continue;

@@ -18,33 +18,6 @@ using namespace tally;
 using namespace tally::extender;
 using namespace tally::extender::testing;
 
-TEST(SnapshotCell, ReadersNeverSeeAFreedValueWhileTheWriterPublishes) {
-  SnapshotCell<std::vector<int>> cell;
-  cell.publish(std::make_unique<const std::vector<int>>(64, 0));
-  std::atomic<bool> done{false};
-  std::vector<std::thread> readers;
-  std::atomic<std::uint64_t> reads{0};
-  for (int t = 0; t < 4; ++t) {
-    readers.emplace_back([&] {
-      int last = 0;
-      while (!done.load()) {
-        auto v = cell.read();
-        int first = (*v)[0];
-        for (int x : *v) ASSERT_EQ(x, first);  // never a torn or freed vector
-        ASSERT_GE(first, last);                // publication order is seen in order
-        last = first;
-        ++reads;
-      }
-    });
-  }
-  for (int i = 1; i <= 5000; ++i) cell.publish(std::make_unique<const std::vector<int>>(64, i));
-  done = true;
-  for (auto& r : readers) r.join();
-  cell.reclaim();
-  EXPECT_EQ(cell.retiredCount(), 0u);
-  EXPECT_GT(reads.load(), 0u);
-}
-
 TEST(Extender, FiltersOverHttpStayConsistentWhileTheWriterChurns) {
   CacheWriter::Options o;
   o.publishInterval = std::chrono::milliseconds(1);
@@ -138,7 +111,7 @@ TEST(Extender, ConcurrentFiltersInDifferentOrdersGetTheirOwnAnswers) {
 // took are held; no request is lost between the HTTP threads, the binder's
 // pool and the writer.
 TEST(Extender, BindsAndFiltersWithSplitBodiesFromManyConnections) {
-  std::vector<WatchedObject> objects = {passthroughClass(), tenantNamespace("tenant-a")};
+  std::vector<state::Object> objects = {passthroughClass(), tenantNamespace("tenant-a")};
   constexpr int kNodes = 25, kPods = 120, kClients = 6;
   for (int n = 0; n < kNodes; ++n) objects.emplace_back(gpuNode("node-" + std::to_string(n), 8));
   for (int p = 0; p < kPods; ++p) {

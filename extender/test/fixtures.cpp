@@ -1,5 +1,7 @@
 #include "fixtures.hpp"
 
+#include "tally/state/testing/objects.hpp"
+
 namespace tally::extender::testing {
 
 model::DeviceClass passthroughClass(std::string name, std::string resource) {
@@ -15,37 +17,22 @@ model::DeviceClass passthroughClass(std::string name, std::string resource) {
 }
 
 model::Node gpuNode(std::string name, std::int64_t devices, model::NodeMode mode, std::string resource) {
-  model::Node n;
-  n.name = std::move(name);
+  model::Node n = state::testing::gpuNode(std::move(name), devices, std::move(resource));
   n.activeMode = mode;
   n.expectedMode = mode;
-  n.ready = true;
-  n.allocatable.set(resource, devices);
   return n;
 }
 
-model::Namespace tenantNamespace(std::string name) {
-  model::Namespace ns;
-  ns.tree[name] = 0;
-  ns.name = std::move(name);
-  return ns;
-}
+model::Namespace tenantNamespace(std::string name) { return state::testing::tenant(std::move(name)); }
 
 model::Pod gpuPod(std::string ns, std::string name, std::string uid, std::int64_t count, std::string node,
                   std::string resource) {
-  model::Pod p;
-  p.ns = std::move(ns);
-  p.name = std::move(name);
+  model::Pod p = state::testing::gpuPod(std::move(ns), std::move(name), count, std::move(node), std::move(resource));
   p.uid = std::move(uid);
-  p.nodeName = std::move(node);
-  p.phase = p.nodeName.empty() ? model::PodPhase::Pending : model::PodPhase::Running;
-  model::ResourceList r;
-  r.set(resource, count);
-  p.containers.push_back(r);
   return p;
 }
 
-std::unique_ptr<CacheWriter> loadedWriter(const std::vector<WatchedObject>& objects, CacheWriter::Options options) {
+std::unique_ptr<CacheWriter> loadedWriter(const std::vector<state::Object>& objects, CacheWriter::Options options) {
   options.watched.clear();
   auto writer = std::make_unique<CacheWriter>(options);
   for (const auto& o : objects) writer->upsert(o);
@@ -83,8 +70,8 @@ std::string extenderArgsWithNodeList(const std::string& pod, const std::vector<s
   return body + "]},\"NodeNames\":null}";
 }
 
-std::vector<WatchedObject> syntheticCluster(std::size_t nodes, std::size_t pods, std::size_t namespaces) {
-  std::vector<WatchedObject> out;
+std::vector<state::Object> syntheticCluster(std::size_t nodes, std::size_t pods, std::size_t namespaces) {
+  std::vector<state::Object> out;
   out.emplace_back(passthroughClass());
   for (std::size_t i = 0; i < namespaces; ++i) out.emplace_back(tenantNamespace("tenant-" + std::to_string(i)));
   for (std::size_t i = 0; i < nodes; ++i) out.emplace_back(gpuNode("node-" + std::to_string(i)));

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tally/extender/cache_writer.hpp"
+#include "tally/extender/assumptions.hpp"
 
 namespace tally::extender::testing {
 
@@ -19,7 +19,7 @@ model::Pod gpuPod(std::string ns, std::string name, std::string uid, std::int64_
                   std::string resource = kH200);
 
 // A writer (no thread) with every kind synced, holding `objects`, flushed.
-std::unique_ptr<CacheWriter> loadedWriter(const std::vector<WatchedObject>& objects, CacheWriter::Options options = {});
+std::unique_ptr<CacheWriter> loadedWriter(const std::vector<state::Object>& objects, CacheWriter::Options options = {});
 
 // The JSON of a v1 Pod as the scheduler sends it.
 std::string podJson(const std::string& ns, const std::string& name, const std::string& uid, std::int64_t count,
@@ -31,6 +31,6 @@ std::string extenderArgsWithNodeList(const std::string& pod, const std::vector<s
 
 // A cluster of `nodes` passthrough nodes (8 devices each) and `pods` bound
 // one-device pods spread over them, in `namespaces` tenants.
-std::vector<WatchedObject> syntheticCluster(std::size_t nodes, std::size_t pods, std::size_t namespaces = 20);
+std::vector<state::Object> syntheticCluster(std::size_t nodes, std::size_t pods, std::size_t namespaces = 20);
 
 }  // namespace tally::extender::testing

@@ -16,7 +16,7 @@ using namespace tally::extender::testing;
 
 namespace {
 
-std::vector<WatchedObject> cluster() {
+std::vector<state::Object> cluster() {
   return {passthroughClass(), tenantNamespace("tenant-a"), gpuNode("free", 8), gpuNode("small", 1),
           gpuPod("tenant-a", "pending", "uid-p", 4)};
 }

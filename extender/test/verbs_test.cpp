@@ -23,7 +23,7 @@ wire::ExtenderArgs argsFor(const model::Pod& pod, std::vector<std::string> nodes
   return a;
 }
 
-std::vector<WatchedObject> twoNodes() {
+std::vector<state::Object> twoNodes() {
   return {passthroughClass(),
           tenantNamespace("tenant-a"),
           gpuNode("full", 2),
@@ -229,7 +229,7 @@ TEST(Prioritize, BinPackPrefersTheFullerNodeSpreadTheEmptier) {
 }
 
 TEST(Preempt, KeepsOnlyVictimsNeededAndDropsNodesWhereNothingHelps) {
-  std::vector<WatchedObject> objects = {passthroughClass(), tenantNamespace("tenant-a"), gpuNode("n1", 4),
+  std::vector<state::Object> objects = {passthroughClass(), tenantNamespace("tenant-a"), gpuNode("n1", 4),
                                         gpuNode("n2", 2)};
   objects.push_back(gpuPod("tenant-a", "a", "uid-a", 2, "n1"));
   objects.push_back(gpuPod("tenant-a", "b", "uid-b", 2, "n1"));
@@ -298,23 +298,23 @@ TEST(Snapshot, PodEventsShareTheClusterAndUntouchedFitBlocks) {
 
 TEST(Snapshot, OnlyChangedNodesGetNewPodRows) {
   auto writer = loadedWriter(syntheticCluster(10, 40, 2));
-  auto before = writer->snapshots().read()->podsOnNode;
+  auto before = podsOnNode(*writer->snapshots().read());
   writer->upsert(gpuPod("tenant-0", "extra", "uid-extra", 1, "node-3"));
   writer->flush();
   EXPECT_EQ(writer->stats().lastRowsRebuilt, 1u);
   auto snap = writer->snapshots().read();
-  EXPECT_EQ((*snap->podsOnNode.find("node-3"))->size(), 5u);
-  EXPECT_NE((*snap->podsOnNode.find("node-3")).get(), (*before.find("node-3")).get());
-  EXPECT_EQ((*snap->podsOnNode.find("node-4")).get(), (*before.find("node-4")).get());
-  EXPECT_NE(snap->boundPod("node-3", "uid-extra"), nullptr);
+  EXPECT_EQ((*podsOnNode(*snap).find("node-3"))->size(), 5u);
+  EXPECT_NE((*podsOnNode(*snap).find("node-3")).get(), (*before.find("node-3")).get());
+  EXPECT_EQ((*podsOnNode(*snap).find("node-4")).get(), (*before.find("node-4")).get());
+  EXPECT_NE(boundPod(*snap, "node-3", "uid-extra"), nullptr);
 }
 
 namespace {
 
 // A cluster mixing what filter tells apart: nodes full, half full and empty,
 // of the wrong mode, cordoned and not Ready, with pods bound on them.
-std::vector<WatchedObject> mixedCluster(std::mt19937_64& rng, std::size_t nodes) {
-  std::vector<WatchedObject> objects = {passthroughClass(), tenantNamespace("tenant-a"), tenantNamespace("tenant-b")};
+std::vector<state::Object> mixedCluster(std::mt19937_64& rng, std::size_t nodes) {
+  std::vector<state::Object> objects = {passthroughClass(), tenantNamespace("tenant-a"), tenantNamespace("tenant-b")};
   for (std::size_t i = 0; i < nodes; ++i) {
     const std::string name = "n" + std::to_string(i) + (i % 3 == 0 ? "-a-long-name-beyond-sixteen-bytes" : "");
     model::Node node = gpuNode(name, 1 + static_cast<std::int64_t>(rng() % 8),

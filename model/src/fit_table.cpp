@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "filter_core.hpp"
-#include "tally/model/cow_map.hpp"
+#include "tally/common/cow_map.hpp"
 #include "tally/model/units.hpp"
 
 namespace tally::model {

@@ -29,7 +29,6 @@
 #include "tally/model/pool.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/capacity.hpp"
-#include "tally/model/cow_map.hpp"
 #include "tally/model/fit_table.hpp"
 #include "tally/model/index.hpp"
 #include "tally/model/units.hpp"
@@ -1682,37 +1681,5 @@ TEST(PropertyPreempt, VictimsNamedAreExactlyWhatMakesTheFilterAcceptTheNode) {
   EXPECT_GT(refusedTargets, 50);
 }
 
-TEST(PropertyCowMap, CopiesStayFrozenWhileTheOriginalChanges) {
-  std::mt19937_64 rng(7);
-  CowMap<std::int64_t> live;
-  std::map<std::string, std::int64_t> truth;
-  std::vector<std::pair<CowMap<std::int64_t>, std::map<std::string, std::int64_t>>> frozen;
-  for (int i = 0; i < 5000; ++i) {
-    std::string key = "k" + std::to_string(rng() % 700);
-    switch (rng() % 4) {
-      case 0: EXPECT_EQ(live.erase(key), truth.erase(key) == 1); break;
-      default: live[key] += static_cast<std::int64_t>(rng() % 10); truth[key] = live[key];
-    }
-    if (i % 500 == 0) frozen.emplace_back(live, truth);
-  }
-  frozen.emplace_back(live, truth);
-  for (const auto& [map, expected] : frozen) {
-    ASSERT_EQ(map.size(), expected.size());
-    std::size_t seen = 0;
-    map.forEach([&](std::string_view k, std::int64_t v) {
-      ++seen;
-      auto it = expected.find(std::string(k));
-      ASSERT_NE(it, expected.end()) << k;
-      EXPECT_EQ(it->second, v) << k;
-    });
-    EXPECT_EQ(seen, expected.size());
-    for (const auto& [k, v] : expected) {
-      const std::int64_t* found = map.find(k);
-      ASSERT_NE(found, nullptr) << k;
-      EXPECT_EQ(*found, v);
-    }
-    EXPECT_EQ(map.find("absent"), nullptr);
-  }
-}
 }  // namespace
 }  // namespace tally::model

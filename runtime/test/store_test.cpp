@@ -19,29 +19,6 @@ MetaObject obj(std::string ns, std::string name, std::string rv, std::string nod
   return o;
 }
 
-TEST(PersistentMap, OldVersionsAreUnchangedByLaterEdits) {
-  PersistentMap<int> v0;
-  PersistentMap<int>::Transient t(v0);
-  for (int i = 0; i < 10000; ++i)
-    t.set(std::make_shared<const PersistentMap<int>::Item>(PersistentMap<int>::Item{std::to_string(i), i}));
-  PersistentMap<int> v1 = std::move(t).persistent();
-  PersistentMap<int>::Transient t2(v1);
-  t2.erase("5");
-  t2.set(std::make_shared<const PersistentMap<int>::Item>(PersistentMap<int>::Item{"7", 700}));
-  PersistentMap<int> v2 = std::move(t2).persistent();
-
-  EXPECT_EQ(v0.size(), 0u);
-  EXPECT_EQ(v1.size(), 10000u);
-  EXPECT_EQ(v2.size(), 9999u);
-  EXPECT_EQ(v1.find("5")->value, 5);
-  EXPECT_EQ(v2.find("5"), nullptr);
-  EXPECT_EQ(v1.find("7")->value, 7);
-  EXPECT_EQ(v2.find("7")->value, 700);
-  size_t n = 0;
-  v2.forEach([&](const auto&) { ++n; });
-  EXPECT_EQ(n, 9999u);
-}
-
 TEST(Store, PublishMakesABatchVisibleAtOnce) {
   Store<MetaCodec> store;
   auto before = store.snapshot();

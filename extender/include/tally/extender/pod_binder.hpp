@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "tally/extender/cache_writer.hpp"
+#include "tally/extender/assumptions.hpp"
 #include "tally/extender/wire.hpp"
 
 namespace tally::extender {

@@ -8,7 +8,7 @@
 
 #include "tally/extender/metrics.hpp"
 #include "tally/extender/pod_binder.hpp"
-#include "tally/extender/snapshot_cell.hpp"
+#include "tally/common/snapshot_cell.hpp"
 #include "tally/runtime/http/operation_routes.hpp"
 #include "tally/runtime/http/server.hpp"
 

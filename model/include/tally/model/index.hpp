@@ -11,7 +11,7 @@
 
 #include "tally/model/capacity.hpp"
 #include "tally/model/cluster.hpp"
-#include "tally/model/cow_map.hpp"
+#include "tally/common/cow_map.hpp"
 
 namespace tally::model {
 

@@ -90,7 +90,7 @@ class Informer {
     if (resyncThread_.joinable()) resyncThread_.join();
   }
 
-  std::shared_ptr<const Snap> snapshot() const { return store_.snapshot(); }
+  typename Store<C>::SnapshotRef snapshot() const { return store_.snapshot(); }
   bool hasSynced() const { return store_.snapshot()->synced(); }
 
   bool waitForSync(std::chrono::milliseconds timeout) const {

@@ -1,12 +1,13 @@
 #pragma once
-// The informer's cache. One writer thread applies watch events to a
-// transient copy and publishes an immutable Snapshot; any number of readers
-// take the current snapshot with a pointer copy and never wait for the
-// writer's work. Handlers run on the writer thread after the snapshot that
-// contains their change is visible.
+// The informer's cache. One writer thread applies watch events to its live
+// maps (copy-on-write: tally/common/cow_map.hpp) and publishes an immutable
+// Snapshot that shares every bucket the batch did not touch, through the
+// tree's one publication cell (tally/common/snapshot_cell.hpp): readers never
+// take a lock or wait for the writer's work, and hold a snapshot by its guard
+// on the thread that took it. Handlers run on the writer thread after the
+// snapshot that contains their change is visible.
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -17,10 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "tally/common/cow_map.hpp"
+#include "tally/common/snapshot_cell.hpp"
 #include "tally/runtime/codec.hpp"
 #include "tally/common/log.hpp"
-#include "tally/runtime/persistent_map.hpp"
-#include "tally/runtime/published_ptr.hpp"
 #include "tally/runtime/watch_event.hpp"
 
 namespace tally::runtime {
@@ -28,34 +29,38 @@ namespace tally::runtime {
 template <class Obj>
 class Snapshot {
  public:
-  using Map = PersistentMap<Obj>;
-  using ItemPtr = typename Map::ItemPtr;
+  struct Item {
+    std::string key;
+    Obj value;
+  };
+  using ItemPtr = std::shared_ptr<const Item>;
+  using Map = CowMap<ItemPtr>;
   using Bucket = std::vector<ItemPtr>;  // sorted by key
-  using IndexMap = PersistentMap<Bucket>;
+  using IndexMap = CowMap<Bucket>;
 
   const Obj* get(std::string_view key) const {
     // The item outlives the call only while the snapshot is held.
-    auto item = objects_.find(key);
-    return item ? &item->value : nullptr;
+    const ItemPtr* item = objects_.find(key);
+    return item ? &(*item)->value : nullptr;
   }
   // Keeps the object alive independently of the snapshot.
   std::shared_ptr<const Obj> share(std::string_view key) const {
-    auto item = objects_.find(key);
-    return item ? std::shared_ptr<const Obj>(item, &item->value) : nullptr;
+    const ItemPtr* item = objects_.find(key);
+    return item ? std::shared_ptr<const Obj>(*item, &(*item)->value) : nullptr;
   }
   size_t size() const { return objects_.size(); }
   // f(std::string_view key, const Obj&)
   template <class F>
   void forEach(F&& f) const {
-    objects_.forEach([&](const typename Map::Item& it) { f(std::string_view(it.key), it.value); });
+    objects_.forEach([&](std::string_view key, const ItemPtr& item) { f(key, item->value); });
   }
   std::vector<const Obj*> byIndex(std::string_view index, std::string_view value) const {
     std::vector<const Obj*> out;
     for (const auto& [name, map] : indexes_) {
       if (name != index) continue;
-      if (auto bucket = map.find(value)) {
-        out.reserve(bucket->value.size());
-        for (const auto& item : bucket->value) out.push_back(&item->value);
+      if (const Bucket* bucket = map.find(value)) {
+        out.reserve(bucket->size());
+        for (const auto& item : *bucket) out.push_back(&item->value);
       }
     }
     return out;
@@ -64,7 +69,7 @@ class Snapshot {
   std::vector<std::string> indexValues(std::string_view index) const {
     std::vector<std::string> out;
     for (const auto& [name, map] : indexes_) {
-      if (name == index) map.forEach([&](const typename IndexMap::Item& it) { out.push_back(it.key); });
+      if (name == index) map.forEach([&](std::string_view key, const Bucket&) { out.emplace_back(key); });
     }
     return out;
   }
@@ -89,6 +94,8 @@ class Store {
   using Snap = Snapshot<Object>;
   using ItemPtr = typename Snap::ItemPtr;
   using IndexFunc = std::function<std::vector<std::string>(const Object&)>;
+  // A snapshot held by the thread that read it (see SnapshotCell::Guard).
+  using SnapshotRef = typename SnapshotCell<Snap>::Guard;
 
   struct Handlers {
     std::function<void(const Object&)> onAdd;
@@ -96,98 +103,97 @@ class Store {
     std::function<void(const Object&)> onDelete;
   };
 
-  Store() : current_(std::make_shared<const Snap>()) {}
+  Store() { current_.publish(std::make_unique<const Snap>()); }
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   // Registration happens before the first event is applied.
   void addIndex(std::string name, IndexFunc fn) {
     indexFns_.emplace_back(name, std::move(fn));
-    auto snap = std::make_shared<Snap>(*snapshot());
-    snap->indexes_.emplace_back(std::move(name), typename Snap::IndexMap());
-    current_.store(std::move(snap));
+    live_.indexes_.emplace_back(std::move(name), typename Snap::IndexMap());
+    current_.publish(std::make_unique<const Snap>(live_));
   }
   void addHandlers(Handlers h) {
     std::lock_guard lock(handlersMu_);
     handlers_.push_back(std::move(h));
   }
 
-  // Reader side: lock-free with respect to the writer's work.
-  std::shared_ptr<const Snap> snapshot() const { return current_.load(); }
+  // Reader side: wait-free with respect to the writer's work.
+  SnapshotRef snapshot() const { return current_.read(); }
 
   // ---- writer side (one thread) ----
 
   // Applies one ADDED/MODIFIED/DELETED event to the pending batch.
   void apply(EventType type, Object&& obj) {
-    begin();
+    dirty_ = true;
     std::string key = C::key(obj);
-    rv_.assign(C::resourceVersion(obj));
+    live_.resourceVersion_.assign(C::resourceVersion(obj));
+    const ItemPtr* found = live_.objects_.find(key);
+    ItemPtr old = found ? *found : nullptr;
     if (type == EventType::kDeleted) {
-      ItemPtr old = edit_->erase(key);
       if (old) {
+        live_.objects_.erase(key);
         unindex(old);
         pending_.push_back({EventType::kDeleted, std::move(old), nullptr});
       }
       return;
     }
-    auto item =
-        std::make_shared<const typename Snap::Map::Item>(typename Snap::Map::Item{std::move(key), std::move(obj)});
-    ItemPtr old = edit_->set(item);
+    auto item = std::make_shared<const typename Snap::Item>(typename Snap::Item{key, std::move(obj)});
+    live_.objects_[key] = item;
     if (old) unindex(old);
     index(item);
     pending_.push_back({old ? EventType::kModified : EventType::kAdded, std::move(old), std::move(item)});
   }
 
   void setResourceVersion(std::string rv) {
-    begin();
-    rv_ = std::move(rv);
+    dirty_ = true;
+    live_.resourceVersion_ = std::move(rv);
   }
 
   // Replaces the whole content (after LIST or watch-list); objects missing
   // from `items` produce deletions, the rest adds or updates.
   void replace(std::vector<Object>&& items, std::string rv) {
-    begin();
+    dirty_ = true;
     // Callers publish before relisting, so the published snapshot is the
     // baseline the handlers compare against.
     std::vector<ItemPtr> previous;
-    previous.reserve(edit_->size());
-    snapshot()->objects_.forEachItemPtr([&](const ItemPtr& p) { previous.push_back(p); });
-    edit_->clear();
-    for (auto& idx : indexEdits_) idx.second.clear();
+    {
+      SnapshotRef published = snapshot();
+      previous.reserve(published->objects_.size());
+      published->objects_.forEach([&](std::string_view, const ItemPtr& p) { previous.push_back(p); });
+    }
+    live_.objects_.clear();
+    for (auto& idx : live_.indexes_) idx.second.clear();
     for (auto& obj : items) {
       std::string key = C::key(obj);
-      auto item =
-          std::make_shared<const typename Snap::Map::Item>(typename Snap::Map::Item{std::move(key), std::move(obj)});
-      edit_->set(item);
+      auto item = std::make_shared<const typename Snap::Item>(typename Snap::Item{key, std::move(obj)});
+      live_.objects_[key] = item;
       index(item);
     }
     for (auto& old : previous) {
-      if (!edit_->find(old->key)) pending_.push_back({EventType::kDeleted, old, nullptr});
+      if (!live_.objects_.contains(old->key)) pending_.push_back({EventType::kDeleted, old, nullptr});
     }
     items.clear();
     replaced_ = true;
     replacedPrevious_ = std::move(previous);
-    rv_ = std::move(rv);
+    live_.resourceVersion_ = std::move(rv);
   }
 
   void markSynced() {
-    begin();
-    synced_ = true;
+    dirty_ = true;
+    live_.synced_ = true;
   }
 
   // Makes the batch visible and then runs the handlers for it.
   void publish() {
-    if (!edit_) return;
-    auto snap = std::make_shared<Snap>();
-    snap->objects_ = std::move(*edit_).persistent();
-    for (auto& [name, idx] : indexEdits_) snap->indexes_.emplace_back(name, std::move(idx).persistent());
-    snap->resourceVersion_ = rv_;
-    snap->synced_ = synced_;
-    snap->generation_ = ++generation_;
-    edit_.reset();
-    indexEdits_.clear();
-    std::shared_ptr<const Snap> published = snap;
-    current_.store(published);
+    if (!dirty_) return;
+    dirty_ = false;
+    live_.generation_ = ++generation_;
+    // The copy shares every bucket with the live maps; the next write to one
+    // clones just that bucket.
+    auto snap = std::make_unique<const Snap>(live_);
+    const Snap* published = snap.get();  // only this thread retires it, at a later publish
+    current_.publish(std::move(snap));
     dispatch(*published);
   }
 
@@ -212,31 +218,17 @@ class Store {
     ItemPtr newItem;
   };
 
-  void begin() {
-    if (edit_) return;
-    auto snap = snapshot();
-    edit_.emplace(snap->objects_);
-    indexEdits_.clear();
-    for (const auto& [name, map] : snap->indexes_)
-      indexEdits_.emplace_back(name, typename Snap::IndexMap::Transient(map));
-    rv_ = snap->resourceVersion_;
-    synced_ = snap->synced_;
-  }
+  static bool keyBefore(const ItemPtr& p, const std::string& k) { return p->key < k; }
 
   void index(const ItemPtr& item) {
     for (size_t i = 0; i < indexFns_.size(); ++i) {
       for (auto& value : indexFns_[i].second(item->value)) {
-        auto& tr = indexEdits_[i].second;
-        auto bucket = tr.find(value);
-        typename Snap::Bucket b = bucket ? bucket->value : typename Snap::Bucket{};
-        auto pos = std::lower_bound(b.begin(), b.end(), item->key,
-                                    [](const ItemPtr& p, const std::string& k) { return p->key < k; });
+        typename Snap::Bucket& b = live_.indexes_[i].second[value];
+        auto pos = std::lower_bound(b.begin(), b.end(), item->key, keyBefore);
         if (pos != b.end() && (*pos)->key == item->key)
           *pos = item;
         else
           b.insert(pos, item);
-        tr.set(
-            std::make_shared<const typename Snap::IndexMap::Item>(typename Snap::IndexMap::Item{value, std::move(b)}));
       }
     }
   }
@@ -244,19 +236,15 @@ class Store {
   void unindex(const ItemPtr& item) {
     for (size_t i = 0; i < indexFns_.size(); ++i) {
       for (auto& value : indexFns_[i].second(item->value)) {
-        auto& tr = indexEdits_[i].second;
-        auto bucket = tr.find(value);
-        if (!bucket) continue;
-        typename Snap::Bucket b = bucket->value;
-        auto pos = std::lower_bound(b.begin(), b.end(), item->key,
-                                    [](const ItemPtr& p, const std::string& k) { return p->key < k; });
-        if (pos == b.end() || (*pos)->key != item->key) continue;
-        b.erase(pos);
-        if (b.empty())
-          tr.erase(value);
-        else
-          tr.set(std::make_shared<const typename Snap::IndexMap::Item>(
-              typename Snap::IndexMap::Item{value, std::move(b)}));
+        auto& map = live_.indexes_[i].second;
+        const typename Snap::Bucket* found = map.find(value);
+        if (!found) continue;
+        auto at = std::lower_bound(found->begin(), found->end(), item->key, keyBefore);
+        if (at == found->end() || (*at)->key != item->key) continue;
+        const auto offset = at - found->begin();
+        typename Snap::Bucket& b = map[value];  // may clone the bucket: index again
+        b.erase(b.begin() + offset);
+        if (b.empty()) map.erase(value);
       }
     }
   }
@@ -281,9 +269,8 @@ class Store {
       replaced_ = false;
       std::vector<Change> deltas;
       std::sort(previous.begin(), previous.end(), [](const ItemPtr& a, const ItemPtr& b) { return a->key < b->key; });
-      snap.objects_.forEachItemPtr([&](const ItemPtr& now) {
-        auto it = std::lower_bound(previous.begin(), previous.end(), now->key,
-                                   [](const ItemPtr& p, const std::string& k) { return p->key < k; });
+      snap.objects_.forEach([&](std::string_view, const ItemPtr& now) {
+        auto it = std::lower_bound(previous.begin(), previous.end(), now->key, keyBefore);
         if (it != previous.end() && (*it)->key == now->key) {
           if (C::resourceVersion((*it)->value) != C::resourceVersion(now->value)) {
             deltas.push_back({EventType::kModified, *it, now});
@@ -316,19 +303,17 @@ class Store {
     }
   }
 
-  PublishedPtr<Snap> current_;
+  SnapshotCell<Snap> current_;
   std::vector<std::pair<std::string, IndexFunc>> indexFns_;
   std::mutex handlersMu_;
   std::vector<Handlers> handlers_;
 
-  // Writer-only state.
-  std::optional<typename Snap::Map::Transient> edit_;
-  std::vector<std::pair<std::string, typename Snap::IndexMap::Transient>> indexEdits_;
+  // Writer-only state: the content the next snapshot publishes.
+  Snap live_;
+  bool dirty_ = false;
   std::vector<Change> pending_;
   std::vector<ItemPtr> replacedPrevious_;
   bool replaced_ = false;
-  std::string rv_;
-  bool synced_ = false;
   uint64_t generation_ = 0;
 };
 

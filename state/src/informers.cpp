@@ -1,8 +1,8 @@
-#include "watches.hpp"
+#include "tally/state/informers.hpp"
 
 #include <atomic>
+#include <string>
 
-#include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/codec/ledger_directory.hpp"
 #include "tally/common/thread_name.hpp"
@@ -11,7 +11,7 @@
 #include "tally/runtime/codec.hpp"
 #include "tally/runtime/informer.hpp"
 
-namespace tally::extender {
+namespace tally::state {
 
 namespace od = simdjson::ondemand;
 
@@ -123,7 +123,7 @@ struct WatchCodec {
 
 }  // namespace
 
-struct Watches::Source {
+struct Informers::Source {
   model::Kind kind;
   std::atomic<std::int64_t> alive{0};  // objects handed to the writer (adds minus deletes)
   bool synced = false;
@@ -137,8 +137,14 @@ struct Watches::Source {
 
 namespace {
 
+// Counts into `family`'s series for `kind`, or nowhere.
+template <class Metric>
+Metric* seriesOf(observability::Family<Metric>* family, model::Kind kind) {
+  return family ? &family->with({std::string(model::toString(kind))}) : nullptr;
+}
+
 template <class Codec>
-class InformerSource final : public Watches::Source {
+class InformerSource final : public Informers::Source {
  public:
   // Kinds whose codec reads protobuf (the built-in ones) are asked for it when
   // `protobuf`: it costs the API server less to encode than JSON, and a server
@@ -151,23 +157,25 @@ class InformerSource final : public Watches::Source {
   }
 
   InformerSource(model::Kind k, std::shared_ptr<runtime::Client> client, runtime::InformerOptions options,
-                 CacheWriter& writer, ExtenderMetrics& metrics, bool protobuf)
+                 Writer& writer, observability::Counter* events, bool protobuf)
       : informer_(std::move(client), withWire(std::move(options), protobuf)) {
     kind = k;
-    auto& events = metrics.informerEvents.with({std::string(model::toString(k))});
+    auto count = [events] {
+      if (events) events->inc();
+    };
     typename runtime::Store<WatchCodec<Codec>>::Handlers h;
-    h.onAdd = [this, &writer, &events](const Keyed<Codec>& o) {
+    h.onAdd = [this, &writer, count](const Keyed<Codec>& o) {
       writer.upsert(o.value);
-      events.inc();
+      count();
       alive.fetch_add(1);
     };
-    h.onUpdate = [&writer, &events](const Keyed<Codec>&, const Keyed<Codec>& o) {
+    h.onUpdate = [&writer, count](const Keyed<Codec>&, const Keyed<Codec>& o) {
       writer.upsert(o.value);
-      events.inc();
+      count();
     };
-    h.onDelete = [this, &writer, &events](const Keyed<Codec>& o) {
+    h.onDelete = [this, &writer, count](const Keyed<Codec>& o) {
       writer.remove(kind, o.ns, o.name);
-      events.inc();
+      count();
       alive.fetch_sub(1);
     };
     informer_.addHandlers(std::move(h));
@@ -186,29 +194,6 @@ class InformerSource final : public Watches::Source {
   runtime::Informer<WatchCodec<Codec>> informer_;
 };
 
-runtime::InformerOptions optionsFor(runtime::Resource resource, std::string fieldSelector = {}) {
-  runtime::InformerOptions o;
-  o.resource = std::move(resource);
-  o.fieldSelector = std::move(fieldSelector);
-  return o;
-}
-
-}  // namespace
-
-std::set<model::Kind> Watches::kinds(const WatchOptions& options) {
-  std::set<model::Kind> k = {model::Kind::Node,          model::Kind::Pod,
-                             model::Kind::Namespace,     model::Kind::HierarchicalResourceQuota,
-                             model::Kind::ResourceQuota, model::Kind::DeviceClass,
-                             model::Kind::GpuDevice,     model::Kind::VirtualMachineInstance};
-  if (options.organizations) k.insert(model::Kind::Organization);
-  if (options.billingPlans) k.insert(model::Kind::BillingPlans);
-  if (options.kubevirt) k.insert(model::Kind::KubeVirt);
-  if (!options.ledgerDir.empty()) k.insert(model::Kind::Ledger);
-  return k;
-}
-
-namespace {
-
 // status.phase!=<each phase in which the model says a pod uses nothing>.
 std::string nonTerminalPodSelector() {
   std::string selector;
@@ -218,53 +203,48 @@ std::string nonTerminalPodSelector() {
   return selector;
 }
 
-}  // namespace
-
-Watches::Watches(std::shared_ptr<runtime::Client> client, CacheWriter& writer, ExtenderMetrics& metrics,
-                 WatchOptions options)
-    : options_(std::move(options)), writer_(writer), metrics_(metrics) {
-  using runtime::Resource;
-  auto add = [&]<class Codec>(Codec*, model::Kind kind, runtime::InformerOptions o) {
-    sources_.push_back(
-        std::make_unique<InformerSource<Codec>>(kind, client, std::move(o), writer, metrics, options_.protobuf));
-  };
-  add((codec::NodeCodec*)nullptr, model::Kind::Node, optionsFor(Resource::core("nodes")));
+// What the informer of `info` lists and watches under these options.
+runtime::InformerOptions informerOptions(const KindInfo& info, const SourceOptions& options) {
+  runtime::InformerOptions o;
+  o.resource = runtime::Resource::of(std::string(info.group), std::string(info.version), std::string(info.resource));
   // Terminal pods hold nothing; the selector makes them leave the cache.
-  add((codec::PodCodec*)nullptr, model::Kind::Pod, optionsFor(Resource::core("pods"), nonTerminalPodSelector()));
-  add((codec::NamespaceCodec*)nullptr, model::Kind::Namespace, optionsFor(Resource::core("namespaces")));
-  add((codec::ResourceQuotaCodec*)nullptr, model::Kind::ResourceQuota, optionsFor(Resource::core("resourcequotas")));
-  add((codec::HierarchicalResourceQuotaCodec*)nullptr, model::Kind::HierarchicalResourceQuota,
-      optionsFor(Resource::of("hnc.x-k8s.io", "v1alpha2", "hierarchicalresourcequotas")));
-  add((codec::DeviceClassCodec*)nullptr, model::Kind::DeviceClass,
-      optionsFor(Resource::of("gpu.tally.dev", "v1alpha1", "gpudeviceclasses")));
-  add((codec::GpuDeviceCodec*)nullptr, model::Kind::GpuDevice,
-      optionsFor(Resource::of("gpu.tally.dev", "v1alpha1", "gpudevices")));
-  add((codec::VirtualMachineInstanceCodec*)nullptr, model::Kind::VirtualMachineInstance,
-      optionsFor(Resource::of("kubevirt.io", "v1", "virtualmachineinstances")));
-  if (options_.organizations) {
-    add((codec::OrganizationCodec*)nullptr, model::Kind::Organization,
-        optionsFor(Resource::of("kube-dc.com", "v1", "organizations")));
+  if (info.kind == model::Kind::Pod) o.fieldSelector = nonTerminalPodSelector();
+  if (info.kind == model::Kind::BillingPlans) {
+    o.resource.namespace_ = options.billingPlans->ns;
+    o.fieldSelector = "metadata.name=" + options.billingPlans->name;
   }
-  if (options_.billingPlans) {
-    const codec::BillingPlansLocation& plans = *options_.billingPlans;
-    add((codec::BillingPlansCodec*)nullptr, model::Kind::BillingPlans,
-        optionsFor(Resource::core("configmaps", plans.ns), "metadata.name=" + plans.name));
-  }
-  if (options_.kubevirt) {
-    add((codec::KubeVirtCodec*)nullptr, model::Kind::KubeVirt,
-        optionsFor(Resource::of("kubevirt.io", "v1", "kubevirts")));
-  }
+  return o;
 }
 
-Watches::~Watches() { stop(); }
+}  // namespace
 
-void Watches::start() {
+Informers::Informers(std::shared_ptr<runtime::Client> client, Writer& writer, SourceOptions options,
+                     InformerMetrics metrics)
+    : options_(std::move(options)), writer_(writer), metrics_(metrics) {
+  forEachKind([&](auto k) {
+    constexpr model::Kind kind = decltype(k)::value;
+    using Codec = typename KindCodec<kind>::type;
+    const KindInfo& info = kindInfo(kind);
+    if constexpr (!std::is_void_v<Codec>) {
+      static_assert(kindInfo(kind).protobuf == runtime::ProtobufCodec<WatchCodec<Codec>>,
+                    "the registry's protobuf column says which codecs read protobuf");
+      if (!enabled(info, options_)) return;
+      sources_.push_back(std::make_unique<InformerSource<Codec>>(kind, client, informerOptions(info, options_), writer,
+                                                                 seriesOf(metrics_.events, kind),
+                                                                 options_.protobuf && info.protobuf));
+    }
+  });
+}
+
+Informers::~Informers() { stop(); }
+
+void Informers::start() {
   for (auto& s : sources_) s->start();
   poller_ = std::jthread([this](std::stop_token st) { poll(st); });
   nameThread(poller_.native_handle(), "tally-poll");
 }
 
-void Watches::stop() {
+void Informers::stop() {
   if (poller_.joinable()) {
     poller_.request_stop();
     poller_.join();
@@ -272,22 +252,21 @@ void Watches::stop() {
   for (auto& s : sources_) s->stop();
 }
 
-void Watches::poll(std::stop_token stop) {
+void Informers::poll(std::stop_token stop) {
   auto nextLedger = std::chrono::steady_clock::now();
   while (!stop.stop_requested()) {
     for (auto& s : sources_) {
-      std::string kind(model::toString(s->kind));
       // Synced once the informer listed AND its handlers handed every listed
       // object to the writer (handlers run just after the store publishes).
       if (!s->synced && s->informerSynced() && s->alive.load() == static_cast<std::int64_t>(s->informerSize())) {
         s->synced = true;
         writer_.setSynced(s->kind, true);
-        logInfo("cache synced", {{"kind", kind}, {"objects", s->informerSize()}});
+        logInfo("cache synced", {{"kind", std::string(model::toString(s->kind))}, {"objects", s->informerSize()}});
       }
-      metrics_.cacheSynced.with({kind}).set(s->synced ? 1 : 0);
-      metrics_.informerStaleness.with({kind}).set(s->stalenessSeconds());
+      if (auto* g = seriesOf(metrics_.synced, s->kind)) g->set(s->synced ? 1 : 0);
+      if (auto* g = seriesOf(metrics_.staleness, s->kind)) g->set(s->stalenessSeconds());
     }
-    if (!options_.ledgerDir.empty() && std::chrono::steady_clock::now() >= nextLedger) {
+    if (enabled(kindInfo(model::Kind::Ledger), options_) && std::chrono::steady_clock::now() >= nextLedger) {
       nextLedger = std::chrono::steady_clock::now() + options_.ledgerInterval;
       auto ledger = codec::loadLedgerDirectory(options_.ledgerDir);
       if (ledger) {
@@ -297,10 +276,10 @@ void Watches::poll(std::stop_token stop) {
         logWarning("cannot read the reservation ledger",
                    {{"dir", options_.ledgerDir.string()}, {"error", ledger.error().describe()}});
       }
-      metrics_.cacheSynced.with({"Ledger"}).set(ledger ? 1 : 0);
+      if (auto* g = seriesOf(metrics_.synced, model::Kind::Ledger)) g->set(ledger ? 1 : 0);
     }
     std::this_thread::sleep_for(options_.pollInterval);
   }
 }
 
-}  // namespace tally::extender
+}  // namespace tally::state

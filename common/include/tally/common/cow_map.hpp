@@ -1,15 +1,19 @@
 #pragma once
-// A string-keyed hash map whose copies share their buckets. Copying costs one
-// pointer per bucket; a write to a bucket that a copy still shares clones just
-// that bucket first. The writer of the extender's cache keeps its per-node and
-// per-namespace sums in these, so publishing a frozen copy after a handful of
-// pod events costs microseconds instead of a copy of every node's entry.
+// The tree's one copy-on-write map: a string-keyed hash map whose copies share
+// their buckets. Copying costs one pointer per 64 buckets; a write to a bucket
+// that a copy still shares clones just that bucket (and its chunk's pointers)
+// first. The model's usage sums,
+// the informers' stores and the extender's bound-pod rows live in these, so
+// publishing a frozen copy after a handful of events costs the buckets those
+// events touched, not a copy of every entry; values are written in place.
 //
 // Not thread-safe by itself: copies may be read concurrently, but every write
-// and every release of a copy must happen on one thread (the extender's writer
-// thread frees retired snapshots itself), because the clone-or-write choice
-// reads the bucket's reference count.
+// and every release of a copy must happen on one thread, because the
+// clone-or-write choice reads the bucket's reference count. SnapshotCell
+// (snapshot_cell.hpp) gives exactly that: readers never copy what they read,
+// and the one writer frees retired values itself.
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -18,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace tally::model {
+namespace tally {
 
 // A hash of a short name (node, namespace, pod key): eight bytes at a time,
 // each folded in with a multiply, then finished so that the low bits a bucket
@@ -73,14 +77,14 @@ class CowMap {
     V value;
   };
 
-  CowMap() : buckets_(kMinBuckets) {}
+  CowMap() : chunks_(kMinBuckets / kChunk) {}
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
   const V* find(std::string_view key) const {
     const std::uint64_t h = hashName(key);
-    const Bucket* b = buckets_[h & (buckets_.size() - 1)].get();
+    const Bucket* b = bucket(h);
     if (!b) return nullptr;
     for (const Entry& e : b->entries) {
       if (e.hash == h && e.key == key) return &e.value;
@@ -96,7 +100,7 @@ class CowMap {
     for (Entry& e : b.entries) {
       if (e.hash == h && e.key == key) return e.value;
     }
-    if (size_ + 1 > buckets_.size() * kMaxLoad) {
+    if (size_ + 1 > bucketCount() * kMaxLoad) {
       grow();
       return (*this)[key];
     }
@@ -106,11 +110,10 @@ class CowMap {
 
   bool erase(std::string_view key) {
     const std::uint64_t h = hashName(key);
-    std::shared_ptr<Bucket>& slot = buckets_[h & (buckets_.size() - 1)];
-    if (!slot) return false;
-    auto& entries = slot->entries;
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      if (entries[i].hash != h || entries[i].key != key) continue;
+    const Bucket* found = bucket(h);
+    if (!found) return false;
+    for (std::size_t i = 0; i < found->entries.size(); ++i) {
+      if (found->entries[i].hash != h || found->entries[i].key != key) continue;
       Bucket& b = writable(h);  // may clone: index again into the writable copy
       b.entries[i] = std::move(b.entries.back());
       b.entries.pop_back();
@@ -121,28 +124,45 @@ class CowMap {
   }
 
   void clear() {
-    buckets_.assign(kMinBuckets, nullptr);
+    chunks_.assign(kMinBuckets / kChunk, nullptr);
     size_ = 0;
   }
 
   // f(key, value) for every entry, in no particular order.
   template <class F>
   void forEach(F&& f) const {
-    for (const auto& b : buckets_) {
-      if (!b) continue;
-      for (const Entry& e : b->entries) f(std::string_view(e.key), e.value);
-    }
+    forEachEntry([&](const Entry& e) { f(std::string_view(e.key), e.value); });
   }
 
  private:
   struct Bucket {
     std::vector<Entry> entries;
   };
-  static constexpr std::size_t kMinBuckets = 16;
+  // Buckets come in chunks, themselves shared between copies: a copy costs
+  // one pointer per 64 buckets (a 150,000-pod informer store: 1,024), and the
+  // first write to a chunk after a copy clones its 64 pointers, then the bucket.
+  static constexpr std::size_t kChunk = 64;
+  struct Chunk {
+    std::array<std::shared_ptr<Bucket>, kChunk> buckets;
+  };
+  static constexpr std::size_t kMinBuckets = kChunk;
   static constexpr std::size_t kMaxLoad = 4;
 
+  std::size_t bucketCount() const { return chunks_.size() * kChunk; }
+  const Bucket* bucket(std::uint64_t h) const {
+    const std::size_t i = h & (bucketCount() - 1);
+    const Chunk* c = chunks_[i / kChunk].get();
+    return c ? c->buckets[i % kChunk].get() : nullptr;
+  }
+
   Bucket& writable(std::uint64_t h) {
-    std::shared_ptr<Bucket>& slot = buckets_[h & (buckets_.size() - 1)];
+    const std::size_t i = h & (bucketCount() - 1);
+    std::shared_ptr<Chunk>& chunk = chunks_[i / kChunk];
+    if (!chunk)
+      chunk = std::make_shared<Chunk>();
+    else if (chunk.use_count() > 1)
+      chunk = std::make_shared<Chunk>(*chunk);
+    std::shared_ptr<Bucket>& slot = chunk->buckets[i % kChunk];
     if (!slot)
       slot = std::make_shared<Bucket>();
     else if (slot.use_count() > 1)
@@ -151,20 +171,33 @@ class CowMap {
   }
 
   void grow() {
-    std::vector<std::shared_ptr<Bucket>> next(buckets_.size() * 2);
-    for (const auto& b : buckets_) {
-      if (!b) continue;
-      for (const Entry& e : b->entries) {
-        auto& slot = next[e.hash & (next.size() - 1)];
-        if (!slot) slot = std::make_shared<Bucket>();
-        slot->entries.push_back(e);
-      }
-    }
-    buckets_ = std::move(next);
+    CowMap next;
+    next.chunks_.assign(chunks_.size() * 2, nullptr);
+    next.size_ = size_;
+    forEachEntry([&](const Entry& e) {
+      const std::size_t i = e.hash & (next.bucketCount() - 1);
+      auto& chunk = next.chunks_[i / kChunk];
+      if (!chunk) chunk = std::make_shared<Chunk>();
+      auto& slot = chunk->buckets[i % kChunk];
+      if (!slot) slot = std::make_shared<Bucket>();
+      slot->entries.push_back(e);
+    });
+    *this = std::move(next);
   }
 
-  std::vector<std::shared_ptr<Bucket>> buckets_;  // size: a power of two
+  template <class F>
+  void forEachEntry(F&& f) const {
+    for (const auto& c : chunks_) {
+      if (!c) continue;
+      for (const auto& b : c->buckets) {
+        if (!b) continue;
+        for (const Entry& e : b->entries) f(e);
+      }
+    }
+  }
+
+  std::vector<std::shared_ptr<Chunk>> chunks_;  // chunks_.size() * kChunk buckets: a power of two
   std::size_t size_ = 0;
 };
 
-}  // namespace tally::model
+}  // namespace tally

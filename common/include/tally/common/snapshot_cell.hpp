@@ -1,10 +1,13 @@
 #pragma once
-// One immutable value published by one writer and read by many threads with
-// epoch-based reclamation: a reader announces the epoch it starts in, loads
-// the pointer and reads; it never takes a lock, never touches a reference
-// count and never waits for the writer (wait-free). The writer retires
-// replaced values and frees them once no reader announced an epoch old
-// enough to still see them.
+// The tree's one publication mechanism: one immutable value published by one
+// writer and read by many threads with epoch-based reclamation. A reader
+// announces the epoch it starts in, loads the pointer and reads; it never
+// takes a lock, never touches a reference count and never waits for the
+// writer (wait-free). The writer retires replaced values and frees them, on
+// its own thread, once no reader announced an epoch old enough to still see
+// them; so values may hold CowMaps (cow_map.hpp), whose copies must all be
+// released by one thread. The cluster state's snapshots and the informers'
+// stores publish through it.
 
 #include <array>
 #include <atomic>
@@ -14,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace tally::extender {
+namespace tally {
 
 namespace detail {
 // A small id per live thread, reused after the thread exits, so each cell can
@@ -25,6 +28,8 @@ std::size_t readerSlot();
 
 template <class T>
 class SnapshotCell {
+  struct Slot;
+
  public:
   SnapshotCell() = default;
   ~SnapshotCell() {
@@ -35,14 +40,16 @@ class SnapshotCell {
   SnapshotCell& operator=(const SnapshotCell&) = delete;
 
   // A read in progress; the value stays valid until the guard is destroyed.
-  // One guard per thread and cell at a time.
+  // A thread may hold several guards of one cell at once (the first one's
+  // announcement covers the later ones); each is destroyed on the thread
+  // that took it.
   class Guard {
    public:
     Guard(Guard&& other) noexcept : slot_(std::exchange(other.slot_, nullptr)), value_(other.value_) {}
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
     ~Guard() {
-      if (slot_) slot_->store(0, std::memory_order_release);
+      if (slot_ && --slot_->depth == 0) slot_->epoch.store(0, std::memory_order_release);
     }
     const T* get() const { return value_; }
     const T* operator->() const { return value_; }
@@ -51,14 +58,16 @@ class SnapshotCell {
 
    private:
     friend class SnapshotCell;
-    Guard(std::atomic<std::uint64_t>* slot, const T* value) : slot_(slot), value_(value) {}
-    std::atomic<std::uint64_t>* slot_;
+    Guard(typename SnapshotCell::Slot* slot, const T* value) : slot_(slot), value_(value) {}
+    typename SnapshotCell::Slot* slot_;
     const T* value_;
   };
 
   Guard read() const {
-    auto& slot = slots_[detail::readerSlot()].epoch;
-    slot.store(epoch_.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
+    Slot& slot = slots_[detail::readerSlot()];
+    // An outer guard on this thread announced an epoch no later than now: it
+    // protects whatever this read loads too.
+    if (slot.depth++ == 0) slot.epoch.store(epoch_.load(std::memory_order_seq_cst), std::memory_order_seq_cst);
     return Guard(&slot, current_.load(std::memory_order_seq_cst));
   }
 
@@ -103,6 +112,7 @@ class SnapshotCell {
 
   struct alignas(64) Slot {
     std::atomic<std::uint64_t> epoch{0};  // 0: not reading
+    std::uint32_t depth = 0;              // guards the slot's thread holds; only that thread touches it
   };
   mutable std::array<Slot, detail::kMaxReaderThreads> slots_{};
   std::atomic<std::uint64_t> epoch_{1};
@@ -111,4 +121,4 @@ class SnapshotCell {
   std::vector<std::pair<const T*, std::uint64_t>> retired_;
 };
 
-}  // namespace tally::extender
+}  // namespace tally

@@ -1,9 +1,9 @@
-#include "tally/extender/snapshot_cell.hpp"
+#include "tally/common/snapshot_cell.hpp"
 
 #include <cstdio>
 #include <exception>
 
-namespace tally::extender::detail {
+namespace tally::detail {
 namespace {
 
 std::mutex gSlotsMu;
@@ -20,7 +20,7 @@ struct ThreadSlot {
     } else if (gNextSlot < kMaxReaderThreads) {
       id = gNextSlot++;
     } else {
-      std::fputs("tally-extender: more than 1024 threads read snapshots at once\n", stderr);
+      std::fputs("tally: more than 1024 threads read snapshots at once\n", stderr);
       std::terminate();
     }
   }
@@ -37,4 +37,4 @@ std::size_t readerSlot() {
   return slot.id;
 }
 
-}  // namespace tally::extender::detail
+}  // namespace tally::detail

@@ -1,0 +1,107 @@
+#pragma once
+// What the extender adds to the cluster state (tally/state/): placements it
+// assumed for binds in flight, and the bound GPU pods by node that preemption
+// reads. Both live on the state writer's thread as one Extension and are
+// published in the same snapshot; CacheWriter is that writer with them.
+//
+// Binds are serialised on the writer thread: each assumption is checked by
+// the model against the live index, which already holds every earlier one,
+// so two binds can never take the same units.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "tally/extender/snapshot.hpp"
+#include "tally/state/writer.hpp"
+
+namespace tally::extender {
+
+// Why an assumption could not be recorded.
+// NoLongerFits: since the scheduler's filter call, other placements took the
+// units; the model refuses the node now, so the bind must not go ahead.
+enum class AssumeOutcome { Recorded, PodUnknown, NoLongerFits, NotPublished };
+
+class Assumptions final : public state::Extension {
+ public:
+  explicit Assumptions(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+
+  struct Assume {
+    std::string ns, name, uid, node;
+    std::shared_ptr<std::promise<AssumeOutcome>> done;
+  };
+  // Writer thread (state::Writer::post).
+  void assume(model::UsageIndex& index, Assume& assume);
+  void forget(model::UsageIndex& index, const std::string& uid);
+
+  // Any thread.
+  std::uint64_t expired() const { return expired_.load(std::memory_order_relaxed); }
+  std::size_t lastRowsRebuilt() const { return lastRowsRebuilt_.load(std::memory_order_relaxed); }
+
+  // state::Extension (writer thread).
+  void podChanged(const std::string& key, const model::Pod* pod) override;
+  bool tick(model::UsageIndex& index, Clock::time_point now) override;
+  Clock::time_point nextDeadline() const override;
+  std::shared_ptr<const void> publish(const model::Cluster& live) override;
+  void published(const state::Snapshot& snapshot) override;
+  void stopped() override;
+
+ private:
+  void trackPod(const std::string& key, const std::string& node);
+
+  std::chrono::milliseconds ttl_;
+  std::unordered_map<std::string, std::string> nodeOfPod_;                       // pod key -> node
+  std::unordered_map<std::string, std::unordered_set<std::string>> podsOfNode_;  // node -> pod keys
+  std::unordered_set<std::string> dirtyRows_;
+  BoundPodRows rows_;
+  // Each assumption's deadline by pod uid, and the same deadlines in the order
+  // they fall (one TTL for all: the order they were set in). Entries of
+  // assumptions forgotten or made again stay in the queue until they come up
+  // and are skipped then, so expiry costs what expires, not what is assumed.
+  std::unordered_map<std::string, Clock::time_point> deadline_;
+  std::deque<std::pair<Clock::time_point, std::string>> deadlineQueue_;
+  std::vector<std::shared_ptr<std::promise<AssumeOutcome>>> waitingForPublish_;
+  std::atomic<std::uint64_t> expired_{0};
+  std::atomic<std::size_t> lastRowsRebuilt_{0};
+};
+
+struct PublishStats : state::PublishStats {
+  std::size_t lastRowsRebuilt = 0;  // bound-pod rows rebuilt
+  std::uint64_t assumptionsExpired = 0;
+};
+
+namespace detail {
+struct AssumptionsMember {
+  Assumptions assumptions;
+};
+}  // namespace detail
+
+// The state writer with the extender's assumptions and rows.
+class CacheWriter : private detail::AssumptionsMember, public state::Writer {
+ public:
+  struct Options {
+    std::chrono::milliseconds publishInterval{5};
+    std::chrono::milliseconds assumeTtl{30'000};
+    // Kinds that have a source: a snapshot is ready once every one synced.
+    std::set<model::Kind> watched;
+    std::function<model::Timestamp()> clock;  // seconds; default: system clock
+  };
+  explicit CacheWriter(Options options);
+
+  // Records pod ns/name (matching uid when given) as placed on `node` until
+  // the watch sees it bound, forget() is called, or the TTL passes. The future
+  // is ready once a snapshot holding the assumption is published.
+  std::future<AssumeOutcome> assume(std::string ns, std::string name, std::string uid, std::string node);
+  void forget(std::string uid);
+
+  PublishStats stats() const;
+};
+
+}  // namespace tally::extender

@@ -1,0 +1,50 @@
+#pragma once
+// What a reader of the cluster state sees: the cluster the model decides on
+// (without the pods map: pods are many, and their sums are in the usage
+// snapshot), the usage sums frozen at the same moment, the FitTable over both,
+// which watched kinds have not synced, and what each extension of the writer
+// published beside them. Immutable once published.
+//
+// Successive snapshots share what did not change: the cluster until an object
+// other than a pod changes, the usage sums bucket by bucket, the FitTable
+// block by block. The shared parts are reference-counted without atomics on
+// the read path: readers never copy a snapshot's shared pointers, and retired
+// snapshots are freed by the writer (see tally/common/snapshot_cell.hpp).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tally/model/cluster.hpp"
+#include "tally/model/fit_table.hpp"
+#include "tally/model/index.hpp"
+
+namespace tally::state {
+
+struct Snapshot {
+  std::shared_ptr<const model::Cluster> base;  // pods left empty; never null once published
+  model::UsageSnapshot usage;
+  // Per-node facts for filter and prioritize, over `base` and `usage`.
+  model::FitTable fit;
+  std::uint64_t generation = 0;
+  std::chrono::steady_clock::time_point publishedAt{};
+  std::vector<model::Kind> unsynced;  // watched kinds whose cache has not synced
+  std::size_t assumedPlacements = 0;  // placements the index counts ahead of the watch
+  // What each extension published, by its position in Writer::Options::extensions.
+  std::vector<std::shared_ptr<const void>> parts;
+
+  const model::Cluster& cluster() const { return *base; }
+  bool ready() const { return unsynced.empty(); }
+  // "the Pod, GpuDevice caches are not synced yet"
+  std::string unsyncedCaches() const;
+
+  // The part extension `slot` published, as the type it published.
+  template <class T>
+  const T& part(std::size_t slot) const {
+    return *static_cast<const T*>(parts[slot].get());
+  }
+};
+
+}  // namespace tally::state

@@ -1,0 +1,161 @@
+#pragma once
+// The one writer of the cluster state. Watch events and cache-sync marks are
+// queued by any thread, decoded already (each event is decoded once, by its
+// informer); the writer thread applies them to the model's incremental index
+// and publishes a Snapshot at most every `publishInterval` while something
+// changed, and at once after an urgent task. A binary adds its own state to
+// the same thread and the same publication with an Extension, and runs its own
+// writes on that thread with post(): the extender's assumed placements and
+// bound-pod rows are one.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "tally/common/snapshot_cell.hpp"
+#include "tally/model/index.hpp"
+#include "tally/state/kinds.hpp"
+#include "tally/state/snapshot.hpp"
+
+namespace tally::state {
+
+struct PublishStats {
+  std::uint64_t publishes = 0;
+  std::uint64_t eventsApplied = 0;
+  std::chrono::nanoseconds lastPublish{0};  // cost of building the last snapshot
+  std::chrono::nanoseconds lastApply{0};    // cost of applying the last batch
+  bool lastCopiedCluster = false;           // the last publish copied the cluster (a non-pod object changed)
+  std::uint64_t clusterCopies = 0;          // publishes that copied the cluster
+  std::size_t lastFitBlocksShared = 0;      // FitTable blocks shared with the previous snapshot
+  std::uint64_t skippedUnchanged = 0;       // upserts equal to what the cache held (e.g. node heartbeats)
+  std::uint64_t writerWakeups = 0;          // times the writer thread woke up (signalled, timed out or spurious)
+};
+
+// A binary's own state kept by the writer thread. Every call is made on the
+// writer thread (or by flush()), never two at once.
+class Extension {
+ public:
+  using Clock = std::chrono::steady_clock;
+  virtual ~Extension() = default;
+  // A pod event changed what the cache holds under `key` ("ns/name"): `pod` is
+  // the live value, null once the cache holds none.
+  virtual void podChanged(const std::string& key, const model::Pod* pod) = 0;
+  // After each batch: expires what is due at `now`; true when the index
+  // changed (a publication is due then).
+  virtual bool tick(model::UsageIndex& index, Clock::time_point now) = 0;
+  // When tick() next has work (Clock::time_point::max(): nothing scheduled).
+  virtual Clock::time_point nextDeadline() const = 0;
+  // Builds this extension's part of the next snapshot (Snapshot::part).
+  virtual std::shared_ptr<const void> publish(const model::Cluster& live) = 0;
+  // After `snapshot`, holding this extension's part, became visible.
+  virtual void published(const Snapshot& snapshot) = 0;
+  // The writer stopped: nothing more is published.
+  virtual void stopped() = 0;
+};
+
+class Writer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Options {
+    std::chrono::milliseconds publishInterval{5};
+    // Kinds that have a source: a snapshot is ready once every one synced.
+    // Kinds not listed count as synced and empty.
+    std::set<model::Kind> watched;
+    std::function<model::Timestamp()> clock;  // seconds; default: system clock
+    // Not owned; they outlive the writer. Snapshot::parts[i] is extensions[i]'s.
+    std::vector<Extension*> extensions;
+  };
+  // A write of a binary's own, run on the writer thread in queue order.
+  using Task = std::function<void(model::UsageIndex& index)>;
+
+  explicit Writer(Options options);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  // Producer side (any thread).
+  void upsert(Object object);
+  void remove(model::Kind kind, std::string ns, std::string name);
+  void setSynced(model::Kind kind, bool synced);
+  // `urgent`: publish as soon as it ran rather than at the next interval.
+  void post(Task task, bool urgent);
+
+  // Runs the writer on its own thread; without it, callers drive flush().
+  void start();
+  void stop();
+  // Applies everything queued and publishes now (tests, benches, offline mode).
+  void flush();
+
+  const SnapshotCell<Snapshot>& snapshots() const { return cell_; }
+  PublishStats stats() const;
+  std::size_t queued() const;
+
+ private:
+  struct Remove {
+    model::Kind kind;
+    std::string ns, name;
+  };
+  struct Synced {
+    model::Kind kind;
+    bool synced;
+  };
+  using Event = std::variant<Object, Remove, Synced, Task>;
+
+  void enqueue(Event event, bool urgent);
+  void run(std::stop_token stop);
+  void applyBatch(std::vector<Event>& batch);
+  void apply(Object& object);
+  void apply(Remove& remove);
+  void apply(Synced& synced);
+  void apply(Task& task);
+  void podChanged(const std::string& key, const model::Pod* pod);
+  void tick(Clock::time_point now);
+  Clock::time_point nextDeadline() const;
+  void publish();
+
+  Options options_;
+  SnapshotCell<Snapshot> cell_;
+
+  mutable std::mutex queueMu_;
+  std::condition_variable_any queueCv_;
+  std::vector<Event> queue_;
+  bool urgent_ = false;
+  // Set by the writer before it waits: whether any event wakes it (nothing
+  // waits to be published) or only an urgent one (it sleeps until the next
+  // publication is due and takes what queued meanwhile). Enqueuers signal only
+  // what it waits for: a watch delivering thousands of events a second would
+  // otherwise wake it for each, to find it has nothing to do yet.
+  bool wakeOnAny_ = true;
+  std::uint64_t writerWakeups_ = 0;
+
+  // Writer-only state.
+  model::UsageIndex index_;
+  std::set<model::Kind> synced_;
+  // The cluster part of the last snapshot, and whether an object other than a
+  // pod changed since (a new one is copied then).
+  std::shared_ptr<const model::Cluster> base_;
+  bool baseDirty_ = true;
+  const Snapshot* published_ = nullptr;  // alive until the next publish retires it
+  bool dirty_ = true;
+  std::uint64_t generation_ = 0;
+  Clock::time_point lastPublish_{};
+  std::mutex writerMu_;  // flush() and the thread never apply at once
+
+  mutable std::mutex statsMu_;
+  PublishStats stats_;
+  std::jthread thread_;
+};
+
+// Queues every object of `cluster` (an offline snapshot file) as upserts, the
+// kinds in registry order; its ledger and alerts are not read.
+void upsertCluster(Writer& writer, const model::Cluster& cluster);
+
+}  // namespace tally::state

@@ -1,0 +1,326 @@
+#include "tally/state/writer.hpp"
+
+#include <algorithm>
+
+#include "tally/common/thread_name.hpp"
+#include "tally/model/usage.hpp"
+
+namespace tally::state {
+
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+}  // namespace
+
+Writer::Writer(Options options) : options_(std::move(options)) {
+  if (!options_.clock) {
+    options_.clock = [] {
+      return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+  }
+  model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  for (const KindInfo& info : kKinds) {
+    if (!options_.watched.contains(info.kind)) {
+      synced_.insert(info.kind);
+      cluster.caches[info.kind] = {true, options_.clock()};
+    }
+  }
+  // Readers must always find a snapshot, even before the first event.
+  publish();
+}
+
+Writer::~Writer() { stop(); }
+
+void Writer::enqueue(Event event, bool urgent) {
+  bool wake = false;
+  {
+    std::lock_guard lock(queueMu_);
+    // The first event of a batch, or the first urgent one, is the one the
+    // writer waits for; the rest find it awake or due anyway.
+    wake = (urgent && !urgent_) || (wakeOnAny_ && queue_.empty());
+    queue_.push_back(std::move(event));
+    urgent_ = urgent_ || urgent;
+  }
+  if (wake) queueCv_.notify_one();
+}
+
+void Writer::upsert(Object object) { enqueue(std::move(object), false); }
+
+void Writer::remove(model::Kind kind, std::string ns, std::string name) {
+  enqueue(Remove{kind, std::move(ns), std::move(name)}, false);
+}
+
+void Writer::setSynced(model::Kind kind, bool synced) { enqueue(Synced{kind, synced}, false); }
+
+void Writer::post(Task task, bool urgent) { enqueue(std::move(task), urgent); }
+
+void Writer::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::jthread([this](std::stop_token st) { run(st); });
+  nameThread(thread_.native_handle(), "tally-writer");
+}
+
+void Writer::stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  queueCv_.notify_all();
+  thread_.join();
+  std::lock_guard lock(writerMu_);
+  for (Extension* e : options_.extensions) e->stopped();
+}
+
+void Writer::flush() {
+  std::vector<Event> batch;
+  {
+    std::lock_guard lock(queueMu_);
+    batch.swap(queue_);
+    urgent_ = false;
+  }
+  std::lock_guard lock(writerMu_);
+  applyBatch(batch);
+  tick(Clock::now());
+  publish();
+}
+
+std::size_t Writer::queued() const {
+  std::lock_guard lock(queueMu_);
+  return queue_.size();
+}
+
+PublishStats Writer::stats() const {
+  PublishStats s;
+  {
+    std::lock_guard lock(statsMu_);
+    s = stats_;
+  }
+  std::lock_guard lock(queueMu_);
+  s.writerWakeups = writerWakeups_;
+  return s;
+}
+
+Writer::Clock::time_point Writer::nextDeadline() const {
+  auto at = Clock::time_point::max();
+  for (const Extension* e : options_.extensions) at = std::min(at, e->nextDeadline());
+  return at;
+}
+
+void Writer::tick(Clock::time_point now) {
+  for (Extension* e : options_.extensions) dirty_ = e->tick(index_, now) || dirty_;
+}
+
+void Writer::run(std::stop_token stop) {
+  std::vector<Event> batch;
+  while (!stop.stop_requested()) {
+    bool urgent = false;
+    auto wakeAt = Clock::now() + std::chrono::seconds(1);
+    bool dirty = false;
+    {
+      // Writer state, read under the writer's lock (flush() may apply too).
+      std::lock_guard writer(writerMu_);
+      dirty = dirty_;
+      if (dirty) wakeAt = std::min(wakeAt, lastPublish_ + options_.publishInterval);
+      wakeAt = std::min(wakeAt, nextDeadline());
+    }
+    {
+      std::unique_lock lock(queueMu_);
+      wakeOnAny_ = !dirty;
+      bool waited = false;
+      queueCv_.wait_until(lock, stop, wakeAt, [&] {
+        writerWakeups_ += waited ? 1 : 0;  // every check after the first follows a wake-up
+        waited = true;
+        return urgent_ || (!dirty && !queue_.empty());
+      });
+      batch.swap(queue_);
+      urgent = urgent_;
+      urgent_ = false;
+    }
+    if (stop.stop_requested()) break;
+    std::lock_guard lock(writerMu_);
+    applyBatch(batch);
+    batch.clear();
+    auto now = Clock::now();
+    tick(now);
+    if (dirty_ && (urgent || now - lastPublish_ >= options_.publishInterval)) publish();
+  }
+}
+
+void Writer::applyBatch(std::vector<Event>& batch) {
+  if (batch.empty()) return;
+  auto started = Clock::now();
+  for (Event& event : batch) {
+    std::visit([this](auto& e) { apply(e); }, event);
+  }
+  dirty_ = true;
+  std::lock_guard lock(statsMu_);
+  stats_.eventsApplied += batch.size();
+  stats_.lastApply = Clock::now() - started;
+}
+
+void Writer::podChanged(const std::string& key, const model::Pod* pod) {
+  for (Extension* e : options_.extensions) e->podChanged(key, pod);
+}
+
+void Writer::apply(Object& object) {
+  model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  // Resyncs and updates of fields the model does not read (node heartbeats,
+  // pod conditions) decode to what the cache already holds: nothing to do.
+  auto unchanged = [&](const auto& map, const std::string& key, const auto& value) {
+    auto it = map.find(key);
+    if (it == map.end() || !(it->second == value)) return false;
+    std::lock_guard lock(statsMu_);
+    ++stats_.skippedUnchanged;
+    return true;
+  };
+  if (auto* p = std::get_if<model::Pod>(&object)) {
+    std::string key = model::objectKey(p->ns, p->name);
+    if (!model::mayHoldGpu(*p)) {
+      index_.removePod(p->ns, p->name);
+      podChanged(key, nullptr);
+      return;
+    }
+    if (unchanged(cluster.pods, key, *p)) return;
+    index_.upsertPod(*p);
+    auto live = index_.cluster().pods.find(key);
+    podChanged(key, live == index_.cluster().pods.end() ? nullptr : &live->second);
+    return;
+  }
+  bool changed = true;  // false: the upsert held what the cache held
+  std::visit(
+      Overloaded{
+          [&](model::Node& n) {
+            if (unchanged(cluster.nodes, n.name, n)) return void(changed = false);
+            index_.upsertNode(n);
+          },
+          [&](model::Pod&) {},
+          [&](model::Namespace& n) {
+            if (unchanged(cluster.namespaces, n.name, n)) return void(changed = false);
+            index_.upsertNamespace(n);
+          },
+          [&](model::HierarchicalResourceQuota& q) { cluster.hrqs[model::objectKey(q.ns, q.name)] = std::move(q); },
+          [&](model::ResourceQuota& q) { cluster.quotas[model::objectKey(q.ns, q.name)] = std::move(q); },
+          [&](model::DeviceClass& c) {
+            if (unchanged(cluster.classes, c.name, c)) return void(changed = false);
+            index_.upsertClass(c);
+          },
+          [&](model::GpuDevice& d) {
+            if (unchanged(cluster.devices, model::objectKey(d.ns, d.name), d)) return void(changed = false);
+            index_.upsertDevice(d);
+          },
+          [&](model::VirtualMachineInstance& v) {
+            if (unchanged(cluster.vmis, model::objectKey(v.ns, v.name), v)) return void(changed = false);
+            index_.upsertVmi(v);
+          },
+          [&](model::Organization& o) { cluster.organizations[model::objectKey(o.ns, o.name)] = std::move(o); },
+          [&](std::optional<model::BillingPlans>& p) {
+            if (p) cluster.plans = std::move(p);
+          },
+          [&](std::vector<model::PermittedHostDevice>& d) { cluster.permittedHostDevices = std::move(d); },
+          [&](model::Ledger& l) { cluster.ledger = std::move(l); },
+      },
+      object);
+  baseDirty_ = baseDirty_ || changed;
+}
+
+void Writer::apply(Remove& r) {
+  model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  std::string key = model::objectKey(r.ns, r.name);
+  if (r.kind != model::Kind::Pod) baseDirty_ = true;
+  switch (r.kind) {
+    case model::Kind::Node: index_.removeNode(r.name); break;
+    case model::Kind::Pod:
+      index_.removePod(r.ns, r.name);
+      podChanged(key, nullptr);
+      break;
+    case model::Kind::Namespace: index_.removeNamespace(r.name); break;
+    case model::Kind::HierarchicalResourceQuota: cluster.hrqs.erase(key); break;
+    case model::Kind::ResourceQuota: cluster.quotas.erase(key); break;
+    case model::Kind::DeviceClass: index_.removeClass(r.name); break;
+    case model::Kind::GpuDevice: index_.removeDevice(r.ns, r.name); break;
+    case model::Kind::VirtualMachineInstance: index_.removeVmi(r.ns, r.name); break;
+    case model::Kind::Organization: cluster.organizations.erase(key); break;
+    case model::Kind::BillingPlans: cluster.plans.reset(); break;
+    case model::Kind::KubeVirt: cluster.permittedHostDevices.reset(); break;
+    case model::Kind::Ledger: cluster.ledger = {}; break;
+  }
+}
+
+void Writer::apply(Synced& s) {
+  model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  baseDirty_ = true;
+  if (s.synced) {
+    synced_.insert(s.kind);
+    cluster.caches[s.kind] = {true, options_.clock()};
+  } else {
+    synced_.erase(s.kind);
+    cluster.caches[s.kind].synced = false;
+  }
+}
+
+void Writer::apply(Task& task) { task(index_); }
+
+void Writer::publish() {
+  auto started = Clock::now();
+  auto snap = std::make_unique<Snapshot>();
+  const model::Cluster& c = index_.cluster();
+  const bool copyCluster = baseDirty_ || !base_;
+  if (copyCluster) {
+    auto out = std::make_shared<model::Cluster>(c.withoutPods());
+    // `now` only dates audits and reports, which readers of the snapshot do
+    // not run on it: the copy keeps the time it was taken.
+    out->now = options_.clock();
+    base_ = std::move(out);
+    baseDirty_ = false;
+  }
+  snap->base = base_;
+  snap->usage = index_.snapshot();
+  model::UsageIndex::TouchedNodes touched = index_.takeTouchedNodes();
+  if (copyCluster || touched.all || !published_) {
+    snap->fit = model::FitTable::build(*base_, snap->usage);
+  } else {
+    snap->fit = model::FitTable::update(published_->fit, *base_, snap->usage, touched.nodes);
+  }
+  snap->parts.reserve(options_.extensions.size());
+  for (Extension* e : options_.extensions) snap->parts.push_back(e->publish(c));
+  snap->generation = ++generation_;
+  for (const KindInfo& info : kKinds) {
+    if (!synced_.contains(info.kind)) snap->unsynced.push_back(info.kind);
+  }
+  snap->assumedPlacements = index_.assumedCount();
+  auto built = Clock::now();
+  snap->publishedAt = built;
+  const std::size_t shared = snap->fit.blocksShared();
+  published_ = snap.get();
+  cell_.publish(std::move(snap));
+  lastPublish_ = built;
+  dirty_ = false;
+  for (Extension* e : options_.extensions) e->published(*published_);
+  std::lock_guard lock(statsMu_);
+  ++stats_.publishes;
+  stats_.lastPublish = built - started;
+  stats_.lastCopiedCluster = copyCluster;
+  stats_.clusterCopies += copyCluster ? 1 : 0;
+  stats_.lastFitBlocksShared = shared;
+}
+
+void upsertCluster(Writer& writer, const model::Cluster& c) {
+  for (const auto& [k, v] : c.nodes) writer.upsert(v);
+  for (const auto& [k, v] : c.classes) writer.upsert(v);
+  for (const auto& [k, v] : c.namespaces) writer.upsert(v);
+  for (const auto& [k, v] : c.hrqs) writer.upsert(v);
+  for (const auto& [k, v] : c.quotas) writer.upsert(v);
+  for (const auto& [k, v] : c.devices) writer.upsert(v);
+  for (const auto& [k, v] : c.vmis) writer.upsert(v);
+  for (const auto& [k, v] : c.organizations) writer.upsert(v);
+  for (const auto& [k, v] : c.pods) writer.upsert(v);
+  if (c.plans) writer.upsert(c.plans);
+  if (c.permittedHostDevices) writer.upsert(*c.permittedHostDevices);
+}
+
+}  // namespace tally::state

@@ -1,0 +1,121 @@
+// The cluster state against a real kube-apiserver (e2e/cluster/up): every
+// registered kind's informer syncs, and the published snapshot follows nodes
+// and GPU pods as they are created and deleted.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "../recording_extension.hpp"
+#include "cluster.hpp"
+#include "tally/state/informers.hpp"
+#include "tally/state/writer.hpp"
+
+namespace tally::state {
+namespace {
+
+using namespace std::chrono_literals;
+using runtime::e2e::Cluster;
+
+constexpr const char* kGpu = "nvidia.com/GH100_H200_SXM_141GB";
+
+class ClusterEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const std::string name = "state-e2e-" + std::to_string(::getpid());
+    ASSERT_TRUE(Cluster::instance().up(name)) << "e2e/cluster/up --name " << name << " failed";
+  }
+  void TearDown() override { Cluster::instance().down(); }
+};
+
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new ClusterEnvironment);
+
+template <class F>
+bool eventually(F&& f, std::chrono::milliseconds timeout = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (f()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return f();
+}
+
+std::string nodeJson(const std::string& name) {
+  return R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name +
+         R"(","annotations":{"kwok.x-k8s.io/node":"fake"}},"status":{"allocatable":{"cpu":"32","memory":"256Gi",")" +
+         kGpu + R"(":"8"},"capacity":{"cpu":"32","memory":"256Gi",")" + kGpu +
+         R"(":"8"},"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}})";
+}
+
+std::string podJson(const std::string& name, const std::string& node, int gpus) {
+  const std::string n = std::to_string(gpus);
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+         R"(","namespace":"state-e2e"},"spec":{"nodeName":")" + node +
+         R"(","containers":[{"name":"c","image":"busybox","resources":{"requests":{")" + kGpu + R"(":")" + n +
+         R"("},"limits":{")" + kGpu + R"(":")" + n + R"("}}}]}})";
+}
+
+runtime::DeleteOptions gracePeriodZero() {
+  runtime::DeleteOptions o;
+  o.gracePeriodSeconds = 0;
+  return o;
+}
+
+TEST(StateE2E, SnapshotsFollowNodesAndPodsCreatedAndDeleted) {
+  auto client = Cluster::instance().client();
+  ASSERT_NE(client, nullptr);
+  auto ns = client->create(runtime::Resource::core("namespaces"),
+                           R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"state-e2e"}})");
+  ASSERT_TRUE(ns) << ns.error().describe();
+
+  SourceOptions sources;  // every kind the defaults enable, built-ins over protobuf
+  testing::RecordingExtension pods;
+  Writer::Options wo;
+  wo.watched = watchedKinds(sources);
+  wo.extensions = {&pods};
+  Writer writer(wo);
+  Informers informers(client, writer, sources);
+  writer.start();
+  informers.start();
+
+  auto snapshot = [&] { return writer.snapshots().read(); };
+  ASSERT_TRUE(eventually([&] { return snapshot()->ready(); }, 60s)) << snapshot()->unsyncedCaches();
+
+  auto node = client->create(runtime::Resource::core("nodes"), nodeJson("state-e2e-n1"));
+  ASSERT_TRUE(node) << node.error().describe();
+  ASSERT_TRUE(eventually([&] {
+    auto s = snapshot();
+    auto it = s->cluster().nodes.find("state-e2e-n1");
+    return it != s->cluster().nodes.end() && it->second.allocatable.get(kGpu) == 8;
+  })) << "the node never reached the snapshot";
+
+  for (const char* name : {"gpu-a", "gpu-b"}) {
+    auto pod = client->create(runtime::Resource::core("pods", "state-e2e"), podJson(name, "state-e2e-n1", 3));
+    ASSERT_TRUE(pod) << pod.error().describe();
+  }
+  ASSERT_TRUE(eventually([&] { return snapshot()->usage.nodeUsed("state-e2e-n1", kGpu) == 6; }))
+      << "used: " << snapshot()->usage.nodeUsed("state-e2e-n1", kGpu);
+  EXPECT_EQ(snapshot()->part<testing::RecordingExtension::Keys>(0),
+            (testing::RecordingExtension::Keys{"state-e2e/gpu-a", "state-e2e/gpu-b"}));
+
+  auto gone = client->remove(runtime::Resource::core("pods", "state-e2e"), "gpu-a", gracePeriodZero());
+  ASSERT_TRUE(gone) << gone.error().describe();
+  ASSERT_TRUE(eventually([&] { return snapshot()->usage.nodeUsed("state-e2e-n1", kGpu) == 3; }))
+      << "used: " << snapshot()->usage.nodeUsed("state-e2e-n1", kGpu);
+  EXPECT_EQ(snapshot()->part<testing::RecordingExtension::Keys>(0),
+            (testing::RecordingExtension::Keys{"state-e2e/gpu-b"}));
+
+  auto nodeGone = client->remove(runtime::Resource::core("nodes"), "state-e2e-n1");
+  ASSERT_TRUE(nodeGone) << nodeGone.error().describe();
+  EXPECT_TRUE(eventually([&] { return !snapshot()->cluster().nodes.contains("state-e2e-n1"); }))
+      << "the deleted node stayed in the snapshot";
+  EXPECT_TRUE(snapshot()->ready());
+
+  informers.stop();
+  writer.stop();
+}
+
+}  // namespace
+}  // namespace tally::state

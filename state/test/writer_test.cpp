@@ -1,0 +1,156 @@
+#include "tally/state/writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tally/state/testing/objects.hpp"
+#include "recording_extension.hpp"
+
+namespace tally::state {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::gpuNode;
+using testing::gpuPod;
+using testing::kGpu;
+using testing::RecordingExtension;
+using testing::tenant;
+
+Writer::Options withExtension(RecordingExtension& ext, std::set<model::Kind> watched = {}) {
+  Writer::Options o;
+  o.watched = std::move(watched);
+  o.extensions = {&ext};
+  return o;
+}
+
+TEST(Writer, AFreshWriterPublishesAnEmptySnapshotThatIsReadyWhenNothingIsWatched) {
+  Writer writer({});
+  auto snap = writer.snapshots().read();
+  ASSERT_TRUE(snap);
+  EXPECT_EQ(snap->generation, 1u);
+  EXPECT_TRUE(snap->ready());
+  EXPECT_TRUE(snap->cluster().nodes.empty());
+  EXPECT_TRUE(snap->parts.empty());
+}
+
+TEST(Writer, WatchedKindsAreUnsyncedUntilMarkedAndTheReasonNamesThem) {
+  Writer writer(Writer::Options{.watched = {model::Kind::Node, model::Kind::Pod}});
+  {
+    auto snap = writer.snapshots().read();
+    EXPECT_FALSE(snap->ready());
+    EXPECT_EQ(snap->unsynced, (std::vector<model::Kind>{model::Kind::Node, model::Kind::Pod}));
+    EXPECT_EQ(snap->unsyncedCaches(), "the Node, Pod caches are not synced yet");
+    EXPECT_FALSE(snap->cluster().synced(model::Kind::Node));
+  }
+  writer.setSynced(model::Kind::Node, true);
+  writer.flush();
+  EXPECT_EQ(writer.snapshots().read()->unsyncedCaches(), "the Pod cache is not synced yet");
+  writer.setSynced(model::Kind::Pod, true);
+  writer.flush();
+  EXPECT_TRUE(writer.snapshots().read()->ready());
+  EXPECT_TRUE(writer.snapshots().read()->cluster().synced(model::Kind::Pod));
+}
+
+TEST(Writer, SnapshotsReflectUpsertsAndRemovesOfNodesAndPods) {
+  RecordingExtension ext;
+  Writer writer(withExtension(ext));
+  writer.upsert(tenant("t"));
+  writer.upsert(gpuNode("n1", 8));
+  writer.upsert(gpuPod("t", "p1", 3, "n1"));
+  writer.upsert(gpuPod("t", "pending", 2));
+  writer.flush();
+  {
+    auto snap = writer.snapshots().read();
+    EXPECT_TRUE(snap->cluster().nodes.contains("n1"));
+    EXPECT_TRUE(snap->cluster().pods.empty()) << "the base holds no pods: their sums are in usage";
+    EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 3);
+    EXPECT_EQ(snap->part<RecordingExtension::Keys>(0), (RecordingExtension::Keys{"t/p1", "t/pending"}));
+    EXPECT_EQ(ext.lastGeneration.load(), snap->generation);
+  }
+  writer.remove(model::Kind::Pod, "t", "p1");
+  writer.flush();
+  {
+    auto snap = writer.snapshots().read();
+    EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 0);
+    EXPECT_EQ(snap->part<RecordingExtension::Keys>(0), (RecordingExtension::Keys{"t/pending"}));
+  }
+  writer.remove(model::Kind::Node, "", "n1");
+  writer.flush();
+  EXPECT_FALSE(writer.snapshots().read()->cluster().nodes.contains("n1"));
+}
+
+TEST(Writer, PodOnlyChangesShareTheClusterAndUnchangedUpsertsAreSkipped) {
+  Writer writer({});
+  writer.upsert(tenant("t"));
+  writer.upsert(gpuNode("n1"));
+  writer.flush();
+  const auto copies = writer.stats().clusterCopies;
+  const model::Cluster* base = &writer.snapshots().read()->cluster();
+  writer.upsert(gpuPod("t", "p", 1, "n1"));
+  writer.upsert(gpuNode("n1"));  // a heartbeat: decodes to what the cache holds
+  writer.flush();
+  EXPECT_EQ(&writer.snapshots().read()->cluster(), base);
+  EXPECT_FALSE(writer.stats().lastCopiedCluster);
+  EXPECT_EQ(writer.stats().clusterCopies, copies);
+  EXPECT_EQ(writer.stats().skippedUnchanged, 1u);
+  writer.upsert(gpuNode("n1", 4));
+  writer.flush();
+  EXPECT_TRUE(writer.stats().lastCopiedCluster);
+  EXPECT_NE(&writer.snapshots().read()->cluster(), base);
+}
+
+TEST(Writer, PostedTasksRunOnTheWriterInQueueOrderWithTheLiveIndex) {
+  Writer writer({});
+  writer.upsert(tenant("t"));
+  writer.upsert(gpuNode("n1"));
+  writer.upsert(gpuPod("t", "p", 2));
+  std::size_t podsSeen = 0;
+  writer.post(
+      [&](model::UsageIndex& index) {
+        podsSeen = index.cluster().pods.size();
+        index.assume(index.cluster().pods.at("t/p"), "n1");
+      },
+      false);
+  writer.flush();
+  EXPECT_EQ(podsSeen, 1u) << "the task ran after the upserts queued before it";
+  auto snap = writer.snapshots().read();
+  EXPECT_EQ(snap->assumedPlacements, 1u);
+  EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 2);
+}
+
+TEST(Writer, TheThreadPublishesUrgentTasksAtOnceAndWakesForExtensionDeadlines) {
+  RecordingExtension ext;
+  Writer::Options o = withExtension(ext);
+  o.publishInterval = 10'000ms;  // only urgency or a deadline gets a publication out
+  Writer writer(o);
+  writer.start();
+  const auto before = writer.snapshots().read()->generation;
+  writer.post([&](model::UsageIndex&) { ext.dueAt(Writer::Clock::now() + 50ms); }, true);
+  for (int i = 0; i < 200 && writer.snapshots().read()->generation == before; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_GT(writer.snapshots().read()->generation, before) << "an urgent task is published without the interval";
+  for (int i = 0; i < 200 && ext.ticksDue.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(ext.ticksDue.load(), 1) << "the writer woke for the extension's deadline";
+  writer.stop();
+  EXPECT_EQ(ext.stoppedCalls.load(), 1);
+}
+
+TEST(Writer, UpsertClusterQueuesEveryObjectOfAnOfflineSnapshot) {
+  model::Cluster c;
+  c.namespaces["t"] = tenant("t");
+  c.nodes["n1"] = gpuNode("n1");
+  c.pods["t/p"] = gpuPod("t", "p", 5, "n1");
+  c.permittedHostDevices = std::vector<model::PermittedHostDevice>{};
+  Writer writer({});
+  upsertCluster(writer, c);
+  EXPECT_EQ(writer.queued(), 4u);
+  writer.flush();
+  auto snap = writer.snapshots().read();
+  EXPECT_TRUE(snap->cluster().namespaces.contains("t"));
+  EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 5);
+  EXPECT_TRUE(snap->cluster().permittedHostDevices.has_value());
+}
+
+}  // namespace
+}  // namespace tally::state
