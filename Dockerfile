@@ -1,5 +1,4 @@
-# Tally image: tally-extender and tallyctl on Debian bookworm (tally-controller
-# is not built yet).
+# Tally image: tally-extender, tally-controller and tallyctl on Debian bookworm.
 #   docker build -t tally:dev .
 # The build stage installs the same Debian -dev packages as `make deps` (keep the
 # two lists in step; manifests/validate.sh checks it). The runtime stage gets only
@@ -21,14 +20,13 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 # RelWithDebInfo is the configuration `make build` tests; symbols are stripped
-# below. Only the shipped targets are built (no tests, e2e or benches);
-# tally-controller joins them when it exists.
+# below. Only the shipped targets are built (no tests, e2e or benches).
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DTALLY_E2E=OFF -DTALLY_BENCH=OFF \
- && cmake --build build --target tally-extender tallyctl
+ && cmake --build build --target tally-extender tally-controller tallyctl
 RUN set -eu; \
     mkdir -p /out/bin; \
-    for b in tally-extender tallyctl; do \
+    for b in tally-extender tally-controller tallyctl; do \
       test -x "build/bin/$b" || { echo "missing build/bin/$b" >&2; exit 1; }; \
       strip --strip-unneeded -o "/out/bin/$b" "build/bin/$b"; \
     done; \

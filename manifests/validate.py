@@ -94,21 +94,26 @@ def walk_kustomization(directory, seen, objects):
                                 "data": {entry.split("=", 1)[0]: open(os.path.join(directory, src)).read()}})
 
 
-# The checks below read the complete set: the base plus the drafts of
-# tally-controller and its webhooks, which the base itself must leave out
-# (they would serve nothing yet).
+# The checks below read the complete set: the base plus the drafts of the
+# webhooks tally-controller does not serve yet, which the base must leave out
+# (failurePolicy Fail with nobody answering).
 base_objects = []
 walk_kustomization(MANIFESTS, set(), base_objects)
 raw_objects = list(base_objects)
-for draft in ("controller", "webhook"):
+for draft in ("webhook",):
     walk_kustomization(os.path.join(MANIFESTS, draft), set(), raw_objects)
+# The paths tally-controller serves (controller/include/tally/controller/):
+# a base webhook naming any other path would refuse everything it matches.
+SERVED_WEBHOOK_PATHS = {"/validate/gpudevices"}
 for o in base_objects:
     md = o.get("metadata", {})
-    check(o.get("kind") not in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"),
-          "base kustomization", f"{o.get('kind')} {md.get('name')}: its webhook server (tally-controller) is not built")
-    check(md.get("labels", {}).get("app.kubernetes.io/component") != "controller"
-          and "tally-controller" not in md.get("name", ""),
-          "base kustomization", f"{o.get('kind')} {md.get('name')}: tally-controller is not built yet")
+    if o.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for w in o.get("webhooks", []):
+            path = w.get("clientConfig", {}).get("service", {}).get("path")
+            check(path in SERVED_WEBHOOK_PATHS, "base kustomization",
+                  f"{o.get('kind')} {md.get('name')}/{w.get('name')}: tally-controller does not serve {path}")
+check(any(o.get("kind") == "Deployment" and o.get("metadata", {}).get("name") == "tally-controller"
+          for o in base_objects), "base kustomization", "no tally-controller Deployment")
 check(any(o.get("kind") == "Deployment" and o.get("metadata", {}).get("name") == "tally-extender"
           for o in base_objects), "base kustomization", "no tally-extender Deployment")
 kind_objects = []
@@ -507,9 +512,17 @@ ctl = named("ClusterRole", "tally-controller")
 if ctl:
     injected = {n for r in ctl["rules"] for n in r.get("resourceNames", [])
                 if "webhookconfigurations" in "".join(r.get("resources", []))}
-    for k in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-        for c in by_kind.get(k, []):
+    # The drafts get their injection rights when the controller serves them.
+    for c in base_objects:
+        if c.get("kind") in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
             check(c["metadata"]["name"] in injected, "rbac", f"controller cannot inject the caBundle of {c['metadata']['name']}")
+    deployment = named("Deployment", "tally-controller", "tally-system")
+    if deployment:
+        args = " ".join(a for c in deployment["spec"]["template"]["spec"]["containers"] for a in c.get("args", []))
+        for c in base_objects:
+            if c.get("kind") == "ValidatingWebhookConfiguration":
+                check(c["metadata"]["name"] in args, "Deployment/tally-controller",
+                      f"--webhook-configurations does not name {c['metadata']['name']}")
 
 # 8. kind overlay: the rendered output pins every Tally Deployment to the real node.
 if RENDERED_KIND:
@@ -530,10 +543,10 @@ if check(os.path.isfile(dockerfile), "Dockerfile", "missing"):
     check("-DTALLY_E2E=OFF" in text and "-DTALLY_BENCH=OFF" in text, "Dockerfile", "cmake must build with TALLY_E2E=OFF TALLY_BENCH=OFF")
     check(re.search(r"^USER\s+[1-9][0-9]*(:[0-9]+)?\s*$", text, re.M) is not None, "Dockerfile", "runtime USER must be a numeric non-root uid")
     check(len(re.findall(r"^FROM\s", text, re.M)) >= 2, "Dockerfile", "expected a multi-stage build")
-    for b in ("tally-extender", "tallyctl"):
-        check(b in text, "Dockerfile", f"{b} not built or shipped")
-    check("tally-controller" not in re.sub(r"#.*", "", text), "Dockerfile",
-          "tally-controller is not a target yet; building it fails the image")
+    code = re.sub(r"#.*", "", text)
+    for b in ("tally-extender", "tally-controller", "tallyctl"):
+        check(len(re.findall(rf"(?<![\w-]){re.escape(b)}(?![\w-])", code)) >= 2, "Dockerfile",
+              f"{b} not built and shipped (the base's Deployments run it)")
     makefile = os.path.join(ROOT, "Makefile")
     if os.path.isfile(makefile):
         mk = open(makefile).read().replace("\\\n", " ")

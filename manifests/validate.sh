@@ -52,10 +52,10 @@ trap 'rm -rf "$tmp"' EXIT
 rendered="" rendered_kind="" rc=0
 if [[ -n "$kubectl" ]]; then
   echo "kustomize: $kubectl ($("$kubectl" version --client 2>/dev/null | head -1))"
-  # The checks read the complete set: the base, then the drafts of
-  # tally-controller and its webhooks (not in the base until the binary ships).
+  # The checks read the complete set: the base, then the drafts of the
+  # webhooks tally-controller does not serve yet.
   : > "$tmp/full.yaml"
-  for tree in "" controller webhook; do
+  for tree in "" webhook; do
     if "$kubectl" kustomize "$here/$tree" > "$tmp/part.yaml" 2> "$tmp/err"; then
       echo "kustomize manifests/$tree: $(grep -c '^kind:' "$tmp/part.yaml") objects"
       { echo "---"; cat "$tmp/part.yaml"; } >> "$tmp/full.yaml"
@@ -100,6 +100,7 @@ if (( server )); then
   # With Tally's own webhooks installed, custom resources would be judged by a
   # running (or absent) Tally instead of by the schemas under test.
   if k get validatingwebhookconfiguration tally-validating >/dev/null 2>&1 ||
+     k get validatingwebhookconfiguration tally-gpudevice-validating >/dev/null 2>&1 ||
      k get mutatingwebhookconfiguration tally-mutating >/dev/null 2>&1; then
     echo "note: Tally's webhook configurations are installed here; skipping the object checks"
     if (( rc == 0 )); then echo "validate.sh: OK"; else echo "validate.sh: FAILED"; fi
@@ -237,24 +238,35 @@ PY
     can no tally-extender create pods -n "$scratch"
     can no tally-extender get secrets -n tally-system
     can no tally-extender create leases.coordination.k8s.io -n tally-system
-    can yes tally-controller patch gpudevices.gpu.tally.dev --subresource=status -n "$scratch"
-    can yes tally-controller update gpudeviceclasses.gpu.tally.dev --subresource=status
-    can yes tally-controller create gpudevices.gpu.tally.dev -n "$scratch"
+    # tally-controller: its informers, Lease, Secret and its own webhook
+    # configuration; no writes to GPU objects until the device binder ships.
+    can yes tally-controller watch gpudevices.gpu.tally.dev -A
+    can yes tally-controller watch virtualmachineinstances.kubevirt.io -A
+    can yes tally-controller watch organizations.kube-dc.com -A
+    can no tally-controller patch gpudevices.gpu.tally.dev --subresource=status -n "$scratch"
+    can no tally-controller create gpudevices.gpu.tally.dev -n "$scratch"
     can no tally-controller delete gpudevices.gpu.tally.dev -n "$scratch"
-    can yes tally-controller patch hierarchicalresourcequotas.hnc.x-k8s.io/plan-quota -n "$scratch"
     can no tally-controller create hierarchicalresourcequotas.hnc.x-k8s.io -n "$scratch"
-    can yes tally-controller patch organizations.kube-dc.com --subresource=status -n "$scratch"
     can no tally-controller patch organizations.kube-dc.com -n "$scratch"
-    can yes tally-controller patch validatingwebhookconfigurations/tally-validating
-    can yes tally-controller patch mutatingwebhookconfigurations/tally-mutating
+    can yes tally-controller patch validatingwebhookconfigurations/tally-gpudevice-validating
     can no tally-controller patch validatingwebhookconfigurations/someone-else
-    can yes tally-controller update leases.coordination.k8s.io/tally-controller -n tally-system
-    can no tally-controller update leases.coordination.k8s.io/tally-scheduler -n tally-system
+    can yes tally-controller watch validatingwebhookconfigurations
+    can yes tally-controller patch leases.coordination.k8s.io/tally-controller -n tally-system
+    can no tally-controller patch leases.coordination.k8s.io/tally-scheduler -n tally-system
     can yes tally-controller get secrets/tally-webhook-tls -n tally-system
+    can yes tally-controller update secrets/tally-webhook-tls -n tally-system
     can no tally-controller get secrets/someone-else -n tally-system
     can yes tally-controller watch configmaps -n kube-dc
     can no tally-controller watch configmaps -n "$scratch"
-    can yes tally-controller list kubevirts.kubevirt.io -A
+    # Tenants (tally-gpudevice-tenant, aggregated into edit and admin; bound
+    # here directly): order and release devices, never write their status.
+    k create rolebinding tally-validate-tenant -n "$scratch" --clusterrole=tally-gpudevice-tenant \
+      --serviceaccount=tally-system:tenant --dry-run=client -o yaml | k apply -f - >/dev/null
+    can yes tenant create gpudevices.gpu.tally.dev -n "$scratch"
+    can yes tenant delete gpudevices.gpu.tally.dev -n "$scratch"
+    can no tenant patch gpudevices.gpu.tally.dev --subresource=status -n "$scratch"
+    can no tenant update gpudevices.gpu.tally.dev --subresource=status -n "$scratch"
+    k delete rolebinding tally-validate-tenant -n "$scratch" --ignore-not-found >/dev/null
     can no tally-controller create pods --subresource=binding -n "$scratch"
     can yes tally-scheduler create pods --subresource=binding -n "$scratch"
     can yes tally-scheduler update leases.coordination.k8s.io/tally-scheduler -n tally-system

@@ -49,7 +49,7 @@ struct Flags {
   unsigned threads = std::max(2u, std::thread::hardware_concurrency());
   std::size_t maxBodyBytes = 16 << 20;
   std::string readTimeout = "10s", idleTimeout = "90s";
-  std::string publishInterval = "5ms", assumeTtl = "30s";
+  std::string publishInterval = "5ms", assumeTtl = "30s", bindDeadline = "2s";
   unsigned bindThreads = 64;
   std::string billingPlans = "kube-dc/billing-plans";
   bool watchOrganizations = true, watchKubevirt = false, protobufWatches = true;
@@ -91,6 +91,10 @@ void addFlags(CLI::App& app, Flags& f) {
                  "Threads posting Bindings (kept apart from the filter threads). kube-scheduler binds every pod in its "
                  "own goroutine and counts a pod scheduled only once its bind returns: at ~100 ms per POST under load, "
                  "N threads cap throughput near 10*N pods/s")
+      ->capture_default_str();
+  app.add_option("--bind-queue-deadline", f.bindDeadline,
+                 "A bind that waits longer than this for a bind thread is answered without posting (kube-scheduler has "
+                 "given up on it and retries the pod); set it to the extender entry's httpTimeout. 0: no limit")
       ->capture_default_str();
   app.add_option("--billing-plans", f.billingPlans,
                  "namespace/name of the billing-plans ConfigMap (key plans.yaml); empty: do not watch it")
@@ -246,6 +250,7 @@ int main(int argc, char** argv) {
           state::InformerMetrics{&metrics.informerEvents, &metrics.informerStaleness, &metrics.cacheSynced});
       PodBinder::Options bo;
       bo.threads = f.bindThreads;
+      bo.queueDeadline = parseDuration(f.bindDeadline);
       binder = std::make_unique<PodBinder>(
           writer,
           [client](const wire::BindingArgs& a) -> std::string {

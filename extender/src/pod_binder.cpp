@@ -44,11 +44,26 @@ void PodBinder::stop() {
 }
 
 void PodBinder::bind(wire::BindingArgs args, Done done) {
-  boost::asio::post(impl_->pool, [impl = impl_.get(), args = std::move(args), done = std::move(done)] {
-    using Clock = std::chrono::steady_clock;
+  using Clock = std::chrono::steady_clock;
+  const auto queued = Clock::now();
+  boost::asio::post(impl_->pool, [impl = impl_.get(), args = std::move(args), done = std::move(done), queued] {
     auto secondsSince = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     Times times;
     const auto started = Clock::now();
+    const auto deadline = impl->options.queueDeadline;
+    if (deadline.count() > 0 && started - queued > deadline) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(started - queued);
+      logWarning("bind expired in the queue: not posted",
+                 {{"pod", args.podNamespace + "/" + args.podName},
+                  {"node", args.node},
+                  {"waitedMs", static_cast<std::int64_t>(waited.count())},
+                  {"deadlineMs", static_cast<std::int64_t>(deadline.count())}});
+      return done("expired",
+                  "bind of pod " + args.podNamespace + "/" + args.podName + " to " + args.node + " waited " +
+                      std::to_string(waited.count()) + " ms for a bind thread, past the " +
+                      std::to_string(deadline.count()) + " ms deadline; not posted, the pod is retried",
+                  times);
+    }
     auto outcome = impl->writer.assume(args.podNamespace, args.podName, args.podUid, args.node);
     bool assumed = false;
     AssumeOutcome result = AssumeOutcome::NotPublished;

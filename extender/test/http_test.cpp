@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -181,6 +182,37 @@ TEST(Http, BindReportsTheTimeOfEachPhase) {
   EXPECT_GE(sumOf("post"), 0.06);
   EXPECT_GT(sumOf("assume"), 0.0);
   EXPECT_LT(sumOf("assume"), 0.06);  // the publication, not the POST
+}
+
+// kube-scheduler stops waiting for a bind after its httpTimeout and schedules
+// the pod again; a bind still queued by then must not be posted.
+TEST(Http, BindQueuedPastTheDeadlineIsAnsweredWithoutPosting) {
+  auto writer = loadedWriter(cluster());
+  writer->start();
+  std::atomic<int> posts{0};
+  PodBinder binder(
+      *writer,
+      [&](const wire::BindingArgs&) {
+        ++posts;
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        return std::string();
+      },
+      PodBinder::Options{.threads = 1, .queueDeadline = std::chrono::milliseconds(100)});
+  std::promise<std::string> first, second;
+  binder.bind({.podName = "pending", .podNamespace = "tenant-a", .podUid = "uid-p", .node = "free"},
+              [&](std::string_view outcome, std::string, PodBinder::Times) { first.set_value(std::string(outcome)); });
+  binder.bind({.podName = "late", .podNamespace = "tenant-a", .podUid = "uid-late", .node = "free"},
+              [&](std::string_view outcome, std::string error, PodBinder::Times times) {
+                EXPECT_NE(error.find("pod tenant-a/late"), std::string::npos) << error;
+                EXPECT_NE(error.find("100 ms deadline"), std::string::npos) << error;
+                EXPECT_EQ(times.postSeconds, 0.0);
+                second.set_value(std::string(outcome));
+              });
+  EXPECT_EQ(first.get_future().get(), "bound");
+  EXPECT_EQ(second.get_future().get(), "expired");
+  EXPECT_EQ(posts.load(), 1);
+  binder.stop();
+  writer->stop();
 }
 
 TEST(Http, FailedBindForgetsTheAssumption) {

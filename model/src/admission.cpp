@@ -201,6 +201,44 @@ Placement placeDeviceSet(const Cluster& cluster, const CapacityView& view, const
   return p;
 }
 
+const VirtualMachineInstance* runningHolder(const Cluster& cluster, const GpuDevice& device) {
+  auto running = [](const VirtualMachineInstance& v) { return v.phase != "Succeeded" && v.phase != "Failed"; };
+  if (!device.attachedTo.empty()) {
+    auto it = cluster.vmis.find(
+        objectKey(device.attachedTo.ns.empty() ? device.ns : device.attachedTo.ns, device.attachedTo.name));
+    if (it != cluster.vmis.end() && running(it->second) &&
+        (device.attachedTo.uid.empty() || it->second.uid.empty() || it->second.uid == device.attachedTo.uid)) {
+      return &it->second;
+    }
+  }
+  for (const auto& [key, vmi] : cluster.vmis) {
+    if (vmi.ns != device.ns || !running(vmi)) continue;
+    for (const auto& held : vmi.heldDevices) {
+      if (held == device.name) return &vmi;
+    }
+  }
+  return nullptr;
+}
+
+Decision checkDeviceDeletion(const Cluster& cluster, const GpuDevice& device) {
+  Decision d;
+  const std::string subject = fmt::format("gpudevice/{}/{}", device.ns, device.name);
+  if (!cluster.synced(Kind::VirtualMachineInstance)) {
+    d.refuse(Code::CacheNotSynced,
+             fmt::format("deletion of {} refused: the {} cache is not synced yet, so the VMI holding it is unknown",
+                         subject, toString(Kind::VirtualMachineInstance)));
+    return d;
+  }
+  if (const VirtualMachineInstance* vmi = runningHolder(cluster, device)) {
+    d.refuse(Code::DeviceAttached,
+             fmt::format("{} ({} GPU(s) of class {}) is attached to running vmi/{}/{} (phase {}); stop the VMI "
+                         "before deleting the device",
+                         subject, device.count, device.className, vmi->ns, vmi->name,
+                         vmi->phase.empty() ? "Pending" : vmi->phase));
+  }
+  return d;
+}
+
 std::vector<std::string> holdersOf(const Cluster& cluster, std::string_view orgNamespace, std::string_view key) {
   std::vector<std::string> holders;
   ClusterLaunchFacts facts(cluster);

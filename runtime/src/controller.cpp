@@ -120,6 +120,11 @@ std::shared_ptr<WorkQueue<std::string>> Controller::queue() const {
   return shared_->queue;
 }
 
+void Controller::enqueueOnStart(std::string key) {
+  std::lock_guard lock(lifecycle_);
+  seeders_.push_back([this, key = std::move(key)] { enqueue(key); });
+}
+
 void Controller::start() {
   std::lock_guard lock(lifecycle_);
   if (running_) return;

@@ -159,6 +159,31 @@ TEST(Controller, StopLetsTheRunningReconcileFinishAndANewTermStartsAgain) {
   EXPECT_EQ(calls.load(), 2);
 }
 
+// The certificate keeper's leader controller: its Secret may not exist yet, so
+// no informer seeds a new leadership term; the key given to enqueueOnStart does.
+TEST(Controller, AKeyEnqueuedOnStartIsReconciledInEveryTermWithoutAnyObject) {
+  std::mutex mu;
+  std::map<std::string, int> calls;
+  Controller c(options("seeded"), [&](const std::string& key, std::stop_token) -> Result<ReconcileResult> {
+    std::lock_guard lock(mu);
+    ++calls[key];
+    return ReconcileResult::done();
+  });
+  c.enqueueOnStart("ns/secret");
+  auto count = [&] {
+    std::lock_guard lock(mu);
+    return calls["ns/secret"];
+  };
+  c.start();
+  ASSERT_TRUE(eventually([&] { return count() == 1; }));
+  c.stop();
+  c.start();
+  ASSERT_TRUE(eventually([&] { return count() == 2; })) << "the second term was not seeded";
+  c.stop();
+  std::lock_guard lock(mu);
+  EXPECT_EQ(calls.size(), 1u);
+}
+
 TEST(Controller, MetricsCarryClientGoWorkqueueNames) {
   observability::Registry registry;
   std::atomic<int> calls{0};

@@ -458,8 +458,9 @@ void CertificateKeeper::attach(Manager& manager) {
   if (!options_.validatingWebhookConfigurations.empty()) {
     keeper.watch(manager.informer<MetaCodec>(InformerOptions{.resource = kValidating}), toSecret);
   }
-  // Runs when this replica starts leading, even before the Secret exists.
-  keeper.enqueue(secretKey);
+  // Runs whenever this replica starts leading, even before the Secret or any
+  // configuration exists (nothing else would enqueue it then).
+  keeper.enqueueOnStart(secretKey);
 }
 
 http::TlsFiles CertificateKeeper::tlsFiles() const {

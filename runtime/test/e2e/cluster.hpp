@@ -21,6 +21,8 @@ class Cluster {
   void down();
 
   const std::string& kubeconfig() const { return kubeconfig_; }
+  // The directory of the cluster's binaries (kubectl, tally-fixtures, ...).
+  const std::string& bin() const { return bin_; }
   std::shared_ptr<Client> client(RetryPolicy retry = {}) const;
   std::string kubectl(const std::string& args, int* exitCode = nullptr) const;
   // Current etcd revision, then a physical compaction at it.

@@ -25,13 +25,19 @@ class PodBinder {
     double assumeSeconds = 0;
     double postSeconds = 0;
   };
-  // Called with the outcome label ("bound", "refused_unassumed", "refused_no_longer_fits", "failed"), the error
-  // text and the times.
+  // Called with the outcome label ("bound", "refused_unassumed", "refused_no_longer_fits", "expired", "failed"), the
+  // error text and the times.
   using Done = std::function<void(std::string_view outcome, std::string error, Times times)>;
 
   struct Options {
     unsigned threads = 64;
     std::chrono::milliseconds publishWait{1000};  // longest wait for the assumption to be visible
+    // A bind that waited longer than this for a thread is answered "expired"
+    // without assuming or posting anything: kube-scheduler has stopped waiting
+    // for it (its extender httpTimeout) and schedules the pod again, so posting
+    // late would bind a pod the scheduler is placing anew, and a backlog would
+    // grow on itself. 0: no limit.
+    std::chrono::milliseconds queueDeadline{0};
   };
 
   PodBinder(CacheWriter& writer, PostBinding post, Options options);

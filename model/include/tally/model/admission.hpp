@@ -26,6 +26,16 @@ struct DeviceOrder {
 // whole set, budgets of the tenant and its ancestors, entitlement, closed gate.
 Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, const DeviceOrder& order);
 
+// The VMI a held device serves while it runs: the one its status.attachedTo
+// names (by uid when both carry one), or one naming it in its
+// gpu.tally.dev/devices annotation, in any phase but Succeeded or Failed (a
+// VMI still starting is about to use it). Null when none does.
+const VirtualMachineInstance* runningHolder(const Cluster& cluster, const GpuDevice& device);
+
+// Deletion of a held device: refused while a running VMI holds it (naming the
+// VMI), and closed while the VMI cache is not synced.
+Decision checkDeviceDeletion(const Cluster& cluster, const GpuDevice& device);
+
 // Placement of a device set: exactly one node holds the whole set. Chooses
 // deterministically: best fit (least free left), preferring nodes already in
 // use so whole nodes stay free, then by name. Never places on capacity that

@@ -33,6 +33,7 @@ enum class Code {
   LauncherWrongNode,
   DeviceUnknown,
   DeviceUnavailable,
+  DeviceAttached,
   AddonReductionBlocked,
   AddonUnknown,
   ModeTransitionBlocked,

@@ -105,6 +105,11 @@ class Controller {
     });
   }
 
+  // Enqueues `key` at every start(), whether or not an informer holds an
+  // object for it: a leader-only controller whose work begins before its
+  // object exists (a Secret it creates) is kicked in every leadership term.
+  void enqueueOnStart(std::string key);
+
   // Starts the workers and enqueues every object the watched informers hold;
   // stop() lets in-flight reconciles finish, then joins the workers. A stopped
   // controller can be started again (a new leadership term).

@@ -1,0 +1,354 @@
+// tally-controller: Tally's admission webhooks and, on the Lease holder, its
+// leader-only controllers. Every replica runs the informers and the state
+// writer and answers the webhooks from its own snapshot; the leader keeps the
+// serving certificate (and, next, places held devices).
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "tally/common/log.hpp"
+#include "tally/controller/gpu_device_webhook.hpp"
+#include "tally/controller/readiness.hpp"
+#include "tally/runtime/admission/certificate_keeper.hpp"
+#include "tally/runtime/admission/webhook.hpp"
+#include "tally/runtime/http/operation_routes.hpp"
+#include "tally/runtime/http/server.hpp"
+#include "tally/runtime/manager.hpp"
+#include "tally/runtime/process.hpp"
+#include "tally/state/informers.hpp"
+
+namespace {
+
+using namespace tally;
+namespace http = tally::runtime::http;
+namespace admission = tally::runtime::admission;
+namespace obs = tally::observability;
+
+std::chrono::milliseconds parseDuration(const std::string& flag, const std::string& text) {
+  auto parsed = runtime::process::parseDuration(text);
+  if (!parsed) throw std::invalid_argument(flag + ": " + parsed.error().message);
+  return *parsed;
+}
+
+std::string defaultIdentity() {
+  if (const char* pod = std::getenv("POD_NAME"); pod && *pod) return pod;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  return std::string(host[0] ? host : "tally-controller") + "_" + std::to_string(::getpid());
+}
+
+struct Flags {
+  std::string kubeconfig, context;
+  std::string webhookAddress = "0.0.0.0";
+  std::uint16_t webhookPort = 9443;
+  std::string opsAddress = "0.0.0.0";
+  std::uint16_t opsPort = 8080;
+  unsigned threads = 4;
+  std::string readTimeout = "10s", idleTimeout = "90s";
+  std::string tlsCert, tlsKey;
+  std::string certSecret = "tally-webhook-tls", certDir = "/tmp/tally-controller-certs";
+  std::string serviceName = "tally-controller", serviceNamespace = "tally-system";
+  std::vector<std::string> validatingConfigurations{"tally-gpudevice-validating"};
+  std::vector<std::string> mutatingConfigurations;
+  std::vector<std::string> certDnsNames, certIpAddresses;
+  std::string bundlePropagation = "10s";
+  bool leaderElect = true;
+  std::string leaseName = "tally-controller", leaseNamespace = "tally-system", identity = defaultIdentity();
+  std::string leaseDuration = "15s", renewDeadline = "10s", retryPeriod = "2s";
+  std::string controllerIdentity = std::string(controller::kDefaultControllerIdentity);
+  bool protobufWatches = true, watchOrganizations = true, watchKubevirt = false;
+  std::string billingPlans, ledgerDir, ledgerInterval = "30s", publishInterval = "5ms";
+  std::string cacheSyncTimeout = "120s";
+  std::string logLevel = "info", logFormat = "json";
+};
+
+void addFlags(CLI::App& app, Flags& f) {
+  app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig file; empty: $KUBECONFIG, in-cluster, then ~/.kube/config");
+  app.add_option("--context", f.context, "Kubeconfig context; empty: the current one");
+  app.add_option("--webhook-bind-address", f.webhookAddress, "Address of the HTTPS admission webhook listener")
+      ->capture_default_str();
+  app.add_option("--webhook-port", f.webhookPort, "Port of the HTTPS webhooks (/validate/gpudevices)")
+      ->capture_default_str();
+  app.add_option("--ops-bind-address", f.opsAddress, "Address of the plain-HTTP /healthz, /readyz, /metrics listener")
+      ->capture_default_str();
+  app.add_option("--ops-port", f.opsPort, "Port of /healthz, /readyz, /metrics")->capture_default_str();
+  app.add_option("--threads", f.threads, "Webhook server threads")->capture_default_str();
+  app.add_option("--read-timeout", f.readTimeout, "Time to read one review and write its answer")
+      ->capture_default_str();
+  app.add_option("--idle-timeout", f.idleTimeout, "Time a kept-alive connection may wait for its next review")
+      ->capture_default_str();
+  app.add_option("--tls-cert-file", f.tlsCert,
+                 "Serving certificate chain (PEM), used as is and re-read when it changes; empty: the leader "
+                 "generates one into --cert-secret");
+  app.add_option("--tls-key-file", f.tlsKey, "Private key (PEM) of --tls-cert-file");
+  app.add_option("--cert-secret", f.certSecret,
+                 "Secret (in --service-namespace) holding the generated CA and serving certificate")
+      ->capture_default_str();
+  app.add_option("--cert-dir", f.certDir, "Directory every replica writes the serving certificate and key into")
+      ->capture_default_str();
+  app.add_option("--service-name", f.serviceName,
+                 "Service the API server calls (its DNS names go into the certificate)")
+      ->capture_default_str();
+  app.add_option("--service-namespace", f.serviceNamespace, "Namespace of that Service and of --cert-secret")
+      ->capture_default_str();
+  app.add_option("--webhook-configurations", f.validatingConfigurations,
+                 "ValidatingWebhookConfigurations whose caBundle the leader keeps (comma-separated)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--mutating-webhook-configurations", f.mutatingConfigurations,
+                 "MutatingWebhookConfigurations whose caBundle the leader keeps (comma-separated)")
+      ->delimiter(',');
+  app.add_option("--cert-dns-names", f.certDnsNames, "Extra DNS names of the serving certificate (comma-separated)")
+      ->delimiter(',');
+  app.add_option("--cert-ip-addresses", f.certIpAddresses,
+                 "IP addresses of the serving certificate, for a url clientConfig (comma-separated)")
+      ->delimiter(',');
+  app.add_option("--bundle-propagation", f.bundlePropagation,
+                 "How long a new CA is in the injected caBundles before a certificate it signed is served")
+      ->capture_default_str();
+  app.add_option("--leader-elect", f.leaderElect,
+                 "Campaign for the Lease before leader-only work; false: this replica leads alone")
+      ->capture_default_str();
+  app.add_option("--leader-election-id", f.leaseName, "Name of the leader Lease")->capture_default_str();
+  app.add_option("--leader-election-namespace", f.leaseNamespace, "Namespace of the leader Lease")
+      ->capture_default_str();
+  app.add_option("--leader-election-identity", f.identity,
+                 "Holder identity in the Lease; default: $POD_NAME or host_pid")
+      ->capture_default_str();
+  app.add_option("--leader-election-lease-duration", f.leaseDuration,
+                 "How long a standby waits after the leader's last renewal before taking the Lease")
+      ->capture_default_str();
+  app.add_option("--leader-election-renew-deadline", f.renewDeadline,
+                 "How long the leader keeps trying to renew before it gives up leading")
+      ->capture_default_str();
+  app.add_option("--leader-election-retry-period", f.retryPeriod, "Time between acquire or renew attempts")
+      ->capture_default_str();
+  app.add_option("--controller-identity", f.controllerIdentity,
+                 "The only user allowed to change a GPUDevice's status (Tally's service account)")
+      ->capture_default_str();
+  app.add_option("--protobuf-watches", f.protobufWatches,
+                 "List and watch nodes, pods, namespaces and resource quotas as protobuf; false: JSON")
+      ->capture_default_str();
+  app.add_option("--watch-organizations", f.watchOrganizations,
+                 "Watch Organizations (kube-dc.com/v1): needed to hold idle reservations of other organizations")
+      ->capture_default_str();
+  app.add_option("--watch-kubevirt", f.watchKubevirt, "Watch the KubeVirt CR (permittedHostDevices)")
+      ->capture_default_str();
+  app.add_option("--billing-plans", f.billingPlans,
+                 "namespace/name of the billing-plans ConfigMap (key plans.yaml); empty: do not watch it");
+  app.add_option("--ledger-dir", f.ledgerDir, "Reservation ledger directory (git-sync volume); empty: no ledger");
+  app.add_option("--ledger-interval", f.ledgerInterval, "How often --ledger-dir is re-read")->capture_default_str();
+  app.add_option("--publish-interval", f.publishInterval,
+                 "Longest delay between a watch event and the snapshot the webhooks decide on")
+      ->capture_default_str();
+  app.add_option("--cache-sync-timeout", f.cacheSyncTimeout,
+                 "How long the runtime's own caches (certificate Secret, webhook configurations) may take to sync")
+      ->capture_default_str();
+  app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
+  app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
+}
+
+state::SourceOptions sourceOptions(const Flags& f) {
+  state::SourceOptions o;
+  if (!f.billingPlans.empty()) {
+    auto parsed = codec::parseBillingPlansLocation(f.billingPlans);
+    if (!parsed) throw std::invalid_argument("--billing-plans: " + parsed.error().message);
+    o.billingPlans = std::move(parsed).value();
+  }
+  o.organizations = f.watchOrganizations;
+  o.kubevirt = f.watchKubevirt;
+  o.protobuf = f.protobufWatches;
+  o.ledgerDir = f.ledgerDir;
+  o.ledgerInterval = parseDuration("--ledger-interval", f.ledgerInterval);
+  return o;
+}
+
+runtime::ManagerOptions managerOptions(const Flags& f, obs::Registry& registry) {
+  runtime::ManagerOptions o;
+  o.metrics = &registry;
+  o.cacheSyncTimeout = parseDuration("--cache-sync-timeout", f.cacheSyncTimeout);
+  if (f.leaderElect) {
+    runtime::LeaderElectionConfig le;
+    le.leaseName = f.leaseName;
+    le.leaseNamespace = f.leaseNamespace;
+    le.identity = f.identity;
+    le.leaseDuration = parseDuration("--leader-election-lease-duration", f.leaseDuration);
+    le.renewDeadline = parseDuration("--leader-election-renew-deadline", f.renewDeadline);
+    le.retryPeriod = parseDuration("--leader-election-retry-period", f.retryPeriod);
+    le.onNewLeader = [](const std::string& who) { logInfo("leader observed", {{"identity", who}}); };
+    o.leaderElection = std::move(le);
+  }
+  return o;
+}
+
+admission::CertificateKeeperOptions keeperOptions(const Flags& f) {
+  admission::CertificateKeeperOptions o;
+  o.certFile = f.tlsCert;
+  o.keyFile = f.tlsKey;
+  o.secretName = f.certSecret;
+  o.secretNamespace = f.serviceNamespace;
+  o.serviceName = f.serviceName;
+  o.serviceNamespace = f.serviceNamespace;
+  o.extraDnsNames = f.certDnsNames;
+  o.ipAddresses = f.certIpAddresses;
+  o.validatingWebhookConfigurations = f.validatingConfigurations;
+  o.mutatingWebhookConfigurations = f.mutatingConfigurations;
+  o.directory = f.certDir;
+  o.bundlePropagation = parseDuration("--bundle-propagation", f.bundlePropagation);
+  return o;
+}
+
+// Waits until `ready()` or the stop; false on the stop. The keeper announces
+// nothing when its files appear, so the startup looks every 100 ms (SIGTERM
+// ends the wait at once).
+template <class F>
+bool waitFor(std::stop_token stop, F&& ready) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  while (!ready()) {
+    if (cv.wait_for(lock, stop, std::chrono::milliseconds(100), [&] { return stop.stop_requested(); })) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tally-controller: Tally's admission webhooks (GPUDevice orders) and its leader-only controllers"};
+  Flags f;
+  addFlags(app, f);
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto logging = runtime::process::setUpLogging(f.logLevel, f.logFormat); !logging) {
+    std::cerr << logging.error().message << "\n";
+    return 2;
+  }
+  if (f.tlsCert.empty() != f.tlsKey.empty()) {
+    std::cerr << "TLS needs both --tls-cert-file and --tls-key-file\n";
+    return 2;
+  }
+
+  // Before any thread starts: they all inherit SIGTERM and SIGINT blocked.
+  runtime::SignalStop signals;
+
+  try {
+    obs::Registry registry;
+    auto informerEvents = &registry.counter("tally_controller_informer_events_total",
+                                            "Watch events handed to the state writer.", {"kind"});
+    auto informerStaleness = &registry.gauge("tally_controller_informer_staleness_seconds",
+                                             "Seconds since the kind's watch was last heard.", {"kind"});
+    auto cacheSynced =
+        &registry.gauge("tally_controller_cache_synced", "1 when the kind's cache has synced.", {"kind"});
+    auto& snapshotAge =
+        registry.gauge("tally_controller_snapshot_age_seconds", "Age of the snapshot the webhooks decide on.").with({});
+    auto& certificateLoaded = registry
+                                  .gauge("tally_controller_serving_certificate_loaded",
+                                         "1 when the webhook serving certificate and key are loaded.")
+                                  .with({});
+
+    const state::SourceOptions sources = sourceOptions(f);
+    state::Writer::Options writerOptions;
+    writerOptions.publishInterval = parseDuration("--publish-interval", f.publishInterval);
+    writerOptions.watched = state::watchedKinds(sources);
+    state::Writer writer(writerOptions);
+
+    auto connected = runtime::process::connect({f.kubeconfig, f.context, "tally-controller/0.1"});
+    if (!connected) {
+      logError("cannot reach Kubernetes", {{"error", connected.error().describe()}});
+      return 2;
+    }
+    std::shared_ptr<runtime::Client> client = std::move(connected).value();
+    state::Informers watches(client, writer, sources,
+                             state::InformerMetrics{informerEvents, informerStaleness, cacheSynced});
+
+    admission::CertificateKeeper keeper(client, keeperOptions(f));
+    runtime::Manager manager(client, managerOptions(f, registry));
+    keeper.attach(manager);
+    // Leader-only controllers join the manager here, before run(): the device
+    // binder (issue 15 item 4) is the next one, with ControllerOptions::leaderOnly.
+
+    std::atomic<bool> serving{false};
+    registry.onScrape([&] {
+      auto snap = writer.snapshots().read();
+      snapshotAge.set(std::chrono::duration<double>(std::chrono::steady_clock::now() - snap->publishedAt).count());
+      certificateLoaded.set(keeper.ready() ? 1 : 0);
+    });
+
+    writer.start();
+    watches.start();
+
+    http::ServerOptions opsOptions;
+    opsOptions.address = f.opsAddress;
+    opsOptions.port = f.opsPort;
+    opsOptions.threads = 1;
+    opsOptions.threadName = "tally-ops";
+    http::Router ops;
+    http::addOperationRoutes(ops, {.readiness =
+                                       [&] {
+                                         auto snap = writer.snapshots().read();
+                                         return controller::readiness(*snap, {keeper.ready(), serving.load()});
+                                       },
+                                   .metrics = [&registry] { return registry.render(); }});
+    http::Server opsServer(opsOptions, std::move(ops));
+    opsServer.start();
+
+    std::optional<runtime::Status> managerResult;
+    std::stop_source managerStop;
+    std::jthread managerThread([&] {
+      managerResult = manager.run(managerStop.get_token());
+      if (!*managerResult) {
+        logError("controller manager stopped", {{"error", managerResult->error().describe()}});
+        ::kill(::getpid(), SIGTERM);
+      }
+    });
+
+    std::unique_ptr<http::Server> server;
+    if (waitFor(signals.token(), [&] { return keeper.ready(); })) {
+      http::ServerOptions so;
+      so.address = f.webhookAddress;
+      so.port = f.webhookPort;
+      so.threads = f.threads;
+      so.threadName = "tally-webhook";
+      so.readTimeout = parseDuration("--read-timeout", f.readTimeout);
+      so.idleTimeout = parseDuration("--idle-timeout", f.idleTimeout);
+      so.tls = keeper.tlsFiles();
+      http::Router webhooks;
+      admission::WebhookOptions wo;
+      wo.metrics = std::make_shared<admission::WebhookMetrics>(registry);
+      addWebhook(webhooks, std::string(controller::kGpuDeviceWebhookPath), "gpudevices",
+                 controller::gpuDeviceWebhook(writer.snapshots(),
+                                              {f.controllerIdentity, &controller::gpuDeviceRefusalMetric(registry)}),
+                 wo);
+      server = std::make_unique<http::Server>(so, std::move(webhooks));
+      server->start();
+      serving = true;
+      logInfo("tally-controller serving", {{"webhookPort", server->port()},
+                                           {"opsPort", opsServer.port()},
+                                           {"identity", f.identity},
+                                           {"generatedCertificate", keeper.managing()}});
+      signals.wait();
+    }
+    logInfo("shutting down", {{"signal", signals.received()}});
+    serving = false;
+    if (server) server->stop();
+    managerStop.request_stop();
+    managerThread.join();
+    watches.stop();
+    writer.stop();
+    opsServer.stop();
+    if (managerResult && !*managerResult) return 1;
+  } catch (const std::exception& e) {
+    logError("tally-controller failed", {{"error", e.what()}});
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,427 @@
+// tally-controller against a real kube-apiserver: two replicas of the real
+// binary, started as processes; the leader creates the serving certificate
+// and injects its CA into the GPUDevice ValidatingWebhookConfiguration, whose
+// url clientConfig the API server calls over HTTPS. Users are `kubectl` (the
+// admin, which is also --controller-identity, and an impersonated tenant).
+//
+// (a) every refusal code a GPUDevice create can meet, as kubectl shows it;
+// (c) --dry-run=server leaves nothing; (e) a tenant's status write refused;
+// DELETE of a device a running VMI holds refused naming the VMI; (h) both
+// replicas answer, and after the leader is killed the other one admits
+// orders and takes the Lease.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cluster.hpp"
+
+extern char** environ;
+
+namespace tally::runtime::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kAdmin = "tally-e2e-admin";
+constexpr const char* kTenant = "alice@acme";
+constexpr const char* kConfiguration = "tally-e2e-gpudevices";
+constexpr const char* kH200 = "nvidia.com/GH100_H200_SXM_141GB";
+
+template <class F>
+bool eventually(F&& f, std::chrono::milliseconds timeout = 60s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (f()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return f();
+}
+
+std::uint16_t freePort() {
+  int rc = 0;
+  std::string out = runCommand(
+      "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])'", &rc);
+  return static_cast<std::uint16_t>(std::stoi(out));
+}
+
+Cluster& cluster() { return Cluster::instance(); }
+
+std::string kubectl(const std::string& args, int* rc = nullptr) { return cluster().kubectl(args, rc); }
+
+// kubectl apply of a YAML document given inline.
+std::string applyYaml(const std::string& yaml, int* rc = nullptr, const std::string& extra = "") {
+  const auto path = std::filesystem::temp_directory_path() / ("ctl-e2e-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << yaml;
+  return kubectl("apply " + extra + " -f " + path.string(), rc);
+}
+
+std::string device(const std::string& ns, const std::string& name, const std::string& cls, int count) {
+  return "apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDevice\nmetadata: {name: " + name + ", namespace: " + ns +
+         "}\nspec: {class: " + cls + ", count: " + std::to_string(count) + "}\n";
+}
+
+std::string gpuClass(const std::string& name, const std::string& resource, int maxCount, bool entitlement = false,
+                     const std::string& extraMeta = "") {
+  return "apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDeviceClass\nmetadata: {name: " + name + extraMeta +
+         "}\nspec: {workload: vm, allocation: passthrough, resourceName: " + resource +
+         ", nodeMode: vm-passthrough, memoryMiB: 144384, maxCount: " + std::to_string(maxCount) +
+         (entitlement ? ", requiresEntitlement: true" : "") + "}\n";
+}
+
+struct Replica {
+  pid_t pid = -1;
+  std::uint16_t webhookPort = 0, opsPort = 0;
+  std::string identity, log;
+};
+
+Replica startReplica(const std::string& identity) {
+  Replica r;
+  r.identity = identity;
+  r.webhookPort = freePort();
+  r.opsPort = freePort();
+  const auto dir = std::filesystem::temp_directory_path() / ("ctl-e2e-" + std::to_string(::getpid()) + "-" + identity);
+  std::filesystem::create_directories(dir);
+  r.log = (dir / "log").string();
+  std::vector<std::string> args = {TALLY_CONTROLLER_BINARY,
+                                   "--kubeconfig=" + cluster().kubeconfig(),
+                                   "--webhook-bind-address=127.0.0.1",
+                                   "--webhook-port=" + std::to_string(r.webhookPort),
+                                   "--ops-bind-address=127.0.0.1",
+                                   "--ops-port=" + std::to_string(r.opsPort),
+                                   "--cert-dir=" + (dir / "certs").string(),
+                                   "--cert-ip-addresses=127.0.0.1",
+                                   "--service-namespace=tally-system",
+                                   std::string("--webhook-configurations=") + kConfiguration,
+                                   "--bundle-propagation=1s",
+                                   "--leader-election-namespace=tally-system",
+                                   "--leader-election-identity=" + identity,
+                                   "--leader-election-lease-duration=4s",
+                                   "--leader-election-renew-deadline=3s",
+                                   "--leader-election-retry-period=500ms",
+                                   std::string("--controller-identity=") + kAdmin,
+                                   "--log-format=text"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, r.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (posix_spawn(&r.pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) r.pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return r;
+}
+
+int httpStatus(const std::string& url) {
+  int rc = 0;
+  std::string out = runCommand("curl -s -o /dev/null -w '%{http_code}' --max-time 3 " + url, &rc);
+  return out.empty() ? 0 : std::atoi(out.c_str());
+}
+
+// The wait status of the replica after `signal` (-1 when it was not running).
+int stopReplica(Replica& r, int signal) {
+  if (r.pid <= 0) return -1;
+  ::kill(r.pid, signal);
+  int status = 0;
+  ::waitpid(r.pid, &status, 0);
+  r.pid = -1;
+  return status;
+}
+
+std::string configuration(std::uint16_t port) {
+  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
+         "metadata: {name: " + kConfiguration + "}\nwebhooks:\n- name: gpudevices.gpu.tally.dev\n" +
+         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpudevices\"}\n" +
+         "  rules:\n  - apiGroups: [gpu.tally.dev]\n    apiVersions: [v1alpha1]\n" +
+         "    operations: [CREATE, UPDATE, DELETE]\n    resources: [gpudevices, gpudevices/status]\n" +
+         "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
+         "  admissionReviewVersions: [v1]\n";
+}
+
+// Repoints the configuration's url (as a Service dropping a dead endpoint
+// would) without touching the caBundle the keeper injected.
+bool pointAt(std::uint16_t port) {
+  int rc = 0;
+  kubectl(std::string("patch validatingwebhookconfiguration ") + kConfiguration +
+              " --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":"
+              "\"https://127.0.0.1:" +
+              std::to_string(port) + "/validate/gpudevices\"}]'",
+          &rc);
+  return rc == 0;
+}
+
+Replica* replicaA = nullptr;
+Replica* replicaB = nullptr;
+
+class ControllerEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const std::string name = "ctl-e2e-" + std::to_string(::getpid());
+    ASSERT_TRUE(cluster().up(name)) << "e2e/cluster/up --name " << name << " failed";
+    int rc = 0;
+    kubectl("create namespace tally-system", &rc);
+    for (const char* ns : {"acme", "capped"}) {
+      kubectl(std::string("create namespace ") + ns, &rc);
+      ASSERT_EQ(rc, 0);
+    }
+    // Two kwok nodes of 4 and 2 H200 units.
+    const std::vector<std::pair<std::string, int>> pools = {{"gpu-a-", 4}, {"gpu-b-", 2}};
+    for (const auto& [prefix, units] : pools) {
+      runCommand(cluster().bin() + "/tally-fixtures nodes --count 1 --prefix " + prefix +
+                     " --mode vm-passthrough --resource " + kH200 + "=" + std::to_string(units) +
+                     " --wait-ready --timeout 120s --kubeconfig " + cluster().kubeconfig() + " 2>&1",
+                 &rc);
+      ASSERT_EQ(rc, 0) << "tally-fixtures nodes " << prefix;
+    }
+    applyYaml(gpuClass("h200", kH200, 5), &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(gpuClass("licensed", "nvidia.com/licensed-gpu", 4, true), &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(gpuClass("gated", "nvidia.com/gated-gpu", 4), &rc);
+    ASSERT_EQ(rc, 0);
+    kubectl(
+        "patch gpudeviceclass gated --subresource=status --type=merge -p "
+        "'{\"status\":{\"gateFailureId\":\"gated-e2e\",\"conditions\":[{\"type\":\"CreationOpen\",\"status\":"
+        "\"False\",\"reason\":\"AuditFailed\",\"message\":\"e2e\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}'",
+        &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(gpuClass("doomed", kH200, 4, false, ", finalizers: [e2e.tally.dev/hold]"), &rc);
+    ASSERT_EQ(rc, 0);
+    kubectl("delete gpudeviceclass doomed --wait=false", &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(std::string("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: gpus, namespace: capped}\n") +
+                  "spec: {hard: {requests." + kH200 + ": \"1\"}}\n",
+              &rc);
+    ASSERT_EQ(rc, 0);
+    // The tenant may write GPUDevices and their status as far as RBAC goes:
+    // what refuses a status write here is the webhook.
+    applyYaml(
+        std::string("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: e2e-tenant}\n") +
+            "rules:\n- apiGroups: [gpu.tally.dev]\n  resources: [gpudevices, gpudevices/status]\n" +
+            "  verbs: [get, list, create, update, patch, delete]\n---\n" +
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: e2e-tenant}\n" +
+            "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-tenant}\n" +
+            "subjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: \"" + kTenant + "\"}\n",
+        &rc);
+    ASSERT_EQ(rc, 0);
+
+    replicaA = new Replica(startReplica("replica-a"));
+    ASSERT_GT(replicaA->pid, 0);
+    // A leads before B starts, so killing A later is killing the leader.
+    ASSERT_TRUE(eventually([] {
+      return kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}") == "replica-a";
+    })) << "replica-a never took the Lease";
+    replicaB = new Replica(startReplica("replica-b"));
+    ASSERT_GT(replicaB->pid, 0);
+    applyYaml(configuration(replicaA->webhookPort), &rc);
+    ASSERT_EQ(rc, 0);
+    for (Replica* r : {replicaA, replicaB}) {
+      ASSERT_TRUE(eventually([r] {
+        return httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/readyz") == 200;
+      })) << r->identity
+          << " never became ready; log: " << r->log;
+    }
+    // The API server's view of the configuration and its injected caBundle
+    // lags: wait until an order passes the webhook.
+    int n = 0;
+    ASSERT_TRUE(eventually([&] {
+      int code = 0;
+      std::string warmup = "warmup-" + std::to_string(n++);
+      std::string out = applyYaml(device("acme", warmup, "h200", 1), &code);
+      if (code == 0) kubectl("delete gpudevice -n acme " + warmup, &code);
+      return out.find("created") != std::string::npos;
+    })) << "the API server never admitted through the webhook";
+  }
+
+  void TearDown() override {
+    if (replicaA) stopReplica(*replicaA, SIGTERM);
+    if (replicaB) stopReplica(*replicaB, SIGTERM);
+    cluster().down();
+  }
+};
+
+::testing::Environment* const kEnvironment = ::testing::AddGlobalTestEnvironment(new ControllerEnvironment);
+
+void expectRefused(const std::string& yaml, const std::string& code, const std::string& needle) {
+  int rc = 0;
+  std::string out = applyYaml(yaml, &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("denied the request: tally: "), std::string::npos) << out;
+  EXPECT_NE(out.find("[" + code + "]"), std::string::npos) << out;
+  EXPECT_NE(out.find(needle), std::string::npos) << out;
+  std::printf("%s", out.c_str());  // what a user of kubectl apply reads
+}
+
+TEST(GpuDeviceOrders, EveryRefusalCodeReachesKubectlWithItsMessage) {
+  expectRefused(device("acme", "o-unknown", "b200", 1), "ClassUnknown",
+                "gpudevice/acme/o-unknown names GPU class b200");
+  expectRefused(device("acme", "o-doomed", "doomed", 1), "ClassDeleting", "doomed is being deleted");
+  expectRefused(device("acme", "o-max", "h200", 6), "CountAboveMax", "asks for 6 GPU(s) of class h200");
+  expectRefused(device("acme", "o-node", "h200", 5), "NoSingleNode", "gpudevice/acme/o-node");
+  expectRefused(device("capped", "o-budget", "h200", 2), "BudgetExceeded", "capped");
+  expectRefused(device("acme", "o-licensed", "licensed", 1), "NotEntitled", "gpu.tally.dev/entitled-licensed");
+  expectRefused(device("acme", "o-gated", "gated", 1), "GateClosed", "gated");
+  // A held device of 3 on gpu-a-0 (status written by Tally's identity) leaves 3 free in the pool.
+  int rc = 0;
+  applyYaml(device("acme", "held", "h200", 3), &rc);
+  ASSERT_EQ(rc, 0);
+  std::string out = kubectl(
+      "patch gpudevice -n acme held --subresource=status --type=merge -p "
+      "'{\"status\":{\"phase\":\"Bound\",\"node\":\"gpu-a-0\"}}'",
+      &rc);
+  ASSERT_EQ(rc, 0) << "Tally's own status write was refused: " << out;
+  ASSERT_TRUE(eventually([] {
+    int code = 0;
+    std::string o = applyYaml(device("acme", "o-pool", "h200", 4), &code);
+    return code != 0 && o.find("[PoolInsufficient]") != std::string::npos;
+  })) << "no PoolInsufficient once 3 of 6 units are held";
+  expectRefused(device("acme", "o-pool", "h200", 4), "PoolInsufficient", "pool h200 has 3 free unit(s)");
+  for (const char* name : {"o-unknown", "o-doomed", "o-max", "o-node", "o-licensed", "o-gated", "o-pool"}) {
+    EXPECT_NE(kubectl(std::string("get gpudevice -n acme ") + name).find("NotFound"), std::string::npos) << name;
+  }
+}
+
+TEST(GpuDeviceOrders, ServerDryRunLeavesNothing) {
+  int rc = 0;
+  std::string out = applyYaml(device("acme", "dry", "h200", 1), &rc, "--dry-run=server");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("server dry run"), std::string::npos) << out;
+  EXPECT_NE(kubectl("get gpudevice -n acme dry").find("NotFound"), std::string::npos);
+  out = applyYaml(device("acme", "dry-refused", "h200", 6), &rc, "--dry-run=server");
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("[CountAboveMax]"), std::string::npos) << out;
+}
+
+TEST(GpuDeviceOrders, SpecIsImmutable) {
+  int rc = 0;
+  applyYaml(device("acme", "fixed", "h200", 1), &rc);
+  ASSERT_EQ(rc, 0);
+  std::string out = kubectl("patch gpudevice -n acme fixed --type=merge -p '{\"spec\":{\"count\":2}}'", &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("immutable"), std::string::npos) << out;
+}
+
+TEST(GpuDeviceOrders, TenantStatusWriteIsRefused) {
+  int rc = 0;
+  applyYaml(device("acme", "forged", "h200", 1), &rc);
+  ASSERT_EQ(rc, 0);
+  std::string out = kubectl(std::string("--as=") + kTenant +
+                                " --as-group=system:authenticated patch gpudevice -n acme forged --subresource=status "
+                                "--type=merge -p '{\"status\":{\"phase\":\"Released\"}}'",
+                            &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("written only by " + std::string(kAdmin) + ", not by " + kTenant), std::string::npos) << out;
+  EXPECT_EQ(kubectl("get gpudevice -n acme forged -o jsonpath={.status.phase}"), "");
+}
+
+TEST(GpuDeviceOrders, DeletingADeviceARunningVmiHoldsIsRefusedNamingTheVmi) {
+  int rc = 0;
+  applyYaml(
+      "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: train, namespace: acme}\n"
+      "spec: {domain: {devices: {}}}\n",
+      &rc);
+  ASSERT_EQ(rc, 0);
+  kubectl("patch vmi -n acme train --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Running\"}}'", &rc);
+  ASSERT_EQ(rc, 0);
+  const std::string uid = kubectl("get vmi -n acme train -o jsonpath={.metadata.uid}");
+  applyYaml(device("acme", "attached", "h200", 1), &rc);
+  ASSERT_EQ(rc, 0);
+  std::string out = kubectl(
+      "patch gpudevice -n acme attached --subresource=status --type=merge -p "
+      "'{\"status\":{\"phase\":\"Attached\",\"node\":\"gpu-b-0\",\"attachedTo\":{\"namespace\":\"acme\",\"name\":"
+      "\"train\",\"uid\":\"" +
+          uid + "\"}}}'",
+      &rc);
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(eventually(
+      [&] {
+        out = kubectl("delete gpudevice -n acme attached --wait=false", &rc);
+        return rc != 0 && out.find("[DeviceAttached]") != std::string::npos;
+      },
+      20s))
+      << out;
+  EXPECT_NE(out.find("vmi/acme/train"), std::string::npos) << out;
+  // Once the VMI finished, the device may go.
+  kubectl("patch vmi -n acme train --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Succeeded\"}}'", &rc);
+  ASSERT_TRUE(eventually(
+      [&] {
+        kubectl("delete gpudevice -n acme attached --wait=false", &rc);
+        return rc == 0;
+      },
+      20s));
+}
+
+// Runs last (gtest keeps the file's order): it kills the leader.
+TEST(GpuDeviceOrdersZ, BothReplicasAnswerAndOrdersAreAdmittedAfterTheLeaderDies) {
+  int rc = 0;
+  // Each replica, in turn the one the configuration names, decides an order.
+  for (Replica* r : {replicaB, replicaA}) {
+    ASSERT_TRUE(pointAt(r->webhookPort));
+    ASSERT_TRUE(eventually(
+        [&] {
+          std::string out = applyYaml(device("acme", "probe-" + r->identity, "h200", 9), &rc);
+          return rc != 0 && out.find("[CountAboveMax]") != std::string::npos;
+        },
+        30s))
+        << r->identity << " did not answer";
+  }
+  stopReplica(*replicaA, SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_TRUE(pointAt(replicaB->webhookPort));
+  int admitted = 0;
+  for (int i = 0; i < 5; ++i) {
+    std::string name = "after-" + std::to_string(i);
+    bool ok = eventually(
+        [&] {
+          std::string out = applyYaml(device("acme", name, "h200", 1), &rc);
+          return rc == 0;
+        },
+        30s);
+    admitted += ok;
+  }
+  EXPECT_EQ(admitted, 5);
+  EXPECT_TRUE(eventually(
+      [] {
+        return kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}") == "replica-b";
+      },
+      30s))
+      << "replica-b did not take the Lease";
+  const double takeover = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::printf("lease takeover after the leader was killed: %.1f s (lease duration 4 s, retry 0.5 s)\n", takeover);
+  // Lease duration + a retry period + the time the orders above took.
+  EXPECT_LT(takeover, 15.0);
+}
+
+TEST(GpuDeviceOrdersZ, MetricsCountTheRefusalsAReplicaAnswered) {
+  const std::string metrics =
+      runCommand("curl -s --max-time 3 http://127.0.0.1:" + std::to_string(replicaB->opsPort) + "/metrics");
+  EXPECT_NE(metrics.find(R"(tally_controller_gpudevice_refusals_total{code="CountAboveMax",operation="CREATE"})"),
+            std::string::npos)
+      << metrics.substr(0, 2000);
+  EXPECT_NE(metrics.find("tally_webhook_requests_total"), std::string::npos);
+  EXPECT_NE(metrics.find("leader_election_master_status"), std::string::npos);
+}
+
+TEST(GpuDeviceOrdersZ, SigtermStopsAReplicaCleanly) {
+  const auto start = std::chrono::steady_clock::now();
+  const int status = stopReplica(*replicaB, SIGTERM);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(WIFEXITED(status)) << "replica-b did not exit by itself: wait status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_LT(seconds, 10.0);
+  // It released the Lease on its way out (no successor has to wait for expiry).
+  EXPECT_EQ(kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}"), "");
+}
+
+}  // namespace
+}  // namespace tally::runtime::e2e
