@@ -68,7 +68,7 @@ std::vector<SlimPod> templates(const std::string& path) {
 SlimPod makePod(const std::vector<SlimPod>& tpl, size_t i, int nodes, uint64_t rv) {
   SlimPod p = tpl[i % tpl.size()];
   p.metadata.name = "trainer-" + std::to_string(i) + "-7f9c4";
-  p.metadata.namespace_ = Atom("team-" + std::to_string(i % 300));
+  p.metadata.ns = "team-" + std::to_string(i % 300);
   char uid[40];
   std::snprintf(uid, sizeof uid, "%08zx-5f2e-4c1e-9a55-%012zx", i, i * 2654435761u);
   p.metadata.uid = uid;

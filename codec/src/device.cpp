@@ -2,7 +2,6 @@
 
 #include "metadata.hpp"
 #include "tally/codec/objects.hpp"
-#include "tally/common/rfc3339.hpp"
 #include "tally/model/ledger.hpp"
 
 namespace tally::codec {
@@ -42,7 +41,7 @@ Result<model::GpuDevice> decodeGpuDevice(od::value json, ObjectMeta* out) {
   Metadata meta;
   meta.sink = out;
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
-    if (key == "metadata") return readMetadata(field, meta);
+    if (key == "metadata") return readMetadata(field, meta, MetadataHooks{.created = true});
     if (key == "spec") {
       return forEachField(field, key, [&](std::string_view specKey, od::value specField) -> Status {
         if (specKey == "class") return readString(specField, specKey, device.className);
@@ -56,14 +55,7 @@ Result<model::GpuDevice> decodeGpuDevice(od::value json, ObjectMeta* out) {
   constexpr std::string_view kKind = "GPUDevice";
   if (auto done = finished(std::move(status), kKind, meta); !done) return std::move(done).error();
   if (device.className.empty()) return inObject(fieldError("spec.class", "missing"), kKind, meta);
-  if (!meta.creationTimestamp.empty()) {
-    auto created = parseRfc3339(meta.creationTimestamp);
-    if (!created) {
-      return inObject(fieldError("metadata.creationTimestamp", "\"" + meta.creationTimestamp + "\" is not RFC 3339"),
-                      kKind, meta);
-    }
-    device.created = created->seconds;
-  }
+  device.created = meta.created;
   device.ns = std::move(meta.ns);
   device.name = std::move(meta.name);
   device.uid = std::move(meta.uid);

@@ -11,39 +11,54 @@ std::string Metadata::describe(std::string_view kind) const {
   return text;
 }
 
+void Metadata::fillSink() const {
+  if (sink == nullptr) return;
+  sink->ns = ns;
+  sink->name = name;
+  sink->uid = uid;
+  sink->resourceVersion = resourceVersion;
+  sink->generation = generation;
+  sink->created = created;
+  sink->deleting = deleting;
+}
+
+DecodeError metaError(const MetaError& error) { return fieldError(error.field, error.message); }
+
+std::vector<model::OwnerReference> modelOwners(std::vector<OwnerRef>&& owners) {
+  std::vector<model::OwnerReference> out;
+  out.reserve(owners.size());
+  for (auto& owner : owners) {
+    out.push_back({std::move(owner.kind), std::move(owner.name), std::move(owner.uid), owner.controller});
+  }
+  return out;
+}
+
 namespace {
 
 using StringHook = std::function<Status(std::string_view, std::string_view)>;
 
-Status readStringMap(od::value value, std::string_view field, const StringHook& hook) {
-  return forEachField(value, field, [&](std::string_view key, od::value entry) -> Status {
-    auto entryField = [&] { return "[" + std::string(key) + "]"; };
-    std::string_view text;
-    if (auto code = entry.get_string().get(text)) return jsonError(code, entryField(), "a string");
-    Status status = hook(key, text);
-    if (!status) return std::move(status).error().under(entryField());
-    return {};
-  });
+// A hook's error under metadata.<map>[key].
+Status runHook(const StringHook& hook, const StringPairs& pairs, std::string_view map) {
+  for (const auto& [key, value] : pairs) {
+    Status status = hook(key, value);
+    if (!status) return std::move(status).error().under("[" + key + "]").under(map);
+  }
+  return {};
 }
 
 }  // namespace
 
 Status readMetadata(od::value value, Metadata& meta, const MetadataHooks& hooks) {
-  Status status = forEachField(value, "metadata", [&](std::string_view key, od::value field) -> Status {
-    if (key == "name") return readString(field, key, meta.name);
-    if (key == "namespace") return readString(field, key, meta.ns);
-    if (key == "uid") return readString(field, key, meta.uid);
-    if (key == "resourceVersion") return readString(field, key, meta.resourceVersion);
-    if (key == "creationTimestamp") return readString(field, key, meta.creationTimestamp);
-    if (key == "deletionTimestamp") return readPresence(field, key, meta.deleting);
-    // Maps nobody reads are skipped unread (on-demand skips them for free).
-    if (key == "labels" && hooks.label) return readStringMap(field, key, hooks.label);
-    if (key == "annotations" && hooks.annotation) return readStringMap(field, key, hooks.annotation);
-    if (key == "ownerReferences" && hooks.ownerReferences) return hooks.ownerReferences(field);
-    return {};
-  });
-  if (meta.sink != nullptr) *meta.sink = ObjectMeta{meta.ns, meta.name, meta.uid, meta.resourceVersion, meta.deleting};
-  return status;
+  MetaStatus read = decodeObjectMetaJson(value, meta, hooks.parts());
+  meta.fillSink();
+  if (!read) return metaError(read.error());
+  if (hooks.label) {
+    if (auto status = runHook(hooks.label, meta.labels, "metadata.labels"); !status) return status;
+  }
+  if (hooks.annotation) {
+    if (auto status = runHook(hooks.annotation, meta.annotations, "metadata.annotations"); !status) return status;
+  }
+  return {};
 }
 
 DecodeError inObject(DecodeError error, std::string_view kind, const Metadata& meta) {

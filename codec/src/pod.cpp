@@ -63,16 +63,6 @@ Status readSpec(od::value value, model::Pod& pod) {
   });
 }
 
-Status readOwner(od::value value, model::OwnerReference& owner) {
-  return forEachField(value, "", [&](std::string_view key, od::value field) -> Status {
-    if (key == "kind") return readString(field, key, owner.kind);
-    if (key == "name") return readString(field, key, owner.name);
-    if (key == "uid") return readString(field, key, owner.uid);
-    if (key == "controller") return readBool(field, key, owner.controller);
-    return {};
-  });
-}
-
 }  // namespace
 
 Result<model::Pod> decodePod(od::value json, ObjectMeta* out) {
@@ -80,13 +70,7 @@ Result<model::Pod> decodePod(od::value json, ObjectMeta* out) {
   Metadata meta;
   meta.sink = out;
   MetadataHooks hooks;
-  hooks.ownerReferences = [&](od::value owners) -> Status {
-    return forEachElement(owners, "ownerReferences", [&](std::size_t index, od::value element) -> Status {
-      Status read = readOwner(element, pod.owners.emplace_back());
-      if (!read) return std::move(read).error().under(indexField(index));
-      return {};
-    });
-  };
+  hooks.owners = true;
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
     if (key == "metadata") return readMetadata(field, meta, hooks);
     if (key == "spec") return readSpec(field, pod);
@@ -102,6 +86,7 @@ Result<model::Pod> decodePod(od::value json, ObjectMeta* out) {
     return {};
   });
   if (auto done = finished(std::move(status), "Pod", meta); !done) return std::move(done).error();
+  pod.owners = modelOwners(std::move(meta.ownerReferences));
   pod.ns = std::move(meta.ns);
   pod.name = std::move(meta.name);
   pod.uid = std::move(meta.uid);

@@ -21,7 +21,6 @@ using proto::Reader;
 // asks its handler once per field.
 using Failure = std::optional<DecodeError>;
 using StringHook = std::function<Failure(std::string_view, std::string_view)>;
-using BytesHook = std::function<Failure(std::string_view)>;
 
 Failure failure(Status status) {
   if (status) return std::nullopt;
@@ -73,13 +72,6 @@ Failure mapEntry(std::string_view entry, const Path& field, std::string_view& ke
   });
 }
 
-Failure stringMapEntry(std::string_view entry, const Path& field, const StringHook& hook) {
-  std::string_view key, value;
-  if (Failure read = mapEntry(entry, field, key, value)) return read;
-  if (Failure failed = hook(key, value)) return std::move(*failed).under(joinField(field.str(), keyField(key)));
-  return std::nullopt;
-}
-
 // map<string, Quantity> entry, kept when `keep` accepts the key; Quantity's
 // string is field 1. The same whole-number rules as the JSON decoders.
 Failure quantityEntry(std::string_view entry, const Path& field, bool (*keep)(std::string_view),
@@ -108,43 +100,38 @@ Failure resourceEntry(std::string_view entry, const Path& field, model::Resource
 struct MetaHooks {
   StringHook label;
   StringHook annotation;
-  BytesHook ownerReference;
+  bool owners = false;  // keep ownerReferences in Metadata::ownerReferences
 };
 
-// ObjectMeta: name 1, namespace 3, uid 5, resourceVersion 6, creationTimestamp 8
-// (Time: seconds 1), deletionTimestamp 9, labels 11, annotations 12,
-// ownerReferences 13.
+// ObjectMeta is read by the tree's one decoder (decodeObjectMetaProtobuf);
+// the hooks then see the labels and annotations it kept.
 const Path kMetadata{nullptr, "metadata"};
 const Path kLabels{&kMetadata, "labels"};
 const Path kAnnotations{&kMetadata, "annotations"};
-const Path kOwners{&kMetadata, "ownerReferences"};
 const Path kSpec{nullptr, "spec"};
 const Path kStatus{nullptr, "status"};
 const Path kObject{};
 
+Failure runHook(const StringHook& hook, const StringPairs& pairs, const Path& field) {
+  for (const auto& [key, value] : pairs) {
+    if (Failure failed = hook(key, value)) return std::move(*failed).under(joinField(field.str(), keyField(key)));
+  }
+  return std::nullopt;
+}
+
 Failure readMeta(std::string_view message, Metadata& meta, const MetaHooks& hooks) {
-  Failure failed = walk(message, kMetadata, [&](Reader& r) -> Failure {
-    switch (r.field()) {
-      case 1: meta.name = asText(r); break;
-      case 3: meta.ns = asText(r); break;
-      case 5: meta.uid = asText(r); break;
-      case 6: meta.resourceVersion = asText(r); break;
-      case 9: meta.deleting = true; break;
-      case 11:
-        if (hooks.label && r.isBytes()) return stringMapEntry(r.bytes(), kLabels, hooks.label);
-        break;
-      case 12:
-        if (hooks.annotation && r.isBytes()) return stringMapEntry(r.bytes(), kAnnotations, hooks.annotation);
-        break;
-      case 13:
-        if (hooks.ownerReference && r.isBytes()) return hooks.ownerReference(r.bytes());
-        break;
-      default: break;
-    }
-    return std::nullopt;
-  });
-  if (meta.sink != nullptr) *meta.sink = ObjectMeta{meta.ns, meta.name, meta.uid, meta.resourceVersion, meta.deleting};
-  return failed;
+  const unsigned parts =
+      (hooks.label ? kMetaLabels : 0u) | (hooks.annotation ? kMetaAnnotations : 0u) | (hooks.owners ? kMetaOwners : 0u);
+  MetaStatus read = decodeObjectMetaProtobuf(message, meta, parts);
+  meta.fillSink();
+  if (!read) return metaError(read.error());
+  if (hooks.label) {
+    if (Failure failed = runHook(hooks.label, meta.labels, kLabels)) return failed;
+  }
+  if (hooks.annotation) {
+    if (Failure failed = runHook(hooks.annotation, meta.annotations, kAnnotations)) return failed;
+  }
+  return std::nullopt;
 }
 
 // ResourceRequirements: limits 1, requests 2.
@@ -208,20 +195,6 @@ Failure readPodSpec(std::string_view message, model::Pod& pod) {
   });
 }
 
-// OwnerReference: kind 1, name 3, uid 4, controller 6.
-Failure readOwner(std::string_view message, model::OwnerReference& owner) {
-  return walk(message, kOwners, [&](Reader& r) -> Failure {
-    switch (r.field()) {
-      case 1: owner.kind = asText(r); break;
-      case 3: owner.name = asText(r); break;
-      case 4: owner.uid = asText(r); break;
-      case 6: owner.controller = r.isVarint() && r.varintValue() != 0; break;
-      default: break;
-    }
-    return std::nullopt;
-  });
-}
-
 // NodeCondition: type 1, status 2.
 Failure readNodeCondition(std::string_view message, model::Node& node) {
   std::string_view type, conditionStatus;
@@ -257,7 +230,7 @@ Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* out) 
   Metadata meta;
   meta.sink = out;
   MetaHooks hooks;
-  hooks.ownerReference = [&](std::string_view owner) { return readOwner(owner, pod.owners.emplace_back()); };
+  hooks.owners = true;
   Status read = readObject(
       message, meta, hooks, [&](std::string_view spec) { return readPodSpec(spec, pod); },
       [&](std::string_view podStatus) {
@@ -268,6 +241,7 @@ Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* out) 
         });
       });
   if (auto done = finished(std::move(read), "Pod", meta); !done) return std::move(done).error();
+  pod.owners = modelOwners(std::move(meta.ownerReferences));
   pod.ns = std::move(meta.ns);
   pod.name = std::move(meta.name);
   pod.uid = std::move(meta.uid);

@@ -80,7 +80,7 @@ Status decodeBookmarkJson(simdjson::ondemand::value v, std::string& rv, bool& in
     simdjson::ondemand::value mv;
     if (auto e = field.value().get(mv)) return jsonError(e, "bookmark");
     ObjectMeta meta;
-    if (auto st = decodeObjectMetaJson(mv, meta, kMetaAnnotations); !st) return st;
+    if (auto st = decodeObjectMetaJson(mv, meta, kMetaAnnotations); !st) return metaError(st.error());
     rv = std::move(meta.resourceVersion);
     const std::string* mark = meta.annotation(kInitialEventsEndAnnotation);
     initialEventsEnd = mark && *mark == "true";

@@ -61,7 +61,7 @@ Result<Lease> LeaseCodec::fromJson(od::value v) {
     if (auto e = field.value().get(fv)) return jsonError(e, "lease");
     Status st;
     if (key == "metadata")
-      st = decodeObjectMetaJson(fv, lease.metadata);
+      st = fromMeta(decodeObjectMetaJson(fv, lease.metadata, kMetaCore));
     else if (key == "spec")
       st = specJson(fv, lease);
     if (!st) return std::move(st).error();
@@ -75,7 +75,7 @@ Result<Lease> LeaseCodec::fromProtobuf(std::string_view raw) {
   while (r.next()) {
     if (!r.isBytes()) continue;
     if (r.field() == 1) {
-      if (auto st = decodeObjectMetaProtobuf(r.bytes(), lease.metadata); !st) return std::move(st).error();
+      if (auto st = decodeObjectMetaProtobuf(r.bytes(), lease.metadata, kMetaCore); !st) return metaError(st.error());
     } else if (r.field() == 2) {
       proto::Reader s(r.bytes());
       while (s.next()) {

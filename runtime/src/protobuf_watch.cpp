@@ -64,7 +64,7 @@ Status decodeBookmarkProtobuf(std::string_view raw, std::string& rv, bool& initi
   while (r.next()) {
     if (r.field() == 1 && r.isBytes()) {
       ObjectMeta meta;
-      if (auto st = decodeObjectMetaProtobuf(r.bytes(), meta, kMetaAnnotations); !st) return st;
+      if (auto st = decodeObjectMetaProtobuf(r.bytes(), meta, kMetaAnnotations); !st) return metaError(st.error());
       rv = std::move(meta.resourceVersion);
       const std::string* mark = meta.annotation(kInitialEventsEndAnnotation);
       initialEventsEnd = mark && *mark == "true";

@@ -86,7 +86,7 @@ TEST(GoldenFrames, RecordedPodCarriesEveryFieldTheSlimPodKeeps) {
   auto events = decodeAll<ProtobufWatchDecoder<SlimPodCodec>, SlimPod>(readTestdata("pods_watch.pb"), 1 << 20);
   ASSERT_FALSE(events.empty());
   const SlimPod& pod = *events[0].object;
-  EXPECT_TRUE(pod.metadata.namespace_ == "recorded");
+  EXPECT_TRUE(pod.metadata.ns == "recorded");
   EXPECT_TRUE(pod.phase == "Running");
   EXPECT_FALSE(pod.nodeName.empty());
   ASSERT_EQ(pod.containers.size(), 2u);

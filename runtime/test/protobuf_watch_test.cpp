@@ -92,8 +92,7 @@ TEST(ProtobufWatch, DecodesPodEventsFromFramesSplitAnywhere) {
     EXPECT_EQ(pod.metadata.resourceVersion, "10");
     EXPECT_EQ(*pod.metadata.label("app"), "trainer");
     ASSERT_EQ(pod.metadata.ownerReferences.size(), 1u);
-    EXPECT_EQ(pod.metadata.ownerReferences[0],
-              (codecs::SlimOwner{Atom("batch/v1"), Atom("Job"), "train", "job-uid", true}));
+    EXPECT_EQ(pod.metadata.ownerReferences[0], (OwnerRef{"batch/v1", "Job", "train", "job-uid", true}));
     EXPECT_TRUE(pod.nodeName == "gpu-7");
     EXPECT_EQ(codecs::milliOf(pod.containers.at(0).requests, "nvidia.com/gpu"), 4000);
     EXPECT_EQ(codecs::milliOf(pod.containers.at(0).limits, "nvidia.com/gpu"), 4000);

@@ -12,7 +12,7 @@ namespace {
 
 MetaObject obj(std::string ns, std::string name, std::string rv, std::string node = {}) {
   MetaObject o;
-  o.metadata.namespace_ = std::move(ns);
+  o.metadata.ns = std::move(ns);
   o.metadata.name = std::move(name);
   o.metadata.resourceVersion = std::move(rv);
   if (!node.empty()) o.metadata.labels.emplace_back("node", std::move(node));

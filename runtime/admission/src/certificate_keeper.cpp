@@ -50,7 +50,7 @@ struct TlsSecretCodec {
       if (auto e = field.unescaped_key().get(key)) return jsonError(e, "Secret key");
       if (key == "metadata") {
         if (auto s = decodeObjectMetaJson(field.value(), out.metadata, kMetaCore | kMetaAnnotations); !s) {
-          return s.error();
+          return metaError(s.error());
         }
       } else if (key == "data") {
         StringPairs data;

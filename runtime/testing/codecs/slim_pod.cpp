@@ -41,21 +41,6 @@ Status amountsJson(od::value v, ResourceAmounts& out, std::string_view what) {
   return {};
 }
 
-void convertMeta(ObjectMeta&& in, SlimMeta& out) {
-  out.name = std::move(in.name);
-  out.namespace_ = Atom(in.namespace_);
-  out.uid = std::move(in.uid);
-  out.resourceVersion = std::move(in.resourceVersion);
-  out.deleting = in.deleting;
-  out.labels.reserve(in.labels.size());
-  for (auto& [k, v] : in.labels) out.labels.emplace_back(Atom(k), std::move(v));
-  out.ownerReferences.reserve(in.ownerReferences.size());
-  for (auto& o : in.ownerReferences) {
-    out.ownerReferences.push_back(
-        SlimOwner{Atom(o.apiVersion), Atom(o.kind), std::move(o.name), std::move(o.uid), o.controller});
-  }
-}
-
 Status resourcesJson(od::value v, SlimContainer& c) {
   od::object obj;
   if (auto e = v.get_object().get(obj)) return jsonError(e, "resources");
@@ -231,9 +216,7 @@ Result<SlimPod> SlimPodCodec::fromJson(od::value v) {
     if (auto e = field.value().get(fv)) return jsonError(e, "pod");
     Status st;
     if (key == "metadata") {
-      ObjectMeta meta;
-      st = decodeObjectMetaJson(fv, meta, kSlimPodMeta);
-      if (st) convertMeta(std::move(meta), pod.metadata);
+      st = fromMeta(decodeObjectMetaJson(fv, pod.metadata, kSlimPodMeta));
     } else if (key == "spec") {
       st = specJson(fv, pod);
     } else if (key == "status") {
@@ -251,12 +234,7 @@ Result<SlimPod> SlimPodCodec::fromProtobuf(std::string_view raw) {
     if (!r.isBytes()) continue;
     Status st;
     switch (r.field()) {
-      case 1: {
-        ObjectMeta meta;
-        st = decodeObjectMetaProtobuf(r.bytes(), meta, kSlimPodMeta);
-        if (st) convertMeta(std::move(meta), pod.metadata);
-        break;
-      }
+      case 1: st = fromMeta(decodeObjectMetaProtobuf(r.bytes(), pod.metadata, kSlimPodMeta)); break;
       case 2: st = specProto(r.bytes(), pod); break;
       case 3: {
         proto::Reader s(r.bytes());

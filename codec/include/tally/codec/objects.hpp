@@ -14,20 +14,16 @@
 #include <simdjson.h>
 
 #include "tally/codec/result.hpp"
+#include "tally/common/object_meta.hpp"
 #include "tally/model/objects.hpp"
 
 namespace tally::codec {
 
-// The identity of a decoded object, for an informer's store and its
+// The identity of a decoded object (the tree's one ObjectMeta, its core part:
+// no labels, annotations or owners), for an informer's store and its
 // resourceVersion bookkeeping. Filled when the decoder is given one, also when
 // decoding fails after metadata was read (so a broken object can be named).
-struct ObjectMeta {
-  std::string ns;
-  std::string name;
-  std::string uid;
-  std::string resourceVersion;
-  bool deleting = false;
-};
+using ObjectMeta = tally::ObjectMeta;
 
 Result<model::Node> decodeNode(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 Result<model::Pod> decodePod(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);

@@ -1,8 +1,9 @@
 #pragma once
 // A slim Pod for the runtime's own tests and benchmarks: the scheduling
 // relevant fields only, laid out for a cache of 150,000 pods: repeated
-// vocabulary (namespaces, node and resource names, phases) is interned and
-// quantities are integers. Products write their own codecs into their own types.
+// vocabulary (node and resource names, phases) is interned and quantities are
+// integers; metadata is the tree's one ObjectMeta (namespaces and label keys
+// are plain strings there). Products write their own codecs into their own types.
 
 #include <simdjson.h>
 
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tally/common/object_meta.hpp"
 #include "tally/runtime/atom.hpp"
 #include "tally/runtime/codec.hpp"
 
@@ -31,34 +33,6 @@ inline std::optional<int64_t> milliOf(const ResourceAmounts& list, std::string_v
   return std::nullopt;
 }
 
-struct SlimOwner {
-  Atom apiVersion;
-  Atom kind;
-  std::string name;
-  std::string uid;
-  bool controller = false;
-  bool operator==(const SlimOwner&) const = default;
-};
-
-struct SlimMeta {
-  std::string name;
-  Atom namespace_;
-  std::string uid;
-  std::string resourceVersion;
-  bool deleting = false;
-  std::vector<std::pair<Atom, std::string>> labels;
-  std::vector<SlimOwner> ownerReferences;
-  bool operator==(const SlimMeta&) const = default;
-
-  std::string key() const { return namespacedKey(namespace_.view(), name); }
-  const std::string* label(std::string_view k) const {
-    for (const auto& [key, value] : labels) {
-      if (key == k) return &value;
-    }
-    return nullptr;
-  }
-};
-
 struct SlimContainer {
   Atom name;
   ResourceAmounts requests;
@@ -68,7 +42,7 @@ struct SlimContainer {
 };
 
 struct SlimPod {
-  SlimMeta metadata;
+  ObjectMeta metadata;  // name, namespace, uid, resourceVersion, deletion, labels, owners
   Atom nodeName;
   Atom schedulerName;
   Atom phase;
