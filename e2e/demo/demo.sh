@@ -5,7 +5,7 @@
 #                             a reservation and tally-extender wired into
 #                             kube-scheduler; schedule a demo workload; print
 #                             the capacity report. The cluster keeps running.
-#   e2e/demo/demo.sh down     stop the extender and the cluster.
+#   e2e/demo/demo.sh down     stop tally-extender, tally-controller and the cluster.
 #
 # The last two lines printed are
 #   export KUBECONFIG=<admin kubeconfig of the demo cluster>
@@ -27,24 +27,29 @@ log() { printf '[demo] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 extender_pidfile="$state/pids/demo-tally-extender.pid"
+controller_pidfile="$state/pids/demo-tally-controller.pid"
 
-stop_extender() {
-  [[ -f "$extender_pidfile" ]] || return 0
+stop_process() { # pidfile binary-name
+  [[ -f "$1" ]] || return 0
   local pid
-  pid="$(cat "$extender_pidfile")"
-  # Only a process that still is our extender (its command line names the state folder).
-  if [[ -n "$pid" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "tally-extender.*$state/"; then
+  pid="$(cat "$1")"
+  # Only a process that still is ours (its command line names the state folder).
+  if [[ -n "$pid" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$2.*$state/"; then
     kill -TERM "$pid" 2>/dev/null || true
     for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-    log "stopped tally-extender (pid $pid)"
+    log "stopped $2 (pid $pid)"
   fi
-  rm -f "$extender_pidfile"
+  rm -f "$1"
+}
+stop_tally() {
+  stop_process "$controller_pidfile" tally-controller
+  stop_process "$extender_pidfile" tally-extender
 }
 
 case "${1:-up}" in
   down)
-    stop_extender
+    stop_tally
     "$cluster/down" --name "$name" >&2
     exit 0
     ;;
@@ -54,15 +59,17 @@ case "${1:-up}" in
 esac
 
 extender="$build/bin/tally-extender"
+controller="$build/bin/tally-controller"
 tallyctl="$build/bin/tallyctl"
 [[ -x "$extender" ]] || die "$extender not built (make build, or set BUILD=<build tree>)"
+[[ -x "$controller" ]] || die "$controller not built (make build, or set BUILD=<build tree>)"
 [[ -x "$tallyctl" ]] || die "$tallyctl not built (make build, or set BUILD=<build tree>)"
 
 # ------------------------------------------------------------------ cluster
 # A demo that is already up is restarted from scratch: same names, fresh state.
 if [[ -d "$state" ]]; then
   log "a demo cluster exists; replacing it"
-  stop_extender
+  stop_tally
   "$cluster/down" --name "$name" >&2
 fi
 eval "$("$cluster/up" --name "$name")"
@@ -207,6 +214,57 @@ sed "s#__EXTENDER_URL__#$url#" "$here/scheduler-config.yaml" >"$state/demo-sched
 "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$state/demo-scheduler-config.yaml" >/dev/null
 log "kube-scheduler restarted with the extender entry ($url)"
 
+# ------------------------------------------------------------- controller
+# tally-controller generates its serving certificate (IP SAN 127.0.0.1: the API
+# server calls it by URL here, not through a Service), keeps it in a Secret and
+# injects its CA into the GPUDevice webhook configuration registered below.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+webhook_port="$(free_port)" ops_port="$(free_port)"
+k create namespace tally-system >/dev/null
+k apply -f - >/dev/null <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: tally-gpudevice-validating}
+webhooks:
+- name: gpudevices.gpu.tally.dev
+  clientConfig: {url: "https://127.0.0.1:$webhook_port/validate/gpudevices"}
+  rules:
+  - apiGroups: [gpu.tally.dev]
+    apiVersions: [v1alpha1]
+    operations: [CREATE, UPDATE, DELETE]
+    resources: [gpudevices, gpudevices/status]
+    scope: Namespaced
+  failurePolicy: Fail
+  sideEffects: NoneOnDryRun
+  timeoutSeconds: 10
+  admissionReviewVersions: [v1]
+EOF
+log "starting tally-controller (webhooks https://127.0.0.1:$webhook_port, ops :$ops_port, log $state/logs/tally-controller.log)"
+# The demo's admin plays the binder below (it writes device status), so it is the controller identity.
+nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-address 127.0.0.1 --webhook-port "$webhook_port" \
+  --ops-bind-address 127.0.0.1 --ops-port "$ops_port" --cert-dir "$state/controller-certs" \
+  --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
+  --webhook-configurations tally-gpudevice-validating --leader-election-namespace tally-system \
+  --controller-identity tally-e2e-admin --ledger-dir "$ledger" \
+  >>"$state/logs/tally-controller.log" 2>&1 </dev/null &
+echo $! >"$controller_pidfile"
+ready=0
+for _ in $(seq 1 120); do
+  if [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ops_port/readyz")" == 200 ]]; then ready=1; break; fi
+  kill -0 "$(cat "$controller_pidfile")" 2>/dev/null || break
+  sleep 0.5
+done
+if ((!ready)); then
+  tail -n 20 "$state/logs/tally-controller.log" >&2 || true
+  die "tally-controller did not become ready (the cluster stays up; $0 down cleans up)"
+fi
+# The keeper injects the caBundle asynchronously: wait until the API server can verify the webhook.
+for _ in $(seq 1 60); do
+  [[ -n "$(k get validatingwebhookconfiguration tally-gpudevice-validating -o jsonpath='{.webhooks[0].clientConfig.caBundle}')" ]] && break
+  sleep 0.5
+done
+log "tally-controller ready; GPUDevice orders now pass its webhook"
+
 # --------------------------------------------------------------- workload
 log "demo workload"
 gpu_pod() { # name namespace resources [scheduling gate] [owner VMI name uid]
@@ -262,7 +320,7 @@ metadata: {name: eval-gpu, namespace: acme-research}
 spec: {class: nvidia-h200-passthrough, count: 1}
 EOF
 vmi_uid="$(k get vmi -n acme-research train-vm -o jsonpath='{.metadata.uid}')"
-# tally-controller's binder is not part of the demo: write the device status it would write.
+# tally-controller's binder is not built yet: write the device status it would write (as the controller identity).
 k patch gdev -n acme-research train-gpus --subresource=status --type=merge \
   -p "{\"status\":{\"phase\":\"Attached\",\"node\":\"gpu-h200-0\",\"attachedTo\":{\"namespace\":\"acme-research\",\"name\":\"train-vm\",\"uid\":\"$vmi_uid\"}}}" >/dev/null
 k patch gdev -n acme-research eval-gpu --subresource=status --type=merge \
@@ -329,8 +387,9 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
   kubectl get hrq -A; kubectl get org -A
   curl -s http://127.0.0.1:$port/metrics | grep '^tally_'
   $tallyctl report --snapshot $snapshot --ledger $ledger
-  kubectl is $BIN/kubectl; extender log: $state/logs/tally-extender.log
-  make demo-down (or $0 down) stops the extender and the cluster.
+  kubectl is $BIN/kubectl; logs: $state/logs/tally-extender.log, $state/logs/tally-controller.log
+  tally-controller serves the GPUDevice webhook (try: kubectl apply a GPUDevice of count 9)
+  make demo-down (or $0 down) stops tally-extender, tally-controller and the cluster.
 
 EOF
 } >&1
