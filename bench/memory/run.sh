@@ -123,7 +123,7 @@ for w in ${watches//,/ }; do
   t2=$(date +%s.%N)
   ready_s=$(python3 -c "print(f'{$t2 - $t1:.1f}')")
   # What the informers were answered in (the runtime logs each list's content type at debug level).
-  listed="$(grep -o 'informer pods: listing as [^"]*' "$out" | head -1 | sed 's/.*listing as //')"
+  listed="$(grep -o '"msg":"informer listing","resource":"pods","contentType":"[^"]*' "$out" | head -1 | sed 's/.*"contentType":"//')"
   # Every pod created is in its cache (listing 150,000 pods with kubectl would
   # take more memory than the extender).
   held="$(grep -o '"msg":"cache synced","kind":"Pod","objects":[0-9]*' "$out" | tail -1 | sed 's/.*://')"
