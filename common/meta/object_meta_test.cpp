@@ -53,11 +53,13 @@ ObjectMeta want() {
 
 MetaStatus fromJson(std::string_view text, ObjectMeta& out, unsigned parts = kMetaAll) {
   static simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(text);
+  // Metadata is always a field of an object (never the document's root, which
+  // simdjson's on-demand values treat differently): decode it as one.
+  simdjson::padded_string padded("{\"metadata\": " + std::string(text) + "}");
   simdjson::ondemand::document doc;
   if (auto code = parser.iterate(padded).get(doc)) return MetaError{"", simdjson::error_message(code)};
   simdjson::ondemand::value value;
-  if (auto code = doc.get_value().get(value)) return MetaError{"", simdjson::error_message(code)};
+  if (auto code = doc["metadata"].get(value)) return MetaError{"", simdjson::error_message(code)};
   return decodeObjectMetaJson(value, out, parts);
 }
 

@@ -141,7 +141,8 @@ TEST(ProtoWire, UnknownAndPackedFieldsAreSkippedWhole) {
 }
 
 TEST(ProtoWire, AfterAFailureNextStaysFalse) {
-  proto::Reader r(tag(1, proto::kBytes) + varint(50) + "short");
+  const std::string truncated = tag(1, proto::kBytes) + varint(50) + "short";  // the reader views it: keep it alive
+  proto::Reader r(truncated);
   EXPECT_FALSE(r.next());
   EXPECT_TRUE(r.failed());
   EXPECT_FALSE(r.next());
