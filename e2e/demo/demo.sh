@@ -193,6 +193,18 @@ status:
   reason: dedicated training capacity (demo)
 EOF
 
+# Waits for NAME's /readyz on 127.0.0.1:PORT while the process in PIDFILE lives;
+# a process that died or never got ready ends the demo with its log's tail.
+wait_ready() { # name port pidfile
+  for _ in $(seq 1 120); do
+    [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$2/readyz")" == 200 ]] && return 0
+    kill -0 "$(cat "$3")" 2>/dev/null || break
+    sleep 0.5
+  done
+  tail -n 20 "$state/logs/$1.log" >&2 || true
+  die "$1 did not become ready (the cluster stays up; $0 down cleans up)"
+}
+
 # --------------------------------------------------------------- extender
 port="${TALLY_DEMO_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')}"
 url="http://127.0.0.1:$port/tally"
@@ -200,16 +212,7 @@ log "starting tally-extender on 127.0.0.1:$port (log $state/logs/tally-extender.
 nohup setsid "$extender" --kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --port "$port" --url-prefix /tally \
   --metrics-port 0 --ledger-dir "$ledger" >>"$state/logs/tally-extender.log" 2>&1 </dev/null &
 echo $! >"$extender_pidfile"
-ready=0
-for _ in $(seq 1 120); do
-  if [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" == 200 ]]; then ready=1; break; fi
-  kill -0 "$(cat "$extender_pidfile")" 2>/dev/null || break
-  sleep 0.5
-done
-if ((!ready)); then
-  tail -n 20 "$state/logs/tally-extender.log" >&2 || true
-  die "tally-extender did not become ready (the cluster stays up; $0 down cleans up)"
-fi
+wait_ready tally-extender "$port" "$extender_pidfile"
 sed "s#__EXTENDER_URL__#$url#" "$here/scheduler-config.yaml" >"$state/demo-scheduler-config.yaml"
 "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$state/demo-scheduler-config.yaml" >/dev/null
 log "kube-scheduler restarted with the extender entry ($url)"
@@ -248,16 +251,7 @@ nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-addre
   --controller-identity tally-e2e-admin --ledger-dir "$ledger" \
   >>"$state/logs/tally-controller.log" 2>&1 </dev/null &
 echo $! >"$controller_pidfile"
-ready=0
-for _ in $(seq 1 120); do
-  if [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ops_port/readyz")" == 200 ]]; then ready=1; break; fi
-  kill -0 "$(cat "$controller_pidfile")" 2>/dev/null || break
-  sleep 0.5
-done
-if ((!ready)); then
-  tail -n 20 "$state/logs/tally-controller.log" >&2 || true
-  die "tally-controller did not become ready (the cluster stays up; $0 down cleans up)"
-fi
+wait_ready tally-controller "$ops_port" "$controller_pidfile"
 # The keeper injects the caBundle asynchronously: wait until the API server can verify the webhook.
 for _ in $(seq 1 60); do
   [[ -n "$(k get validatingwebhookconfiguration tally-gpudevice-validating -o jsonpath='{.webhooks[0].clientConfig.caBundle}')" ]] && break
