@@ -18,7 +18,19 @@ Status readAttachedTo(od::value value, model::ObjectRef& ref) {
   });
 }
 
-Status readStatus(od::value value, model::GpuDevice& device) {
+Status readCondition(od::value value, Condition& c) {
+  return forEachField(value, "", [&](std::string_view key, od::value field) -> Status {
+    if (key == "type") return readString(field, key, c.type);
+    if (key == "status") return readString(field, key, c.status);
+    if (key == "reason") return readString(field, key, c.reason);
+    if (key == "message") return readString(field, key, c.message);
+    if (key == "lastTransitionTime") return readString(field, key, c.lastTransitionTime);
+    if (key == "observedGeneration") return readCount(field, key, c.observedGeneration);
+    return {};
+  });
+}
+
+Status readStatus(od::value value, model::GpuDevice& device, std::vector<Condition>* conditions) {
   return forEachField(value, "status", [&](std::string_view key, od::value field) -> Status {
     if (key == "phase") {
       std::string text;
@@ -30,18 +42,26 @@ Status readStatus(od::value value, model::GpuDevice& device) {
     }
     if (key == "node") return readString(field, key, device.node);
     if (key == "attachedTo") return readAttachedTo(field, device.attachedTo);
+    if (key == "conditions" && conditions) {
+      return forEachElement(field, key, [&](std::size_t i, od::value item) -> Status {
+        auto read = readCondition(item, conditions->emplace_back());
+        if (!read) return std::move(read).error().under(indexField(i));
+        return {};
+      });
+    }
     return {};
   });
 }
 
-}  // namespace
-
-Result<model::GpuDevice> decodeGpuDevice(od::value json, ObjectMeta* out) {
+// One pass for both decoders: conditions and finalizers only when asked for.
+Result<model::GpuDevice> decodeDevice(od::value json, ObjectMeta* out, std::vector<Condition>* conditions) {
   model::GpuDevice device;
   Metadata meta;
   meta.sink = out;
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
-    if (key == "metadata") return readMetadata(field, meta, MetadataHooks{.created = true});
+    if (key == "metadata") {
+      return readMetadata(field, meta, MetadataHooks{.created = true, .finalizers = conditions != nullptr});
+    }
     if (key == "spec") {
       return forEachField(field, key, [&](std::string_view specKey, od::value specField) -> Status {
         if (specKey == "class") return readString(specField, specKey, device.className);
@@ -49,7 +69,7 @@ Result<model::GpuDevice> decodeGpuDevice(od::value json, ObjectMeta* out) {
         return {};
       });
     }
-    if (key == "status") return readStatus(field, device);
+    if (key == "status") return readStatus(field, device, conditions);
     return {};
   });
   constexpr std::string_view kKind = "GPUDevice";
@@ -61,6 +81,18 @@ Result<model::GpuDevice> decodeGpuDevice(od::value json, ObjectMeta* out) {
   device.uid = std::move(meta.uid);
   device.deleting = meta.deleting;
   return device;
+}
+
+}  // namespace
+
+Result<model::GpuDevice> decodeGpuDevice(od::value json, ObjectMeta* out) { return decodeDevice(json, out, nullptr); }
+
+Result<GpuDeviceRecord> decodeGpuDeviceRecord(od::value json) {
+  GpuDeviceRecord record;
+  auto device = decodeDevice(json, &record.meta, &record.conditions);
+  if (!device) return std::move(device).error();
+  record.device = std::move(device).value();
+  return record;
 }
 
 }  // namespace tally::codec

@@ -20,6 +20,7 @@ void Metadata::fillSink() const {
   sink->generation = generation;
   sink->created = created;
   sink->deleting = deleting;
+  sink->finalizers = finalizers;
 }
 
 DecodeError metaError(const MetaError& error) { return fieldError(error.field, error.message); }

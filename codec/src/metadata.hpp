@@ -20,7 +20,7 @@ struct Metadata : ObjectMeta {
 
   // "Pod ns/name", "Node name", or the kind alone when no name was read.
   std::string describe(std::string_view kind) const;
-  // Copies the identity (not labels, annotations or owners) to the sink.
+  // Copies the identity and finalizers (not labels, annotations or owners) to the sink.
   void fillSink() const;
 };
 
@@ -31,11 +31,12 @@ struct MetadataHooks {
   std::function<Status(std::string_view key, std::string_view value)> annotation;
   bool owners = false;   // keep metadata.ownerReferences in Metadata::ownerReferences
   bool created = false;  // parse metadata.creationTimestamp into Metadata::created
+  bool finalizers = false;  // keep metadata.finalizers (copied to the sink too)
 
   // The parts of the metadata these hooks need decoded.
   unsigned parts() const {
     return (label ? kMetaLabels : 0u) | (annotation ? kMetaAnnotations : 0u) | (owners ? kMetaOwners : 0u) |
-           (created ? kMetaCreated : 0u);
+           (created ? kMetaCreated : 0u) | (finalizers ? kMetaFinalizers : 0u);
   }
 };
 

@@ -236,3 +236,49 @@ TEST(KubeVirtDecode, EntryWithoutResourceNameIsAnError) {
 
 }  // namespace
 }  // namespace tally::codec
+
+namespace tally::codec {
+namespace {
+
+Result<GpuDeviceRecord> decodeRecord(std::string_view text) {
+  std::optional<GpuDeviceRecord> out;
+  Status status = withJsonValue(text, "", [&](simdjson::ondemand::value json) -> Status {
+    auto decoded = decodeGpuDeviceRecord(json);
+    if (!decoded) return std::move(decoded).error();
+    out = std::move(decoded).value();
+    return {};
+  });
+  if (!status) return std::move(status).error();
+  return std::move(*out);
+}
+
+TEST(GpuDeviceRecordDecode, ReadsFinalizersConditionsAndTheResourceVersion) {
+  auto record = decodeRecord(R"({"metadata": {"name": "d", "namespace": "t", "uid": "u", "resourceVersion": "17",
+    "generation": 2, "finalizers": ["gpu.tally.dev/release"], "deletionTimestamp": "2026-12-01T00:00:00Z"},
+    "spec": {"class": "h200", "count": 2},
+    "status": {"phase": "Bound", "node": "n1", "conditions": [{"type": "Bound", "status": "True",
+      "reason": "Placed", "message": "on n1", "lastTransitionTime": "2026-12-01T00:00:00Z",
+      "observedGeneration": 2}]}})");
+  ASSERT_TRUE(record) << record.error().describe();
+  EXPECT_EQ(record->device.name, "d");
+  EXPECT_EQ(record->device.phase, model::DevicePhase::Bound);
+  EXPECT_EQ(record->device.node, "n1");
+  EXPECT_TRUE(record->device.deleting);
+  EXPECT_EQ(record->meta.resourceVersion, "17");
+  EXPECT_EQ(record->meta.generation, 2);
+  EXPECT_TRUE(record->meta.hasFinalizer("gpu.tally.dev/release"));
+  ASSERT_EQ(record->conditions.size(), 1u);
+  EXPECT_EQ(record->conditions[0],
+            (Condition{"Bound", "True", "Placed", "on n1", "2026-12-01T00:00:00Z", 2}));
+}
+
+TEST(GpuDeviceRecordDecode, ABrokenConditionIsNamedByIndex) {
+  auto record = decodeRecord(R"({"metadata": {"name": "d", "namespace": "t"}, "spec": {"class": "h"},
+    "status": {"conditions": [{"type": "Bound"}, {"type": 7}]}})");
+  ASSERT_FALSE(record);
+  EXPECT_NE(record.error().describe().find("status.conditions[1].type"), std::string::npos)
+      << record.error().describe();
+}
+
+}  // namespace
+}  // namespace tally::codec

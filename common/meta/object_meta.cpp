@@ -103,6 +103,22 @@ MetaStatus readOwnersJson(od::value value, std::vector<OwnerRef>& out) {
   return {};
 }
 
+MetaStatus readFinalizersJson(od::value value, std::vector<std::string>& out) {
+  constexpr std::string_view kField = "metadata.finalizers";
+  bool null = false;
+  if (auto st = nullable(value, kField, null); !st || null) return st;
+  od::array array;
+  if (auto code = value.get_array().get(array)) return jsonError(code, std::string(kField), "an array");
+  for (auto item : array) {
+    std::string_view text;
+    if (auto code = item.get_string().get(text)) {
+      return jsonError(code, std::string(kField) + "[" + std::to_string(out.size()) + "]", "a string");
+    }
+    out.emplace_back(text);
+  }
+  return {};
+}
+
 MetaStatus parseCreated(std::string_view text, std::int64_t& out) {
   if (text.empty()) return {};
   auto parsed = parseRfc3339(text);
@@ -196,6 +212,7 @@ MetaStatus decodeObjectMetaJson(od::value json, ObjectMeta& out, unsigned parts)
       return readStringMap(field, "metadata.annotations", out.annotations);
     }
     if (key == "ownerReferences" && (parts & kMetaOwners)) return readOwnersJson(field, out.ownerReferences);
+    if (key == "finalizers" && (parts & kMetaFinalizers)) return readFinalizersJson(field, out.finalizers);
     return {};
   });
 }
@@ -240,6 +257,9 @@ MetaStatus decodeObjectMetaProtobuf(std::string_view message, ObjectMeta& out, u
         if (bytes && (parts & kMetaOwners)) {
           if (auto st = protoOwner(r.bytes(), out.ownerReferences.emplace_back()); !st) return st;
         }
+        break;
+      case 14:
+        if (bytes && (parts & kMetaFinalizers)) out.finalizers.emplace_back(r.bytes());
         break;
       default: break;
     }

@@ -28,12 +28,13 @@ const std::string kProtobuf =
     bytes(8, number(1, 1700000000)) + bytes(9, number(1, 1)) + bytes(11, bytes(1, "app") + bytes(2, "web")) +
     bytes(12, bytes(1, "note") + bytes(2, "x")) +
     bytes(13, bytes(1, "ReplicaSet") + bytes(3, "rs") + bytes(4, "rs-uid") + bytes(5, "apps/v1") + number(6, 1)) +
-    bytes(17, bytes(1, "managed fields are skipped")) + number(99, 7);
+    bytes(14, "gpu.tally.dev/release") + bytes(14, "other/f") + bytes(17, bytes(1, "managed fields are skipped")) + number(99, 7);
 constexpr std::string_view kJson = R"({"name": "p", "namespace": "team-a", "uid": "uid-1", "resourceVersion": "42",
   "generation": 3, "creationTimestamp": "2023-11-14T22:13:20Z", "deletionTimestamp": "2023-11-15T00:00:00Z",
   "labels": {"app": "web"}, "annotations": {"note": "x"},
   "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-uid",
                        "controller": true}],
+  "finalizers": ["gpu.tally.dev/release", "other/f"],
   "managedFields": [{"manager": "kubectl"}], "unknown": {"deep": [1, 2]}})";
 
 ObjectMeta want() {
@@ -48,6 +49,7 @@ ObjectMeta want() {
   m.labels = {{"app", "web"}};
   m.annotations = {{"note", "x"}};
   m.ownerReferences = {{"apps/v1", "ReplicaSet", "rs", "rs-uid", true}};
+  m.finalizers = {"gpu.tally.dev/release", "other/f"};
   return m;
 }
 
@@ -73,12 +75,25 @@ TEST(ObjectMeta, JsonAndProtobufDecodeTheSameValue) {
   ASSERT_NE(pb.label("app"), nullptr);
   EXPECT_EQ(*pb.label("app"), "web");
   EXPECT_EQ(pb.annotation("missing"), nullptr);
+  EXPECT_TRUE(pb.hasFinalizer("gpu.tally.dev/release"));
+  EXPECT_FALSE(pb.hasFinalizer("gpu.tally.dev"));
+}
+
+TEST(ObjectMeta, FinalizersThatAreNotStringsAreRefusedByIndex) {
+  ObjectMeta m;
+  auto st = fromJson(R"({"finalizers": ["a", 7]})", m);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().field, "metadata.finalizers[1]");
+  ObjectMeta n;
+  ASSERT_TRUE(fromJson(R"({"finalizers": null})", n));
+  EXPECT_TRUE(n.finalizers.empty());
 }
 
 TEST(ObjectMeta, KeepsOnlyThePartsAskedFor) {
   ObjectMeta want_core = want();
   want_core.labels.clear();
   want_core.ownerReferences.clear();
+  want_core.finalizers.clear();
   want_core.created = 0;
   ObjectMeta json, pb;
   ASSERT_TRUE(fromJson(kJson, json, kMetaAnnotations));
@@ -145,7 +160,8 @@ TEST(ObjectMeta, HoldsNoHeapWhenOnlyTheCoreIsKept) {
   EXPECT_EQ(m.labels.capacity(), 0u);
   EXPECT_EQ(m.annotations.capacity(), 0u);
   EXPECT_EQ(m.ownerReferences.capacity(), 0u);
-  EXPECT_LE(sizeof(ObjectMeta), 232u);
+  EXPECT_EQ(m.finalizers.capacity(), 0u);
+  EXPECT_LE(sizeof(ObjectMeta), 256u);
 }
 
 }  // namespace

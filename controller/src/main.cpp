@@ -1,11 +1,12 @@
 // tally-controller: Tally's admission webhooks and, on the Lease holder, its
 // leader-only controllers. Every replica runs the informers and the state
 // writer and answers the webhooks from its own snapshot; the leader keeps the
-// serving certificate (and, next, places held devices).
+// serving certificate and runs the device binder.
 
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "tally/common/log.hpp"
+#include "tally/controller/device_binder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/controller/readiness.hpp"
 #include "tally/runtime/admission/certificate_keeper.hpp"
@@ -68,6 +70,9 @@ struct Flags {
   // The webhooks decide on HRQ budgets, not on the add-on catalogue: none by default.
   state::SourceFlags source{.billingPlans = ""};
   std::string cacheSyncTimeout = "120s";
+  bool binder = true;
+  std::string binderRetry = "5s";
+  int binderMaxConflicts = 8;
   std::string logLevel = "info", logFormat = "json";
 };
 
@@ -138,6 +143,15 @@ void addFlags(CLI::App& app, Flags& f) {
   state::addSourceFlags(app, f.source, "the webhooks");
   app.add_option("--cache-sync-timeout", f.cacheSyncTimeout,
                  "How long the runtime's own caches (certificate Secret, webhook configurations) may take to sync")
+      ->capture_default_str();
+  app.add_option("--enable-device-binder", f.binder,
+                 "Place Pending GPUDevices, mark them Lost and record releases (on the Lease holder)")
+      ->capture_default_str();
+  app.add_option("--binder-retry-interval", f.binderRetry,
+                 "How soon an order that could not be placed, a Lost device or a blocked release is looked at again")
+      ->capture_default_str();
+  app.add_option("--binder-max-conflicts", f.binderMaxConflicts,
+                 "Reads and writes of one GPUDevice on 409 Conflict before the binder requeues it")
       ->capture_default_str();
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
   app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
@@ -230,25 +244,38 @@ int main(int argc, char** argv) {
     auto settings = state::sourceSettings(f.source);
     if (!settings) throw std::invalid_argument(settings.error());
     const state::SourceOptions sources = settings->source;
-    state::Writer::Options writerOptions;
-    writerOptions.publishInterval = settings->publishInterval;
-    writerOptions.watched = state::watchedKinds(sources);
-    state::Writer writer(writerOptions);
-
     auto connected = runtime::process::connect({f.kubeconfig, f.context, "tally-controller/0.1"});
     if (!connected) {
       logError("cannot reach Kubernetes", {{"error", connected.error().describe()}});
       return 2;
     }
     std::shared_ptr<runtime::Client> client = std::move(connected).value();
+
+    std::unique_ptr<controller::DeviceBinder> binder;
+    if (f.binder) {
+      controller::DeviceBinderOptions bo;
+      bo.instance = f.identity;
+      bo.retryInterval = parseDuration("--binder-retry-interval", f.binderRetry);
+      bo.maxConflicts = std::max(1, f.binderMaxConflicts);
+      bo.metrics = &registry;
+      binder = std::make_unique<controller::DeviceBinder>(client, bo);
+    }
+    state::Writer::Options writerOptions;
+    writerOptions.publishInterval = settings->publishInterval;
+    writerOptions.watched = state::watchedKinds(sources);
+    if (binder) writerOptions.extensions.push_back(binder.get());
+    state::Writer writer(writerOptions);
     state::Informers watches(client, writer, sources,
                              state::InformerMetrics{informerEvents, informerStaleness, cacheSynced});
 
     admission::CertificateKeeper keeper(client, keeperOptions(f));
     runtime::Manager manager(client, managerOptions(f, registry));
     keeper.attach(manager);
-    // Leader-only controllers join the manager here, before run(): the device
-    // binder (issue 15 item 4) is the next one, with ControllerOptions::leaderOnly.
+    // Leader-only controllers join the manager before run().
+    if (binder) {
+      binder->readFrom(writer.snapshots());
+      binder->attach(manager);
+    }
 
     std::atomic<bool> serving{false};
     registry.onScrape([&] {

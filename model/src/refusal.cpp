@@ -10,6 +10,7 @@ std::string_view toString(Code code) {
     case Code::NodeWrongMode: return "NodeWrongMode";
     case Code::NodeNoInventory: return "NodeNoInventory";
     case Code::NodeNotServed: return "NodeNotServed";
+    case Code::NodeGone: return "NodeGone";
     case Code::ClassUnknown: return "ClassUnknown";
     case Code::ClassDeleting: return "ClassDeleting";
     case Code::CountAboveMax: return "CountAboveMax";

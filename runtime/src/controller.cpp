@@ -135,6 +135,7 @@ void Controller::start() {
     q = shared_->queue;
   }
   running_ = true;
+  if (options_.onStart) options_.onStart();
   for (int i = 0; i < options_.workers; ++i) {
     workers_.emplace_back([this, q](std::stop_token st) { work(*q, st); });
     nameThread(workers_.back().native_handle(), "ctl-" + options_.name.substr(0, 8) + "-" + std::to_string(i));

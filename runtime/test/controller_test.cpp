@@ -184,6 +184,41 @@ TEST(Controller, AKeyEnqueuedOnStartIsReconciledInEveryTermWithoutAnyObject) {
   EXPECT_EQ(calls.size(), 1u);
 }
 
+TEST(Controller, OnStartRunsBeforeAnyReconcileOfTheTerm) {
+  std::atomic<int> term{0};
+  std::mutex mu;
+  std::vector<int> seenTerms;
+  ControllerOptions o = options("termed", 2);
+  Controller* self = nullptr;
+  o.onStart = [&] {
+    // A key queued in the hook is reconciled in this term, after the hook.
+    std::this_thread::sleep_for(20ms);
+    term.fetch_add(1);
+    self->enqueue("k");
+  };
+  Controller c(o, [&](const std::string&, std::stop_token) -> Result<ReconcileResult> {
+    std::lock_guard lock(mu);
+    seenTerms.push_back(term.load());
+    return ReconcileResult::done();
+  });
+  self = &c;
+  c.enqueue("before-start");
+  c.start();
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return seenTerms.size() == 2;
+  }));
+  c.stop();
+  c.start();
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return seenTerms.size() == 3;
+  }));
+  c.stop();
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seenTerms, (std::vector<int>{1, 1, 2}));
+}
+
 TEST(Controller, MetricsCarryClientGoWorkqueueNames) {
   observability::Registry registry;
   std::atomic<int> calls{0};

@@ -192,32 +192,47 @@ void Writer::apply(Object& object) {
     return;
   }
   bool changed = true;  // false: the upsert held what the cache held
+  std::string key;      // for the extensions' objectChanged
   std::visit(
       Overloaded{
           [&](model::Node& n) {
+            key = n.name;
             if (unchanged(cluster.nodes, n.name, n)) return void(changed = false);
             index_.upsertNode(n);
           },
           [&](model::Pod&) {},
           [&](model::Namespace& n) {
+            key = n.name;
             if (unchanged(cluster.namespaces, n.name, n)) return void(changed = false);
             index_.upsertNamespace(n);
           },
-          [&](model::HierarchicalResourceQuota& q) { cluster.hrqs[model::objectKey(q.ns, q.name)] = std::move(q); },
-          [&](model::ResourceQuota& q) { cluster.quotas[model::objectKey(q.ns, q.name)] = std::move(q); },
+          [&](model::HierarchicalResourceQuota& q) {
+            key = model::objectKey(q.ns, q.name);
+            cluster.hrqs[key] = std::move(q);
+          },
+          [&](model::ResourceQuota& q) {
+            key = model::objectKey(q.ns, q.name);
+            cluster.quotas[key] = std::move(q);
+          },
           [&](model::DeviceClass& c) {
+            key = c.name;
             if (unchanged(cluster.classes, c.name, c)) return void(changed = false);
             index_.upsertClass(c);
           },
           [&](model::GpuDevice& d) {
-            if (unchanged(cluster.devices, model::objectKey(d.ns, d.name), d)) return void(changed = false);
+            key = model::objectKey(d.ns, d.name);
+            if (unchanged(cluster.devices, key, d)) return void(changed = false);
             index_.upsertDevice(d);
           },
           [&](model::VirtualMachineInstance& v) {
-            if (unchanged(cluster.vmis, model::objectKey(v.ns, v.name), v)) return void(changed = false);
+            key = model::objectKey(v.ns, v.name);
+            if (unchanged(cluster.vmis, key, v)) return void(changed = false);
             index_.upsertVmi(v);
           },
-          [&](model::Organization& o) { cluster.organizations[model::objectKey(o.ns, o.name)] = std::move(o); },
+          [&](model::Organization& o) {
+            key = model::objectKey(o.ns, o.name);
+            cluster.organizations[key] = std::move(o);
+          },
           [&](std::optional<model::BillingPlans>& p) {
             if (p) cluster.plans = std::move(p);
           },
@@ -226,6 +241,9 @@ void Writer::apply(Object& object) {
       },
       object);
   baseDirty_ = baseDirty_ || changed;
+  if (changed) {
+    for (Extension* e : options_.extensions) e->objectChanged(kindOf(object), key);
+  }
 }
 
 void Writer::apply(Remove& r) {
@@ -248,6 +266,10 @@ void Writer::apply(Remove& r) {
     case model::Kind::BillingPlans: cluster.plans.reset(); break;
     case model::Kind::KubeVirt: cluster.permittedHostDevices.reset(); break;
     case model::Kind::Ledger: cluster.ledger = {}; break;
+  }
+  if (r.kind != model::Kind::Pod) {
+    const std::string changedKey = r.ns.empty() ? r.name : key;
+    for (Extension* e : options_.extensions) e->objectChanged(r.kind, changedKey);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tally/state/writer.hpp"
 
@@ -19,6 +20,9 @@ class RecordingExtension final : public Extension {
       keys_.insert(key);
     else
       keys_.erase(key);
+  }
+  void objectChanged(model::Kind kind, const std::string& key) override {
+    changed.push_back(std::string(model::toString(kind)) + ":" + key);
   }
   bool tick(model::UsageIndex&, Clock::time_point now) override {
     if (due_ == Clock::time_point::max() || now < due_) return false;
@@ -37,6 +41,7 @@ class RecordingExtension final : public Extension {
   std::atomic<std::uint64_t> lastGeneration{0};
   std::atomic<int> stoppedCalls{0};
   std::atomic<int> ticksDue{0};
+  std::vector<std::string> changed;  // "Kind:key" per objectChanged, writer thread (read after flush)
 
  private:
   Keys keys_;

@@ -101,6 +101,21 @@ TEST(Writer, PodOnlyChangesShareTheClusterAndUnchangedUpsertsAreSkipped) {
   EXPECT_NE(&writer.snapshots().read()->cluster(), base);
 }
 
+TEST(Writer, ExtensionsHearOfEveryRealChangeOfOtherKindsButNotOfRepeats) {
+  RecordingExtension ext;
+  Writer writer(withExtension(ext));
+  writer.upsert(tenant("t"));
+  writer.upsert(gpuNode("n1"));
+  writer.upsert(gpuPod("t", "p", 1, "n1"));  // pods go to podChanged only
+  writer.flush();
+  writer.upsert(gpuNode("n1"));  // unchanged
+  writer.upsert(gpuNode("n1", 4));
+  writer.remove(model::Kind::Node, "", "n1");
+  writer.remove(model::Kind::Namespace, "", "t");
+  writer.flush();
+  EXPECT_EQ(ext.changed, (std::vector<std::string>{"Namespace:t", "Node:n1", "Node:n1", "Node:n1", "Namespace:t"}));
+}
+
 TEST(Writer, PostedTasksRunOnTheWriterInQueueOrderWithTheLiveIndex) {
   Writer writer({});
   writer.upsert(tenant("t"));

@@ -14,6 +14,7 @@
 #include <simdjson.h>
 
 #include "tally/codec/result.hpp"
+#include "tally/common/condition.hpp"
 #include "tally/common/object_meta.hpp"
 #include "tally/model/objects.hpp"
 
@@ -33,6 +34,14 @@ Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(simdjso
 Result<model::ResourceQuota> decodeResourceQuota(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 Result<model::DeviceClass> decodeDeviceClass(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 Result<model::GpuDevice> decodeGpuDevice(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+// A GPUDevice as the device binder reads it before it writes: the model's
+// value, its metadata with finalizers, and status.conditions.
+struct GpuDeviceRecord {
+  model::GpuDevice device;
+  ObjectMeta meta;
+  std::vector<Condition> conditions;
+};
+Result<GpuDeviceRecord> decodeGpuDeviceRecord(simdjson::ondemand::value json);
 Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(simdjson::ondemand::value json,
                                                                    ObjectMeta* meta = nullptr);
 Result<model::Organization> decodeOrganization(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);

@@ -47,12 +47,19 @@ struct ObjectMeta {
   StringPairs labels;                     // with kMetaLabels
   StringPairs annotations;                // with kMetaAnnotations
   std::vector<OwnerRef> ownerReferences;  // with kMetaOwners
+  std::vector<std::string> finalizers;    // with kMetaFinalizers
   bool operator==(const ObjectMeta&) const = default;
 
   // "namespace/name", or "name" when cluster-scoped: the informers' store key.
   std::string key() const { return ns.empty() ? name : ns + "/" + name; }
   const std::string* annotation(std::string_view k) const { return lookup(annotations, k); }
   const std::string* label(std::string_view k) const { return lookup(labels, k); }
+  bool hasFinalizer(std::string_view f) const {
+    for (const auto& x : finalizers) {
+      if (x == f) return true;
+    }
+    return false;
+  }
 };
 
 // Which optional parts of the metadata to keep (labels and annotations can
@@ -63,7 +70,8 @@ enum MetaParts : unsigned {
   kMetaAnnotations = 2,
   kMetaOwners = 4,
   kMetaCreated = 8,
-  kMetaAll = 15,
+  kMetaFinalizers = 16,
+  kMetaAll = 31,
 };
 
 struct MetaError {

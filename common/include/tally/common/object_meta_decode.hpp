@@ -18,7 +18,7 @@ MetaStatus decodeObjectMetaJson(simdjson::ondemand::value json, ObjectMeta& out,
 // metav1.ObjectMeta as protobuf: name 1, namespace 3, uid 5, resourceVersion 6,
 // generation 7, creationTimestamp 8 (Time: seconds 1), deletionTimestamp 9,
 // labels 11, annotations 12, ownerReferences 13 (OwnerReference: kind 1,
-// name 3, uid 4, apiVersion 5, controller 6).
+// name 3, uid 4, apiVersion 5, controller 6), finalizers 14.
 MetaStatus decodeObjectMetaProtobuf(std::string_view message, ObjectMeta& out, unsigned parts = kMetaAll);
 
 }  // namespace tally

@@ -16,6 +16,7 @@ enum class Code {
   NodeWrongMode,
   NodeNoInventory,
   NodeNotServed,
+  NodeGone,
   // admission and placement
   ClassUnknown,
   ClassDeleting,

@@ -57,6 +57,10 @@ struct ControllerOptions {
   RateLimiterConfig rateLimits;
   // Runs only on the replica holding the leader Lease (see Manager).
   bool leaderOnly = true;
+  // Called by every start() before the workers run (a new leadership term):
+  // a controller forgets what it kept from an earlier term and enqueues its
+  // keys here, so no reconcile of the new term sees the old state.
+  std::function<void()> onStart;
 };
 
 struct ControllerStats {

@@ -48,6 +48,14 @@ class Extension {
   // A pod event changed what the cache holds under `key` ("ns/name"): `pod` is
   // the live value, null once the cache holds none.
   virtual void podChanged(const std::string& key, const model::Pod* pod) = 0;
+  // An object of another kind changed what the cache holds (a new value or a
+  // removal; an upsert equal to the cached value is not a change): `key` is
+  // "ns/name", or "name" for cluster-scoped kinds ("" for the singletons:
+  // billing plans, the KubeVirt CR, the ledger).
+  virtual void objectChanged(model::Kind kind, const std::string& key) {
+    (void)kind;
+    (void)key;
+  }
   // After each batch: expires what is due at `now`; true when the index
   // changed (a publication is due then).
   virtual bool tick(model::UsageIndex& index, Clock::time_point now) = 0;

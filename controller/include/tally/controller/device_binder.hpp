@@ -1,0 +1,123 @@
+#pragma once
+// The device binder (SPEC 2.1, 3.6, 5; leader only): places each Pending
+// GPUDevice on one node with the model's placement, marks a placed one Lost
+// when its node or its devices go and Bound (or Attached) again when they
+// return, and records the release of a deleted one before its finalizer goes.
+//
+// Decisions are made on this replica's snapshot, and every write is made on
+// the object as the API server has it now: the binder reads it, decides again
+// on what it read, and writes pinned to its resourceVersion; on 409 it reads
+// and decides again (--binder-max-conflicts times at most). Its own placements
+// count at once (model::HeldAheadView) until its watch shows them, so two
+// placements in a row never take the same free units; a new leadership term
+// first lists every GPUDevice from the API server, so placements a previous
+// leader wrote and this replica's watch has not shown yet count too.
+//
+// Each change is a `Bound` condition (metav1.Condition), an Event on the
+// device, and a metric: tally_controller_binder_placements_total,
+// _refusals_total{code}, _conflicts_total, _lost_total, _recovered_total,
+// _releases_total, _placement_seconds (creation to placement), and, read from
+// the snapshot at each scrape, _pending_devices and _oldest_pending_seconds.
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "tally/codec/objects.hpp"
+#include "tally/common/snapshot_cell.hpp"
+#include "tally/model/placement.hpp"
+#include "tally/observability/metrics.hpp"
+#include "tally/runtime/client.hpp"
+#include "tally/runtime/controller.hpp"
+#include "tally/runtime/manager.hpp"
+#include "tally/state/snapshot.hpp"
+#include "tally/state/writer.hpp"
+
+namespace tally::controller {
+
+// Keeps a placed device until its release is recorded.
+inline constexpr std::string_view kReleaseFinalizer = "gpu.tally.dev/release";
+// The condition the binder keeps on every device it decided on.
+inline constexpr std::string_view kBoundCondition = "Bound";
+
+struct DeviceBinderOptions {
+  std::string component = "tally-controller";  // Events' reportingComponent
+  std::string instance;                        // Events' reportingInstance: this replica
+  // How soon an order that could not be placed, a Lost device, or a release a
+  // running VMI blocks is looked at again (events wake them earlier).
+  std::chrono::milliseconds retryInterval{5'000};
+  // Reads and writes of one device on 409 before the key is requeued.
+  int maxConflicts = 8;
+  observability::Registry* metrics = nullptr;
+};
+
+class DeviceBinder final : public state::Extension {
+ public:
+  DeviceBinder(std::shared_ptr<runtime::Client> client, DeviceBinderOptions options);
+  ~DeviceBinder() override;
+
+  // The snapshots it decides on (the writer it is an extension of). Before attach().
+  void readFrom(const SnapshotCell<state::Snapshot>& cell);
+  // Adds the leader-only controller "device-binder" (one worker: placements
+  // are decided one at a time) to the manager.
+  void attach(runtime::Manager& manager);
+
+  // One device, "namespace/name".
+  runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop);
+
+  // Placements written and not yet seen in the snapshot (tests).
+  std::size_t heldAhead() const;
+
+  // state::Extension: device and node changes enqueue the devices they concern.
+  void podChanged(const std::string&, const model::Pod*) override {}
+  void objectChanged(model::Kind kind, const std::string& key) override;
+  bool tick(model::UsageIndex&, Clock::time_point) override { return false; }
+  Clock::time_point nextDeadline() const override { return Clock::time_point::max(); }
+  std::shared_ptr<const void> publish(const model::Cluster&) override { return nullptr; }
+  void published(const state::Snapshot& snapshot) override;
+  void stopped() override {}
+
+ private:
+  struct Ahead {
+    model::GpuDevice device;  // as the binder wrote it
+    model::DevicePhase seenAs;  // its phase in the snapshot when written: kept until the snapshot moves on
+  };
+  struct Metrics;
+  enum class Wake { kNone, kDevices, kAll };
+
+  runtime::Status catchUp(const model::Cluster& cluster);
+  void prune(const model::Cluster& cluster);
+  model::HeldAheadView aheadView(const state::Snapshot& snapshot) const;
+  runtime::Result<runtime::ReconcileResult> decideAndWrite(const state::Snapshot& snapshot, const std::string& key,
+                                                           std::stop_token stop);
+  void startTerm();
+  void enqueue(const std::string& key);
+  void event(const model::GpuDevice& device, const std::string& type, const std::string& reason,
+             const std::string& message);
+
+  std::shared_ptr<runtime::Client> client_;
+  DeviceBinderOptions options_;
+  const SnapshotCell<state::Snapshot>* cell_ = nullptr;
+  std::atomic<runtime::Controller*> controller_{nullptr};
+  std::unique_ptr<Metrics> metrics_;
+
+  // The worker's (one at a time; startTerm runs before it in each term).
+  mutable std::mutex aheadMu_;
+  std::map<std::string, Ahead> ahead_;
+  bool caughtUp_ = false;
+  // Devices whose waiting condition was written this term, with its message.
+  std::map<std::string, std::string> waiting_;
+
+  // The writer thread's: what changed since the last publication.
+  std::set<std::string> changedDevices_;
+  std::set<std::string> changedNodes_;
+  bool wakeAll_ = false;
+};
+
+}  // namespace tally::controller

@@ -1,0 +1,525 @@
+#include "tally/controller/device_binder.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tally/common/condition.hpp"
+#include "tally/common/json.hpp"
+#include "tally/common/log.hpp"
+#include "tally/common/rfc3339.hpp"
+#include "tally/model/usage.hpp"
+#include "tally/runtime/conflict.hpp"
+#include "tally/runtime/json_watch.hpp"
+#include "tally/state/kinds.hpp"
+
+namespace tally::controller {
+
+namespace obs = tally::observability;
+using runtime::ReconcileResult;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const runtime::Resource& devicesResource() {
+  static const runtime::Resource r = runtime::Resource::of("gpu.tally.dev", "v1alpha1", "gpudevices");
+  return r;
+}
+
+// GET, PATCH and LIST bodies decoded with the metadata and conditions a write needs.
+struct RecordCodec {
+  using Object = codec::GpuDeviceRecord;
+  static runtime::Result<Object> fromJson(simdjson::ondemand::value json) {
+    auto decoded = codec::decodeGpuDeviceRecord(json);
+    if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
+    return std::move(decoded).value();
+  }
+  static std::string key(const Object& o) { return o.meta.key(); }
+  static std::string_view resourceVersion(const Object& o) { return o.meta.resourceVersion; }
+};
+
+std::string nowText() { return formatRfc3339(toUnixTime(std::chrono::system_clock::now())); }
+
+// The first refusal's code names the condition's reason; the message keeps all.
+std::string reasonOf(const model::Decision& d) {
+  return d.refusals.empty() ? "Unknown" : std::string(model::toString(d.refusals.front().code));
+}
+
+}  // namespace
+
+struct DeviceBinder::Metrics {
+  explicit Metrics(obs::Registry& r)
+      : placements(r.counter("tally_controller_binder_placements_total",
+                             "GPUDevices the binder placed on a node (Bound).")
+                       .with({})),
+        refusals(r.counter("tally_controller_binder_refusals_total",
+                           "Decisions that left a GPUDevice Pending (or Lost), by the model's first refusal code.",
+                           {"code"})),
+        conflicts(r.counter("tally_controller_binder_conflicts_total",
+                            "Writes refused with 409 (a newer object): read and decided again.")
+                      .with({})),
+        lost(r.counter("tally_controller_binder_lost_total", "Placed GPUDevices marked Lost (node or devices gone).")
+                 .with({})),
+        recovered(r.counter("tally_controller_binder_recovered_total",
+                            "Lost GPUDevices holding their units again (node and devices back).")
+                      .with({})),
+        releases(
+            r.counter("tally_controller_binder_releases_total", "Deleted GPUDevices whose release was recorded.")
+                .with({})),
+        placementSeconds(r.histogram("tally_controller_binder_placement_seconds",
+                                     "Seconds from a GPUDevice's creation to its placement.",
+                                     obs::exponentialBuckets(0.01, 2, 14))
+                             .with({})),
+        pending(r.gauge("tally_controller_binder_pending_devices",
+                        "GPUDevices Pending in this replica's snapshot (not being deleted).")
+                    .with({})),
+        oldestPending(r.gauge("tally_controller_binder_oldest_pending_seconds",
+                              "Age of the oldest Pending GPUDevice in this replica's snapshot (0: none).")
+                          .with({})) {}
+  obs::Counter& placements;
+  obs::Family<obs::Counter>& refusals;
+  obs::Counter& conflicts;
+  obs::Counter& lost;
+  obs::Counter& recovered;
+  obs::Counter& releases;
+  obs::Histogram& placementSeconds;
+  obs::Gauge& pending;
+  obs::Gauge& oldestPending;
+};
+
+DeviceBinder::DeviceBinder(std::shared_ptr<runtime::Client> client, DeviceBinderOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (options_.metrics) metrics_ = std::make_unique<Metrics>(*options_.metrics);
+}
+
+DeviceBinder::~DeviceBinder() = default;
+
+void DeviceBinder::readFrom(const SnapshotCell<state::Snapshot>& cell) {
+  cell_ = &cell;
+  if (!options_.metrics) return;
+  options_.metrics->onScrape([this] {
+    auto snap = cell_->read();
+    if (!snap) return;
+    const model::Cluster& cluster = snap->cluster();
+    std::int64_t count = 0;
+    model::Timestamp oldest = 0;
+    for (const auto& [key, d] : cluster.devices) {
+      if (d.phase != model::DevicePhase::Pending || d.deleting) continue;
+      ++count;
+      if (d.created > 0 && (oldest == 0 || d.created < oldest)) oldest = d.created;
+    }
+    metrics_->pending.set(static_cast<double>(count));
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    metrics_->oldestPending.set(oldest == 0 ? 0.0 : static_cast<double>(std::max<std::int64_t>(0, now - oldest)));
+  });
+}
+
+void DeviceBinder::attach(runtime::Manager& manager) {
+  runtime::ControllerOptions o;
+  o.name = "device-binder";
+  o.workers = 1;
+  o.leaderOnly = true;
+  o.onStart = [this] { startTerm(); };
+  runtime::Controller& c =
+      manager.controller(std::move(o), [this](const std::string& key, std::stop_token stop) {
+        return reconcile(key, stop);
+      });
+  controller_.store(&c);
+}
+
+std::size_t DeviceBinder::heldAhead() const {
+  std::lock_guard lock(aheadMu_);
+  return ahead_.size();
+}
+
+void DeviceBinder::enqueue(const std::string& key) {
+  if (runtime::Controller* c = controller_.load()) c->enqueue(key);
+}
+
+// A new term trusts nothing of the last one: what it held ahead may have been
+// overtaken by another leader's writes, so the first reconcile lists again.
+void DeviceBinder::startTerm() {
+  {
+    std::lock_guard lock(aheadMu_);
+    ahead_.clear();
+    caughtUp_ = false;
+  }
+  waiting_.clear();
+  if (!cell_) return;
+  auto snap = cell_->read();
+  if (!snap) return;
+  for (const auto& [key, d] : snap->cluster().devices) enqueue(key);
+}
+
+// --- Waking devices (writer thread) -----------------------------------------
+
+void DeviceBinder::objectChanged(model::Kind kind, const std::string& key) {
+  switch (kind) {
+    case model::Kind::GpuDevice: changedDevices_.insert(key); break;
+    case model::Kind::Node: changedNodes_.insert(key); break;
+    // What a placement or a recovery depends on besides nodes and devices.
+    case model::Kind::DeviceClass:
+    case model::Kind::Namespace:
+    case model::Kind::HierarchicalResourceQuota:
+    case model::Kind::Organization:
+    case model::Kind::VirtualMachineInstance:
+    case model::Kind::Ledger: wakeAll_ = true; break;
+    default: break;
+  }
+}
+
+void DeviceBinder::published(const state::Snapshot& snapshot) {
+  if (changedDevices_.empty() && changedNodes_.empty() && !wakeAll_) return;
+  const model::Cluster& cluster = snapshot.cluster();
+  // Units freed (a node changed, a device gone or no longer holding) may let a
+  // waiting order in or a Lost device back.
+  bool wake = wakeAll_ || !changedNodes_.empty();
+  for (const auto& key : changedDevices_) {
+    enqueue(key);
+    auto it = cluster.devices.find(key);
+    if (it == cluster.devices.end() || !model::holdsNodeUnits(it->second)) wake = true;
+  }
+  for (const auto& [key, d] : cluster.devices) {
+    const bool waiting = d.phase == model::DevicePhase::Pending || d.phase == model::DevicePhase::Lost;
+    if ((wake && waiting) || (!d.node.empty() && changedNodes_.contains(d.node))) enqueue(key);
+  }
+  changedDevices_.clear();
+  changedNodes_.clear();
+  wakeAll_ = false;
+}
+
+// --- Reconcile (the one worker) ---------------------------------------------
+
+runtime::Status DeviceBinder::catchUp(const model::Cluster& cluster) {
+  simdjson::ondemand::parser parser;
+  runtime::ListOptions opts;
+  opts.limit = 500;
+  std::size_t counted = 0;
+  do {
+    auto response = client_->list(devicesResource(), opts);
+    if (!response) return std::move(response).error().withContext("list gpudevices (new term)");
+    if (response->status != 200) {
+      return runtime::Error(runtime::ErrorCode::kHttp,
+                            fmt::format("list gpudevices (new term): HTTP {}", response->status));
+    }
+    auto page = runtime::decodeJsonList<RecordCodec>(parser, response->body);
+    if (!page) return std::move(page).error().withContext("list gpudevices (new term)");
+    std::lock_guard lock(aheadMu_);
+    for (auto& record : page->items) {
+      const model::GpuDevice& fresh = record.device;
+      if (!model::holdsNodeUnits(fresh)) continue;
+      auto seen = cluster.devices.find(model::objectKey(fresh.ns, fresh.name));
+      if (seen != cluster.devices.end() && model::holdsNodeUnits(seen->second) && seen->second.node == fresh.node) {
+        continue;
+      }
+      const model::DevicePhase seenAs =
+          seen == cluster.devices.end() ? model::DevicePhase::Pending : seen->second.phase;
+      ahead_[model::objectKey(fresh.ns, fresh.name)] = Ahead{fresh, seenAs};
+      ++counted;
+    }
+    opts.continueToken = page->continueToken;
+  } while (!opts.continueToken.empty());
+  caughtUp_ = true;
+  if (counted > 0) logInfo("binder: placements ahead of this replica's watch", {{"devices", std::int64_t(counted)}});
+  return {};
+}
+
+// Forgets what the snapshot now shows itself: a device gone, or one whose
+// phase moved on from the one it had when the binder wrote.
+void DeviceBinder::prune(const model::Cluster& cluster) {
+  std::lock_guard lock(aheadMu_);
+  for (auto it = ahead_.begin(); it != ahead_.end();) {
+    auto seen = cluster.devices.find(it->first);
+    if (seen == cluster.devices.end() || seen->second.phase != it->second.seenAs) {
+      it = ahead_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+model::HeldAheadView DeviceBinder::aheadView(const state::Snapshot& snapshot) const {
+  model::HeldAheadView view(snapshot.cluster(), snapshot.usage);
+  std::lock_guard lock(aheadMu_);
+  for (const auto& [key, a] : ahead_) view.hold(a.device, a.device.node);
+  return view;
+}
+
+runtime::Result<ReconcileResult> DeviceBinder::reconcile(const std::string& key, std::stop_token stop) {
+  if (!cell_) return runtime::Error(runtime::ErrorCode::kInternal, "device binder has no snapshots to read");
+  auto snap = cell_->read();
+  // Closed while a cache has not synced: nothing is placed on a partial view.
+  if (!snap || !snap->ready()) return ReconcileResult::requeueAfter(std::chrono::seconds(1));
+  bool caughtUp;
+  {
+    std::lock_guard lock(aheadMu_);
+    caughtUp = caughtUp_;
+  }
+  if (!caughtUp) {
+    if (auto st = catchUp(snap->cluster()); !st) return std::move(st).error();
+  }
+  prune(snap->cluster());
+  return decideAndWrite(*snap, key, stop);
+}
+
+namespace {
+
+struct Write {
+  runtime::JsonPatch patch;
+  bool status = false;  // on the status subresource
+};
+
+// The whole status the binder keeps: phase, node, attachedTo, conditions.
+std::string statusValue(const model::GpuDevice& d, const std::vector<Condition>& conditions,
+                        std::int64_t generation) {
+  JsonWriter w;
+  w.beginObject();
+  w.field("phase", model::toString(d.phase));
+  if (!d.node.empty()) w.field("node", d.node);
+  if (!d.attachedTo.empty()) {
+    w.key("attachedTo").beginObject();
+    if (!d.attachedTo.ns.empty()) w.field("namespace", d.attachedTo.ns);
+    w.field("name", d.attachedTo.name).field("uid", d.attachedTo.uid);
+    w.endObject();
+  }
+  if (generation > 0) w.field("observedGeneration", generation);
+  w.key("conditions");
+  writeConditions(w, conditions);
+  w.endObject();
+  return w.str();
+}
+
+}  // namespace
+
+runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snapshot& snapshot,
+                                                              const std::string& key, std::stop_token stop) {
+  const model::Cluster& cluster = snapshot.cluster();
+  auto seen = cluster.devices.find(key);
+  if (seen == cluster.devices.end()) {
+    waiting_.erase(key);
+    std::lock_guard lock(aheadMu_);
+    ahead_.erase(key);
+    return ReconcileResult::done();
+  }
+  // What the snapshot alone says: most reconciles end here without a request.
+  {
+    const model::GpuDevice& d = seen->second;
+    std::lock_guard lock(aheadMu_);
+    const bool aheadOfWatch = ahead_.contains(key);
+    if (!d.deleting && (d.phase == model::DevicePhase::Released || aheadOfWatch)) return ReconcileResult::done();
+    if (!d.deleting && model::holdsNodeUnits(d) && !model::holdLost(cluster, d)) return ReconcileResult::done();
+  }
+  // An order still waiting for the same reason it was last written with needs
+  // no request (the Lost device likewise): look again later.
+  if (auto waited = waiting_.find(key); waited != waiting_.end() && !seen->second.deleting) {
+    const model::GpuDevice& d = seen->second;
+    model::HeldAheadView view = aheadView(snapshot);
+    std::string summary;
+    if (d.phase == model::DevicePhase::Pending) {
+      model::Placement p = model::placeHeldDevice(cluster, view, d);
+      if (!p.node) summary = p.decision.summary();
+    } else if (d.phase == model::DevicePhase::Lost) {
+      summary = model::checkRecovery(cluster, view, d).summary();
+    }
+    if (!summary.empty() && summary == waited->second) return ReconcileResult::requeueAfter(options_.retryInterval);
+    waiting_.erase(waited);
+  }
+
+  const auto slash = key.find('/');
+  const runtime::Resource res = devicesResource().inNamespace(key.substr(0, slash));
+  const std::string name = key.substr(slash + 1);
+  for (int attempt = 1; attempt <= options_.maxConflicts; ++attempt) {
+    if (stop.stop_requested()) return ReconcileResult::requeue();
+    auto body = client_->get(res, name);
+    if (!body && body.error().is(runtime::ErrorCode::kNotFound)) return ReconcileResult::done();
+    if (!body) return std::move(body).error().withContext("get gpudevice " + key);
+    auto read = runtime::decodeJsonObject<RecordCodec>(*body);
+    if (!read) return std::move(read).error().withContext("gpudevice " + key);
+    codec::GpuDeviceRecord record = std::move(read).value();
+    model::GpuDevice& fresh = record.device;
+    const std::string now = nowText();
+
+    auto writeStatus = [&](const model::GpuDevice& next, Condition condition) -> runtime::Result<bool> {
+      std::vector<Condition> conditions = record.conditions;
+      condition.type = std::string(kBoundCondition);
+      condition.observedGeneration = record.meta.generation;
+      const bool conditionChanged = setCondition(conditions, std::move(condition), now);
+      if (!conditionChanged && next.phase == fresh.phase && next.node == fresh.node) return false;
+      runtime::JsonPatch patch;
+      patch.add("/status", statusValue(next, conditions, record.meta.generation));
+      runtime::PatchOptions po;
+      po.subresource = "status";
+      auto written = client_->patch(res, name, runtime::PatchType::kJsonPatch,
+                                    patch.body(record.meta.resourceVersion), po);
+      if (!written) return std::move(written).error();
+      return true;
+    };
+    auto conflicted = [&](const runtime::Error& e) {
+      if (!e.is(runtime::ErrorCode::kConflict)) return false;
+      if (metrics_) metrics_->conflicts.inc();
+      return true;
+    };
+
+    // Deleted: record the release, then let the object go.
+    if (fresh.deleting) {
+      if (!record.meta.hasFinalizer(kReleaseFinalizer)) return ReconcileResult::done();
+      if (const model::VirtualMachineInstance* holder = model::runningHolder(cluster, fresh)) {
+        const std::string message = fmt::format("GPUDevice {} is deleted but VirtualMachineInstance {}/{} still runs "
+                                                "with it; the release waits until the VMI stops",
+                                                key, holder->ns, holder->name);
+        auto w = writeStatus(fresh, Condition{"", "True", "ReleaseBlocked", message, "", 0});
+        if (!w && conflicted(w.error())) continue;
+        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
+        if (*w) event(fresh, "Warning", "ReleaseBlocked", message);
+        return ReconcileResult::requeueAfter(options_.retryInterval);
+      }
+      if (fresh.phase != model::DevicePhase::Released) {
+        model::GpuDevice next = fresh;
+        const bool held = model::holdsNodeUnits(fresh);
+        next.phase = model::DevicePhase::Released;
+        const std::string message =
+            held ? fmt::format("released {} GPU(s) of class {} on node {}", fresh.count, fresh.className, fresh.node)
+                 : fmt::format("released (it held no node units: {})", model::toString(fresh.phase));
+        auto w = writeStatus(next, Condition{"", "False", "Released", message, "", 0});
+        if (!w && conflicted(w.error())) continue;
+        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
+        event(fresh, "Normal", "Released", message);
+        if (metrics_) metrics_->releases.inc();
+        continue;  // read again: the finalizer goes on the new resourceVersion
+      }
+      const auto& fs = record.meta.finalizers;
+      const auto index = std::find(fs.begin(), fs.end(), kReleaseFinalizer) - fs.begin();
+      runtime::JsonPatch patch;
+      const std::string path = "/metadata/finalizers/" + std::to_string(index);
+      patch.test(path, jsonString(kReleaseFinalizer)).remove(path);
+      auto removed =
+          client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion));
+      if (!removed && (conflicted(removed.error()) || removed.error().is(runtime::ErrorCode::kInvalid))) continue;
+      if (!removed && removed.error().is(runtime::ErrorCode::kNotFound)) return ReconcileResult::done();
+      if (!removed) return std::move(removed).error().withContext("finalizer of gpudevice " + key);
+      std::lock_guard lock(aheadMu_);
+      ahead_.erase(key);
+      return ReconcileResult::done();
+    }
+
+    switch (fresh.phase) {
+      case model::DevicePhase::Released: return ReconcileResult::done();
+      case model::DevicePhase::Pending: {
+        // Placed already (by this leader, or an earlier one the snapshot lags).
+        if (!record.meta.hasFinalizer(kReleaseFinalizer)) {
+          runtime::JsonPatch patch;
+          if (record.meta.finalizers.empty()) {
+            patch.add("/metadata/finalizers", "[" + jsonString(kReleaseFinalizer) + "]");
+          } else {
+            patch.add("/metadata/finalizers/-", jsonString(kReleaseFinalizer));
+          }
+          auto added = client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion));
+          if (!added && conflicted(added.error())) continue;
+          if (!added) return std::move(added).error().withContext("finalizer of gpudevice " + key);
+          continue;  // decide on the object with its finalizer
+        }
+        model::HeldAheadView view = aheadView(snapshot);
+        model::Placement placement = model::placeHeldDevice(cluster, view, fresh);
+        if (!placement.node) {
+          const std::string reason = reasonOf(placement.decision);
+          auto w = writeStatus(fresh, Condition{"", "False", reason, placement.decision.summary(), "", 0});
+          if (!w && conflicted(w.error())) continue;
+          if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
+          if (*w) {
+            event(fresh, "Warning", "PlacementWaiting", placement.decision.summary());
+            if (metrics_) metrics_->refusals.with({reason}).inc();
+          }
+          waiting_[key] = placement.decision.summary();
+          return ReconcileResult::requeueAfter(options_.retryInterval);
+        }
+        model::GpuDevice next = fresh;
+        next.phase = model::DevicePhase::Bound;
+        next.node = *placement.node;
+        const std::string message =
+            fmt::format("placed on node {}: {} GPU(s) of class {}", next.node, next.count, next.className);
+        auto w = writeStatus(next, Condition{"", "True", "Placed", message, "", 0});
+        if (!w && conflicted(w.error())) continue;
+        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
+        {
+          std::lock_guard lock(aheadMu_);
+          ahead_[key] = Ahead{next, seen->second.phase};
+        }
+        if (metrics_) {
+          metrics_->placements.inc();
+          const auto nowSeconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count();
+          if (fresh.created > 0) metrics_->placementSeconds.observe(double(std::max<std::int64_t>(0, nowSeconds - fresh.created)));
+        }
+        event(fresh, "Normal", "Placed", message);
+        logInfo("binder: placed", {{"device", key}, {"node", next.node}, {"count", fresh.count}});
+        return ReconcileResult::done();
+      }
+      case model::DevicePhase::Bound:
+      case model::DevicePhase::Attached: {
+        auto lost = model::holdLost(cluster, fresh);
+        if (!lost) return ReconcileResult::done();
+        model::GpuDevice next = fresh;
+        next.phase = model::DevicePhase::Lost;
+        auto w = writeStatus(next, Condition{"", "False", std::string(model::toString(lost->code)), lost->message, "", 0});
+        if (!w && conflicted(w.error())) continue;
+        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
+        if (*w) {
+          event(fresh, "Warning", "Lost", lost->message);
+          if (metrics_) metrics_->lost.inc();
+          logWarning("binder: device lost", {{"device", key}, {"node", fresh.node}, {"reason", lost->message}});
+        }
+        return ReconcileResult::done();
+      }
+      case model::DevicePhase::Lost: {
+        model::HeldAheadView view = aheadView(snapshot);
+        model::Decision back = model::checkRecovery(cluster, view, fresh);
+        if (!back.allowed()) {
+          const std::string reason = reasonOf(back);
+          auto w = writeStatus(fresh, Condition{"", "False", reason, back.summary(), "", 0});
+          if (!w && conflicted(w.error())) continue;
+          if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
+          if (*w && metrics_) metrics_->refusals.with({reason}).inc();
+          waiting_[key] = back.summary();
+          return ReconcileResult::requeueAfter(options_.retryInterval);
+        }
+        model::GpuDevice next = fresh;
+        next.phase = fresh.attachedTo.empty() ? model::DevicePhase::Bound : model::DevicePhase::Attached;
+        const std::string message = fmt::format("node {} serves its {} GPU(s) of class {} again", fresh.node,
+                                                fresh.count, fresh.className);
+        auto w = writeStatus(next, Condition{"", "True", "Recovered", message, "", 0});
+        if (!w && conflicted(w.error())) continue;
+        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
+        {
+          std::lock_guard lock(aheadMu_);
+          ahead_[key] = Ahead{next, seen->second.phase};
+        }
+        if (metrics_) metrics_->recovered.inc();
+        event(fresh, "Normal", "Recovered", message);
+        return ReconcileResult::done();
+      }
+    }
+    return ReconcileResult::done();
+  }
+  return runtime::Error(runtime::ErrorCode::kConflict,
+                        fmt::format("gpudevice {}: still conflicting after {} attempts", key, options_.maxConflicts));
+}
+
+void DeviceBinder::event(const model::GpuDevice& device, const std::string& type, const std::string& reason,
+                         const std::string& message) {
+  runtime::EventRecord e;
+  e.involved = {"gpu.tally.dev/v1alpha1", "GPUDevice", device.ns, device.name, device.uid};
+  e.type = type;
+  e.reason = reason;
+  e.message = message;
+  e.reportingComponent = options_.component;
+  e.reportingInstance = options_.instance;
+  if (auto st = client_->createEvent(e); !st) {
+    logWarning("binder: event not recorded",
+               {{"device", device.ns + "/" + device.name}, {"reason", reason}, {"error", st.error().describe()}});
+  }
+}
+
+}  // namespace tally::controller

@@ -1,0 +1,192 @@
+#include "tally/model/placement.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "lookup.hpp"
+#include "tally/model/units.hpp"
+#include "tally/model/usage.hpp"
+
+namespace tally::model {
+
+using detail::chainOf;
+using detail::findClass;
+
+HeldAheadView::HeldAheadView(const Cluster& cluster, const CapacityView& base) : cluster_(cluster), base_(base) {}
+
+void HeldAheadView::hold(const GpuDevice& device, std::string_view node) {
+  const DeviceClass* cls = findClass(cluster_, device.className);
+  if (!cls) return;
+  if (!held_.insert(objectKey(device.ns, device.name)).second) return;
+  nodeAhead_[std::string(node)].add(cls->resourceName, device.count);
+  for (const auto& ns : chainOf(cluster_, device.ns)) subtreeAhead_[ns].add(cls->resourceName, device.count);
+}
+
+bool HeldAheadView::holds(std::string_view ns, std::string_view name) const {
+  return held_.contains(objectKey(ns, name));
+}
+
+namespace {
+std::int64_t ahead(const std::map<std::string, ResourceList, std::less<>>& m, std::string_view key,
+                   std::string_view resource) {
+  auto it = m.find(key);
+  return it == m.end() ? 0 : it->second.get(resource);
+}
+}  // namespace
+
+std::int64_t HeldAheadView::nodeUsed(std::string_view node, std::string_view resource) const {
+  return base_.nodeUsed(node, resource) + ahead(nodeAhead_, node, resource);
+}
+std::int64_t HeldAheadView::nodeHeld(std::string_view node, std::string_view resource) const {
+  return base_.nodeHeld(node, resource) + ahead(nodeAhead_, node, resource);
+}
+// A held-ahead device is Pending in the cluster, so its budget is counted already.
+std::int64_t HeldAheadView::subtreeUsed(std::string_view ns, std::string_view key) const {
+  return base_.subtreeUsed(ns, key);
+}
+std::int64_t HeldAheadView::namespaceUsed(std::string_view ns, std::string_view key) const {
+  return base_.namespaceUsed(ns, key);
+}
+bool HeldAheadView::counts(const Pod& pod) const { return base_.counts(pod); }
+std::int64_t HeldAheadView::subtreePlaced(std::string_view ns, std::string_view resource) const {
+  return base_.subtreePlaced(ns, resource) + ahead(subtreeAhead_, ns, resource);
+}
+
+std::int64_t HeldAheadView::poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const {
+  std::int64_t free = base_.poolFreeUnits(cluster, pool);
+  for (const auto& [nodeName, units] : nodeAhead_) {
+    std::int64_t extra = units.get(pool.resourceName);
+    auto node = cluster.nodes.find(nodeName);
+    if (extra == 0 || node == cluster.nodes.end()) continue;
+    if (classServing(cluster, node->second, pool.resourceName) != &pool) continue;
+    const std::int64_t served = unitsServed(node->second, pool).units;
+    const std::int64_t used = base_.nodeUsed(nodeName, pool.resourceName);
+    free -= std::max<std::int64_t>(0, served - used) - std::max<std::int64_t>(0, served - used - extra);
+  }
+  return free;
+}
+
+namespace {
+
+// `view` with the budget usage of some Pending devices taken out.
+class WithoutDevices final : public CapacityView {
+ public:
+  WithoutDevices(const Cluster& cluster, const CapacityView& base) : cluster_(cluster), base_(base) {}
+  void leaveOut(const GpuDevice& d) {
+    for (const auto& [key, units] : deviceUsage(d, cluster_).budget) {
+      namespaceLess_[d.ns].add(key, units);
+      for (const auto& ns : chainOf(cluster_, d.ns)) subtreeLess_[ns].add(key, units);
+    }
+  }
+  std::int64_t nodeUsed(std::string_view n, std::string_view r) const override { return base_.nodeUsed(n, r); }
+  std::int64_t nodeHeld(std::string_view n, std::string_view r) const override { return base_.nodeHeld(n, r); }
+  std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override {
+    return base_.subtreeUsed(ns, key) - ahead(subtreeLess_, ns, key);
+  }
+  std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override {
+    return base_.namespaceUsed(ns, key) - ahead(namespaceLess_, ns, key);
+  }
+  bool counts(const Pod& pod) const override { return base_.counts(pod); }
+  std::int64_t subtreePlaced(std::string_view ns, std::string_view r) const override {
+    return base_.subtreePlaced(ns, r);
+  }
+  std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override {
+    return base_.poolFreeUnits(cluster, pool);
+  }
+
+ private:
+  const Cluster& cluster_;
+  const CapacityView& base_;
+  std::map<std::string, ResourceList, std::less<>> namespaceLess_, subtreeLess_;
+};
+
+auto arrival(const GpuDevice& d) { return std::tie(d.created, d.ns, d.name); }
+
+}  // namespace
+
+Placement placeHeldDevice(const Cluster& cluster, const HeldAheadView& view, const GpuDevice& device) {
+  WithoutDevices budgets(cluster, view);
+  budgets.leaveOut(device);
+  for (const auto& [key, other] : cluster.devices) {
+    if (other.phase != DevicePhase::Pending || view.holds(other.ns, other.name)) continue;
+    if (arrival(device) < arrival(other)) budgets.leaveOut(other);
+  }
+  DeviceOrder order{device.ns, fmt::format("gpudevice/{}/{}", device.ns, device.name),
+                    {DeviceTemplate{device.className, device.count}}};
+  return placeDeviceSet(cluster, budgets, order);
+}
+
+namespace {
+
+// Units the node's devices give the class in its node mode, Ready or not,
+// cordoned or not.
+std::int64_t advertisedUnits(const Node& node, const DeviceClass& cls) {
+  Node asIfEligible = node;
+  asIfEligible.ready = true;
+  asIfEligible.unschedulable = false;
+  return unitsServed(asIfEligible, cls).units;
+}
+
+}  // namespace
+
+std::optional<Refusal> holdLost(const Cluster& cluster, const GpuDevice& device) {
+  if (!holdsNodeUnits(device)) return std::nullopt;
+  const std::string subject = fmt::format("GPUDevice {}/{}", device.ns, device.name);
+  auto node = cluster.nodes.find(device.node);
+  if (node == cluster.nodes.end()) {
+    return Refusal{Code::NodeGone, fmt::format("{}: node {} holding its {} GPU(s) of class {} is gone", subject,
+                                               device.node, device.count, device.className)};
+  }
+  const DeviceClass* cls = findClass(cluster, device.className);
+  if (!cls) return std::nullopt;  // an unknown class decides nothing here (the order's checks refuse it)
+  const std::int64_t advertised = advertisedUnits(node->second, *cls);
+  // The node's holders of this class, in arrival order: the last ones lose first.
+  std::vector<const GpuDevice*> holders;
+  for (const auto& [key, other] : cluster.devices) {
+    if (holdsNodeUnits(other) && other.node == device.node && other.className == device.className) {
+      holders.push_back(&other);
+    }
+  }
+  std::sort(holders.begin(), holders.end(),
+            [](const GpuDevice* a, const GpuDevice* b) { return arrival(*a) < arrival(*b); });
+  std::int64_t before = 0;
+  for (const GpuDevice* h : holders) {
+    if (h->ns == device.ns && h->name == device.name) break;
+    before += h->count;
+  }
+  if (before + device.count <= advertised) return std::nullopt;
+  return Refusal{Code::DeviceUnavailable,
+                 fmt::format("{}: node {} now advertises {} unit(s) of class {}; the devices placed before it hold {} "
+                             "and it holds {}",
+                             subject, device.node, advertised, device.className, before, device.count)};
+}
+
+Decision checkRecovery(const Cluster& cluster, const CapacityView& view, const GpuDevice& device) {
+  Decision d;
+  const std::string subject = fmt::format("GPUDevice {}/{}", device.ns, device.name);
+  const DeviceClass* cls = findClass(cluster, device.className);
+  auto node = cluster.nodes.find(device.node);
+  if (device.node.empty() || node == cluster.nodes.end()) {
+    d.refuse(Code::NodeGone, fmt::format("{}: node {} is still gone", subject, device.node));
+    return d;
+  }
+  if (!cls) {
+    d.refuse(Code::ClassUnknown, fmt::format("{} names GPU class {}, which does not exist", subject, device.className));
+    return d;
+  }
+  if (auto why = nodeIneligibility(node->second, *cls)) {
+    d.refusals.push_back(*why);
+    return d;
+  }
+  const std::int64_t free = freeUnits(node->second, *cls, view);
+  if (free < device.count) {
+    d.refuse(Code::NodeInsufficient,
+             fmt::format("{}: node {} is back with {} free unit(s) of class {}; the device holds {}", subject,
+                         device.node, free, device.className, device.count));
+  }
+  return d;
+}
+
+}  // namespace tally::model
