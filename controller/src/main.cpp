@@ -63,6 +63,7 @@ struct Flags {
   std::vector<std::string> mutatingConfigurations;
   std::vector<std::string> certDnsNames, certIpAddresses;
   std::string bundlePropagation = "10s";
+  std::string servingValidity = "8760h", caValidity = "43800h", caOverlap = "1h";
   bool leaderElect = true;
   std::string leaseName = "tally-controller", leaseNamespace = "tally-system", identity = defaultIdentity();
   std::string leaseDuration = "15s", renewDeadline = "10s", retryPeriod = "2s";
@@ -119,6 +120,14 @@ void addFlags(CLI::App& app, Flags& f) {
       ->delimiter(',');
   app.add_option("--bundle-propagation", f.bundlePropagation,
                  "How long a new CA is in the injected caBundles before a certificate it signed is served")
+      ->capture_default_str();
+  app.add_option("--serving-cert-validity", f.servingValidity,
+                 "Lifetime of a generated serving certificate (rotated after two thirds of it)")
+      ->capture_default_str();
+  app.add_option("--ca-validity", f.caValidity, "Lifetime of the generated CA (rotated after two thirds of it)")
+      ->capture_default_str();
+  app.add_option("--ca-overlap", f.caOverlap,
+                 "How long a replaced CA stays in the caBundles after the certificate it signed stopped being served")
       ->capture_default_str();
   app.add_option("--leader-elect", f.leaderElect,
                  "Campaign for the Lease before leader-only work; false: this replica leads alone")
@@ -189,6 +198,13 @@ admission::CertificateKeeperOptions keeperOptions(const Flags& f) {
   o.mutatingWebhookConfigurations = f.mutatingConfigurations;
   o.directory = f.certDir;
   o.bundlePropagation = parseDuration("--bundle-propagation", f.bundlePropagation);
+  o.servingValidity = std::chrono::duration_cast<std::chrono::seconds>(
+      parseDuration("--serving-cert-validity", f.servingValidity));
+  o.caValidity = std::chrono::duration_cast<std::chrono::seconds>(parseDuration("--ca-validity", f.caValidity));
+  o.caOverlap = parseDuration("--ca-overlap", f.caOverlap);
+  if (o.servingValidity.count() < 3 || o.caValidity < o.servingValidity) {
+    throw std::invalid_argument("--serving-cert-validity must be at least 3s and --ca-validity at least as long");
+  }
   return o;
 }
 

@@ -243,7 +243,7 @@ webhooks:
   admissionReviewVersions: [v1]
 EOF
 log "starting tally-controller (webhooks https://127.0.0.1:$webhook_port, ops :$ops_port, log $state/logs/tally-controller.log)"
-# The demo's admin plays the binder below (it writes device status), so it is the controller identity.
+# The demo's admin plays the VMI door below (it attaches a device), so it is the controller identity.
 nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-address 127.0.0.1 --webhook-port "$webhook_port" \
   --ops-bind-address 127.0.0.1 --ops-port "$ops_port" --cert-dir "$state/controller-certs" \
   --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
@@ -289,7 +289,7 @@ $gates
       limits: {$3}
 EOF
 }
-# A VM of acme with 2 attached H200 on gpu-h200-0, and a held (stopped-VM) H200 on gpu-h200-1.
+# A VM of acme with 2 attached H200 and a held (stopped-VM) H200, both placed by the binder.
 k apply -f - >/dev/null <<'EOF'
 apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
@@ -314,11 +314,19 @@ metadata: {name: eval-gpu, namespace: acme-research}
 spec: {class: nvidia-h200-passthrough, count: 1}
 EOF
 vmi_uid="$(k get vmi -n acme-research train-vm -o jsonpath='{.metadata.uid}')"
-# tally-controller's binder is not built yet: write the device status it would write (as the controller identity).
+# tally-controller's device binder places both orders (each on one node, bin-packed).
+for _ in $(seq 1 60); do
+  phases="$(k get gdev -n acme-research -o jsonpath='{.items[*].status.phase}')"
+  [[ "$phases" == "Bound Bound" ]] && break
+  sleep 0.5
+done
+[[ "$phases" == "Bound Bound" ]] || die "the binder did not place the demo's GPUDevices (phases: '$phases'); see $state/logs/tally-controller.log"
+train_node="$(k get gdev -n acme-research train-gpus -o jsonpath='{.status.node}')"
+log "binder placed train-gpus on $train_node and eval-gpu on $(k get gdev -n acme-research eval-gpu -o jsonpath='{.status.node}')"
+# The VMI door (attaching a set to a VMI) is not built yet: the demo plays it
+# and attaches train-gpus where the binder put it (as the controller identity).
 k patch gdev -n acme-research train-gpus --subresource=status --type=merge \
-  -p "{\"status\":{\"phase\":\"Attached\",\"node\":\"gpu-h200-0\",\"attachedTo\":{\"namespace\":\"acme-research\",\"name\":\"train-vm\",\"uid\":\"$vmi_uid\"}}}" >/dev/null
-k patch gdev -n acme-research eval-gpu --subresource=status --type=merge \
-  -p '{"status":{"phase":"Bound","node":"gpu-h200-1"}}' >/dev/null
+  -p "{\"status\":{\"phase\":\"Attached\",\"node\":\"$train_node\",\"attachedTo\":{\"namespace\":\"acme-research\",\"name\":\"train-vm\",\"uid\":\"$vmi_uid\"}}}" >/dev/null
 # The launcher, as KubeVirt creates it; the demo plays virt-controller and lists it in status.activePods.
 gpu_pod virt-launcher-train-vm acme-research 'nvidia.com/GH100_H200_SXM_141GB: "2"' gated train-vm "$vmi_uid" | k apply -f - >/dev/null
 launcher_uid="$(k get pod -n acme-research virt-launcher-train-vm -o jsonpath='{.metadata.uid}')"

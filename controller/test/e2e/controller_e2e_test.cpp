@@ -12,153 +12,18 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fcntl.h>
-
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <thread>
 
-#include "cluster.hpp"
-
-extern char** environ;
+#include "harness.hpp"
 
 namespace tally::runtime::e2e {
 namespace {
 
-using namespace std::chrono_literals;
-
-constexpr const char* kAdmin = "tally-e2e-admin";
 constexpr const char* kTenant = "alice@acme";
 constexpr const char* kConfiguration = "tally-e2e-gpudevices";
-constexpr const char* kH200 = "nvidia.com/GH100_H200_SXM_141GB";
-
-template <class F>
-bool eventually(F&& f, std::chrono::milliseconds timeout = 60s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return f();
-}
-
-std::uint16_t freePort() {
-  int rc = 0;
-  std::string out = runCommand(
-      "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])'", &rc);
-  return static_cast<std::uint16_t>(std::stoi(out));
-}
-
-Cluster& cluster() { return Cluster::instance(); }
-
-std::string kubectl(const std::string& args, int* rc = nullptr) { return cluster().kubectl(args, rc); }
-
-// kubectl apply of a YAML document given inline.
-std::string applyYaml(const std::string& yaml, int* rc = nullptr, const std::string& extra = "") {
-  const auto path = std::filesystem::temp_directory_path() / ("ctl-e2e-" + std::to_string(::getpid()) + ".yaml");
-  std::ofstream(path) << yaml;
-  return kubectl("apply " + extra + " -f " + path.string(), rc);
-}
-
-std::string device(const std::string& ns, const std::string& name, const std::string& cls, int count) {
-  return "apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDevice\nmetadata: {name: " + name + ", namespace: " + ns +
-         "}\nspec: {class: " + cls + ", count: " + std::to_string(count) + "}\n";
-}
-
-std::string gpuClass(const std::string& name, const std::string& resource, int maxCount, bool entitlement = false,
-                     const std::string& extraMeta = "") {
-  return "apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDeviceClass\nmetadata: {name: " + name + extraMeta +
-         "}\nspec: {workload: vm, allocation: passthrough, resourceName: " + resource +
-         ", nodeMode: vm-passthrough, memoryMiB: 144384, maxCount: " + std::to_string(maxCount) +
-         (entitlement ? ", requiresEntitlement: true" : "") + "}\n";
-}
-
-struct Replica {
-  pid_t pid = -1;
-  std::uint16_t webhookPort = 0, opsPort = 0;
-  std::string identity, log;
-};
-
-Replica startReplica(const std::string& identity) {
-  Replica r;
-  r.identity = identity;
-  r.webhookPort = freePort();
-  r.opsPort = freePort();
-  const auto dir = std::filesystem::temp_directory_path() / ("ctl-e2e-" + std::to_string(::getpid()) + "-" + identity);
-  std::filesystem::create_directories(dir);
-  r.log = (dir / "log").string();
-  std::vector<std::string> args = {TALLY_CONTROLLER_BINARY,
-                                   "--kubeconfig=" + cluster().kubeconfig(),
-                                   "--webhook-bind-address=127.0.0.1",
-                                   "--webhook-port=" + std::to_string(r.webhookPort),
-                                   "--ops-bind-address=127.0.0.1",
-                                   "--ops-port=" + std::to_string(r.opsPort),
-                                   "--cert-dir=" + (dir / "certs").string(),
-                                   "--cert-ip-addresses=127.0.0.1",
-                                   "--service-namespace=tally-system",
-                                   std::string("--webhook-configurations=") + kConfiguration,
-                                   "--bundle-propagation=1s",
-                                   "--leader-election-namespace=tally-system",
-                                   "--leader-election-identity=" + identity,
-                                   "--leader-election-lease-duration=4s",
-                                   "--leader-election-renew-deadline=3s",
-                                   "--leader-election-retry-period=500ms",
-                                   std::string("--controller-identity=") + kAdmin,
-                                   "--log-format=text"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, r.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  if (posix_spawn(&r.pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) r.pid = -1;
-  posix_spawn_file_actions_destroy(&actions);
-  return r;
-}
-
-int httpStatus(const std::string& url) {
-  int rc = 0;
-  std::string out = runCommand("curl -s -o /dev/null -w '%{http_code}' --max-time 3 " + url, &rc);
-  return out.empty() ? 0 : std::atoi(out.c_str());
-}
-
-// The wait status of the replica after `signal` (-1 when it was not running).
-int stopReplica(Replica& r, int signal) {
-  if (r.pid <= 0) return -1;
-  ::kill(r.pid, signal);
-  int status = 0;
-  ::waitpid(r.pid, &status, 0);
-  r.pid = -1;
-  return status;
-}
-
-std::string configuration(std::uint16_t port) {
-  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
-         "metadata: {name: " + kConfiguration + "}\nwebhooks:\n- name: gpudevices.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpudevices\"}\n" +
-         "  rules:\n  - apiGroups: [gpu.tally.dev]\n    apiVersions: [v1alpha1]\n" +
-         "    operations: [CREATE, UPDATE, DELETE]\n    resources: [gpudevices, gpudevices/status]\n" +
-         "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
-         "  admissionReviewVersions: [v1]\n";
-}
-
-// Repoints the configuration's url (as a Service dropping a dead endpoint
-// would) without touching the caBundle the keeper injected.
-bool pointAt(std::uint16_t port) {
-  int rc = 0;
-  kubectl(std::string("patch validatingwebhookconfiguration ") + kConfiguration +
-              " --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":"
-              "\"https://127.0.0.1:" +
-              std::to_string(port) + "/validate/gpudevices\"}]'",
-          &rc);
-  return rc == 0;
-}
 
 Replica* replicaA = nullptr;
 Replica* replicaB = nullptr;
@@ -175,14 +40,8 @@ class ControllerEnvironment : public ::testing::Environment {
       ASSERT_EQ(rc, 0);
     }
     // Two kwok nodes of 4 and 2 H200 units.
-    const std::vector<std::pair<std::string, int>> pools = {{"gpu-a-", 4}, {"gpu-b-", 2}};
-    for (const auto& [prefix, units] : pools) {
-      runCommand(cluster().bin() + "/tally-fixtures nodes --count 1 --prefix " + prefix +
-                     " --mode vm-passthrough --resource " + kH200 + "=" + std::to_string(units) +
-                     " --wait-ready --timeout 120s --kubeconfig " + cluster().kubeconfig() + " 2>&1",
-                 &rc);
-      ASSERT_EQ(rc, 0) << "tally-fixtures nodes " << prefix;
-    }
+    ASSERT_TRUE(gpuNodes("gpu-a-", 1, 4));
+    ASSERT_TRUE(gpuNodes("gpu-b-", 1, 2));
     applyYaml(gpuClass("h200", kH200, 5), &rc);
     ASSERT_EQ(rc, 0);
     applyYaml(gpuClass("licensed", "nvidia.com/licensed-gpu", 4, true), &rc);
@@ -215,15 +74,15 @@ class ControllerEnvironment : public ::testing::Environment {
         &rc);
     ASSERT_EQ(rc, 0);
 
-    replicaA = new Replica(startReplica("replica-a"));
+    replicaA = new Replica(startReplica("replica-a", kConfiguration));
     ASSERT_GT(replicaA->pid, 0);
     // A leads before B starts, so killing A later is killing the leader.
     ASSERT_TRUE(eventually([] {
       return kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}") == "replica-a";
     })) << "replica-a never took the Lease";
-    replicaB = new Replica(startReplica("replica-b"));
+    replicaB = new Replica(startReplica("replica-b", kConfiguration));
     ASSERT_GT(replicaB->pid, 0);
-    applyYaml(configuration(replicaA->webhookPort), &rc);
+    applyYaml(webhookConfiguration(kConfiguration, replicaA->webhookPort), &rc);
     ASSERT_EQ(rc, 0);
     for (Replica* r : {replicaA, replicaB}) {
       ASSERT_TRUE(eventually([r] {
@@ -271,15 +130,13 @@ TEST(GpuDeviceOrders, EveryRefusalCodeReachesKubectlWithItsMessage) {
   expectRefused(device("capped", "o-budget", "h200", 2), "BudgetExceeded", "capped");
   expectRefused(device("acme", "o-licensed", "licensed", 1), "NotEntitled", "gpu.tally.dev/entitled-licensed");
   expectRefused(device("acme", "o-gated", "gated", 1), "GateClosed", "gated");
-  // A held device of 3 on gpu-a-0 (status written by Tally's identity) leaves 3 free in the pool.
+  // A held device of 3, which the leader's binder places on gpu-a-0 (the
+  // only node with 3 free), leaves 3 free in the pool.
   int rc = 0;
   applyYaml(device("acme", "held", "h200", 3), &rc);
   ASSERT_EQ(rc, 0);
-  std::string out = kubectl(
-      "patch gpudevice -n acme held --subresource=status --type=merge -p "
-      "'{\"status\":{\"phase\":\"Bound\",\"node\":\"gpu-a-0\"}}'",
-      &rc);
-  ASSERT_EQ(rc, 0) << "Tally's own status write was refused: " << out;
+  ASSERT_TRUE(eventually([] { return kubectl("get gpudevice -n acme held -o jsonpath={.status.phase}/{.status.node}") == "Bound/gpu-a-0"; }, 30s))
+      << kubectl("get gpudevice -n acme held -o yaml");
   ASSERT_TRUE(eventually([] {
     int code = 0;
     std::string o = applyYaml(device("acme", "o-pool", "h200", 4), &code);
@@ -289,6 +146,9 @@ TEST(GpuDeviceOrders, EveryRefusalCodeReachesKubectlWithItsMessage) {
   for (const char* name : {"o-unknown", "o-doomed", "o-max", "o-node", "o-licensed", "o-gated", "o-pool"}) {
     EXPECT_NE(kubectl(std::string("get gpudevice -n acme ") + name).find("NotFound"), std::string::npos) << name;
   }
+  // Released (the binder records it and lets the finalizer go): the pool is whole again.
+  kubectl("delete gpudevice -n acme held --timeout=30s", &rc);
+  EXPECT_EQ(rc, 0);
 }
 
 TEST(GpuDeviceOrders, ServerDryRunLeavesNothing) {
@@ -309,6 +169,7 @@ TEST(GpuDeviceOrders, SpecIsImmutable) {
   std::string out = kubectl("patch gpudevice -n acme fixed --type=merge -p '{\"spec\":{\"count\":2}}'", &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("immutable"), std::string::npos) << out;
+  kubectl("delete gpudevice -n acme fixed --timeout=30s", &rc);
 }
 
 TEST(GpuDeviceOrders, TenantStatusWriteIsRefused) {
@@ -321,7 +182,9 @@ TEST(GpuDeviceOrders, TenantStatusWriteIsRefused) {
                             &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("written only by " + std::string(kAdmin) + ", not by " + kTenant), std::string::npos) << out;
-  EXPECT_EQ(kubectl("get gpudevice -n acme forged -o jsonpath={.status.phase}"), "");
+  // The binder's status stands (Pending or Bound), not the tenant's.
+  EXPECT_NE(kubectl("get gpudevice -n acme forged -o jsonpath={.status.phase}"), "Released");
+  kubectl("delete gpudevice -n acme forged --timeout=30s", &rc);
 }
 
 TEST(GpuDeviceOrders, DeletingADeviceARunningVmiHoldsIsRefusedNamingTheVmi) {
@@ -366,7 +229,7 @@ TEST(GpuDeviceOrdersZ, BothReplicasAnswerAndOrdersAreAdmittedAfterTheLeaderDies)
   int rc = 0;
   // Each replica, in turn the one the configuration names, decides an order.
   for (Replica* r : {replicaB, replicaA}) {
-    ASSERT_TRUE(pointAt(r->webhookPort));
+    ASSERT_TRUE(pointAt(kConfiguration, r->webhookPort));
     ASSERT_TRUE(eventually(
         [&] {
           std::string out = applyYaml(device("acme", "probe-" + r->identity, "h200", 9), &rc);
@@ -377,7 +240,7 @@ TEST(GpuDeviceOrdersZ, BothReplicasAnswerAndOrdersAreAdmittedAfterTheLeaderDies)
   }
   stopReplica(*replicaA, SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
-  ASSERT_TRUE(pointAt(replicaB->webhookPort));
+  ASSERT_TRUE(pointAt(kConfiguration, replicaB->webhookPort));
   int admitted = 0;
   for (int i = 0; i < 5; ++i) {
     std::string name = "after-" + std::to_string(i);
@@ -404,7 +267,7 @@ TEST(GpuDeviceOrdersZ, BothReplicasAnswerAndOrdersAreAdmittedAfterTheLeaderDies)
 
 TEST(GpuDeviceOrdersZ, MetricsCountTheRefusalsAReplicaAnswered) {
   const std::string metrics =
-      runCommand("curl -s --max-time 3 http://127.0.0.1:" + std::to_string(replicaB->opsPort) + "/metrics");
+      metricsOf(*replicaB);
   EXPECT_NE(metrics.find(R"(tally_controller_gpudevice_refusals_total{code="CountAboveMax",operation="CREATE"})"),
             std::string::npos)
       << metrics.substr(0, 2000);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "tally/runtime/admission/certificates.hpp"
 
 #include <openssl/bio.h>
@@ -82,7 +83,11 @@ Cert newCertificate(const std::string& subject, std::chrono::seconds validity, E
   ASN1_INTEGER* asn1Serial = X509_get_serialNumber(cert.get());
   if (!BN_to_ASN1_INTEGER(serial.get(), asn1Serial)) return nullptr;
   if (X509_set_version(cert.get(), 2) != 1) return nullptr;
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -5 * 60);
+  // Valid a little before now, for clocks behind ours: 5 minutes, or a tenth
+  // of a short lifetime (a backdate longer than the lifetime would put the
+  // rotation point, two thirds of notBefore..notAfter, in the past at once).
+  const long backdate = std::min<long>(5 * 60, static_cast<long>(validity.count()) / 10);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -backdate);
   X509_gmtime_adj(X509_getm_notAfter(cert.get()), static_cast<long>(validity.count()));
   if (X509_set_pubkey(cert.get(), key) != 1) return nullptr;
   X509_NAME* name = X509_get_subject_name(cert.get());

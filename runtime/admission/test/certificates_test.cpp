@@ -81,6 +81,23 @@ TEST_P(Issued, ServingCertificateIsSignedByTheCaForTheServiceNamesAndIp) {
 
 INSTANTIATE_TEST_SUITE_P(Keys, Issued, ::testing::Values(KeyAlgorithm::kEcdsaP256, KeyAlgorithm::kRsa2048));
 
+TEST(IssueServingCertificate, AShortLifetimeIsBackdatedLessSoItsRotationPointIsAhead) {
+  auto ca = makeCa({});
+  ASSERT_TRUE(ca);
+  ServingRequest request;
+  request.commonName = "svc";
+  request.dnsNames = {"svc"};
+  request.validity = std::chrono::seconds(30);
+  auto serving = issueServingCertificate(*ca, request);
+  ASSERT_TRUE(serving) << serving.error().describe();
+  auto validity = readValidity(serving->certPem);
+  ASSERT_TRUE(validity);
+  const auto now = std::chrono::system_clock::now();
+  EXPECT_LE(validity->notBefore, now - 2s);
+  EXPECT_GE(validity->notBefore, now - 5s);
+  EXPECT_GT(rotationDue(*validity, 2.0 / 3.0), now + 10s) << "rotation would be due at once";
+}
+
 TEST(IssueServingCertificate, NeedsANameAndAReadableCa) {
   auto ca = makeCa({});
   ASSERT_TRUE(ca);

@@ -39,7 +39,7 @@ struct ServingRequest {
 std::vector<std::string> serviceDnsNames(std::string_view service, std::string_view ns);
 
 // A self-signed CA (basicConstraints CA:true, keyCertSign), valid from five
-// minutes ago (clocks differ) for request.validity.
+// minutes ago (or a tenth of a short lifetime: clocks differ) for request.validity.
 Result<CertificateAndKey> makeCa(const CaRequest& request);
 // A serving certificate (serverAuth, the names as subjectAltNames) signed by `ca`.
 Result<CertificateAndKey> issueServingCertificate(const CertificateAndKey& ca, const ServingRequest& request);

@@ -1,0 +1,139 @@
+#include "harness.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+extern char** environ;
+
+namespace tally::runtime::e2e {
+
+std::uint16_t freePort() {
+  int rc = 0;
+  std::string out = runCommand(
+      "python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])'", &rc);
+  return static_cast<std::uint16_t>(std::stoi(out));
+}
+
+std::string applyYaml(const std::string& yaml, int* rc, const std::string& extra) {
+  static std::atomic<int> n{0};
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ctl-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".yaml");
+  std::ofstream(path) << yaml;
+  std::string out = kubectl("apply " + extra + " -f " + path.string(), rc);
+  std::filesystem::remove(path);
+  return out;
+}
+
+std::string device(const std::string& ns, const std::string& name, const std::string& cls, int count) {
+  return "apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDevice\nmetadata: {name: " + name + ", namespace: " + ns +
+         "}\nspec: {class: " + cls + ", count: " + std::to_string(count) + "}\n";
+}
+
+std::string gpuClass(const std::string& name, const std::string& resource, int maxCount, bool entitlement,
+                     const std::string& extraMeta) {
+  return "apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDeviceClass\nmetadata: {name: " + name + extraMeta +
+         "}\nspec: {workload: vm, allocation: passthrough, resourceName: " + resource +
+         ", nodeMode: vm-passthrough, memoryMiB: 144384, maxCount: " + std::to_string(maxCount) +
+         (entitlement ? ", requiresEntitlement: true" : "") + "}\n";
+}
+
+bool gpuNodes(const std::string& prefix, int count, int units, const std::string& resource) {
+  int rc = 0;
+  runCommand(cluster().bin() + "/tally-fixtures nodes --count " + std::to_string(count) + " --prefix " + prefix +
+                 " --mode vm-passthrough --resource " + resource + "=" + std::to_string(units) +
+                 " --wait-ready --timeout 120s --kubeconfig " + cluster().kubeconfig() + " 2>&1",
+             &rc);
+  return rc == 0;
+}
+
+int httpStatus(const std::string& url) {
+  int rc = 0;
+  std::string out = runCommand("curl -s -o /dev/null -w '%{http_code}' --max-time 3 " + url, &rc);
+  return out.empty() ? 0 : std::atoi(out.c_str());
+}
+
+Replica startReplica(const std::string& identity, const std::string& configuration,
+                     const std::vector<std::string>& extraArgs) {
+  Replica r;
+  r.identity = identity;
+  r.webhookPort = freePort();
+  r.opsPort = freePort();
+  const auto dir = std::filesystem::temp_directory_path() / ("ctl-e2e-" + std::to_string(::getpid()) + "-" + identity);
+  std::filesystem::create_directories(dir);
+  r.log = (dir / "log").string();
+  std::vector<std::string> args = {TALLY_CONTROLLER_BINARY,
+                                   "--kubeconfig=" + cluster().kubeconfig(),
+                                   "--webhook-bind-address=127.0.0.1",
+                                   "--webhook-port=" + std::to_string(r.webhookPort),
+                                   "--ops-bind-address=127.0.0.1",
+                                   "--ops-port=" + std::to_string(r.opsPort),
+                                   "--cert-dir=" + (dir / "certs").string(),
+                                   "--cert-ip-addresses=127.0.0.1",
+                                   "--service-namespace=tally-system",
+                                   "--webhook-configurations=" + configuration,
+                                   "--bundle-propagation=1s",
+                                   "--leader-election-namespace=tally-system",
+                                   "--leader-election-identity=" + identity,
+                                   "--leader-election-lease-duration=4s",
+                                   "--leader-election-renew-deadline=3s",
+                                   "--leader-election-retry-period=500ms",
+                                   std::string("--controller-identity=") + kAdmin,
+                                   "--log-format=text"};
+  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // Appended: a replica restarted under the same identity keeps the first log.
+  posix_spawn_file_actions_addopen(&actions, 1, r.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (posix_spawn(&r.pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) r.pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return r;
+}
+
+int stopReplica(Replica& r, int signal) {
+  if (r.pid <= 0) return -1;
+  ::kill(r.pid, signal);
+  int status = 0;
+  ::waitpid(r.pid, &status, 0);
+  r.pid = -1;
+  return status;
+}
+
+std::string metricsOf(const Replica& r) {
+  return runCommand("curl -s --max-time 3 http://127.0.0.1:" + std::to_string(r.opsPort) + "/metrics");
+}
+
+std::string webhookConfiguration(const std::string& name, std::uint16_t port) {
+  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
+         "metadata: {name: " + name + "}\nwebhooks:\n- name: gpudevices.gpu.tally.dev\n" +
+         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpudevices\"}\n" +
+         "  rules:\n  - apiGroups: [gpu.tally.dev]\n    apiVersions: [v1alpha1]\n" +
+         "    operations: [CREATE, UPDATE, DELETE]\n    resources: [gpudevices, gpudevices/status]\n" +
+         "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
+         "  admissionReviewVersions: [v1]\n";
+}
+
+bool pointAt(const std::string& name, std::uint16_t port) {
+  int rc = 0;
+  kubectl("patch validatingwebhookconfiguration " + name +
+              " --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":"
+              "\"https://127.0.0.1:" +
+              std::to_string(port) + "/validate/gpudevices\"}]'",
+          &rc);
+  return rc == 0;
+}
+
+std::string leaseHolder() {
+  return kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}");
+}
+
+}  // namespace tally::runtime::e2e

@@ -1,0 +1,66 @@
+#pragma once
+// What the controller's e2e tests share: replicas of the real tally-controller
+// binary started as processes against the cluster of cluster.hpp, kubectl
+// with inline YAML, and the objects the tests order.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster.hpp"
+
+namespace tally::runtime::e2e {
+
+using namespace std::chrono_literals;
+
+inline constexpr const char* kAdmin = "tally-e2e-admin";
+inline constexpr const char* kH200 = "nvidia.com/GH100_H200_SXM_141GB";
+
+template <class F>
+bool eventually(F&& f, std::chrono::milliseconds timeout = 60s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (f()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return f();
+}
+
+std::uint16_t freePort();
+inline Cluster& cluster() { return Cluster::instance(); }
+inline std::string kubectl(const std::string& args, int* rc = nullptr) { return cluster().kubectl(args, rc); }
+// kubectl apply of a YAML document given inline.
+std::string applyYaml(const std::string& yaml, int* rc = nullptr, const std::string& extra = "");
+std::string device(const std::string& ns, const std::string& name, const std::string& cls, int count);
+std::string gpuClass(const std::string& name, const std::string& resource, int maxCount, bool entitlement = false,
+                     const std::string& extraMeta = "");
+// kwok nodes through tally-fixtures (Ready, vm-passthrough, `units` of `resource`).
+bool gpuNodes(const std::string& prefix, int count, int units, const std::string& resource = kH200);
+int httpStatus(const std::string& url);
+
+struct Replica {
+  pid_t pid = -1;
+  std::uint16_t webhookPort = 0, opsPort = 0;
+  std::string identity, log;
+};
+
+// --leader-election-* short (lease 4 s), --controller-identity=kAdmin, the
+// certificate for 127.0.0.1, caBundle kept in `configuration`.
+Replica startReplica(const std::string& identity, const std::string& configuration,
+                     const std::vector<std::string>& extraArgs = {});
+// The wait status of the replica after `signal` (-1 when it was not running).
+int stopReplica(Replica& r, int signal);
+std::string metricsOf(const Replica& r);
+
+// A ValidatingWebhookConfiguration for GPUDevices with a url clientConfig.
+std::string webhookConfiguration(const std::string& name, std::uint16_t port);
+// Repoints it (as a Service dropping a dead endpoint would) without touching
+// the caBundle the keeper injected.
+bool pointAt(const std::string& name, std::uint16_t port);
+std::string leaseHolder();
+
+}  // namespace tally::runtime::e2e
