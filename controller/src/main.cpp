@@ -194,8 +194,13 @@ admission::CertificateKeeperOptions keeperOptions(const Flags& f) {
   o.serviceNamespace = f.serviceNamespace;
   o.extraDnsNames = f.certDnsNames;
   o.ipAddresses = f.certIpAddresses;
-  o.validatingWebhookConfigurations = f.validatingConfigurations;
-  o.mutatingWebhookConfigurations = f.mutatingConfigurations;
+  // An empty name (--webhook-configurations "") keeps no configuration.
+  auto named = [](std::vector<std::string> names) {
+    std::erase_if(names, [](const std::string& n) { return n.empty(); });
+    return names;
+  };
+  o.validatingWebhookConfigurations = named(f.validatingConfigurations);
+  o.mutatingWebhookConfigurations = named(f.mutatingConfigurations);
   o.directory = f.certDir;
   o.bundlePropagation = parseDuration("--bundle-propagation", f.bundlePropagation);
   o.servingValidity = std::chrono::duration_cast<std::chrono::seconds>(

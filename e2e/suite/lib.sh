@@ -24,6 +24,7 @@ SKIP_CODE=77
 failures=0
 torn_down=0
 EXT_PID=""
+CTL_PID=""
 EXT_PORT=""
 EXT_URL=""
 EXTERNAL=0
@@ -143,6 +144,42 @@ extender_stop() {
   EXT_PID=""
 }
 
+# controller_start: tally-controller (TALLY_CONTROLLER_BIN) leading alone
+# (--leader-elect=false), so its device binder places GPUDevice orders; no
+# webhook configuration is registered (the scenario checks the binder and the
+# extender). Waits for /readyz.
+controller_start() {
+  CONTROLLER_BIN="${TALLY_CONTROLLER_BIN:-}"
+  [[ -x "$CONTROLLER_BIN" ]] || fatal "TALLY_CONTROLLER_BIN ('$CONTROLLER_BIN') is not an executable"
+  [[ -z "$CTL_PID" ]] || fatal "controller_start: tally-controller already running (pid $CTL_PID)"
+  k create namespace tally-system >/dev/null 2>&1 || true
+  CTL_OPS_PORT="$(free_port)"
+  "$CONTROLLER_BIN" --kubeconfig "$STATE/kubeconfig" --leader-elect=false --webhook-bind-address 127.0.0.1 \
+    --webhook-port "$(free_port)" --ops-bind-address 127.0.0.1 --ops-port "$CTL_OPS_PORT" \
+    --cert-dir "$STATE/controller-certs" --cert-ip-addresses 127.0.0.1 --webhook-configurations "" \
+    --binder-retry-interval 1s --log-format text "$@" >>"$STATE/logs/tally-controller.log" 2>&1 &
+  CTL_PID=$!
+  echo "$CTL_PID" >"$STATE/pids/suite-tally-controller.pid"
+  if ! wait_until 60 controller_ready; then
+    tail -n 30 "$STATE/logs/tally-controller.log" | sed "s/^/[$SCENARIO] controller: /"
+    fatal "tally-controller did not become ready (ops port $CTL_OPS_PORT)"
+  fi
+  say "tally-controller ready (pid $CTL_PID)"
+}
+controller_ready() {
+  kill -0 "$CTL_PID" 2>/dev/null || return 1
+  [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$CTL_OPS_PORT/readyz")" == 200 ]]
+}
+controller_stop() {
+  [[ -n "${CTL_PID:-}" ]] || return 0
+  kill -TERM "$CTL_PID" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 100; i++)); do kill -0 "$CTL_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$CTL_PID" 2>/dev/null || true
+  wait "$CTL_PID" 2>/dev/null || true
+  CTL_PID=""
+}
+
 suite_finish() {
   trap - INT TERM
   if ((!torn_down)); then
@@ -152,6 +189,7 @@ suite_finish() {
       rm -rf "$STATE"
     else
       local ext_pid="$EXT_PID"
+      controller_stop
       extender_stop
       if ((failures)) && [[ -n "$LOG_DIR" ]]; then
         "$CLUSTER_DIR/down" --name "$CLUSTER" --keep-logs "$LOG_DIR/$CLUSTER" >/dev/null 2>&1 || true

@@ -1,0 +1,45 @@
+# shellcheck shell=bash
+# (b) An order placed by Tally's own binder: a GPUDevice of 3 with no status
+# is created; tally-controller's device binder places it (Bound, on the only
+# node with 3 free units, with its finalizer and condition); the extender then
+# keeps raw pods off those units: of three one-GPU pods kube-scheduler alone
+# would all fit on the node, exactly one binds. Deleting the device releases
+# its units: the binder records it, the finalizer goes, the waiting pods bind.
+needs_local "the device binder"
+class_h200
+nodes h200- 1 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=4
+namespace tenant
+N="$(ns tenant)"
+controller_start
+k apply -f - >/dev/null <<EOF2 || fatal "creating GPUDevice held"
+apiVersion: gpu.tally.dev/v1alpha1
+kind: GPUDevice
+metadata: {name: held, namespace: $N, labels: {tally.dev/e2e: "$ID"}}
+spec: {class: $(cls h200), count: 3}
+EOF2
+t0=$SECONDS
+device_bound() { [[ "$(k get gpudevice -n "$N" held -o jsonpath='{.status.phase}')" == Bound ]]; }
+wait_until 20 device_bound || fatal "the binder did not place GPUDevice held within 20 s"
+say "GPUDevice held Bound within $((SECONDS - t0)) s"
+check_eq "placed on the node" "$ID-h200-0" "$(k get gpudevice -n "$N" held -o jsonpath='{.status.node}')"
+check_eq "with the binder's finalizer" "gpu.tally.dev/release" \
+  "$(k get gpudevice -n "$N" held -o jsonpath='{.metadata.finalizers[0]}')"
+check_eq "condition Bound=True, reason Placed" "True Placed" \
+  "$(k get gpudevice -n "$N" held -o jsonpath='{.status.conditions[?(@.type=="Bound")].status} {.status.conditions[?(@.type=="Bound")].reason}')"
+settle
+
+for i in 0 1 2; do pod "raw-$i" "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=raw; done | k apply -f - >/dev/null ||
+  fatal "creating the pods"
+wait_settled "$N" kind=raw 3
+check_eq "one raw pod bound next to the held device" 1 "$(count_bound "$N" kind=raw)"
+p="$(first_pending "$N" kind=raw)"
+msg="$(pod_unsched "$N" "$p")"
+say "pending pod $p: $msg"
+check_has "reason: 3 units held by GPUDevices" "with 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (3 held by GPUDevices)" "$msg"
+
+k delete gpudevice -n "$N" held --timeout=30s >/dev/null || fail "deleting GPUDevice held did not finish (finalizer kept)"
+check_has "the release is recorded as an Event" "Released" \
+  "$(k get events -n "$N" --field-selector involvedObject.name=held -o jsonpath='{.items[*].reason}')"
+all_bound() { [[ "$(count_bound "$N" kind=raw)" == 3 ]]; }
+wait_until 30 all_bound || fail "the released units did not go to the waiting pods"
+check_eq "all three raw pods bound once the device is released" 3 "$(count_bound "$N" kind=raw)"
