@@ -1,5 +1,8 @@
 #include "tally/controller/gpu_device_webhook.hpp"
 
+#include "tally/common/object_meta_decode.hpp"
+#include "tally/controller/device_binder.hpp"
+
 #include <optional>
 #include <vector>
 #include <string_view>
@@ -92,6 +95,19 @@ std::optional<std::string> rawMember(const simdjson::padded_string& json, std::s
   return std::string(raw);
 }
 
+// Whether metadata.finalizers holds the binder's finalizer (false when unreadable).
+bool holdsReleaseFinalizer(const simdjson::padded_string& json) {
+  simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object object;
+  if (parser.iterate(json).get(doc) || doc.get_object().get(object)) return false;
+  simdjson::ondemand::value metadata;
+  if (object.find_field_unordered("metadata").get(metadata)) return false;
+  ObjectMeta meta;
+  if (!decodeObjectMetaJson(metadata, meta, kMetaFinalizers)) return false;
+  return meta.hasFinalizer(kReleaseFinalizer);
+}
+
 std::string subjectOf(const model::GpuDevice& d) {
   return "gpudevice/" + d.ns + "/" + (d.name.empty() ? std::string("(generated name)") : d.name);
 }
@@ -128,6 +144,14 @@ Answer reviewUpdate(const AdmissionRequest& request, const GpuDeviceWebhookOptio
         forbidden(subject + " refused: its status (phase, node, attachedTo, conditions) is written only by " +
                   options.controllerIdentity + ", not by " + (who.empty() ? std::string("an anonymous user") : who)),
         "StatusNotTally"};
+  }
+  // The finalizer keeps a placed device until its release is recorded: only
+  // Tally takes it away (a tenant who could would free units unrecorded).
+  if (!tally && holdsReleaseFinalizer(request.oldObject) && !holdsReleaseFinalizer(request.object)) {
+    return {forbidden(subject + " refused: the finalizer " + std::string(kReleaseFinalizer) + " is removed only by " +
+                      options.controllerIdentity +
+                      ", once the release of the device's units is recorded; delete the device to release it"),
+            "FinalizerNotTally"};
   }
   return AdmissionResponse::allow();
 }

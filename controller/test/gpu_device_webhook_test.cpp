@@ -207,6 +207,18 @@ TEST_F(GpuDeviceWebhook, StatusWriteByTallyIsAdmitted) {
   EXPECT_TRUE(r.allowed) << r.message;
 }
 
+TEST_F(GpuDeviceWebhook, OnlyTallyRemovesTheReleaseFinalizer) {
+  std::string held = deviceJson("d", "h200", 1, R"({"phase":"Bound","node":"gpu-1"})");
+  held.replace(held.find(R"("namespace")"), 0, R"("finalizers":["gpu.tally.dev/release"],)");
+  const std::string bare = deviceJson("d", "h200", 1, R"({"phase":"Bound","node":"gpu-1"})");
+  auto r = answer(reviewJson("UPDATE", kTenant, bare, held));
+  EXPECT_FALSE(r.allowed) << "a tenant could free units without the release being recorded";
+  EXPECT_EQ(r.code, 403);
+  EXPECT_NE(r.message.find("gpu.tally.dev/release"), std::string::npos) << r.message;
+  EXPECT_TRUE(answer(reviewJson("UPDATE", std::string(kDefaultControllerIdentity), bare, held)).allowed);
+  EXPECT_TRUE(answer(reviewJson("UPDATE", kTenant, held, bare)).allowed) << "adding it is harmless";
+}
+
 TEST_F(GpuDeviceWebhook, DeletingADeviceARunningVmiHoldsIsRefusedNamingTheVmi) {
   model::VirtualMachineInstance vmi;
   vmi.ns = "acme-ml";
