@@ -116,17 +116,19 @@ void DeviceBinder::readFrom(const SnapshotCell<state::Snapshot>& cell) {
   });
 }
 
-void DeviceBinder::attach(runtime::Manager& manager) {
+runtime::ControllerOptions DeviceBinder::controllerOptions() {
   runtime::ControllerOptions o;
   o.name = "device-binder";
   o.workers = 1;
   o.leaderOnly = true;
   o.onStart = [this] { startTerm(); };
-  runtime::Controller& c =
-      manager.controller(std::move(o), [this](const std::string& key, std::stop_token stop) {
-        return reconcile(key, stop);
-      });
-  controller_.store(&c);
+  return o;
+}
+
+void DeviceBinder::attach(runtime::Manager& manager) {
+  runtime::Controller& c = manager.controller(
+      controllerOptions(), [this](const std::string& key, std::stop_token stop) { return reconcile(key, stop); });
+  enqueueInto(c);
 }
 
 std::size_t DeviceBinder::heldAhead() const {

@@ -67,6 +67,10 @@ class DeviceBinder final : public state::Extension {
   // Adds the leader-only controller "device-binder" (one worker: placements
   // are decided one at a time) to the manager.
   void attach(runtime::Manager& manager);
+  // The same controller's options (its onStart begins a term) and where the
+  // binder's wake-ups go, for a controller run without a manager (tests).
+  runtime::ControllerOptions controllerOptions();
+  void enqueueInto(runtime::Controller& controller) { controller_.store(&controller); }
 
   // One device, "namespace/name".
   runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop);
