@@ -320,7 +320,7 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
     model::HeldAheadView view = aheadView(snapshot);
     std::string summary;
     if (d.phase == model::DevicePhase::Pending) {
-      model::Placement p = model::placeHeldDevice(cluster, view, d);
+      model::Placement p = model::placeHeldSet(cluster, view, model::deviceSetOf(cluster, d));
       if (!p.node) summary = p.decision.summary();
     } else if (d.phase == model::DevicePhase::Lost) {
       summary = model::checkRecovery(cluster, view, d).summary();
@@ -423,7 +423,13 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
           continue;  // decide on the object with its finalizer
         }
         model::HeldAheadView view = aheadView(snapshot);
-        model::Placement placement = model::placeHeldDevice(cluster, view, fresh);
+        // A VMI's set goes to one node: the fresh device in place of the
+        // snapshot's, its set from the snapshot's VMIs.
+        model::DeviceSet set = model::deviceSetOf(cluster, seen->second);
+        for (auto& m : set.members) {
+          if (m == &seen->second) m = &fresh;
+        }
+        model::Placement placement = model::placeHeldSet(cluster, view, set);
         if (!placement.node) {
           const std::string reason = reasonOf(placement.decision);
           auto w = writeStatus(fresh, Condition{"", "False", reason, placement.decision.summary(), "", 0});
@@ -457,6 +463,10 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
         }
         event(fresh, "Normal", "Placed", message);
         logInfo("binder: placed", {{"device", key}, {"node", next.node}, {"count", fresh.count}});
+        // The rest of its set follows it to that node.
+        for (const model::GpuDevice* m : set.members) {
+          if (m != &fresh && m->phase == model::DevicePhase::Pending) enqueue(model::objectKey(m->ns, m->name));
+        }
         return ReconcileResult::done();
       }
       case model::DevicePhase::Bound:

@@ -19,13 +19,14 @@ HeldAheadView::HeldAheadView(const Cluster& cluster, const CapacityView& base) :
 void HeldAheadView::hold(const GpuDevice& device, std::string_view node) {
   const DeviceClass* cls = findClass(cluster_, device.className);
   if (!cls) return;
-  if (!held_.insert(objectKey(device.ns, device.name)).second) return;
+  if (!held_.emplace(objectKey(device.ns, device.name), std::string(node)).second) return;
   nodeAhead_[std::string(node)].add(cls->resourceName, device.count);
   for (const auto& ns : chainOf(cluster_, device.ns)) subtreeAhead_[ns].add(cls->resourceName, device.count);
 }
 
-bool HeldAheadView::holds(std::string_view ns, std::string_view name) const {
-  return held_.contains(objectKey(ns, name));
+const std::string* HeldAheadView::nodeOf(std::string_view ns, std::string_view name) const {
+  auto it = held_.find(objectKey(ns, name));
+  return it == held_.end() ? nullptr : &it->second;
 }
 
 namespace {
@@ -107,15 +108,112 @@ auto arrival(const GpuDevice& d) { return std::tie(d.created, d.ns, d.name); }
 }  // namespace
 
 Placement placeHeldDevice(const Cluster& cluster, const HeldAheadView& view, const GpuDevice& device) {
-  WithoutDevices budgets(cluster, view);
-  budgets.leaveOut(device);
-  for (const auto& [key, other] : cluster.devices) {
-    if (other.phase != DevicePhase::Pending || view.holds(other.ns, other.name)) continue;
-    if (arrival(device) < arrival(other)) budgets.leaveOut(other);
+  return placeHeldSet(cluster, view, DeviceSet{{&device}, {}, {}});
+}
+
+DeviceSet deviceSetOf(const Cluster& cluster, const GpuDevice& device) {
+  auto [first, last] = detail::namespacedRange(cluster.vmis, device.ns);
+  for (auto it = first; it != last; ++it) {
+    const auto& names = it->second.heldDevices;
+    if (std::find(names.begin(), names.end(), device.name) == names.end()) continue;
+    DeviceSet set;
+    set.vmi = it->first;
+    for (const auto& name : names) {
+      if (name == device.name) {
+        set.members.push_back(&device);
+        continue;
+      }
+      auto member = cluster.devices.find(objectKey(device.ns, name));
+      if (member != cluster.devices.end()) {
+        set.members.push_back(&member->second);
+      } else {
+        set.missing.push_back(name);
+      }
+    }
+    return set;
   }
-  DeviceOrder order{device.ns, fmt::format("gpudevice/{}/{}", device.ns, device.name),
-                    {DeviceTemplate{device.className, device.count}}};
-  return placeDeviceSet(cluster, budgets, order);
+  return DeviceSet{{&device}, {}, {}};
+}
+
+Placement placeHeldSet(const Cluster& cluster, const HeldAheadView& view, const DeviceSet& deviceSet) {
+  Placement p;
+  const std::vector<const GpuDevice*>& set = deviceSet.members;
+  if (!deviceSet.missing.empty()) {
+    std::string names;
+    for (const auto& n : deviceSet.missing) names += (names.empty() ? "" : ", ") + n;
+    p.decision.refuse(Code::DeviceUnknown,
+                      fmt::format("vmi/{} names GPUDevice(s) {} in its set, which do not exist (yet); the set is "
+                                  "placed once all of it is ordered",
+                                  deviceSet.vmi, names));
+    return p;
+  }
+  std::optional<std::string> pinned;
+  std::vector<const GpuDevice*> pending;
+  for (const GpuDevice* m : set) {
+    std::string node;
+    if (holdsNodeUnits(*m)) {
+      node = m->node;
+    } else if (const std::string* ahead = view.nodeOf(m->ns, m->name)) {
+      node = *ahead;
+    }
+    if (!node.empty()) {
+      if (pinned && *pinned != node) {
+        p.decision.refuse(Code::DeviceUnavailable,
+                          fmt::format("the device set of gpudevice/{}/{} is already split across nodes {} and {}; "
+                                      "one node must hold the whole set",
+                                      m->ns, m->name, *pinned, node));
+        return p;
+      }
+      pinned = node;
+    } else if (m->phase == DevicePhase::Pending) {
+      pending.push_back(m);
+    }
+  }
+  if (pending.empty()) {
+    p.node = pinned;
+    return p;
+  }
+  const GpuDevice* earliest = *std::min_element(
+      pending.begin(), pending.end(), [](const GpuDevice* a, const GpuDevice* b) { return arrival(*a) < arrival(*b); });
+  auto inSet = [&](const GpuDevice& d) {
+    return std::any_of(set.begin(), set.end(), [&](const GpuDevice* m) { return m->ns == d.ns && m->name == d.name; });
+  };
+  WithoutDevices budgets(cluster, view);
+  DeviceOrder order;
+  order.ns = earliest->ns;
+  order.subject = fmt::format("gpudevice/{}/{}", pending.front()->ns, pending.front()->name);
+  if (set.size() > 1) order.subject += fmt::format(" (set of {})", set.size());
+  for (const GpuDevice* m : pending) {
+    budgets.leaveOut(*m);
+    order.items.push_back(DeviceTemplate{m->className, m->count});
+  }
+  for (const auto& [key, other] : cluster.devices) {
+    if (other.phase != DevicePhase::Pending || view.holds(other.ns, other.name) || inSet(other)) continue;
+    if (arrival(*earliest) < arrival(other)) budgets.leaveOut(other);
+  }
+  if (!pinned) return placeDeviceSet(cluster, budgets, order);
+  p.decision = checkDeviceOrder(cluster, budgets, order);
+  if (!p.decision.allowed()) return p;
+  auto node = cluster.nodes.find(*pinned);
+  if (node == cluster.nodes.end()) {
+    p.decision.refuse(Code::NodeGone,
+                      fmt::format("{}: its set is held on node {}, which is gone", order.subject, *pinned));
+    return p;
+  }
+  std::map<std::string, std::int64_t> demand;
+  for (const GpuDevice* m : pending) demand[m->className] += m->count;
+  for (const auto& [className, units] : demand) {
+    const DeviceClass* cls = findClass(cluster, className);
+    const std::int64_t free = cls ? freeUnits(node->second, *cls, budgets) : 0;
+    if (free < units) {
+      p.decision.refuse(Code::NodeInsufficient,
+                        fmt::format("{}: its set is held on node {}, which has {} free unit(s) of class {}; its "
+                                    "Pending devices need {}",
+                                    order.subject, *pinned, free, className, units));
+    }
+  }
+  if (p.decision.allowed()) p.node = pinned;
+  return p;
 }
 
 namespace {

@@ -146,5 +146,73 @@ TEST_F(Binder, ALostDeviceRecoversOnlyWithItsUnitsFree) {
   EXPECT_TRUE(checkRecovery(c, view, lost).allowed());
 }
 
+TEST_F(Binder, AVmiSetGoesWholeToOneNodeWhereItsMembersAloneWouldSplit) {
+  // gpu-2 (2 free) is the best fit for one device of 2, gpu-1 (4) for the set of 4.
+  GpuDevice a = pending("a", 2, 10), b = pending("b", 2, 20);
+  put(c, a);
+  put(c, b);
+  VirtualMachineInstance vm;
+  vm.ns = "alpha";
+  vm.name = "vm";
+  vm.uid = "vm-uid";
+  vm.heldDevices = {"a", "b", "not-there"};
+  put(c, vm);
+  auto set = deviceSetOf(c, c.devices.at("alpha/a"));
+  ASSERT_EQ(set.members.size(), 2u);
+  EXPECT_EQ(set.members[1]->name, "b");
+  EXPECT_EQ(set.missing, std::vector<std::string>{"not-there"});
+  EXPECT_EQ(deviceSetOf(c, pending("alone", 1, 1)).members.size(), 1u);
+  TotalsCapacityView totals(c, computeUsage(c));
+  HeldAheadView view(c, totals);
+  // A member not ordered yet holds the whole set back.
+  auto waiting = placeHeldSet(c, view, set);
+  EXPECT_FALSE(waiting.node);
+  ASSERT_FALSE(waiting.decision.refusals.empty());
+  EXPECT_EQ(waiting.decision.refusals[0].code, Code::DeviceUnknown);
+  EXPECT_NE(waiting.decision.refusals[0].message.find("not-there"), std::string::npos);
+  c.vmis.at("alpha/vm").heldDevices.pop_back();
+  set = deviceSetOf(c, c.devices.at("alpha/a"));
+  EXPECT_EQ(*placeHeldDevice(c, view, GpuDevice(a)).node, "gpu-2") << "alone it would take gpu-2";
+  auto p = placeHeldSet(c, view, set);
+  ASSERT_TRUE(p.node) << p.decision.summary();
+  EXPECT_EQ(*p.node, "gpu-1");
+  // Once a is held there, b is pinned to gpu-1 as well.
+  view.hold(a, *p.node);
+  auto pb = placeHeldSet(c, view, deviceSetOf(c, c.devices.at("alpha/b")));
+  ASSERT_TRUE(pb.node) << pb.decision.summary();
+  EXPECT_EQ(*pb.node, "gpu-1");
+}
+
+TEST_F(Binder, APinnedSetWaitsWhenItsNodeHasNoRoomAndASplitSetIsRefused) {
+  GpuDevice a = device("alpha", "a", "h200", 2, DevicePhase::Bound, "gpu-2");
+  GpuDevice b = pending("b", 2, 20);
+  put(c, a);
+  put(c, b);
+  VirtualMachineInstance vm;
+  vm.ns = "alpha";
+  vm.name = "vm";
+  vm.heldDevices = {"a", "b"};
+  put(c, vm);
+  TotalsCapacityView totals(c, computeUsage(c));
+  HeldAheadView view(c, totals);
+  auto p = placeHeldSet(c, view, deviceSetOf(c, c.devices.at("alpha/b")));
+  EXPECT_FALSE(p.node) << "gpu-1 has room, but the set is on gpu-2";
+  ASSERT_FALSE(p.decision.refusals.empty());
+  EXPECT_EQ(p.decision.refusals[0].code, Code::NodeInsufficient);
+  EXPECT_NE(p.decision.refusals[0].message.find("held on node gpu-2"), std::string::npos)
+      << p.decision.refusals[0].message;
+  c.devices.at("alpha/b").phase = DevicePhase::Bound;
+  c.devices.at("alpha/b").node = "gpu-1";
+  GpuDevice late = pending("c", 1, 30);
+  put(c, late);
+  c.vmis.at("alpha/vm").heldDevices.push_back("c");
+  TotalsCapacityView after(c, computeUsage(c));
+  HeldAheadView split(c, after);
+  auto q = placeHeldSet(c, split, deviceSetOf(c, c.devices.at("alpha/c")));
+  EXPECT_FALSE(q.node);
+  ASSERT_FALSE(q.decision.refusals.empty());
+  EXPECT_EQ(q.decision.refusals[0].code, Code::DeviceUnavailable);
+}
+
 }  // namespace
 }  // namespace tally::model

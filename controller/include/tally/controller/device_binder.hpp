@@ -1,6 +1,7 @@
 #pragma once
 // The device binder (SPEC 2.1, 3.6, 5; leader only): places each Pending
-// GPUDevice on one node with the model's placement, marks a placed one Lost
+// GPUDevice on one node with the model's placement (the devices a VMI names
+// in gpu.tally.dev/devices together, on one node), marks a placed one Lost
 // when its node or its devices go and Bound (or Attached) again when they
 // return, and records the release of a deleted one before its finalizer goes.
 //

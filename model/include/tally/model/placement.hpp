@@ -30,8 +30,9 @@ class HeldAheadView final : public CapacityView {
 
   // `device` holds its units on `node` (ignored when its class is unknown).
   void hold(const GpuDevice& device, std::string_view node);
-  // Whether hold() was called for the device ("ns/name").
-  bool holds(std::string_view ns, std::string_view name) const;
+  // Whether hold() was called for the device, and the node it was given.
+  bool holds(std::string_view ns, std::string_view name) const { return nodeOf(ns, name) != nullptr; }
+  const std::string* nodeOf(std::string_view ns, std::string_view name) const;
   std::size_t size() const { return held_.size(); }
 
   std::int64_t nodeUsed(std::string_view node, std::string_view resource) const override;
@@ -45,7 +46,7 @@ class HeldAheadView final : public CapacityView {
  private:
   const Cluster& cluster_;
   const CapacityView& base_;
-  std::set<std::string, std::less<>> held_;                        // "ns/name"
+  std::map<std::string, std::string, std::less<>> held_;           // "ns/name" -> node
   std::map<std::string, ResourceList, std::less<>> nodeAhead_;     // node -> resource -> units
   std::map<std::string, ResourceList, std::less<>> subtreeAhead_;  // namespace -> resource -> units
 };
@@ -57,6 +58,28 @@ class HeldAheadView final : public CapacityView {
 // budget the earliest are placed and the later ones wait, the budget named.
 // Devices `view` holds ahead count as placed.
 Placement placeHeldDevice(const Cluster& cluster, const HeldAheadView& view, const GpuDevice& device);
+
+// The devices that go to one node with `device`: those a VirtualMachineInstance
+// of its namespace names in gpu.tally.dev/devices beside it (the first such
+// VMI by name; in any phase: a stopped VM still needs its set whole), itself
+// included, in the VMI's order; only `device` when no VMI names it. Names the
+// cluster holds no device for are `missing`: the set is not placed until they
+// exist (placing part of it could leave no node for the rest).
+struct DeviceSet {
+  std::vector<const GpuDevice*> members;
+  std::vector<std::string> missing;
+  std::string vmi;  // "ns/name", empty for a lone device
+};
+DeviceSet deviceSetOf(const Cluster& cluster, const GpuDevice& device);
+
+// Where the binder places the Pending members of a set (SPEC 3.6: one node
+// holds the whole set): on the node its placed members hold (or are held
+// ahead on), which must have room for all its Pending members; when none is
+// placed, by placeDeviceSet for all of them at once. The order's checks and
+// budgets as placeHeldDevice, the set arriving with its earliest Pending
+// member. A set already split across nodes is refused (DeviceUnavailable), one
+// with missing members waits (DeviceUnknown).
+Placement placeHeldSet(const Cluster& cluster, const HeldAheadView& view, const DeviceSet& set);
 
 // Why a Bound or Attached device no longer holds its units: its node is gone
 // (NodeGone), or the node no longer advertises the devices, in the class's
