@@ -45,7 +45,7 @@ namespace {
 struct Options {
   std::vector<std::size_t> nodeCounts{1000, 5000};
   std::size_t orders = 1000;
-  std::size_t requests = 2000;
+  std::size_t requests = 10000;
   std::size_t iterations = 500;
   std::size_t binderRounds = 3;
   unsigned serverThreads = 4;  // tally-controller's --threads default
