@@ -405,6 +405,29 @@ int runSize(const Options& o, std::size_t nodes) {
         pending.size(), placeable, fits, pending.size(), same, pending.size(), over);
     if (pending.size() != o.orders) disagreements.add("fewer orders admitted than the tenants with budget made");
   }
+
+  // What the controller's writer pays when its watch shows a placement: the
+  // next snapshot after one GPUDevice change, beside one after a pod change.
+  {
+    std::vector<double> afterDevice, afterPod;
+    const std::size_t changes = std::min<std::size_t>(30, pending.size());
+    for (std::size_t i = 0; i < changes; ++i) {
+      model::GpuDevice placed = withOrders.devices.at(pending[i]);
+      placed.phase = model::DevicePhase::Bound;
+      placed.node = chosen[i];
+      binderWriter->upsert(placed);
+      binderWriter->flush();
+      afterDevice.push_back(micros(binderWriter->stats().lastPublish));
+      model::Pod probe = rawPodFor(placed);
+      probe.nodeName = chosen[i];
+      probe.phase = model::PodPhase::Running;
+      binderWriter->upsert(std::move(probe));
+      binderWriter->flush();
+      afterPod.push_back(micros(binderWriter->stats().lastPublish));
+    }
+    report("state writer: publish after one GPUDevice change", nodes, summarize(afterDevice));
+    report("state writer: publish after one pod change", nodes, summarize(afterPod));
+  }
   std::printf("  %s: %zu disagreement(s)\n", disagreements.count ? "FAILED" : "agreement holds", disagreements.count);
   std::fflush(stdout);
   return disagreements.count ? 1 : 0;
