@@ -189,162 +189,156 @@ void measureHttps(const Options& o, std::size_t nodes, const SnapshotCell<state:
   std::filesystem::remove_all(dir);
 }
 
-int runSize(const Options& o, std::size_t nodes) {
-  Disagreements disagreements;
-  std::printf("== %zu nodes (8 H200 each, vm-passthrough), %zu orders to place\n", nodes, o.orders);
-  const model::Cluster base = benchCluster(nodes);
-  const std::vector<Order> orders = benchOrders(o.orders);
-  auto writer = loaded(base);
-  auto snap = writer->snapshots().read();
-  const model::Cluster& cluster = snap->cluster();
-  {
-    std::int64_t used = 0;
-    for (const auto& [name, node] : cluster.nodes) used += snap->usage.nodeUsed(name, kH200);
-    std::printf("  cluster: %zu GPUDevices held, %zu pods, %zu VMIs, %zu namespaces; %lld of %zu units in use\n",
-                base.devices.size(), base.pods.size(), base.vmis.size(), base.namespaces.size(),
-                static_cast<long long>(used), nodes * kUnitsPerNode);
+// The nodes a filter pass fits `pod` on, with podDemand + filterNode on every node.
+std::size_t nodesFitting(const model::Cluster& cluster, const model::CapacityView& view, const model::Pod& pod) {
+  model::PodDemand demand = model::podDemand(cluster, view, pod);
+  std::size_t fits = 0;
+  for (const auto& [name, node] : cluster.nodes) {
+    fits += model::filterNode(cluster, view, demand, node).verdict == model::Verdict::Fits;
   }
+  return fits;
+}
 
-  // The webhook's answer to every order, in-process, on the snapshot.
+// One node count's run: the orders, their reviews, the webhook's answers on
+// the snapshot it serves, and what disagreed.
+struct SizeRun {
+  const Options& o;
+  std::size_t nodes;
+  model::Cluster base;
+  std::vector<Order> orders;
   std::vector<std::string> reviews;
   std::vector<admission::AdmissionRequest> requests;
-  for (std::size_t i = 0; i < orders.size(); ++i) {
-    reviews.push_back(createReview(orders[i].device, i));
-    auto decoded = admission::decodeAdmissionReview(reviews.back());
+  std::vector<bool> admitted;
+  Disagreements disagreements;
+};
+
+// Every order reviewed in-process: admitted exactly when its tenant has a budget.
+bool reviewOrders(SizeRun& run, const state::Snapshot& snap) {
+  for (std::size_t i = 0; i < run.orders.size(); ++i) {
+    run.reviews.push_back(createReview(run.orders[i].device, i));
+    auto decoded = admission::decodeAdmissionReview(run.reviews.back());
     if (!decoded) {
       std::printf("  review %zu does not decode: %s\n", i, decoded.error().describe().c_str());
-      return 1;
+      return false;
     }
-    requests.push_back(std::move(decoded).value());
+    run.requests.push_back(std::move(decoded).value());
   }
-  const controller::GpuDeviceWebhookOptions webhookOptions;
-  std::vector<bool> admitted(orders.size());
-  std::size_t admittedCount = 0, refusedCount = 0, budgetRefusals = 0;
-  for (std::size_t i = 0; i < orders.size(); ++i) {
-    admission::AdmissionResponse r = controller::reviewGpuDevice(*snap, requests[i], webhookOptions);
-    admitted[i] = r.allowed;
+  std::size_t admitted = 0, refused = 0, overBudget = 0;
+  for (std::size_t i = 0; i < run.orders.size(); ++i) {
+    const Order& order = run.orders[i];
+    admission::AdmissionResponse r = controller::reviewGpuDevice(snap, run.requests[i], {});
+    run.admitted.push_back(r.allowed);
     if (r.allowed) {
-      ++admittedCount;
+      ++admitted;
     } else {
-      ++refusedCount;
-      if (r.message.find("[BudgetExceeded]") != std::string::npos) ++budgetRefusals;
+      ++refused;
+      if (r.message.find("[BudgetExceeded]") != std::string::npos) ++overBudget;
     }
-    if (r.allowed != orders[i].withinBudget) {
-      disagreements.add("order " + orders[i].device.name + (r.allowed ? " admitted" : " refused: " + r.message) +
-                        (orders[i].withinBudget ? ", its tenant has budget" : ", its tenant has none"));
+    if (r.allowed != order.withinBudget) {
+      run.disagreements.add("order " + order.device.name + (r.allowed ? " admitted" : " refused: " + r.message) +
+                            (order.withinBudget ? ", its tenant has budget" : ", its tenant has none"));
     }
   }
-  const std::size_t expectedRefused = orders.size() - o.orders;
+  const std::size_t expectedRefused = run.orders.size() - run.o.orders;
   std::printf(
       "  agreement: reviewed %zu: admitted %zu (expected %zu), refused %zu (BudgetExceeded %zu, expected %zu)\n",
-      orders.size(), admittedCount, o.orders, refusedCount, budgetRefusals, expectedRefused);
-  if (budgetRefusals != expectedRefused) disagreements.add("refusals other than the exhausted budget's");
+      run.orders.size(), admitted, run.o.orders, refused, overBudget, expectedRefused);
+  if (overBudget != expectedRefused) run.disagreements.add("refusals other than the exhausted budget's");
+  return true;
+}
 
-  // Side by side on this snapshot: the webhook's decision and the extender's
-  // filter for a raw pod asking the same units (cycling over the same orders).
-  {
-    admission::WebhookOptions wo;
-    observability::Registry registry;
-    wo.metrics = std::make_shared<admission::WebhookMetrics>(registry);
-    const admission::WebhookHandler handler = [&](const admission::AdmissionRequest& r) {
-      return controller::reviewGpuDevice(*snap, r, webhookOptions);
-    };
-    std::vector<double> route, decide, filterPass, fitPass;
-    std::vector<std::string_view> names;
-    for (const auto& [name, node] : cluster.nodes) names.push_back(name);
-    std::vector<std::uint32_t> rows;
-    snap->fit.findAll(names, rows);
-    std::vector<model::FitTable::Query::Answer> answers;
-    std::vector<model::Pod> pods;
-    for (const auto& order : orders) pods.push_back(rawPodFor(order.device));
-    std::size_t fitsSeen = 0;
-    for (std::size_t i = 0; i < o.iterations + 20; ++i) {
-      const std::size_t k = i % orders.size();
-      auto t0 = Clock::now();
-      http::Response answered = admission::answerReview("gpudevices", handler, reviews[k], wo);
-      auto t1 = Clock::now();
-      admission::AdmissionResponse r = controller::reviewGpuDevice(*snap, requests[k], webhookOptions);
-      auto t2 = Clock::now();
-      model::PodDemand demand = model::podDemand(cluster, snap->usage, pods[k]);
-      std::size_t fits = 0;
-      for (const auto& [name, node] : cluster.nodes) {
-        fits += model::filterNode(cluster, snap->usage, demand, node).verdict == model::Verdict::Fits;
-      }
-      auto t3 = Clock::now();
-      model::PodDemand shippedDemand = model::podDemand(cluster, snap->usage, pods[k]);
-      auto query = snap->fit.query(cluster, snap->usage, shippedDemand);
-      query.filterAll(rows, answers);
-      auto t4 = Clock::now();
-      std::size_t fitsInTable = 0;
-      for (const auto& a : answers) fitsInTable += a.verdict && a.verdict->verdict == model::Verdict::Fits;
-      if (answered.status != 200 || r.allowed != admitted[k] || fits != fitsInTable) {
-        disagreements.add("order " + orders[k].device.name + ": route " + std::to_string(answered.status) +
-                          ", filterNode fits " + std::to_string(fits) + ", FitTable fits " +
-                          std::to_string(fitsInTable));
-      }
-      fitsSeen += fits;
-      if (i < 20) continue;
-      route.push_back(micros(t1 - t0));
-      decide.push_back(micros(t2 - t1));
-      filterPass.push_back(micros(t3 - t2));
-      fitPass.push_back(micros(t4 - t3));
+// The webhook's route and decision beside the extender's filter for a raw pod
+// asking the same units (filterNode on every node, and the FitTable query the
+// extender ships), on one snapshot, over the same orders in turn.
+void sideBySide(SizeRun& run, const state::Snapshot& snap) {
+  const model::Cluster& cluster = snap.cluster();
+  admission::WebhookOptions wo;
+  observability::Registry registry;
+  wo.metrics = std::make_shared<admission::WebhookMetrics>(registry);
+  const admission::WebhookHandler handler = [&](const admission::AdmissionRequest& r) {
+    return controller::reviewGpuDevice(snap, r, {});
+  };
+  std::vector<std::string_view> names;
+  for (const auto& [name, node] : cluster.nodes) names.push_back(name);
+  std::vector<std::uint32_t> rows;
+  snap.fit.findAll(names, rows);
+  std::vector<model::FitTable::Query::Answer> answers;
+  std::vector<model::Pod> pods;
+  for (const auto& order : run.orders) pods.push_back(rawPodFor(order.device));
+
+  std::vector<double> route, decide, filterPass, fitPass;
+  std::size_t fitsSeen = 0;
+  for (std::size_t i = 0; i < run.o.iterations + 20; ++i) {
+    const std::size_t k = i % run.orders.size();
+    auto t0 = Clock::now();
+    http::Response answered = admission::answerReview("gpudevices", handler, run.reviews[k], wo);
+    auto t1 = Clock::now();
+    admission::AdmissionResponse r = controller::reviewGpuDevice(snap, run.requests[k], {});
+    auto t2 = Clock::now();
+    const std::size_t fits = nodesFitting(cluster, snap.usage, pods[k]);
+    auto t3 = Clock::now();
+    model::PodDemand demand = model::podDemand(cluster, snap.usage, pods[k]);
+    auto query = snap.fit.query(cluster, snap.usage, demand);
+    query.filterAll(rows, answers);
+    auto t4 = Clock::now();
+    std::size_t fitsInTable = 0;
+    for (const auto& a : answers) fitsInTable += a.verdict && a.verdict->verdict == model::Verdict::Fits;
+    if (answered.status != 200 || r.allowed != run.admitted[k] || fits != fitsInTable) {
+      run.disagreements.add("order " + run.orders[k].device.name + ": route " + std::to_string(answered.status) +
+                            ", filterNode fits " + std::to_string(fits) + ", FitTable fits " +
+                            std::to_string(fitsInTable));
     }
-    std::printf("  in-process, same snapshot, same %zu orders in turn (%zu iterations):\n", orders.size(),
-                o.iterations);
-    report("webhook route: decode + reviewGpuDevice + encode", nodes, summarize(route));
-    report("webhook decision: reviewGpuDevice", nodes, summarize(decide));
-    report("extender filter: podDemand + filterNode x all nodes", nodes, summarize(filterPass));
-    report("extender filter as shipped: podDemand + FitTable", nodes, summarize(fitPass));
-    std::printf("  ratio filter pass / webhook decision (p50): filterNode %.2f, FitTable %.2f\n",
-                summarize(filterPass).p50 / summarize(decide).p50, summarize(fitPass).p50 / summarize(decide).p50);
-    if (fitsSeen == 0) disagreements.add("the raw pods fit nowhere: the comparison is empty");
+    fitsSeen += fits;
+    if (i < 20) continue;
+    route.push_back(micros(t1 - t0));
+    decide.push_back(micros(t2 - t1));
+    filterPass.push_back(micros(t3 - t2));
+    fitPass.push_back(micros(t4 - t3));
   }
+  std::printf("  in-process, same snapshot, same %zu orders in turn (%zu iterations):\n", run.orders.size(),
+              run.o.iterations);
+  report("webhook route: decode + reviewGpuDevice + encode", run.nodes, summarize(route));
+  report("webhook decision: reviewGpuDevice", run.nodes, summarize(decide));
+  report("extender filter: podDemand + filterNode x all nodes", run.nodes, summarize(filterPass));
+  report("extender filter as shipped: podDemand + FitTable", run.nodes, summarize(fitPass));
+  std::printf("  ratio filter pass / webhook decision (p50): filterNode %.2f, FitTable %.2f\n",
+              summarize(filterPass).p50 / summarize(decide).p50, summarize(fitPass).p50 / summarize(decide).p50);
+  if (fitsSeen == 0) run.disagreements.add("the raw pods fit nowhere: the comparison is empty");
+}
 
-  // Refused orders: the raw pod asking the same units gets no node either.
-  std::size_t refusedNoNode = 0;
-  for (std::size_t i = 0; i < orders.size(); ++i) {
-    if (admitted[i]) continue;
-    model::Pod pod = rawPodFor(orders[i].device);
-    model::PodDemand demand = model::podDemand(cluster, snap->usage, pod);
-    std::size_t fits = 0;
-    for (const auto& [name, node] : cluster.nodes) {
-      fits += model::filterNode(cluster, snap->usage, demand, node).verdict == model::Verdict::Fits;
-    }
+// A refused order's raw pod, asking the same units, gets no node either.
+void checkRefused(SizeRun& run, const state::Snapshot& snap) {
+  std::size_t refused = 0, noNode = 0;
+  for (std::size_t i = 0; i < run.orders.size(); ++i) {
+    if (run.admitted[i]) continue;
+    ++refused;
+    const std::size_t fits = nodesFitting(snap.cluster(), snap.usage, rawPodFor(run.orders[i].device));
     if (fits == 0) {
-      ++refusedNoNode;
+      ++noNode;
     } else {
-      disagreements.add("order " + orders[i].device.name + " refused, but its raw pod fits " + std::to_string(fits) +
-                        " node(s)");
+      run.disagreements.add("order " + run.orders[i].device.name + " refused, but its raw pod fits " +
+                            std::to_string(fits) + " node(s)");
     }
   }
-  std::printf("  agreement: refused %zu, the extender's filter leaves the raw pod no node %zu/%zu\n", refusedCount,
-              refusedNoNode, refusedCount);
+  std::printf("  agreement: refused %zu, the extender's filter leaves the raw pod no node %zu/%zu\n", refused, noNode,
+              refused);
+}
 
-  measureHttps(o, nodes, writer->snapshots(), reviews, admitted, disagreements);
-
-  // The binder: the admitted orders Pending in the snapshot it decides on.
-  model::Cluster withOrders = base;
-  std::vector<std::string> pending;
-  for (std::size_t i = 0; i < orders.size(); ++i) {
-    if (!admitted[i]) continue;
-    const model::GpuDevice& d = orders[i].device;
-    pending.push_back(model::objectKey(d.ns, d.name));
-    withOrders.devices[pending.back()] = d;
-  }
-  auto binderWriter = loaded(withOrders);
-  auto binderSnap = binderWriter->snapshots().read();
-  const model::Cluster& bc = binderSnap->cluster();
+// The binder's decision loop over `pending` (keys of Pending devices in
+// `snap`, in creation order), timed over rounds; the nodes of the first round.
+std::vector<std::string> timeBinder(const SizeRun& run, const state::Snapshot& snap,
+                                    const std::vector<std::string>& pending) {
+  const model::Cluster& cluster = snap.cluster();
   std::vector<std::string> chosen(pending.size());
-  std::vector<double> rates;
-  std::vector<double> perPlacement;
-  for (std::size_t round = 0; round < o.binderRounds; ++round) {
-    model::HeldAheadView view(bc, binderSnap->usage);
+  std::vector<double> rates, perPlacement;
+  for (std::size_t round = 0; round < run.o.binderRounds; ++round) {
+    model::HeldAheadView view(cluster, snap.usage);
     std::size_t placed = 0;
     auto started = Clock::now();
     for (std::size_t i = 0; i < pending.size(); ++i) {
-      const model::GpuDevice& d = bc.devices.at(pending[i]);
+      const model::GpuDevice& d = cluster.devices.at(pending[i]);
       auto t0 = Clock::now();
-      model::Placement p = model::placeHeldDevice(bc, view, d);
+      model::Placement p = model::placeHeldDevice(cluster, view, d);
       if (p.node) {
         view.hold(d, *p.node);
         ++placed;
@@ -359,78 +353,122 @@ int runSize(const Options& o, std::size_t nodes) {
     std::printf("  binder round %zu: %zu of %zu placed in %.1f ms: %.0f placements/s\n", round + 1, placed,
                 pending.size(), seconds * 1e3, rates.back());
   }
-  report("binder: placeHeldDevice + hold, per order", nodes, summarize(perPlacement));
+  report("binder: placeHeldDevice + hold, per order", run.nodes, summarize(perPlacement));
   std::sort(rates.begin(), rates.end());
   std::printf("  %-52s nodes=%-5zu %.0f placements/s (median of %zu rounds of %zu orders)\n", "binder decision loop",
-              nodes, rates[rates.size() / 2], rates.size(), pending.size());
+              run.nodes, rates[rates.size() / 2], rates.size(), pending.size());
+  return chosen;
+}
 
-  // The same loop again, checked against the extender's filter before each hold.
-  {
-    model::HeldAheadView view(bc, binderSnap->usage);
-    std::size_t placeable = 0, fits = 0, same = 0;
-    for (std::size_t i = 0; i < pending.size(); ++i) {
-      const model::GpuDevice& d = bc.devices.at(pending[i]);
-      model::Placement p = model::placeHeldDevice(bc, view, d);
-      if (!p.node) {
-        disagreements.add("admitted order " + pending[i] + " is not placeable: " + p.decision.summary());
-        continue;
-      }
-      ++placeable;
-      if (*p.node == chosen[i]) {
-        ++same;
-      } else {
-        disagreements.add("order " + pending[i] + " placed on " + *p.node + ", on " + chosen[i] + " the first time");
-      }
-      model::Pod pod = rawPodFor(d);
-      model::PodDemand demand = model::podDemand(bc, view, pod);
-      model::NodeVerdict v = model::filterNode(bc, view, demand, bc.nodes.at(*p.node));
-      if (v.verdict == model::Verdict::Fits) {
-        ++fits;
-      } else {
-        disagreements.add("order " + pending[i] + " placed on " + *p.node + ", where the extender's filter says: " +
-                          (v.reason ? v.reason->message : std::string("does not fit")));
-      }
-      view.hold(d, *p.node);
+// The binder's loop again, each placement checked before its hold: a node is
+// found, the one of the timed round, and the extender's filter fits the raw
+// pod asking the same units there; no node ends above its units.
+void checkBinder(SizeRun& run, const state::Snapshot& snap, const std::vector<std::string>& pending,
+                 const std::vector<std::string>& chosen) {
+  const model::Cluster& cluster = snap.cluster();
+  model::HeldAheadView view(cluster, snap.usage);
+  std::size_t placeable = 0, fits = 0, same = 0;
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const model::GpuDevice& d = cluster.devices.at(pending[i]);
+    model::Placement p = model::placeHeldDevice(cluster, view, d);
+    if (!p.node) {
+      run.disagreements.add("admitted order " + pending[i] + " is not placeable: " + p.decision.summary());
+      continue;
     }
-    std::size_t over = 0;
-    for (const auto& [name, node] : bc.nodes) {
-      if (view.nodeUsed(name, kH200) > node.allocatable.get(kH200)) {
-        ++over;
-        disagreements.add("node " + name + " holds more than it has");
-      }
+    ++placeable;
+    if (*p.node == chosen[i]) {
+      ++same;
+    } else {
+      run.disagreements.add("order " + pending[i] + " placed on " + *p.node + ", on " + chosen[i] + " the first time");
     }
-    std::printf(
-        "  agreement: admitted %zu, placeable %zu, binder's node fits the extender's filter %zu/%zu, same node in "
-        "the timed round %zu/%zu, nodes over capacity %zu\n",
-        pending.size(), placeable, fits, pending.size(), same, pending.size(), over);
-    if (pending.size() != o.orders) disagreements.add("fewer orders admitted than the tenants with budget made");
+    const model::Pod pod = rawPodFor(d);  // the demand points at it
+    model::PodDemand demand = model::podDemand(cluster, view, pod);
+    model::NodeVerdict v = model::filterNode(cluster, view, demand, cluster.nodes.at(*p.node));
+    if (v.verdict == model::Verdict::Fits) {
+      ++fits;
+    } else {
+      run.disagreements.add("order " + pending[i] + " placed on " + *p.node + ", where the extender's filter says: " +
+                            (v.reason ? v.reason->message : std::string("does not fit")));
+    }
+    view.hold(d, *p.node);
   }
+  std::size_t over = 0;
+  for (const auto& [name, node] : cluster.nodes) {
+    if (view.nodeUsed(name, kH200) > node.allocatable.get(kH200)) {
+      ++over;
+      run.disagreements.add("node " + name + " holds more than it has");
+    }
+  }
+  std::printf(
+      "  agreement: admitted %zu, placeable %zu, binder's node fits the extender's filter %zu/%zu, same node in "
+      "the timed round %zu/%zu, nodes over capacity %zu\n",
+      pending.size(), placeable, fits, pending.size(), same, pending.size(), over);
+  if (pending.size() != run.o.orders) run.disagreements.add("fewer orders admitted than the tenants with budget made");
+}
 
-  // What the controller's writer pays when its watch shows a placement: the
-  // next snapshot after one GPUDevice change, beside one after a pod change.
-  {
-    std::vector<double> afterDevice, afterPod;
-    const std::size_t changes = std::min<std::size_t>(30, pending.size());
-    for (std::size_t i = 0; i < changes; ++i) {
-      model::GpuDevice placed = withOrders.devices.at(pending[i]);
-      placed.phase = model::DevicePhase::Bound;
-      placed.node = chosen[i];
-      binderWriter->upsert(placed);
-      binderWriter->flush();
-      afterDevice.push_back(micros(binderWriter->stats().lastPublish));
-      model::Pod probe = rawPodFor(placed);
-      probe.nodeName = chosen[i];
-      probe.phase = model::PodPhase::Running;
-      binderWriter->upsert(std::move(probe));
-      binderWriter->flush();
-      afterPod.push_back(micros(binderWriter->stats().lastPublish));
-    }
-    report("state writer: publish after one GPUDevice change", nodes, summarize(afterDevice));
-    report("state writer: publish after one pod change", nodes, summarize(afterPod));
+// What the controller's writer pays when its watch shows a placement: the
+// next snapshot after one GPUDevice change, beside one after a pod change.
+void timePublication(const SizeRun& run, state::Writer& writer, const model::Cluster& withOrders,
+                     const std::vector<std::string>& pending, const std::vector<std::string>& chosen) {
+  std::vector<double> afterDevice, afterPod;
+  const std::size_t changes = std::min<std::size_t>(30, pending.size());
+  for (std::size_t i = 0; i < changes; ++i) {
+    model::GpuDevice placed = withOrders.devices.at(pending[i]);
+    placed.phase = model::DevicePhase::Bound;
+    placed.node = chosen[i];
+    writer.upsert(placed);
+    writer.flush();
+    afterDevice.push_back(micros(writer.stats().lastPublish));
+    model::Pod probe = rawPodFor(placed);
+    probe.nodeName = chosen[i];
+    probe.phase = model::PodPhase::Running;
+    writer.upsert(std::move(probe));
+    writer.flush();
+    afterPod.push_back(micros(writer.stats().lastPublish));
   }
-  std::printf("  %s: %zu disagreement(s)\n", disagreements.count ? "FAILED" : "agreement holds", disagreements.count);
+  report("state writer: publish after one GPUDevice change", run.nodes, summarize(afterDevice));
+  report("state writer: publish after one pod change", run.nodes, summarize(afterPod));
+}
+
+int runSize(const Options& o, std::size_t nodes) {
+  std::printf("== %zu nodes (8 H200 each, vm-passthrough), %zu orders to place\n", nodes, o.orders);
+  SizeRun run{o, nodes, benchCluster(nodes), benchOrders(o.orders), {}, {}, {}, {}};
+  auto writer = loaded(run.base);
+  {
+    auto snap = writer->snapshots().read();
+    std::int64_t used = 0;
+    for (const auto& [name, node] : snap->cluster().nodes) used += snap->usage.nodeUsed(name, kH200);
+    std::printf("  cluster: %zu GPUDevices held, %zu pods, %zu VMIs, %zu namespaces; %lld of %zu units in use\n",
+                run.base.devices.size(), run.base.pods.size(), run.base.vmis.size(), run.base.namespaces.size(),
+                static_cast<long long>(used), nodes * kUnitsPerNode);
+    if (!reviewOrders(run, *snap)) return 1;
+    sideBySide(run, *snap);
+    checkRefused(run, *snap);
+  }
+  measureHttps(o, nodes, writer->snapshots(), run.reviews, run.admitted, run.disagreements);
+
+  // The binder decides on the admitted orders, Pending in its snapshot.
+  model::Cluster withOrders = run.base;
+  std::vector<std::string> pending;
+  for (std::size_t i = 0; i < run.orders.size(); ++i) {
+    if (!run.admitted[i]) continue;
+    const model::GpuDevice& d = run.orders[i].device;
+    pending.push_back(model::objectKey(d.ns, d.name));
+    withOrders.devices[pending.back()] = d;
+  }
+  auto binderWriter = loaded(withOrders);
+  std::vector<std::string> chosen;
+  {
+    auto snap = binderWriter->snapshots().read();
+    chosen = timeBinder(run, *snap, pending);
+    checkBinder(run, *snap, pending, chosen);
+  }
+  timePublication(run, *binderWriter, withOrders, pending, chosen);
+
+  const std::size_t count = run.disagreements.count;
+  std::printf("  %s: %zu disagreement(s)\n", count ? "FAILED" : "agreement holds", count);
   std::fflush(stdout);
-  return disagreements.count ? 1 : 0;
+  return count ? 1 : 0;
 }
 
 }  // namespace
