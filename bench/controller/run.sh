@@ -11,15 +11,16 @@
 #    nodes with 8 H200 each (vm-passthrough, class nvidia-h200-passthrough),
 #    one tally-controller (--leader-elect=false, its ValidatingWebhookConfiguration
 #    pointing at 127.0.0.1 with the caBundle it injects).
-#    * backlog: ORDERS GPUDevices of count 1 created while the controller is
-#      stopped (so without admission), then the controller started: time from
-#      its start to ready, and to every order Bound; placements/s from ready
-#      to the last placement (tally_controller_binder_placements_total,
-#      sampled every 0.2 s);
-#    * stream: ORDERS more created with the controller running (kubectl
-#      create of one file: the API server calls the webhook over HTTPS for
-#      each, then the binder places it): time from the first create to the
-#      last Bound;
+#    * stream: once the webhook refuses a count-9 order (the API server calls
+#      it), ORDERS GPUDevices of count 1 created by one kubectl create (one
+#      request after the other, each reviewed by the webhook over HTTPS, then
+#      placed by the binder): time from the first create to the last placement;
+#    * backlog: the controller stopped, the webhook configuration deleted,
+#      ORDERS more created, the controller started (--webhook-configurations
+#      ""): time from its start to ready, and from ready to the last
+#      placement; placements/s, also between 10% and 90% of them
+#      (tally_controller_binder_placements_total, sampled every 0.2 s); the
+#      CPU seconds of tally-controller and kube-apiserver meanwhile;
 #    then no node holds more than its 8 units (kubectl, every Bound device).
 #
 # Environment: BUILD (build tree with bench/bench_controller and
