@@ -11,7 +11,7 @@ if [[ -x "$build/bench/bench_model" ]]; then
   run "model: index update, fit queries, filter pass, memory (10,000 nodes / 150,000 pods)" \
     "$build/bench/bench_model" --benchmark_min_time=0.2
 fi
-for part in decode extender scheduler memory; do
+for part in decode extender scheduler memory controller; do
   if [[ -x "$repo/bench/$part/run.sh" ]]; then
     run "$part" env BUILD="$build" "$repo/bench/$part/run.sh"
   fi
