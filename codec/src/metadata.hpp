@@ -29,8 +29,8 @@ struct Metadata : ObjectMeta {
 struct MetadataHooks {
   std::function<Status(std::string_view key, std::string_view value)> label;
   std::function<Status(std::string_view key, std::string_view value)> annotation;
-  bool owners = false;   // keep metadata.ownerReferences in Metadata::ownerReferences
-  bool created = false;  // parse metadata.creationTimestamp into Metadata::created
+  bool owners = false;      // keep metadata.ownerReferences in Metadata::ownerReferences
+  bool created = false;     // parse metadata.creationTimestamp into Metadata::created
   bool finalizers = false;  // keep metadata.finalizers (copied to the sink too)
 
   // The parts of the metadata these hooks need decoded.

@@ -268,8 +268,7 @@ TEST(GpuDeviceRecordDecode, ReadsFinalizersConditionsAndTheResourceVersion) {
   EXPECT_EQ(record->meta.generation, 2);
   EXPECT_TRUE(record->meta.hasFinalizer("gpu.tally.dev/release"));
   ASSERT_EQ(record->conditions.size(), 1u);
-  EXPECT_EQ(record->conditions[0],
-            (Condition{"Bound", "True", "Placed", "on n1", "2026-12-01T00:00:00Z", 2}));
+  EXPECT_EQ(record->conditions[0], (Condition{"Bound", "True", "Placed", "on n1", "2026-12-01T00:00:00Z", 2}));
 }
 
 TEST(GpuDeviceRecordDecode, ABrokenConditionIsNamedByIndex) {

@@ -28,7 +28,8 @@ const std::string kProtobuf =
     bytes(8, number(1, 1700000000)) + bytes(9, number(1, 1)) + bytes(11, bytes(1, "app") + bytes(2, "web")) +
     bytes(12, bytes(1, "note") + bytes(2, "x")) +
     bytes(13, bytes(1, "ReplicaSet") + bytes(3, "rs") + bytes(4, "rs-uid") + bytes(5, "apps/v1") + number(6, 1)) +
-    bytes(14, "gpu.tally.dev/release") + bytes(14, "other/f") + bytes(17, bytes(1, "managed fields are skipped")) + number(99, 7);
+    bytes(14, "gpu.tally.dev/release") + bytes(14, "other/f") + bytes(17, bytes(1, "managed fields are skipped")) +
+    number(99, 7);
 constexpr std::string_view kJson = R"({"name": "p", "namespace": "team-a", "uid": "uid-1", "resourceVersion": "42",
   "generation": 3, "creationTimestamp": "2023-11-14T22:13:20Z", "deletionTimestamp": "2023-11-15T00:00:00Z",
   "labels": {"app": "web"}, "annotations": {"note": "x"},

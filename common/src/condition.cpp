@@ -12,8 +12,8 @@ const Condition* findCondition(const std::vector<Condition>& conditions, std::st
 bool setCondition(std::vector<Condition>& conditions, Condition next, std::string_view now) {
   for (auto& c : conditions) {
     if (c.type != next.type) continue;
-    next.lastTransitionTime = c.status == next.status && !c.lastTransitionTime.empty() ? c.lastTransitionTime
-                                                                                       : std::string(now);
+    next.lastTransitionTime =
+        c.status == next.status && !c.lastTransitionTime.empty() ? c.lastTransitionTime : std::string(now);
     if (c == next) return false;
     c = std::move(next);
     return true;

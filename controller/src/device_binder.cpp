@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "tally/common/condition.hpp"
 #include "tally/common/json.hpp"
@@ -49,9 +50,9 @@ std::string reasonOf(const model::Decision& d) {
 
 struct DeviceBinder::Metrics {
   explicit Metrics(obs::Registry& r)
-      : placements(r.counter("tally_controller_binder_placements_total",
-                             "GPUDevices the binder placed on a node (Bound).")
-                       .with({})),
+      : placements(
+            r.counter("tally_controller_binder_placements_total", "GPUDevices the binder placed on a node (Bound).")
+                .with({})),
         refusals(r.counter("tally_controller_binder_refusals_total",
                            "Decisions that left a GPUDevice Pending (or Lost), by the model's first refusal code.",
                            {"code"})),
@@ -63,9 +64,8 @@ struct DeviceBinder::Metrics {
         recovered(r.counter("tally_controller_binder_recovered_total",
                             "Lost GPUDevices holding their units again (node and devices back).")
                       .with({})),
-        releases(
-            r.counter("tally_controller_binder_releases_total", "Deleted GPUDevices whose release was recorded.")
-                .with({})),
+        releases(r.counter("tally_controller_binder_releases_total", "Deleted GPUDevices whose release was recorded.")
+                     .with({})),
         placementSeconds(r.histogram("tally_controller_binder_placement_seconds",
                                      "Seconds from a GPUDevice's creation to its placement.",
                                      obs::exponentialBuckets(0.01, 2, 14))
@@ -109,9 +109,8 @@ void DeviceBinder::readFrom(const SnapshotCell<state::Snapshot>& cell) {
       if (d.created > 0 && (oldest == 0 || d.created < oldest)) oldest = d.created;
     }
     metrics_->pending.set(static_cast<double>(count));
-    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+    const auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     metrics_->oldestPending.set(oldest == 0 ? 0.0 : static_cast<double>(std::max<std::int64_t>(0, now - oldest)));
   });
 }
@@ -274,8 +273,7 @@ struct Write {
 };
 
 // The whole status the binder keeps: phase, node, attachedTo, conditions.
-std::string statusValue(const model::GpuDevice& d, const std::vector<Condition>& conditions,
-                        std::int64_t generation) {
+std::string statusValue(const model::GpuDevice& d, const std::vector<Condition>& conditions, std::int64_t generation) {
   JsonWriter w;
   w.beginObject();
   w.field("phase", model::toString(d.phase));
@@ -295,8 +293,8 @@ std::string statusValue(const model::GpuDevice& d, const std::vector<Condition>&
 
 }  // namespace
 
-runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snapshot& snapshot,
-                                                              const std::string& key, std::stop_token stop) {
+runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snapshot& snapshot, const std::string& key,
+                                                              std::stop_token stop) {
   const model::Cluster& cluster = snapshot.cluster();
   auto seen = cluster.devices.find(key);
   if (seen == cluster.devices.end()) {
@@ -318,23 +316,28 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
   if (auto waited = waiting_.find(key); waited != waiting_.end() && !seen->second.deleting) {
     const model::GpuDevice& d = seen->second;
     model::HeldAheadView view = aheadView(snapshot);
-    std::string summary;
+    std::string reason;
     if (d.phase == model::DevicePhase::Pending) {
       model::Placement p = model::placeHeldSet(cluster, view, model::deviceSetOf(cluster, d));
-      if (!p.node) summary = p.decision.summary();
+      if (!p.node) reason = reasonOf(p.decision);
     } else if (d.phase == model::DevicePhase::Lost) {
-      summary = model::checkRecovery(cluster, view, d).summary();
+      model::Decision back = model::checkRecovery(cluster, view, d);
+      if (!back.allowed()) reason = reasonOf(back);
     }
-    if (!summary.empty() && summary == waited->second) return ReconcileResult::requeueAfter(options_.retryInterval);
+    if (!reason.empty() && reason == waited->second) return ReconcileResult::requeueAfter(options_.retryInterval);
     waiting_.erase(waited);
   }
 
   const auto slash = key.find('/');
   const runtime::Resource res = devicesResource().inNamespace(key.substr(0, slash));
   const std::string name = key.substr(slash + 1);
+  // The object a write answered with, read instead of a new GET.
+  std::optional<std::string> answered;
   for (int attempt = 1; attempt <= options_.maxConflicts; ++attempt) {
     if (stop.stop_requested()) return ReconcileResult::requeue();
-    auto body = client_->get(res, name);
+    runtime::Result<std::string> body =
+        answered ? runtime::Result<std::string>(std::move(*answered)) : client_->get(res, name);
+    answered.reset();
     if (!body && body.error().is(runtime::ErrorCode::kNotFound)) return ReconcileResult::done();
     if (!body) return std::move(body).error().withContext("get gpudevice " + key);
     auto read = runtime::decodeJsonObject<RecordCodec>(*body);
@@ -344,6 +347,14 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
     const std::string now = nowText();
 
     auto writeStatus = [&](const model::GpuDevice& next, Condition condition) -> runtime::Result<bool> {
+      // Waiting for the same reason as written: no write (with a thousand
+      // orders waiting on a full pool, every freed unit would otherwise
+      // rewrite all of them for a new count in the message).
+      if (const Condition* current = findCondition(record.conditions, kBoundCondition);
+          current && condition.status == "False" && current->status == "False" && current->reason == condition.reason &&
+          next.phase == fresh.phase && next.node == fresh.node) {
+        return false;
+      }
       std::vector<Condition> conditions = record.conditions;
       condition.type = std::string(kBoundCondition);
       condition.observedGeneration = record.meta.generation;
@@ -353,8 +364,8 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
       patch.add("/status", statusValue(next, conditions, record.meta.generation));
       runtime::PatchOptions po;
       po.subresource = "status";
-      auto written = client_->patch(res, name, runtime::PatchType::kJsonPatch,
-                                    patch.body(record.meta.resourceVersion), po);
+      auto written =
+          client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion), po);
       if (!written) return std::move(written).error();
       return true;
     };
@@ -368,9 +379,10 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
     if (fresh.deleting) {
       if (!record.meta.hasFinalizer(kReleaseFinalizer)) return ReconcileResult::done();
       if (const model::VirtualMachineInstance* holder = model::runningHolder(cluster, fresh)) {
-        const std::string message = fmt::format("GPUDevice {} is deleted but VirtualMachineInstance {}/{} still runs "
-                                                "with it; the release waits until the VMI stops",
-                                                key, holder->ns, holder->name);
+        const std::string message = fmt::format(
+            "GPUDevice {} is deleted but VirtualMachineInstance {}/{} still runs "
+            "with it; the release waits until the VMI stops",
+            key, holder->ns, holder->name);
         auto w = writeStatus(fresh, Condition{"", "True", "ReleaseBlocked", message, "", 0});
         if (!w && conflicted(w.error())) continue;
         if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
@@ -396,8 +408,7 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
       runtime::JsonPatch patch;
       const std::string path = "/metadata/finalizers/" + std::to_string(index);
       patch.test(path, jsonString(kReleaseFinalizer)).remove(path);
-      auto removed =
-          client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion));
+      auto removed = client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion));
       if (!removed && (conflicted(removed.error()) || removed.error().is(runtime::ErrorCode::kInvalid))) continue;
       if (!removed && removed.error().is(runtime::ErrorCode::kNotFound)) return ReconcileResult::done();
       if (!removed) return std::move(removed).error().withContext("finalizer of gpudevice " + key);
@@ -417,9 +428,11 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
           } else {
             patch.add("/metadata/finalizers/-", jsonString(kReleaseFinalizer));
           }
-          auto added = client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion));
+          auto added =
+              client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion));
           if (!added && conflicted(added.error())) continue;
           if (!added) return std::move(added).error().withContext("finalizer of gpudevice " + key);
+          answered = std::move(added).value();
           continue;  // decide on the object with its finalizer
         }
         model::HeldAheadView view = aheadView(snapshot);
@@ -439,7 +452,7 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
             event(fresh, "Warning", "PlacementWaiting", placement.decision.summary());
             if (metrics_) metrics_->refusals.with({reason}).inc();
           }
-          waiting_[key] = placement.decision.summary();
+          waiting_[key] = reason;
           return ReconcileResult::requeueAfter(options_.retryInterval);
         }
         model::GpuDevice next = fresh;
@@ -456,10 +469,11 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
         }
         if (metrics_) {
           metrics_->placements.inc();
-          const auto nowSeconds = std::chrono::duration_cast<std::chrono::seconds>(
-                                      std::chrono::system_clock::now().time_since_epoch())
-                                      .count();
-          if (fresh.created > 0) metrics_->placementSeconds.observe(double(std::max<std::int64_t>(0, nowSeconds - fresh.created)));
+          const auto nowSeconds =
+              std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+          if (fresh.created > 0)
+            metrics_->placementSeconds.observe(double(std::max<std::int64_t>(0, nowSeconds - fresh.created)));
         }
         event(fresh, "Normal", "Placed", message);
         logInfo("binder: placed", {{"device", key}, {"node", next.node}, {"count", fresh.count}});
@@ -475,7 +489,8 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
         if (!lost) return ReconcileResult::done();
         model::GpuDevice next = fresh;
         next.phase = model::DevicePhase::Lost;
-        auto w = writeStatus(next, Condition{"", "False", std::string(model::toString(lost->code)), lost->message, "", 0});
+        auto w =
+            writeStatus(next, Condition{"", "False", std::string(model::toString(lost->code)), lost->message, "", 0});
         if (!w && conflicted(w.error())) continue;
         if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
         if (*w) {
@@ -494,13 +509,13 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
           if (!w && conflicted(w.error())) continue;
           if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
           if (*w && metrics_) metrics_->refusals.with({reason}).inc();
-          waiting_[key] = back.summary();
+          waiting_[key] = reason;
           return ReconcileResult::requeueAfter(options_.retryInterval);
         }
         model::GpuDevice next = fresh;
         next.phase = fresh.attachedTo.empty() ? model::DevicePhase::Bound : model::DevicePhase::Attached;
-        const std::string message = fmt::format("node {} serves its {} GPU(s) of class {} again", fresh.node,
-                                                fresh.count, fresh.className);
+        const std::string message =
+            fmt::format("node {} serves its {} GPU(s) of class {} again", fresh.node, fresh.count, fresh.className);
         auto w = writeStatus(next, Condition{"", "True", "Recovered", message, "", 0});
         if (!w && conflicted(w.error())) continue;
         if (!w) return std::move(w).error().withContext("status of gpudevice " + key);

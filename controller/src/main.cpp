@@ -203,8 +203,8 @@ admission::CertificateKeeperOptions keeperOptions(const Flags& f) {
   o.mutatingWebhookConfigurations = named(f.mutatingConfigurations);
   o.directory = f.certDir;
   o.bundlePropagation = parseDuration("--bundle-propagation", f.bundlePropagation);
-  o.servingValidity = std::chrono::duration_cast<std::chrono::seconds>(
-      parseDuration("--serving-cert-validity", f.servingValidity));
+  o.servingValidity =
+      std::chrono::duration_cast<std::chrono::seconds>(parseDuration("--serving-cert-validity", f.servingValidity));
   o.caValidity = std::chrono::duration_cast<std::chrono::seconds>(parseDuration("--ca-validity", f.caValidity));
   o.caOverlap = parseDuration("--ca-overlap", f.caOverlap);
   if (o.servingValidity.count() < 3 || o.caValidity < o.servingValidity) {

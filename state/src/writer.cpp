@@ -193,53 +193,52 @@ void Writer::apply(Object& object) {
   }
   bool changed = true;  // false: the upsert held what the cache held
   std::string key;      // for the extensions' objectChanged
-  std::visit(
-      Overloaded{
-          [&](model::Node& n) {
-            key = n.name;
-            if (unchanged(cluster.nodes, n.name, n)) return void(changed = false);
-            index_.upsertNode(n);
-          },
-          [&](model::Pod&) {},
-          [&](model::Namespace& n) {
-            key = n.name;
-            if (unchanged(cluster.namespaces, n.name, n)) return void(changed = false);
-            index_.upsertNamespace(n);
-          },
-          [&](model::HierarchicalResourceQuota& q) {
-            key = model::objectKey(q.ns, q.name);
-            cluster.hrqs[key] = std::move(q);
-          },
-          [&](model::ResourceQuota& q) {
-            key = model::objectKey(q.ns, q.name);
-            cluster.quotas[key] = std::move(q);
-          },
-          [&](model::DeviceClass& c) {
-            key = c.name;
-            if (unchanged(cluster.classes, c.name, c)) return void(changed = false);
-            index_.upsertClass(c);
-          },
-          [&](model::GpuDevice& d) {
-            key = model::objectKey(d.ns, d.name);
-            if (unchanged(cluster.devices, key, d)) return void(changed = false);
-            index_.upsertDevice(d);
-          },
-          [&](model::VirtualMachineInstance& v) {
-            key = model::objectKey(v.ns, v.name);
-            if (unchanged(cluster.vmis, key, v)) return void(changed = false);
-            index_.upsertVmi(v);
-          },
-          [&](model::Organization& o) {
-            key = model::objectKey(o.ns, o.name);
-            cluster.organizations[key] = std::move(o);
-          },
-          [&](std::optional<model::BillingPlans>& p) {
-            if (p) cluster.plans = std::move(p);
-          },
-          [&](std::vector<model::PermittedHostDevice>& d) { cluster.permittedHostDevices = std::move(d); },
-          [&](model::Ledger& l) { cluster.ledger = std::move(l); },
-      },
-      object);
+  std::visit(Overloaded{
+                 [&](model::Node& n) {
+                   key = n.name;
+                   if (unchanged(cluster.nodes, n.name, n)) return void(changed = false);
+                   index_.upsertNode(n);
+                 },
+                 [&](model::Pod&) {},
+                 [&](model::Namespace& n) {
+                   key = n.name;
+                   if (unchanged(cluster.namespaces, n.name, n)) return void(changed = false);
+                   index_.upsertNamespace(n);
+                 },
+                 [&](model::HierarchicalResourceQuota& q) {
+                   key = model::objectKey(q.ns, q.name);
+                   cluster.hrqs[key] = std::move(q);
+                 },
+                 [&](model::ResourceQuota& q) {
+                   key = model::objectKey(q.ns, q.name);
+                   cluster.quotas[key] = std::move(q);
+                 },
+                 [&](model::DeviceClass& c) {
+                   key = c.name;
+                   if (unchanged(cluster.classes, c.name, c)) return void(changed = false);
+                   index_.upsertClass(c);
+                 },
+                 [&](model::GpuDevice& d) {
+                   key = model::objectKey(d.ns, d.name);
+                   if (unchanged(cluster.devices, key, d)) return void(changed = false);
+                   index_.upsertDevice(d);
+                 },
+                 [&](model::VirtualMachineInstance& v) {
+                   key = model::objectKey(v.ns, v.name);
+                   if (unchanged(cluster.vmis, key, v)) return void(changed = false);
+                   index_.upsertVmi(v);
+                 },
+                 [&](model::Organization& o) {
+                   key = model::objectKey(o.ns, o.name);
+                   cluster.organizations[key] = std::move(o);
+                 },
+                 [&](std::optional<model::BillingPlans>& p) {
+                   if (p) cluster.plans = std::move(p);
+                 },
+                 [&](std::vector<model::PermittedHostDevice>& d) { cluster.permittedHostDevices = std::move(d); },
+                 [&](model::Ledger& l) { cluster.ledger = std::move(l); },
+             },
+             object);
   baseDirty_ = baseDirty_ || changed;
   if (changed) {
     for (Extension* e : options_.extensions) e->objectChanged(kindOf(object), key);

@@ -32,8 +32,7 @@ constexpr const char* kConfiguration = "tally-binder-e2e";
 constexpr int kNodes = 5, kUnitsPerNode = 4;  // the race pool: 20 units
 
 const std::vector<std::string> kShortCertificates = {"--serving-cert-validity=12s", "--ca-validity=30s",
-                                                     "--ca-overlap=4s",
-                                                     "--binder-retry-interval=1s"};
+                                                     "--ca-overlap=4s", "--binder-retry-interval=1s"};
 
 Replica* replicas[2] = {nullptr, nullptr};
 
@@ -52,9 +51,10 @@ struct DeviceRow {
 
 // Every GPUDevice of a namespace: name, phase, node, Bound condition reason, finalizer.
 std::vector<DeviceRow> devices(const std::string& ns) {
-  std::string out = kubectl("get gpudevices -n " + ns +
-                            " -o jsonpath='{range .items[*]}{.metadata.name} {.status.phase}/ {.status.node}/ "
-                            "{.status.conditions[?(@.type==\"Bound\")].reason}/ {.metadata.finalizers}/{\"\\n\"}{end}'");
+  std::string out =
+      kubectl("get gpudevices -n " + ns +
+              " -o jsonpath='{range .items[*]}{.metadata.name} {.status.phase}/ {.status.node}/ "
+              "{.status.conditions[?(@.type==\"Bound\")].reason}/ {.metadata.finalizers}/{\"\\n\"}{end}'");
   std::vector<DeviceRow> rows;
   std::istringstream lines(out);
   std::string line;
@@ -125,8 +125,8 @@ TEST(Binder, AnOrderIsBoundWithFinalizerConditionAndEventAndItsReleaseIsRecorded
   const auto ordered = std::chrono::steady_clock::now();
   applyYaml(device("acme", "first", "h200", 3), &rc);
   ASSERT_EQ(rc, 0);
-  ASSERT_TRUE(eventually([] { return kubectl("get gpudevice -n acme first -o jsonpath={.status.phase}") == "Bound"; },
-                         20s))
+  ASSERT_TRUE(
+      eventually([] { return kubectl("get gpudevice -n acme first -o jsonpath={.status.phase}") == "Bound"; }, 20s))
       << kubectl("get gpudevice -n acme first -o yaml");
   std::printf("order Bound %.2f s after kubectl apply\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - ordered).count());
@@ -176,9 +176,10 @@ void race(int round, int killAfter) {
           }
         }
         const std::string name = "r" + std::to_string(round) + "-" + std::to_string(i);
-        const std::string body = "{\"apiVersion\":\"gpu.tally.dev/v1alpha1\",\"kind\":\"GPUDevice\",\"metadata\":"
-                                 "{\"name\":\"" +
-                                 name + "\",\"namespace\":\"race\"},\"spec\":{\"class\":\"race\",\"count\":1}}";
+        const std::string body =
+            "{\"apiVersion\":\"gpu.tally.dev/v1alpha1\",\"kind\":\"GPUDevice\",\"metadata\":"
+            "{\"name\":\"" +
+            name + "\",\"namespace\":\"race\"},\"spec\":{\"class\":\"race\",\"count\":1}}";
         for (int attempt = 0;; ++attempt) {
           auto created = client->create(res, body);
           if (created) {
@@ -297,9 +298,8 @@ TEST(Binder, FiftyOrdersRaceForTwentyUnitsWhileTheLeaderIsKilled) {
   deleteAll("race");
   // Both replicas serve again (the killed one restarted as the standby).
   for (Replica* r : replicas) {
-    EXPECT_TRUE(eventually([r] {
-      return httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/readyz") == 200;
-    }));
+    EXPECT_TRUE(
+        eventually([r] { return httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/readyz") == 200; }));
   }
 }
 
@@ -327,11 +327,8 @@ TEST(Binder, ADeletedNodeLosesItsDevicesTheBudgetKeepsThemAndTheyReturnWithIt) {
   const auto deleted = std::chrono::steady_clock::now();
   kubectl("delete node " + lostNode, &rc);
   ASSERT_EQ(rc, 0);
-  ASSERT_TRUE(eventually(
-      [] {
-        return kubectl("get gpudevice -n lossy hold-1 -o jsonpath={.status.phase}") == "Lost";
-      },
-      20s))
+  ASSERT_TRUE(
+      eventually([] { return kubectl("get gpudevice -n lossy hold-1 -o jsonpath={.status.phase}") == "Lost"; }, 20s))
       << kubectl("get gpudevice -n lossy hold-1 -o yaml");
   std::printf("device Lost %.2f s after its node was deleted\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - deleted).count());
@@ -352,11 +349,8 @@ TEST(Binder, ADeletedNodeLosesItsDevicesTheBudgetKeepsThemAndTheyReturnWithIt) {
   // The node returns: the device holds its units again.
   const auto back = std::chrono::steady_clock::now();
   ASSERT_TRUE(gpuNodes("lossy-", 2, 2, "nvidia.com/lossy-gpu"));
-  ASSERT_TRUE(eventually(
-      [] {
-        return kubectl("get gpudevice -n lossy hold-1 -o jsonpath={.status.phase}") == "Bound";
-      },
-      30s))
+  ASSERT_TRUE(
+      eventually([] { return kubectl("get gpudevice -n lossy hold-1 -o jsonpath={.status.phase}") == "Bound"; }, 30s))
       << kubectl("get gpudevice -n lossy hold-1 -o yaml");
   std::printf("device Bound again %.2f s after its node returned\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - back).count());
@@ -386,10 +380,13 @@ TEST(Binder, AVmisDeviceSetIsPlacedWholeOnOneNode) {
   std::this_thread::sleep_for(2s);  // the VMI reaches the binder's cache before its devices
   applyYaml(device("sets", "set-a", "setgpu", 2) + "---\n" + device("sets", "set-b", "setgpu", 2), &rc);
   ASSERT_EQ(rc, 0);
-  ASSERT_TRUE(eventually([] {
-    auto rows = devices("sets");
-    return rows.size() == 2 && rows[0].phase == "Bound" && rows[1].phase == "Bound";
-  }, 20s)) << kubectl("get gpudevices -n sets -o yaml");
+  ASSERT_TRUE(eventually(
+      [] {
+        auto rows = devices("sets");
+        return rows.size() == 2 && rows[0].phase == "Bound" && rows[1].phase == "Bound";
+      },
+      20s))
+      << kubectl("get gpudevices -n sets -o yaml");
   for (const auto& r : devices("sets")) EXPECT_EQ(r.node, "setb-0") << r.name;
   // While the VMI (not finished) names them, they are not released.
   std::string out = kubectl("delete gpudevice -n sets set-a --wait=false", &rc);

@@ -135,7 +135,11 @@ TEST(GpuDeviceOrders, EveryRefusalCodeReachesKubectlWithItsMessage) {
   int rc = 0;
   applyYaml(device("acme", "held", "h200", 3), &rc);
   ASSERT_EQ(rc, 0);
-  ASSERT_TRUE(eventually([] { return kubectl("get gpudevice -n acme held -o jsonpath={.status.phase}/{.status.node}") == "Bound/gpu-a-0"; }, 30s))
+  ASSERT_TRUE(eventually(
+      [] {
+        return kubectl("get gpudevice -n acme held -o jsonpath={.status.phase}/{.status.node}") == "Bound/gpu-a-0";
+      },
+      30s))
       << kubectl("get gpudevice -n acme held -o yaml");
   ASSERT_TRUE(eventually([] {
     int code = 0;
@@ -266,8 +270,7 @@ TEST(GpuDeviceOrdersZ, BothReplicasAnswerAndOrdersAreAdmittedAfterTheLeaderDies)
 }
 
 TEST(GpuDeviceOrdersZ, MetricsCountTheRefusalsAReplicaAnswered) {
-  const std::string metrics =
-      metricsOf(*replicaB);
+  const std::string metrics = metricsOf(*replicaB);
   EXPECT_NE(metrics.find(R"(tally_controller_gpudevice_refusals_total{code="CountAboveMax",operation="CREATE"})"),
             std::string::npos)
       << metrics.substr(0, 2000);

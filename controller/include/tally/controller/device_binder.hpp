@@ -90,7 +90,7 @@ class DeviceBinder final : public state::Extension {
 
  private:
   struct Ahead {
-    model::GpuDevice device;  // as the binder wrote it
+    model::GpuDevice device;    // as the binder wrote it
     model::DevicePhase seenAs;  // its phase in the snapshot when written: kept until the snapshot moves on
   };
   struct Metrics;
@@ -116,7 +116,7 @@ class DeviceBinder final : public state::Extension {
   mutable std::mutex aheadMu_;
   std::map<std::string, Ahead> ahead_;
   bool caughtUp_ = false;
-  // Devices whose waiting condition was written this term, with its message.
+  // Devices whose waiting condition was written this term, with its reason.
   std::map<std::string, std::string> waiting_;
 
   // The writer thread's: what changed since the last publication.
