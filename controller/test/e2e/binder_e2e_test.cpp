@@ -154,8 +154,7 @@ TEST(Binder, AnOrderIsBoundWithFinalizerConditionAndEventAndItsReleaseIsRecorded
 }
 
 // 50 orders of one GPU at once, from 10 threads, through the webhook; the
-// leader killed after `killAfter` of them (0: not killed). Returns when every
-// admitted order settled (Bound, or Pending with a reason).
+// leader killed once it placed `killAfter` of them (0: not killed).
 void race(int round, int killAfter) {
   std::shared_ptr<Client> client = cluster().client();
   const Resource res = Resource::of("gpu.tally.dev", "v1alpha1", "gpudevices", "race");
@@ -168,13 +167,6 @@ void race(int round, int killAfter) {
   for (int t = 0; t < 10; ++t) {
     threads.emplace_back([&] {
       for (int i; (i = next.fetch_add(1)) < 50;) {
-        if (!killed && i >= killAfter) {
-          bool expected = false;
-          if (killed.compare_exchange_strong(expected, true)) {
-            stopReplica(*victim, SIGKILL);
-            std::printf("round %d: killed the leader %s after %d orders\n", round, victim->identity.c_str(), i);
-          }
-        }
         const std::string name = "r" + std::to_string(round) + "-" + std::to_string(i);
         const std::string body =
             "{\"apiVersion\":\"gpu.tally.dev/v1alpha1\",\"kind\":\"GPUDevice\",\"metadata\":"
@@ -206,8 +198,22 @@ void race(int round, int killAfter) {
     });
   }
   if (killAfter > 0) {
-    // Repoint the webhook at the standby as soon as the leader is gone.
-    while (!killed) std::this_thread::sleep_for(10ms);
+    // The leader is killed once it has placed `killAfter` of the orders, and
+    // the webhook repointed at the standby.
+    const bool placedSome = eventually(
+        [&] {
+          int bound = 0;
+          for (const auto& r : devices("race")) bound += r.phase == "Bound";
+          return bound >= killAfter;
+        },
+        30s);
+    EXPECT_TRUE(placedSome) << "the leader placed fewer than " << killAfter << " orders";
+    int bound = 0;
+    for (const auto& r : devices("race")) bound += r.phase == "Bound";
+    stopReplica(*victim, SIGKILL);
+    killed = true;
+    std::printf("round %d: killed the leader %s after it placed %d orders (%d created)\n", round,
+                victim->identity.c_str(), bound, next.load() > 50 ? 50 : next.load());
     Replica* standby = replicas[0] == victim ? replicas[1] : replicas[0];
     ASSERT_TRUE(pointAt(kConfiguration, standby->webhookPort));
   }
@@ -291,10 +297,22 @@ TEST(Binder, FiftyOrdersRaceForTwentyUnits) {
 }
 
 TEST(Binder, FiftyOrdersRaceForTwentyUnitsWhileTheLeaderIsKilled) {
-  race(2, 12);
+  race(2, 3);
   expectExactlyTheUnits(2);
   const std::string holder = leaseHolder();
   std::printf("round 2: lease held by %s after the kill\n", holder.c_str());
+  // Both leaders placed part of the round: the killed one before, the standby after.
+  std::map<std::string, int> placedBy;
+  std::istringstream events(
+      kubectl("get events -n race -o 'jsonpath={range .items[?(@.reason==\"Placed\")]}{.involvedObject.name} "
+              "{.reportingInstance}{\"\\n\"}{end}'"));
+  for (std::string object, instance; events >> object >> instance;) {
+    if (object.rfind("r2-", 0) == 0) ++placedBy[instance];
+  }
+  std::printf("round 2: placements by replica:");
+  for (const auto& [who, n] : placedBy) std::printf(" %s %d", who.c_str(), n);
+  std::printf("\n");
+  EXPECT_EQ(placedBy.size(), 2u) << "the placements of round 2 were not shared by the killed leader and its successor";
   deleteAll("race");
   // Both replicas serve again (the killed one restarted as the standby).
   for (Replica* r : replicas) {
