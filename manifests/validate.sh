@@ -238,12 +238,18 @@ PY
     can no tally-extender create pods -n "$scratch"
     can no tally-extender get secrets -n tally-system
     can no tally-extender create leases.coordination.k8s.io -n tally-system
-    # tally-controller: its informers, Lease, Secret and its own webhook
-    # configuration; no writes to GPU objects until the device binder ships.
+    # tally-controller: its informers, Lease, Secret, its own webhook and the binder
+    # configuration; of GPU objects only what the binder writes.
     can yes tally-controller watch gpudevices.gpu.tally.dev -A
     can yes tally-controller watch virtualmachineinstances.kubevirt.io -A
     can yes tally-controller watch organizations.kube-dc.com -A
-    can no tally-controller patch gpudevices.gpu.tally.dev --subresource=status -n "$scratch"
+    # The device binder: a device read before each write, its finalizer, its status, Events.
+    can yes tally-controller patch gpudevices.gpu.tally.dev --subresource=status -n "$scratch"
+    can no tally-controller update gpudevices.gpu.tally.dev --subresource=status -n "$scratch"
+    can yes tally-controller get gpudevices.gpu.tally.dev -n "$scratch"
+    can yes tally-controller patch gpudevices.gpu.tally.dev -n "$scratch"
+    can yes tally-controller create events -n "$scratch"
+    can no tally-controller patch events -n "$scratch"
     can no tally-controller create gpudevices.gpu.tally.dev -n "$scratch"
     can no tally-controller delete gpudevices.gpu.tally.dev -n "$scratch"
     can no tally-controller create hierarchicalresourcequotas.hnc.x-k8s.io -n "$scratch"
