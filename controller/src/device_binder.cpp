@@ -344,6 +344,7 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
     if (!read) return std::move(read).error().withContext("gpudevice " + key);
     codec::GpuDeviceRecord record = std::move(read).value();
     model::GpuDevice& fresh = record.device;
+    if (options_.beforeWrite) options_.beforeWrite(key);
     const std::string now = nowText();
 
     auto writeStatus = [&](const model::GpuDevice& next, Condition condition) -> runtime::Result<bool> {

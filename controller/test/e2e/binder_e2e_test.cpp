@@ -24,6 +24,9 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "tally/controller/device_binder.hpp"
+#include "tally/state/informers.hpp"
+#include "tally/state/writer.hpp"
 
 namespace tally::runtime::e2e {
 namespace {
@@ -452,6 +455,63 @@ TEST(Binder, CertificateRotationsDuringAStreamOfOrdersFailNoAdmission) {
   EXPECT_GT(ok, 20);
   EXPECT_GE(servingSeen.size(), 4u) << "the serving certificate did not rotate during the stream";
   EXPECT_GE(caSeen.size(), 2u) << "the CA did not rotate during the stream";
+}
+
+// Runs last: it stops both replicas and drops the webhook, then drives a
+// binder of its own (real informers, the real API server) whose write is
+// overtaken once between its read and its write.
+TEST(BinderZ, AWriteOvertakenBetweenReadAndWriteIsReadAndDecidedAgain) {
+  for (Replica* r : replicas) {
+    if (r) stopReplica(*r, SIGTERM);
+  }
+  int rc = 0;
+  kubectl(std::string("delete validatingwebhookconfiguration ") + kConfiguration, &rc);
+  ASSERT_EQ(rc, 0);
+  kubectl("create namespace conflict", &rc);
+  applyYaml(device("conflict", "c1", "h200", 1), &rc);
+  ASSERT_EQ(rc, 0);
+
+  std::shared_ptr<Client> client = cluster().client();
+  observability::Registry registry;
+  int overtaken = 0;
+  controller::DeviceBinderOptions o;
+  o.instance = "conflict-test";
+  o.metrics = &registry;
+  o.beforeWrite = [&](const std::string& key) {
+    // The first write the binder decides (its finalizer) is overtaken by a
+    // tenant's label change: a newer resourceVersion.
+    if (key != "conflict/c1" || overtaken++ > 0) return;
+    int code = 0;
+    kubectl("label gpudevice -n conflict c1 overtaken=yes", &code);
+    EXPECT_EQ(code, 0);
+  };
+  controller::DeviceBinder binder(client, o);
+  state::SourceOptions sources;
+  sources.billingPlans.reset();
+  state::Writer::Options wo;
+  wo.watched = state::watchedKinds(sources);
+  wo.extensions = {&binder};
+  state::Writer writer(wo);
+  binder.readFrom(writer.snapshots());
+  state::Informers informers(client, writer, sources, {});
+  writer.start();
+  informers.start();
+  ASSERT_TRUE(eventually([&] {
+    auto snap = writer.snapshots().read();
+    return snap->ready() && snap->cluster().devices.contains("conflict/c1");
+  })) << "the test's own caches did not sync";
+
+  std::stop_source stop;
+  auto result = binder.reconcile("conflict/c1", stop.get_token());
+  ASSERT_TRUE(result) << result.error().describe();
+  EXPECT_EQ(overtaken, 3) << "read, overtaken, read again, finalizer, status: the hook runs once per read";
+  EXPECT_EQ(kubectl("get gpudevice -n conflict c1 -o jsonpath={.status.phase}"), "Bound");
+  EXPECT_EQ(kubectl("get gpudevice -n conflict c1 -o jsonpath={.metadata.labels.overtaken}"), "yes")
+      << "the tenant's change was overwritten";
+  EXPECT_NE(registry.render().find("tally_controller_binder_conflicts_total 1"), std::string::npos)
+      << registry.render();
+  informers.stop();
+  writer.stop();
 }
 
 }  // namespace

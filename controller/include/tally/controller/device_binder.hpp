@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,9 @@ struct DeviceBinderOptions {
   // Reads and writes of one device on 409 before the key is requeued.
   int maxConflicts = 8;
   observability::Registry* metrics = nullptr;
+  // Test seam: called with the key after each read of the device and before
+  // the write decided on it (a test writes the object there to force a 409).
+  std::function<void(const std::string& key)> beforeWrite;
 };
 
 class DeviceBinder final : public state::Extension {
