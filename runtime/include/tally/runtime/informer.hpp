@@ -34,7 +34,7 @@ struct InformerOptions {
   Wire wire = Wire::kJson;    // kProtobuf needs a ProtobufCodec and a built-in type
   bool useWatchList = false;  // sendInitialEvents; falls back to LIST when refused
   int64_t pageSize = 500;
-  std::chrono::milliseconds resyncPeriod{0};
+  std::chrono::milliseconds resyncPeriod{0};  // ignored by a store that keeps no objects (ProjectingCodec)
   std::chrono::milliseconds backoffInitial{800};
   std::chrono::milliseconds backoffMax{30'000};
   // Server-side watch timeout is drawn from [min, 2*min) like client-go.
@@ -56,7 +56,7 @@ template <JsonCodec C>
 class Informer {
  public:
   using Object = typename C::Object;
-  using Snap = Snapshot<Object>;
+  using Snap = typename Store<C>::Snap;
 
   Informer(std::shared_ptr<Client> client, InformerOptions opts)
       : client_(std::move(client)), opts_(std::move(opts)), backoff_(opts_.backoffInitial, opts_.backoffMax) {}
@@ -71,7 +71,8 @@ class Informer {
   void start() {
     thread_ = std::jthread([this](std::stop_token st) { run(st); });
     nameThread(thread_.native_handle(), "watch-" + opts_.resource.resource);
-    if (opts_.resyncPeriod.count() > 0) {
+    // A store that keeps no objects has none to replay.
+    if (Store<C>::kKeepsObjects && opts_.resyncPeriod.count() > 0) {
       resyncThread_ = std::jthread([this](std::stop_token st) { resyncLoop(st); });
       nameThread(resyncThread_.native_handle(), "resync-" + opts_.resource.resource);
     }
@@ -326,7 +327,9 @@ class Informer {
 
   void resyncLoop(std::stop_token st) {
     while (sleepFor(st, opts_.resyncPeriod)) {
-      if (hasSynced()) store_.resync();
+      if constexpr (Store<C>::kKeepsObjects) {
+        if (hasSynced()) store_.resync();
+      }
     }
   }
 
