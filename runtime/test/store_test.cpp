@@ -238,6 +238,63 @@ TEST(ProjectingStore, AnObjectListedTwiceIsAddedOnceWithItsLaterValue) {
   EXPECT_EQ(store.snapshot()->get("a/x")->resourceVersion, "2");
 }
 
+TEST(ProjectingStore, ARelistInPagesHandsEachPageOnAsItComesAndDeletesAfterThePublication) {
+  Store<VersionOnlyCodec> store;
+  store.apply(EventType::kAdded, decoded("a", "kept", "1", "old"));
+  store.apply(EventType::kAdded, decoded("a", "changed", "1", "old"));
+  store.apply(EventType::kAdded, decoded("a", "gone", "7", "old"));
+  store.publish();
+  Seen seen;
+  store.addHandlers(seen.handlers());
+  std::vector<std::weak_ptr<const Payload>> payloads;
+  store.beginRelist();
+  std::vector<Decoded> first;
+  first.push_back(decoded("a", "kept", "1", "same", &payloads));
+  first.push_back(decoded("a", "changed", "5", "new", &payloads));
+  store.relistPage(std::move(first));
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"update changed 1->5 new"})) << "the page, before any publication";
+  EXPECT_TRUE(allFreed(payloads)) << "a page's decoded objects are gone once it was handed on";
+  std::vector<Decoded> second;
+  second.push_back(decoded("a", "new", "6", "fresh", &payloads));
+  store.relistPage(std::move(second));
+  store.endRelist("10");
+  EXPECT_EQ(seen.events.size(), 2u) << "deletions wait for the publication";
+  store.markSynced();
+  store.publish();
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"update changed 1->5 new", "add new fresh", "delete @7"}));
+  auto snap = store.snapshot();
+  EXPECT_TRUE(snap->synced());
+  EXPECT_EQ(snap->size(), 3u);
+  EXPECT_EQ(snap->get("a/gone"), nullptr);
+  EXPECT_EQ(snap->resourceVersion(), "10");
+}
+
+// A list that fails half-way is retried from the start: what its first pages
+// delivered is not delivered again, and nothing is deleted on its account.
+TEST(ProjectingStore, AnAbandonedRelistKeepsWhatItDeliveredAndTheRetryAddsNothingTwice) {
+  Store<VersionOnlyCodec> store;
+  store.apply(EventType::kAdded, decoded("a", "old", "1", "old"));
+  store.publish();
+  Seen seen;
+  store.addHandlers(seen.handlers());
+  store.beginRelist();
+  std::vector<Decoded> page;
+  page.push_back(decoded("a", "x", "2", "first try"));
+  store.relistPage(std::move(page));
+  store.abandonRelist();
+  store.publish();
+  EXPECT_EQ(store.snapshot()->size(), 2u) << "the old object stays: the list never finished";
+  store.beginRelist();
+  std::vector<Decoded> again;
+  again.push_back(decoded("a", "x", "2", "retry"));
+  store.relistPage(std::move(again));
+  store.endRelist("3");
+  store.publish();
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"add x first try", "delete @1"}));
+  EXPECT_EQ(store.snapshot()->size(), 1u);
+  EXPECT_EQ(store.snapshot()->resourceVersion(), "3");
+}
+
 // Readers hold snapshots while the writer keeps publishing; each snapshot
 // must stay internally consistent (TSan checks the publication).
 TEST(StoreConcurrency, ReadersSeeConsistentSnapshotsWhileTheWriterPublishes) {

@@ -172,6 +172,10 @@ class Informer {
 
   Status list() {
     store_.publish();
+    // A store that keeps objects takes the whole list at once; one that keeps
+    // none takes it page by page, so that only a page of decoded objects is
+    // alive at a time.
+    constexpr bool kWhole = Store<C>::kKeepsObjects;
     std::vector<Object> items;
     ListOptions lo;
     lo.labelSelector = opts_.labelSelector;
@@ -179,20 +183,32 @@ class Informer {
     lo.limit = opts_.pageSize;
     std::string rv;
     simdjson::ondemand::parser parser;
+    if constexpr (!kWhole) store_.beginRelist();
+    auto fail = [&](Error e) -> Status {
+      if constexpr (!kWhole) store_.abandonRelist();
+      return e;
+    };
     do {
       auto resp = client_->list(opts_.resource, lo, opts_.wire);
-      if (!resp) return std::move(resp).error();
+      if (!resp) return fail(std::move(resp).error());
       if (lo.continueToken.empty() && logEnabled(LogLevel::kDebug)) {
         logDebug("informer listing", {{"resource", opts_.resource.describe()}, {"contentType", resp->contentType}});
       }
       auto page = decodePage(parser, *resp);
-      if (!page) return std::move(page).error();
-      for (auto& o : page->items) items.push_back(std::move(o));
+      if (!page) return fail(std::move(page).error());
+      if constexpr (kWhole) {
+        for (auto& o : page->items) items.push_back(std::move(o));
+      } else {
+        store_.relistPage(std::move(page->items));
+      }
       rv = page->resourceVersion;
       lo.continueToken = page->continueToken;
       touch();
     } while (!lo.continueToken.empty());
-    store_.replace(std::move(items), rv);
+    if constexpr (kWhole)
+      store_.replace(std::move(items), rv);
+    else
+      store_.endRelist(rv);
     store_.markSynced();
     store_.publish();
     count([](InformerStats& s) {

@@ -203,6 +203,62 @@ class Store {
     live_.resourceVersion_ = std::move(rv);
   }
 
+  // A relist in pages, for a store that keeps no objects (it has none to
+  // report later, and a list's decoded objects need not all be alive at
+  // once): each page's adds and updates against the published content go to
+  // the handlers as the page arrives, before the snapshot holding them is
+  // published; endRelist queues the deletions, which follow the publication
+  // as with replace(). Callers publish before beginRelist. A relist given up
+  // half-way (abandonRelist) keeps what its pages delivered and deletes
+  // nothing: the next relist compares against that.
+  void beginRelist() requires(!kKeepsObjects) {
+    dirty_ = true;
+    relistBaseline_.clear();
+    {
+      SnapshotRef published = snapshot();
+      relistBaseline_.reserve(published->objects_.size());
+      published->objects_.forEach([&](std::string_view, const ItemPtr& p) { relistBaseline_.push_back(p); });
+    }
+    std::sort(relistBaseline_.begin(), relistBaseline_.end(),
+              [](const ItemPtr& a, const ItemPtr& b) { return a->key < b->key; });
+    relistSeen_.assign(relistBaseline_.size(), false);
+  }
+  void relistPage(std::vector<Object>&& items) requires(!kKeepsObjects) {
+    dirty_ = true;
+    for (auto& obj : items) {
+      std::string key = C::key(obj);
+      auto it = std::lower_bound(relistBaseline_.begin(), relistBaseline_.end(), key, keyBefore);
+      if (it != relistBaseline_.end() && (*it)->key == key) relistSeen_[it - relistBaseline_.begin()] = true;
+      ItemPtr& slot = live_.objects_[key];
+      ItemPtr old = slot;
+      if (old && C::resourceVersion(old->value) == C::resourceVersion(obj)) continue;
+      ItemPtr item = makeItem(key, obj);
+      slot = item;
+      if (old) unindex(old);
+      index(item);
+      Change change{old ? EventType::kModified : EventType::kAdded, std::move(old), std::move(item), held(obj)};
+      std::lock_guard lock(handlersMu_);
+      deliver(change);
+    }
+    items.clear();
+  }
+  void endRelist(std::string rv) requires(!kKeepsObjects) {
+    for (std::size_t i = 0; i < relistBaseline_.size(); ++i) {
+      const ItemPtr& old = relistBaseline_[i];
+      if (relistSeen_[i]) continue;
+      live_.objects_.erase(old->key);
+      unindex(old);
+      pending_.push_back({EventType::kDeleted, old, nullptr, {}});
+    }
+    abandonRelist();
+    live_.resourceVersion_ = std::move(rv);
+  }
+  void abandonRelist() requires(!kKeepsObjects) {
+    dirty_ = true;
+    relistBaseline_ = {};
+    relistSeen_ = {};
+  }
+
   void markSynced() {
     dirty_ = true;
     live_.synced_ = true;
@@ -335,25 +391,28 @@ class Store {
       changes = std::move(deltas);
     }
     std::lock_guard lock(handlersMu_);
-    for (Change& c : changes) {
-      for (auto& h : handlers_) {
-        safeCall([&] {
-          switch (c.type) {
-            case EventType::kAdded:
-              if (h.onAdd) h.onAdd(decodedOf(c));
-              break;
-            case EventType::kModified:
-              if (h.onUpdate) h.onUpdate(c.oldItem->value, decodedOf(c));
-              break;
-            case EventType::kDeleted:
-              if (h.onDelete) h.onDelete(c.oldItem->value);
-              break;
-            default: break;
-          }
-        });
-      }
-      if constexpr (!kKeepsObjects) c.decoded.reset();  // freed as the batch goes, not at its end
+    for (Change& c : changes) deliver(c);
+  }
+
+  // Calls the handlers for one change (handlersMu_ held).
+  void deliver(Change& c) {
+    for (auto& h : handlers_) {
+      safeCall([&] {
+        switch (c.type) {
+          case EventType::kAdded:
+            if (h.onAdd) h.onAdd(decodedOf(c));
+            break;
+          case EventType::kModified:
+            if (h.onUpdate) h.onUpdate(c.oldItem->value, decodedOf(c));
+            break;
+          case EventType::kDeleted:
+            if (h.onDelete) h.onDelete(c.oldItem->value);
+            break;
+          default: break;
+        }
+      });
     }
+    if constexpr (!kKeepsObjects) c.decoded.reset();  // freed as the batch goes, not at its end
   }
 
   SnapshotCell<Snap> current_;
@@ -367,6 +426,8 @@ class Store {
   std::vector<Change> pending_;
   std::vector<Change> relisted_;  // the adds of the last replace, in list order
   std::vector<ItemPtr> replacedPrevious_;
+  std::vector<ItemPtr> relistBaseline_;  // a paged relist's published content, by key
+  std::vector<bool> relistSeen_;         // which of it the relist listed so far
   bool replaced_ = false;
   uint64_t generation_ = 0;
 };
