@@ -3,7 +3,8 @@
 # nodes and PODS bound pods in a real API server (see bench/memory/README.md).
 #
 #   bench/memory/run.sh [--nodes 10000] [--pods 150000] [--gpu-per-node 4]
-#                       [--watches proto,json] [--settle 10] [--json FILE] [--keep]
+#                       [--watches proto,json] [--settle 10] [--json FILE]
+#                       [--keep | --reuse NAME]
 #
 # One local control plane (e2e/cluster/up, no kube-controller-manager); NODES
 # kwok nodes created Ready by tally-fixtures, half serving 8 H200 in mode
@@ -18,13 +19,19 @@
 # read from /proc/PID/status. Prints one line per format; exits non-zero
 # when a figure could not be taken.
 #
+# --keep leaves the cluster running when the script ends (its name is printed;
+# e2e/cluster/down --name NAME takes it down). --reuse NAME measures again on
+# such a cluster, its nodes and pods already created (pass the same --nodes
+# and --pods), and keeps it too: another build of tally-extender (see
+# TALLY_EXTENDER_BIN) without the 17 minutes of creation.
+#
 # Environment: BUILD (build tree with bin/tally-extender, default <repo>/build),
 # TALLY_EXTENDER_BIN (overrides it), TALLY_BIN_DIR / TALLY_E2E_ROOT (see
 # e2e/cluster/up), TALLY_CACHE (default ~/.cache/tally: where the loader is built).
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-nodes=10000 pods=150000 gpu_per_node=4 watches="proto,json" settle=10 json="" keep=0
+nodes=10000 pods=150000 gpu_per_node=4 watches="proto,json" settle=10 json="" keep=0 reuse=""
 while (($#)); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
@@ -34,6 +41,7 @@ while (($#)); do
     --settle) settle="$2"; shift 2 ;;
     --json) json="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --reuse) reuse="$2"; keep=1; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
@@ -42,7 +50,7 @@ log() { printf '[bench/memory] %s\n' "$*" >&2; }
 # shellcheck source=../lib.sh
 source "$repo/bench/lib.sh"
 bench_find_extender memory
-name="bench-mem-$$"
+name="${reuse:-bench-mem-$$}"
 ext_pid=""
 cleanup() {
   bench_stop "$ext_pid"
@@ -73,40 +81,51 @@ build_loader() {
   flock -u 9
   return $rc
 }
-build_loader || { log "building the pod loader failed"; exit 1; }
+create_objects() {
+  build_loader || { log "building the pod loader failed"; return 1; }
+  t1=$(date +%s.%N)
+  half=$((nodes / 2))
+  "$TALLY_E2E_BIN/tally-fixtures" nodes --count "$half" --prefix mem-h200- --mode vm-passthrough \
+    --resource nvidia.com/GH100_H200_SXM_141GB=8 --timeout 30m --qps 20000 --burst 20000 >/dev/null &
+  f1=$!
+  "$TALLY_E2E_BIN/tally-fixtures" nodes --count "$((nodes - half))" --prefix mem-gpu- --mode pod-hami \
+    --resource nvidia.com/gpu=8 --timeout 30m --qps 20000 --burst 20000 >/dev/null &
+  f2=$!
+  wait "$f1" && wait "$f2" || { log "creating nodes failed"; return 1; }
+  t2=$(date +%s.%N)
+  nodes_s=$(python3 -c "print(f'{$t2 - $t1:.1f}')")
+  log "$nodes nodes created in ${nodes_s}s"
+
+  # Half the pods on each node flavour, each flavour's GPU pods asking for its resource.
+  loaded="$state/loader.out"
+  : >"$loaded"
+  "$loader" --kubeconfig "$state/kubeconfig" --pods "$((pods / 2))" --node-prefix mem-h200- --namespaces 100 \
+    --gpu-per-node "$gpu_per_node" --resource nvidia.com/GH100_H200_SXM_141GB --parallel 32 --clients 2 --name-prefix h200 \
+    >>"$loaded" &
+  l1=$!
+  "$loader" --kubeconfig "$state/kubeconfig" --pods "$((pods - pods / 2))" --node-prefix mem-gpu- --namespaces 100 \
+    --gpu-per-node "$gpu_per_node" --resource nvidia.com/gpu --parallel 32 --clients 2 --name-prefix gpu \
+    >>"$loaded" &
+  l2=$!
+  wait "$l1" && wait "$l2" || { log "creating pods failed"; return 1; }
+  t3=$(date +%s.%N)
+  pods_s=$(python3 -c "print(f'{$t3 - $t2:.1f}')")
+  pods_rate=$(python3 -c "print(f'{$pods / ($t3 - $t2):.0f}')")
+  sed 's/^/[bench\/memory] /' "$loaded" >&2
+  log "$pods pods created in ${pods_s}s ($pods_rate pods/s)"
+}
 
 bench_cluster_up || exit 1
-
-t1=$(date +%s.%N)
-half=$((nodes / 2))
-"$TALLY_E2E_BIN/tally-fixtures" nodes --count "$half" --prefix mem-h200- --mode vm-passthrough \
-  --resource nvidia.com/GH100_H200_SXM_141GB=8 --timeout 30m --qps 20000 --burst 20000 >/dev/null &
-f1=$!
-"$TALLY_E2E_BIN/tally-fixtures" nodes --count "$((nodes - half))" --prefix mem-gpu- --mode pod-hami \
-  --resource nvidia.com/gpu=8 --timeout 30m --qps 20000 --burst 20000 >/dev/null &
-f2=$!
-wait "$f1" && wait "$f2" || { log "creating nodes failed"; exit 1; }
-t2=$(date +%s.%N)
-nodes_s=$(python3 -c "print(f'{$t2 - $t1:.1f}')")
-log "$nodes nodes created in ${nodes_s}s"
-
-# Half the pods on each node flavour, each flavour's GPU pods asking for its resource.
-loaded="$state/loader.out"
-: >"$loaded"
-"$loader" --kubeconfig "$state/kubeconfig" --pods "$((pods / 2))" --node-prefix mem-h200- --namespaces 100 \
-  --gpu-per-node "$gpu_per_node" --resource nvidia.com/GH100_H200_SXM_141GB --parallel 32 --clients 2 --name-prefix h200 \
-  >>"$loaded" &
-l1=$!
-"$loader" --kubeconfig "$state/kubeconfig" --pods "$((pods - pods / 2))" --node-prefix mem-gpu- --namespaces 100 \
-  --gpu-per-node "$gpu_per_node" --resource nvidia.com/gpu --parallel 32 --clients 2 --name-prefix gpu \
-  >>"$loaded" &
-l2=$!
-wait "$l1" && wait "$l2" || { log "creating pods failed"; exit 1; }
-t3=$(date +%s.%N)
-pods_s=$(python3 -c "print(f'{$t3 - $t2:.1f}')")
-pods_rate=$(python3 -c "print(f'{$pods / ($t3 - $t2):.0f}')")
-sed 's/^/[bench\/memory] /' "$loaded" >&2
-log "$pods pods created in ${pods_s}s ($pods_rate pods/s)"
+if [[ -n "$reuse" ]]; then
+  nodes_s=0 pods_s=0
+  log "measuring on cluster $name as it is (its nodes and pods were created by an earlier --keep run)"
+else
+  if ((keep)); then
+    # The watchdog would take the cluster down when this script exits.
+    kill "$(cat "$state/pids/watchdog.pid")" 2>/dev/null && rm -f "$state/pids/watchdog.pid"
+  fi
+  create_objects || exit 1
+fi
 api_pid="$(cat "$state/pids/kube-apiserver.pid")"
 results=()
 for w in ${watches//,/ }; do
@@ -149,8 +168,9 @@ for r in sys.argv[7:]:
     w, rss, hwm, ready, listed, api, held = r.split()
     rows.append({"watches": w, "vmRssKiB": int(rss), "vmHwmKiB": int(hwm), "readySeconds": float(ready),
                  "podsListedAs": listed, "podsHeld": int(held), "apiserverRssKiB": int(api)})
-print(f"tally-extender memory, {nodes} nodes, {pods} bound pods ({gpn} GPU pods per node); "
-      f"nodes created in {nodes_s:.1f} s, pods in {pods_s:.1f} s ({pods / pods_s:.0f} pods/s)")
+created = (f"nodes created in {nodes_s:.1f} s, pods in {pods_s:.1f} s ({pods / pods_s:.0f} pods/s)" if pods_s > 0
+           else "a cluster an earlier run created")
+print(f"tally-extender memory, {nodes} nodes, {pods} bound pods ({gpn} GPU pods per node); {created}")
 for r in rows:
     print(f"  {r['watches']:5} watches: VmRSS {r['vmRssKiB'] / 1024:.1f} MiB ({r['vmRssKiB'] * 1024 / 1e6:.0f} MB), "
           f"VmHWM {r['vmHwmKiB'] / 1024:.1f} MiB ({r['vmHwmKiB'] * 1024 / 1e6:.0f} MB), ready in {r['readySeconds']:.1f} s "

@@ -32,13 +32,6 @@ using namespace tally;
 using namespace tally::extender;
 namespace obs = tally::observability;
 
-// A duration flag; a bad one stops the start with the flag's text.
-std::chrono::milliseconds parseDuration(const std::string& text) {
-  auto parsed = runtime::process::parseDuration(text);
-  if (!parsed) throw std::invalid_argument(parsed.error().message);
-  return *parsed;
-}
-
 struct Flags {
   std::string bindAddress = "127.0.0.1";
   std::uint16_t port = 8888;
@@ -200,7 +193,7 @@ int main(int argc, char** argv) {
 
     CacheWriter::Options writerOptions;
     writerOptions.publishInterval = settings->publishInterval;
-    writerOptions.assumeTtl = parseDuration(f.assumeTtl);
+    writerOptions.assumeTtl = runtime::process::durationFlag("--assume-ttl", f.assumeTtl);
     bool offline = !f.snapshotFile.empty();
     writerOptions.watched = offline ? std::set<model::Kind>{} : state::watchedKinds(watchOptions);
     CacheWriter writer(writerOptions);
@@ -224,7 +217,7 @@ int main(int argc, char** argv) {
           state::InformerMetrics{&metrics.informerEvents, &metrics.informerStaleness, &metrics.cacheSynced});
       PodBinder::Options bo;
       bo.threads = f.bindThreads;
-      bo.queueDeadline = parseDuration(f.bindDeadline);
+      bo.queueDeadline = runtime::process::durationFlag("--bind-queue-deadline", f.bindDeadline);
       binder = std::make_unique<PodBinder>(
           writer,
           [client](const wire::BindingArgs& a) -> std::string {
@@ -260,8 +253,8 @@ int main(int argc, char** argv) {
     ho.port = f.port;
     ho.threads = f.threads;
     ho.maxBodyBytes = f.maxBodyBytes;
-    ho.readTimeout = parseDuration(f.readTimeout);
-    ho.idleTimeout = parseDuration(f.idleTimeout);
+    ho.readTimeout = runtime::process::durationFlag("--read-timeout", f.readTimeout);
+    ho.idleTimeout = runtime::process::durationFlag("--idle-timeout", f.idleTimeout);
     if (!f.tlsCert.empty()) ho.tls = http::TlsFiles{.certFile = f.tlsCert, .keyFile = f.tlsKey};
     http::Router verbs;
     service.addVerbRoutes(verbs);

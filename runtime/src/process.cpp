@@ -3,12 +3,19 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "tally/common/log.hpp"
 #include "tally/runtime/config.hpp"
 
 namespace tally::runtime::process {
+
+std::chrono::milliseconds durationFlag(std::string_view flag, std::string_view text) {
+  auto parsed = parseDuration(text);
+  if (!parsed) throw std::invalid_argument(std::string(flag) + ": " + parsed.error().message);
+  return *parsed;
+}
 
 Result<std::chrono::milliseconds> parseDuration(std::string_view text) {
   const std::string s(text);

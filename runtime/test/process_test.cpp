@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include "tally/common/log.hpp"
 
@@ -23,6 +25,18 @@ TEST(ProcessFlags, DurationsTakeTheUsualUnitsAndABareNumberIsSeconds) {
     auto parsed = parseDuration(bad);
     ASSERT_FALSE(parsed) << bad;
     EXPECT_NE(parsed.error().message.find(std::string("\"") + bad + "\""), std::string::npos) << parsed.error().message;
+  }
+}
+
+TEST(ProcessFlags, ABadDurationFlagThrowsNamingTheFlagAndItsText) {
+  EXPECT_EQ(durationFlag("--read-timeout", "250ms"), 250ms);
+  try {
+    durationFlag("--read-timeout", "soon");
+    FAIL() << "a bad duration was accepted";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(what.starts_with("--read-timeout: ")) << what;
+    EXPECT_NE(what.find("\"soon\""), std::string::npos) << what;
   }
 }
 

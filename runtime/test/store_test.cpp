@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <memory>
 #include <thread>
+#include <type_traits>
 
 #include "tally/runtime/object_meta.hpp"
 
@@ -104,6 +107,192 @@ TEST(Store, HandlerExceptionIsContainedOnTheWriterThread) {
   store.apply(EventType::kAdded, obj("a", "x", "1"));
   EXPECT_NO_THROW(store.publish());
   EXPECT_EQ(after, 1);
+}
+
+// A codec whose store keeps the key's resourceVersion only, as the state
+// informers' do: each decoded object carries a payload whose lifetime the
+// tests watch, to see that nothing but the handlers ever holds it.
+struct Payload {
+  std::string text;
+};
+struct Decoded {
+  MetaObject meta;
+  std::shared_ptr<const Payload> payload;
+};
+struct Version {
+  std::string resourceVersion;
+};
+struct VersionOnlyCodec {
+  using Object = Decoded;
+  using Stored = Version;
+  static Result<Object> fromJson(simdjson::ondemand::value) { return Error(ErrorCode::kDecode, "not decoded here"); }
+  static std::string key(const Object& o) { return o.meta.metadata.key(); }
+  static std::string_view resourceVersion(const Object& o) { return o.meta.metadata.resourceVersion; }
+  static Stored stored(const Object& o) { return {o.meta.metadata.resourceVersion}; }
+  static std::string_view resourceVersion(const Stored& s) { return s.resourceVersion; }
+};
+static_assert(ProjectingCodec<VersionOnlyCodec>);
+static_assert(!Store<VersionOnlyCodec>::kKeepsObjects && Store<MetaCodec>::kKeepsObjects);
+static_assert(std::is_same_v<decltype(std::declval<Store<VersionOnlyCodec>::Snap>().get("")), const Version*>,
+              "the snapshot holds what the codec stores");
+
+Decoded decoded(std::string ns, std::string name, std::string rv, std::string text,
+                std::vector<std::weak_ptr<const Payload>>* watch = nullptr) {
+  Decoded d{obj(std::move(ns), std::move(name), std::move(rv)),
+            std::make_shared<const Payload>(Payload{std::move(text)})};
+  if (watch) watch->push_back(d.payload);
+  return d;
+}
+
+bool allFreed(const std::vector<std::weak_ptr<const Payload>>& watched) {
+  return std::all_of(watched.begin(), watched.end(), [](const auto& w) { return w.expired(); });
+}
+
+struct Seen {
+  std::vector<std::string> events;
+  Store<VersionOnlyCodec>::Handlers handlers() {
+    return {[this](const Decoded& o) { events.push_back("add " + o.meta.metadata.name + " " + o.payload->text); },
+            [this](const Version& old, const Decoded& now) {
+              events.push_back("update " + now.meta.metadata.name + " " + old.resourceVersion + "->" +
+                               now.meta.metadata.resourceVersion + " " + now.payload->text);
+            },
+            [this](const Version& old) { events.push_back("delete @" + old.resourceVersion); }};
+  }
+};
+
+TEST(ProjectingStore, HandlersSeeTheDecodedObjectAndTheStoreKeepsOnlyItsProjection) {
+  Store<VersionOnlyCodec> store;
+  Seen seen;
+  store.addHandlers(seen.handlers());
+  std::vector<std::weak_ptr<const Payload>> payloads;
+  store.apply(EventType::kAdded, decoded("a", "x", "1", "first", &payloads));
+  store.apply(EventType::kModified, decoded("a", "x", "2", "second", &payloads));
+  store.apply(EventType::kAdded, decoded("a", "y", "3", "other", &payloads));
+  store.apply(EventType::kDeleted, decoded("a", "y", "4", "last", &payloads));
+  EXPECT_FALSE(allFreed(payloads)) << "the decoded objects wait for their handlers";
+  store.publish();
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"add x first", "update x 1->2 second", "add y other", "delete @3"}));
+  EXPECT_TRUE(allFreed(payloads)) << "nothing but the handlers held a decoded object";
+  auto snap = store.snapshot();
+  EXPECT_EQ(snap->size(), 1u);
+  ASSERT_NE(snap->get("a/x"), nullptr);
+  EXPECT_EQ(snap->get("a/x")->resourceVersion, "2");
+  EXPECT_EQ(snap->resourceVersion(), "4");
+}
+
+TEST(ProjectingStore, ARelistComparesResourceVersionsAndHandsOnlyTheChangesOn) {
+  Store<VersionOnlyCodec> store;
+  store.apply(EventType::kAdded, decoded("a", "kept", "1", "old"));
+  store.apply(EventType::kAdded, decoded("a", "changed", "1", "old"));
+  store.apply(EventType::kAdded, decoded("a", "gone", "7", "old"));
+  store.publish();
+  Seen seen;
+  store.addHandlers(seen.handlers());
+  std::vector<std::weak_ptr<const Payload>> payloads;
+  std::vector<Decoded> relisted;
+  relisted.push_back(decoded("a", "kept", "1", "same", &payloads));
+  relisted.push_back(decoded("a", "changed", "5", "new", &payloads));
+  relisted.push_back(decoded("a", "new", "6", "fresh", &payloads));
+  store.replace(std::move(relisted), "10");
+  store.markSynced();
+  store.publish();
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"update changed 1->5 new", "add new fresh", "delete @7"}));
+  EXPECT_TRUE(allFreed(payloads)) << "the relisted objects went to the handlers, or nowhere";
+  auto snap = store.snapshot();
+  EXPECT_EQ(snap->size(), 3u);
+  EXPECT_EQ(snap->get("a/gone"), nullptr);
+  ASSERT_NE(snap->get("a/changed"), nullptr);
+  EXPECT_EQ(snap->get("a/changed")->resourceVersion, "5");
+  EXPECT_EQ(snap->resourceVersion(), "10");
+}
+
+// A watch-list delivers its initial objects and then more events in one
+// read: the handlers see the listed object first, then what followed.
+TEST(ProjectingStore, EventsAppliedAfterARelistInTheSameBatchFollowItsAdds) {
+  Store<VersionOnlyCodec> store;
+  Seen seen;
+  store.addHandlers(seen.handlers());
+  std::vector<Decoded> listed;
+  listed.push_back(decoded("a", "x", "1", "listed"));
+  listed.push_back(decoded("a", "y", "2", "listed"));
+  store.replace(std::move(listed), "2");
+  store.apply(EventType::kModified, decoded("a", "x", "3", "watched"));
+  store.apply(EventType::kDeleted, decoded("a", "y", "4", "watched"));
+  store.publish();
+  EXPECT_EQ(seen.events,
+            (std::vector<std::string>{"add x listed", "add y listed", "update x 1->3 watched", "delete @2"}));
+  EXPECT_EQ(store.snapshot()->size(), 1u);
+}
+
+TEST(ProjectingStore, AnObjectListedTwiceIsAddedOnceWithItsLaterValue) {
+  Store<VersionOnlyCodec> store;
+  Seen seen;
+  store.addHandlers(seen.handlers());
+  std::vector<Decoded> listed;
+  listed.push_back(decoded("a", "x", "1", "first"));
+  listed.push_back(decoded("a", "x", "2", "second"));
+  store.replace(std::move(listed), "2");
+  store.publish();
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"add x second"}));
+  ASSERT_NE(store.snapshot()->get("a/x"), nullptr);
+  EXPECT_EQ(store.snapshot()->get("a/x")->resourceVersion, "2");
+}
+
+TEST(ProjectingStore, ARelistInPagesHandsEachPageOnAsItComesAndDeletesAfterThePublication) {
+  Store<VersionOnlyCodec> store;
+  store.apply(EventType::kAdded, decoded("a", "kept", "1", "old"));
+  store.apply(EventType::kAdded, decoded("a", "changed", "1", "old"));
+  store.apply(EventType::kAdded, decoded("a", "gone", "7", "old"));
+  store.publish();
+  Seen seen;
+  store.addHandlers(seen.handlers());
+  std::vector<std::weak_ptr<const Payload>> payloads;
+  store.beginRelist();
+  std::vector<Decoded> first;
+  first.push_back(decoded("a", "kept", "1", "same", &payloads));
+  first.push_back(decoded("a", "changed", "5", "new", &payloads));
+  store.relistPage(std::move(first));
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"update changed 1->5 new"})) << "the page, before any publication";
+  EXPECT_TRUE(allFreed(payloads)) << "a page's decoded objects are gone once it was handed on";
+  std::vector<Decoded> second;
+  second.push_back(decoded("a", "new", "6", "fresh", &payloads));
+  store.relistPage(std::move(second));
+  store.endRelist("10");
+  EXPECT_EQ(seen.events.size(), 2u) << "deletions wait for the publication";
+  store.markSynced();
+  store.publish();
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"update changed 1->5 new", "add new fresh", "delete @7"}));
+  auto snap = store.snapshot();
+  EXPECT_TRUE(snap->synced());
+  EXPECT_EQ(snap->size(), 3u);
+  EXPECT_EQ(snap->get("a/gone"), nullptr);
+  EXPECT_EQ(snap->resourceVersion(), "10");
+}
+
+// A list that fails half-way is retried from the start: what its first pages
+// delivered is not delivered again, and nothing is deleted on its account.
+TEST(ProjectingStore, AnAbandonedRelistKeepsWhatItDeliveredAndTheRetryAddsNothingTwice) {
+  Store<VersionOnlyCodec> store;
+  store.apply(EventType::kAdded, decoded("a", "old", "1", "old"));
+  store.publish();
+  Seen seen;
+  store.addHandlers(seen.handlers());
+  store.beginRelist();
+  std::vector<Decoded> page;
+  page.push_back(decoded("a", "x", "2", "first try"));
+  store.relistPage(std::move(page));
+  store.abandonRelist();
+  store.publish();
+  EXPECT_EQ(store.snapshot()->size(), 2u) << "the old object stays: the list never finished";
+  store.beginRelist();
+  std::vector<Decoded> again;
+  again.push_back(decoded("a", "x", "2", "retry"));
+  store.relistPage(std::move(again));
+  store.endRelist("3");
+  store.publish();
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"add x first try", "delete @1"}));
+  EXPECT_EQ(store.snapshot()->size(), 1u);
+  EXPECT_EQ(store.snapshot()->resourceVersion(), "3");
 }
 
 // Readers hold snapshots while the writer keeps publishing; each snapshot

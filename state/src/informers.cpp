@@ -25,6 +25,13 @@ struct Keyed {
   std::string ns, name, resourceVersion;
 };
 
+// All the informer's store keeps of an object: its handlers hand the value to
+// the writer, the one place that holds it; a relist needs the keys and
+// resourceVersions only, a deletion the name.
+struct Identity {
+  std::string ns, name, resourceVersion;
+};
+
 // Declared for every codec; only the billing-plans ConfigMap, which needs its
 // identity before its data, defines and uses it.
 template <class Codec>
@@ -119,6 +126,10 @@ struct WatchCodec {
   }
   static std::string key(const Object& o) { return runtime::namespacedKey(o.ns, o.name); }
   static std::string_view resourceVersion(const Object& o) { return o.resourceVersion; }
+
+  using Stored = Identity;
+  static Stored stored(const Object& o) { return {o.ns, o.name, o.resourceVersion}; }
+  static std::string_view resourceVersion(const Stored& s) { return s.resourceVersion; }
 };
 
 }  // namespace
@@ -145,6 +156,8 @@ Metric* seriesOf(observability::Family<Metric>* family, model::Kind kind) {
 
 template <class Codec>
 class InformerSource final : public Informers::Source {
+  static_assert(!runtime::Store<WatchCodec<Codec>>::kKeepsObjects, "the writer holds the values, not the informer");
+
  public:
   // Kinds whose codec reads protobuf (the built-in ones) are asked for it when
   // `protobuf`: it costs the API server less to encode than JSON, and a server
@@ -164,16 +177,17 @@ class InformerSource final : public Informers::Source {
       if (events) events->inc();
     };
     typename runtime::Store<WatchCodec<Codec>>::Handlers h;
-    h.onAdd = [this, &writer, count](const Keyed<Codec>& o) {
-      writer.upsert(o.value);
+    // The store hands each decoded object over: its value moves to the writer.
+    h.onAdd = [this, &writer, count](Keyed<Codec>&& o) {
+      writer.upsert(std::move(o.value));
       count();
       alive.fetch_add(1);
     };
-    h.onUpdate = [&writer, count](const Keyed<Codec>&, const Keyed<Codec>& o) {
-      writer.upsert(o.value);
+    h.onUpdate = [&writer, count](const Identity&, Keyed<Codec>&& o) {
+      writer.upsert(std::move(o.value));
       count();
     };
-    h.onDelete = [this, &writer, count](const Keyed<Codec>& o) {
+    h.onDelete = [this, &writer, count](const Identity& o) {
       writer.remove(kind, o.ns, o.name);
       count();
       alive.fetch_sub(1);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tally/common/log.hpp"
+#include "tally/common/memory.hpp"
 #include "tally/common/thread_name.hpp"
 #include "tally/model/usage.hpp"
 
@@ -51,7 +53,16 @@ void Writer::enqueue(Event event, bool urgent) {
   if (wake) queueCv_.notify_one();
 }
 
-void Writer::upsert(Object object) { enqueue(std::move(object), false); }
+void Writer::upsert(Object object) {
+  // The index keeps no pod that can hold no GPU (what a pod requests of an
+  // extended resource never changes): such a pod is queued as its removal,
+  // and its decoded value freed here rather than carried to the writer.
+  if (auto* pod = std::get_if<model::Pod>(&object); pod && !model::mayHoldGpu(*pod)) {
+    enqueue(Remove{model::Kind::Pod, std::move(pod->ns), std::move(pod->name)}, false);
+    return;
+  }
+  enqueue(std::move(object), false);
+}
 
 void Writer::remove(model::Kind kind, std::string ns, std::string name) {
   enqueue(Remove{kind, std::move(ns), std::move(name)}, false);
@@ -145,6 +156,9 @@ void Writer::run(std::stop_token stop) {
     std::lock_guard lock(writerMu_);
     applyBatch(batch);
     batch.clear();
+    // An initial list queues the whole cluster at once; the queue (which
+    // takes this buffer at the next swap) need not keep room for it.
+    if (batch.capacity() > kRetainedBatch) batch = std::vector<Event>();
     auto now = Clock::now();
     tick(now);
     if (dirty_ && (urgent || now - lastPublish_ >= options_.publishInterval)) publish();
@@ -158,6 +172,7 @@ void Writer::applyBatch(std::vector<Event>& batch) {
     std::visit([this](auto& e) { apply(e); }, event);
   }
   dirty_ = true;
+  appliedSinceRelease_ += batch.size();
   std::lock_guard lock(statsMu_);
   stats_.eventsApplied += batch.size();
   stats_.lastApply = Clock::now() - started;
@@ -179,12 +194,7 @@ void Writer::apply(Object& object) {
     return true;
   };
   if (auto* p = std::get_if<model::Pod>(&object)) {
-    std::string key = model::objectKey(p->ns, p->name);
-    if (!model::mayHoldGpu(*p)) {
-      index_.removePod(p->ns, p->name);
-      podChanged(key, nullptr);
-      return;
-    }
+    std::string key = model::objectKey(p->ns, p->name);  // one that may hold a GPU (see upsert)
     if (unchanged(cluster.pods, key, *p)) return;
     index_.upsertPod(*p);
     auto live = index_.cluster().pods.find(key);
@@ -322,12 +332,28 @@ void Writer::publish() {
   lastPublish_ = built;
   dirty_ = false;
   for (Extension* e : options_.extensions) e->published(*published_);
+  releaseFreeMemoryIfDue(*published_);
   std::lock_guard lock(statsMu_);
   ++stats_.publishes;
   stats_.lastPublish = built - started;
   stats_.lastCopiedCluster = copyCluster;
   stats_.clusterCopies += copyCluster ? 1 : 0;
   stats_.lastFitBlocksShared = shared;
+}
+
+void Writer::releaseFreeMemoryIfDue(const Snapshot& snapshot) {
+  // Once the initial lists are in, and after every large run of events since
+  // (a relist), and only when the writer caught up: what decoding and
+  // queueing them took is freed by then, and glibc would keep that peak.
+  const bool due = (!released_ && appliedSinceRelease_ > 0) || appliedSinceRelease_ >= kReleaseAfterEvents;
+  if (!due || !snapshot.ready() || queued() != 0) return;
+  released_ = true;
+  appliedSinceRelease_ = 0;
+  const std::size_t before = residentBytes();
+  if (releaseFreeMemory()) {
+    logDebug("free memory returned to the system",
+             {{"residentBeforeMiB", before >> 20}, {"residentAfterMiB", residentBytes() >> 20}});
+  }
 }
 
 void upsertCluster(Writer& writer, const model::Cluster& c) {

@@ -81,6 +81,30 @@ TEST(Writer, SnapshotsReflectUpsertsAndRemovesOfNodesAndPods) {
   EXPECT_FALSE(writer.snapshots().read()->cluster().nodes.contains("n1"));
 }
 
+// What a pod requests of an extended resource never changes, so a pod that
+// asks for no GPU is never held; an upsert of one under a held pod's name (it
+// was deleted and created again while the watch was away) drops the old one.
+TEST(Writer, APodThatAsksForNoGpuIsNotHeldAndReplacesAHeldPodOfItsName) {
+  RecordingExtension ext;
+  Writer writer(withExtension(ext));
+  writer.upsert(tenant("t"));
+  writer.upsert(gpuNode("n1", 8));
+  writer.upsert(gpuPod("t", "gpu", 2, "n1"));
+  writer.upsert(gpuPod("t", "cpu", 0, "n1"));
+  writer.flush();
+  {
+    auto snap = writer.snapshots().read();
+    EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 2);
+    EXPECT_EQ(snap->part<RecordingExtension::Keys>(0), (RecordingExtension::Keys{"t/gpu"}));
+  }
+  writer.upsert(gpuPod("t", "gpu", 0, "n1"));
+  writer.flush();
+  auto snap = writer.snapshots().read();
+  EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 0);
+  EXPECT_TRUE(snap->part<RecordingExtension::Keys>(0).empty());
+  EXPECT_EQ(writer.stats().eventsApplied, 5u) << "every upsert reached the writer, as a removal or not";
+}
+
 TEST(Writer, PodOnlyChangesShareTheClusterAndUnchangedUpsertsAreSkipped) {
   Writer writer({});
   writer.upsert(tenant("t"));

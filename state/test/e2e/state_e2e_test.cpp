@@ -49,12 +49,19 @@ std::string nodeJson(const std::string& name) {
          R"(":"8"},"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}})";
 }
 
-std::string podJson(const std::string& name, const std::string& node, int gpus) {
+std::string podJson(const std::string& name, const std::string& node, int gpus, const std::string& ns = "state-e2e") {
   const std::string n = std::to_string(gpus);
-  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
-         R"(","namespace":"state-e2e"},"spec":{"nodeName":")" + node +
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name + R"(","namespace":")" + ns +
+         R"("},"spec":{"nodeName":")" + node +
          R"(","containers":[{"name":"c","image":"busybox","resources":{"requests":{")" + kGpu + R"(":")" + n +
          R"("},"limits":{")" + kGpu + R"(":")" + n + R"("}}}]}})";
+}
+
+// A pod that asks for CPU and memory only.
+std::string cpuPodJson(const std::string& name, const std::string& node, const std::string& ns) {
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name + R"(","namespace":")" + ns +
+         R"("},"spec":{"nodeName":")" + node +
+         R"(","containers":[{"name":"c","image":"busybox","resources":{"requests":{"cpu":"500m","memory":"1Gi"}}}]}})";
 }
 
 runtime::DeleteOptions gracePeriodZero() {
@@ -111,6 +118,58 @@ TEST(StateE2E, SnapshotsFollowNodesAndPodsCreatedAndDeleted) {
   ASSERT_TRUE(nodeGone) << nodeGone.error().describe();
   EXPECT_TRUE(eventually([&] { return !snapshot()->cluster().nodes.contains("state-e2e-n1"); }))
       << "the deleted node stayed in the snapshot";
+  EXPECT_TRUE(snapshot()->ready());
+
+  informers.stop();
+  writer.stop();
+}
+
+// The informers' stores keep identities only and the writer no pod that asks
+// for no GPU: pods listed at start and pods watched later, of both kinds, still
+// count for the sync, and the snapshot follows exactly the GPU pods.
+TEST(StateE2E, PodsThatAskForNoGpuCountForTheSyncButOnlyGpuPodsAreHeld) {
+  auto client = Cluster::instance().client();
+  ASSERT_NE(client, nullptr);
+  const std::string ns = "state-e2e-cpu";
+  const auto pods = runtime::Resource::core("pods", ns);
+  ASSERT_TRUE(client->create(runtime::Resource::core("namespaces"),
+                             R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + ns + R"("}})"));
+  ASSERT_TRUE(client->create(runtime::Resource::core("nodes"), nodeJson("state-e2e-n2")));
+  ASSERT_TRUE(client->create(pods, podJson("listed-gpu", "state-e2e-n2", 1, ns)));
+  ASSERT_TRUE(client->create(pods, cpuPodJson("listed-cpu", "state-e2e-n2", ns)));
+
+  SourceOptions sources;
+  testing::RecordingExtension recorded;
+  Writer::Options wo;
+  wo.watched = watchedKinds(sources);
+  wo.extensions = {&recorded};
+  Writer writer(wo);
+  Informers informers(client, writer, sources);
+  writer.start();
+  informers.start();
+  auto snapshot = [&] { return writer.snapshots().read(); };
+  auto held = [&] {
+    testing::RecordingExtension::Keys keys;
+    for (const auto& k : snapshot()->part<testing::RecordingExtension::Keys>(0)) {
+      if (k.starts_with(ns + "/")) keys.insert(k);
+    }
+    return keys;
+  };
+  auto used = [&] { return snapshot()->usage.nodeUsed("state-e2e-n2", kGpu); };
+  ASSERT_TRUE(eventually([&] { return snapshot()->ready(); }, 60s)) << snapshot()->unsyncedCaches();
+  EXPECT_TRUE(eventually([&] { return used() == 1; })) << "used: " << used();
+  EXPECT_EQ(held(), (testing::RecordingExtension::Keys{ns + "/listed-gpu"}));
+
+  ASSERT_TRUE(client->create(pods, cpuPodJson("watched-cpu", "state-e2e-n2", ns)));
+  ASSERT_TRUE(client->create(pods, podJson("watched-gpu", "state-e2e-n2", 2, ns)));
+  EXPECT_TRUE(eventually([&] { return used() == 3; })) << "used: " << used();
+  EXPECT_EQ(held(), (testing::RecordingExtension::Keys{ns + "/listed-gpu", ns + "/watched-gpu"}));
+
+  for (const char* name : {"listed-gpu", "listed-cpu", "watched-cpu"}) {
+    ASSERT_TRUE(client->remove(pods, name, gracePeriodZero()));
+  }
+  EXPECT_TRUE(eventually([&] { return used() == 2; })) << "used: " << used();
+  EXPECT_TRUE(eventually([&] { return held() == testing::RecordingExtension::Keys{ns + "/watched-gpu"}; }));
   EXPECT_TRUE(snapshot()->ready());
 
   informers.stop();

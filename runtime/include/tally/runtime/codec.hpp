@@ -10,6 +10,9 @@
 //     static std::string_view resourceVersion(const Object&);
 //   };
 //
+// A codec may also name a smaller `Stored` value for the store to keep
+// (ProjectingCodec below).
+//
 // fromJson receives the "object" value of a watch event or one list item;
 // fromProtobuf receives runtime.Unknown.raw, i.e. the bytes of the typed
 // message (a Pod), without the k8s\0 envelope. Decoders must not keep the
@@ -37,6 +40,28 @@ concept JsonCodec = requires(simdjson::ondemand::value v, const typename C::Obje
   { C::fromJson(v) } -> std::same_as<Result<typename C::Object>>;
   { C::key(o) } -> std::convertible_to<std::string>;
   { C::resourceVersion(o) } -> std::convertible_to<std::string_view>;
+};
+
+// A codec whose decoded Object carries more than its informer's store needs
+// to keep names what the store keeps instead: `Stored`, made from each decoded
+// object by `stored`, with its own resourceVersion (the relist compares it).
+// The state informers keep identity and resourceVersion only: their handlers
+// hand each decoded value to the writer, which is the one that holds it.
+template <class C>
+concept ProjectingCodec = JsonCodec<C> && requires(const typename C::Object& o, const typename C::Stored& s) {
+  typename C::Stored;
+  { C::stored(o) } -> std::same_as<typename C::Stored>;
+  { C::resourceVersion(s) } -> std::convertible_to<std::string_view>;
+};
+
+// What a store keeps of each object of codec C.
+template <class C>
+struct StoredOf {
+  using type = typename C::Object;
+};
+template <ProjectingCodec C>
+struct StoredOf<C> {
+  using type = typename C::Stored;
 };
 
 template <class C>

@@ -34,7 +34,7 @@ struct InformerOptions {
   Wire wire = Wire::kJson;    // kProtobuf needs a ProtobufCodec and a built-in type
   bool useWatchList = false;  // sendInitialEvents; falls back to LIST when refused
   int64_t pageSize = 500;
-  std::chrono::milliseconds resyncPeriod{0};
+  std::chrono::milliseconds resyncPeriod{0};  // ignored by a store that keeps no objects (ProjectingCodec)
   std::chrono::milliseconds backoffInitial{800};
   std::chrono::milliseconds backoffMax{30'000};
   // Server-side watch timeout is drawn from [min, 2*min) like client-go.
@@ -56,7 +56,7 @@ template <JsonCodec C>
 class Informer {
  public:
   using Object = typename C::Object;
-  using Snap = Snapshot<Object>;
+  using Snap = typename Store<C>::Snap;
 
   Informer(std::shared_ptr<Client> client, InformerOptions opts)
       : client_(std::move(client)), opts_(std::move(opts)), backoff_(opts_.backoffInitial, opts_.backoffMax) {}
@@ -71,7 +71,8 @@ class Informer {
   void start() {
     thread_ = std::jthread([this](std::stop_token st) { run(st); });
     nameThread(thread_.native_handle(), "watch-" + opts_.resource.resource);
-    if (opts_.resyncPeriod.count() > 0) {
+    // A store that keeps no objects has none to replay.
+    if (Store<C>::kKeepsObjects && opts_.resyncPeriod.count() > 0) {
       resyncThread_ = std::jthread([this](std::stop_token st) { resyncLoop(st); });
       nameThread(resyncThread_.native_handle(), "resync-" + opts_.resource.resource);
     }
@@ -171,6 +172,10 @@ class Informer {
 
   Status list() {
     store_.publish();
+    // A store that keeps objects takes the whole list at once; one that keeps
+    // none takes it page by page, so that only a page of decoded objects is
+    // alive at a time.
+    constexpr bool kWhole = Store<C>::kKeepsObjects;
     std::vector<Object> items;
     ListOptions lo;
     lo.labelSelector = opts_.labelSelector;
@@ -178,20 +183,32 @@ class Informer {
     lo.limit = opts_.pageSize;
     std::string rv;
     simdjson::ondemand::parser parser;
+    if constexpr (!kWhole) store_.beginRelist();
+    auto fail = [&](Error e) -> Status {
+      if constexpr (!kWhole) store_.abandonRelist();
+      return e;
+    };
     do {
       auto resp = client_->list(opts_.resource, lo, opts_.wire);
-      if (!resp) return std::move(resp).error();
+      if (!resp) return fail(std::move(resp).error());
       if (lo.continueToken.empty() && logEnabled(LogLevel::kDebug)) {
         logDebug("informer listing", {{"resource", opts_.resource.describe()}, {"contentType", resp->contentType}});
       }
       auto page = decodePage(parser, *resp);
-      if (!page) return std::move(page).error();
-      for (auto& o : page->items) items.push_back(std::move(o));
+      if (!page) return fail(std::move(page).error());
+      if constexpr (kWhole) {
+        for (auto& o : page->items) items.push_back(std::move(o));
+      } else {
+        store_.relistPage(std::move(page->items));
+      }
       rv = page->resourceVersion;
       lo.continueToken = page->continueToken;
       touch();
     } while (!lo.continueToken.empty());
-    store_.replace(std::move(items), rv);
+    if constexpr (kWhole)
+      store_.replace(std::move(items), rv);
+    else
+      store_.endRelist(rv);
     store_.markSynced();
     store_.publish();
     count([](InformerStats& s) {
@@ -326,7 +343,9 @@ class Informer {
 
   void resyncLoop(std::stop_token st) {
     while (sleepFor(st, opts_.resyncPeriod)) {
-      if (hasSynced()) store_.resync();
+      if constexpr (Store<C>::kKeepsObjects) {
+        if (hasSynced()) store_.resync();
+      }
     }
   }
 

@@ -15,6 +15,10 @@ namespace tally::runtime::process {
 // "250ms", "10s", "2m", "1h"; a bare number is seconds. Errors quote the text.
 Result<std::chrono::milliseconds> parseDuration(std::string_view text);
 
+// The value of duration flag `flag` ("--read-timeout"); a bad one throws
+// std::invalid_argument("--read-timeout: <why>"), which stops the start.
+std::chrono::milliseconds durationFlag(std::string_view flag, std::string_view text);
+
 // The --log-level and --log-format flags: the lowest level the process's log
 // (tally/common/log.hpp) writes ("debug" | "info" | "warning" | "error") and
 // its line format ("json" | "text"). Nothing changes when either is refused.

@@ -6,6 +6,10 @@
 // take a lock or wait for the writer's work, and hold a snapshot by its guard
 // on the thread that took it. Handlers run on the writer thread after the
 // snapshot that contains their change is visible.
+//
+// What it keeps of each object is the decoded object, or, for a codec that
+// projects (ProjectingCodec), only the codec's Stored value: a decoded object
+// then lives until its handlers ran, and a resync has nothing to replay.
 
 #include <algorithm>
 #include <chrono>
@@ -13,8 +17,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -91,16 +97,23 @@ template <JsonCodec C>
 class Store {
  public:
   using Object = typename C::Object;
-  using Snap = Snapshot<Object>;
+  using Stored = typename StoredOf<C>::type;  // Object unless the codec projects
+  static constexpr bool kKeepsObjects = !ProjectingCodec<C>;
+  using Snap = Snapshot<Stored>;
   using ItemPtr = typename Snap::ItemPtr;
-  using IndexFunc = std::function<std::vector<std::string>(const Object&)>;
+  using IndexFunc = std::function<std::vector<std::string>(const Stored&)>;
   // A snapshot held by the thread that read it (see SnapshotCell::Guard).
   using SnapshotRef = typename SnapshotCell<Snap>::Guard;
 
+  // An add and an update's new value are the object as decoded: the store's
+  // own when it keeps objects; a projecting store hands its decoded object
+  // over to be moved from (nothing else holds it), and so takes one set of
+  // handlers. An update's old value and a deletion are what the store kept.
+  using Delivered = std::conditional_t<kKeepsObjects, const Object&, Object&&>;
   struct Handlers {
-    std::function<void(const Object&)> onAdd;
-    std::function<void(const Object& oldObj, const Object& newObj)> onUpdate;
-    std::function<void(const Object&)> onDelete;
+    std::function<void(Delivered)> onAdd;
+    std::function<void(const Stored& oldObj, Delivered newObj)> onUpdate;
+    std::function<void(const Stored&)> onDelete;
   };
 
   Store() { current_.publish(std::make_unique<const Snap>()); }
@@ -115,6 +128,8 @@ class Store {
   }
   void addHandlers(Handlers h) {
     std::lock_guard lock(handlersMu_);
+    if (!kKeepsObjects && !handlers_.empty())
+      throw std::logic_error("a store that keeps no objects hands each one to a single set of handlers");
     handlers_.push_back(std::move(h));
   }
 
@@ -134,15 +149,15 @@ class Store {
       if (old) {
         live_.objects_.erase(key);
         unindex(old);
-        pending_.push_back({EventType::kDeleted, std::move(old), nullptr});
+        pending_.push_back({EventType::kDeleted, std::move(old), nullptr, {}});
       }
       return;
     }
-    auto item = std::make_shared<const typename Snap::Item>(typename Snap::Item{key, std::move(obj)});
+    ItemPtr item = makeItem(key, obj);
     live_.objects_[key] = item;
     if (old) unindex(old);
     index(item);
-    pending_.push_back({old ? EventType::kModified : EventType::kAdded, std::move(old), std::move(item)});
+    pending_.push_back({old ? EventType::kModified : EventType::kAdded, std::move(old), std::move(item), held(obj)});
   }
 
   void setResourceVersion(std::string rv) {
@@ -164,19 +179,84 @@ class Store {
     }
     live_.objects_.clear();
     for (auto& idx : live_.indexes_) idx.second.clear();
+    relisted_.clear();
+    relisted_.reserve(items.size());
     for (auto& obj : items) {
       std::string key = C::key(obj);
-      auto item = std::make_shared<const typename Snap::Item>(typename Snap::Item{key, std::move(obj)});
-      live_.objects_[key] = item;
+      ItemPtr item = makeItem(key, obj);
+      ItemPtr& slot = live_.objects_[key];
+      if (slot) {
+        // Listed twice: the later one stands, reported once.
+        unindex(slot);
+        std::erase_if(relisted_, [&](const Change& c) { return c.newItem == slot; });
+      }
+      slot = item;
       index(item);
+      relisted_.push_back({EventType::kAdded, nullptr, std::move(item), held(obj)});
     }
     for (auto& old : previous) {
-      if (!live_.objects_.contains(old->key)) pending_.push_back({EventType::kDeleted, old, nullptr});
+      if (!live_.objects_.contains(old->key)) pending_.push_back({EventType::kDeleted, old, nullptr, {}});
     }
     items.clear();
     replaced_ = true;
     replacedPrevious_ = std::move(previous);
     live_.resourceVersion_ = std::move(rv);
+  }
+
+  // A relist in pages, for a store that keeps no objects (it has none to
+  // report later, and a list's decoded objects need not all be alive at
+  // once): each page's adds and updates against the published content go to
+  // the handlers as the page arrives, before the snapshot holding them is
+  // published; endRelist queues the deletions, which follow the publication
+  // as with replace(). Callers publish before beginRelist. A relist given up
+  // half-way (abandonRelist) keeps what its pages delivered and deletes
+  // nothing: the next relist compares against that.
+  void beginRelist() requires(!kKeepsObjects) {
+    dirty_ = true;
+    relistBaseline_.clear();
+    {
+      SnapshotRef published = snapshot();
+      relistBaseline_.reserve(published->objects_.size());
+      published->objects_.forEach([&](std::string_view, const ItemPtr& p) { relistBaseline_.push_back(p); });
+    }
+    std::sort(relistBaseline_.begin(), relistBaseline_.end(),
+              [](const ItemPtr& a, const ItemPtr& b) { return a->key < b->key; });
+    relistSeen_.assign(relistBaseline_.size(), false);
+  }
+  void relistPage(std::vector<Object>&& items) requires(!kKeepsObjects) {
+    dirty_ = true;
+    for (auto& obj : items) {
+      std::string key = C::key(obj);
+      auto it = std::lower_bound(relistBaseline_.begin(), relistBaseline_.end(), key, keyBefore);
+      if (it != relistBaseline_.end() && (*it)->key == key) relistSeen_[it - relistBaseline_.begin()] = true;
+      ItemPtr& slot = live_.objects_[key];
+      ItemPtr old = slot;
+      if (old && C::resourceVersion(old->value) == C::resourceVersion(obj)) continue;
+      ItemPtr item = makeItem(key, obj);
+      slot = item;
+      if (old) unindex(old);
+      index(item);
+      Change change{old ? EventType::kModified : EventType::kAdded, std::move(old), std::move(item), held(obj)};
+      std::lock_guard lock(handlersMu_);
+      deliver(change);
+    }
+    items.clear();
+  }
+  void endRelist(std::string rv) requires(!kKeepsObjects) {
+    for (std::size_t i = 0; i < relistBaseline_.size(); ++i) {
+      const ItemPtr& old = relistBaseline_[i];
+      if (relistSeen_[i]) continue;
+      live_.objects_.erase(old->key);
+      unindex(old);
+      pending_.push_back({EventType::kDeleted, old, nullptr, {}});
+    }
+    abandonRelist();
+    live_.resourceVersion_ = std::move(rv);
+  }
+  void abandonRelist() requires(!kKeepsObjects) {
+    dirty_ = true;
+    relistBaseline_ = {};
+    relistSeen_ = {};
   }
 
   void markSynced() {
@@ -191,14 +271,12 @@ class Store {
     live_.generation_ = ++generation_;
     // The copy shares every bucket with the live maps; the next write to one
     // clones just that bucket.
-    auto snap = std::make_unique<const Snap>(live_);
-    const Snap* published = snap.get();  // only this thread retires it, at a later publish
-    current_.publish(std::move(snap));
-    dispatch(*published);
+    current_.publish(std::make_unique<const Snap>(live_));
+    dispatch();
   }
 
   // Calls onUpdate(obj, obj) for every object (client-go's resync).
-  void resync() {
+  void resync() requires kKeepsObjects {
     auto snap = snapshot();
     std::lock_guard lock(handlersMu_);
     snap->forEach([&](std::string_view, const Object& obj) {
@@ -212,11 +290,37 @@ class Store {
   uint64_t published() const { return generation_; }
 
  private:
+  // A projecting store holds an add's or an update's decoded object here
+  // until its handlers ran; a store that keeps objects has it in newItem.
+  struct NothingHeld {};
+  using Held = std::conditional_t<kKeepsObjects, NothingHeld, std::optional<Object>>;
   struct Change {
     EventType type;
     ItemPtr oldItem;
     ItemPtr newItem;
+    [[no_unique_address]] Held decoded;
   };
+
+  // Takes what it keeps of `obj`: all of it (obj is moved from) or its projection.
+  static ItemPtr makeItem(const std::string& key, Object& obj) {
+    if constexpr (kKeepsObjects)
+      return std::make_shared<const typename Snap::Item>(typename Snap::Item{key, std::move(obj)});
+    else
+      return std::make_shared<const typename Snap::Item>(typename Snap::Item{key, C::stored(obj)});
+  }
+  // After makeItem: what the change holds of `obj` until dispatch.
+  static Held held(Object& obj) {
+    if constexpr (kKeepsObjects)
+      return {};
+    else
+      return std::move(obj);
+  }
+  static Delivered decodedOf(Change& c) {
+    if constexpr (kKeepsObjects)
+      return c.newItem->value;
+    else
+      return std::move(*c.decoded);
+  }
 
   static bool keyBefore(const ItemPtr& p, const std::string& k) { return p->key < k; }
 
@@ -260,47 +364,55 @@ class Store {
     }
   }
 
-  void dispatch(const Snap& snap) {
+  void dispatch() {
     std::vector<Change> changes = std::move(pending_);
     pending_.clear();
     if (replaced_) {
-      // After a relist, compare the new content with what was there before.
+      // After a relist, compare what was listed with what was there before;
+      // then the deletions and whatever was applied after the relist.
       std::vector<ItemPtr> previous = std::move(replacedPrevious_);
+      std::vector<Change> relisted = std::move(relisted_);
+      relisted_.clear();
       replaced_ = false;
       std::vector<Change> deltas;
       std::sort(previous.begin(), previous.end(), [](const ItemPtr& a, const ItemPtr& b) { return a->key < b->key; });
-      snap.objects_.forEach([&](std::string_view, const ItemPtr& now) {
-        auto it = std::lower_bound(previous.begin(), previous.end(), now->key, keyBefore);
-        if (it != previous.end() && (*it)->key == now->key) {
-          if (C::resourceVersion((*it)->value) != C::resourceVersion(now->value)) {
-            deltas.push_back({EventType::kModified, *it, now});
-          }
-        } else {
-          deltas.push_back({EventType::kAdded, nullptr, now});
+      for (Change& c : relisted) {
+        auto it = std::lower_bound(previous.begin(), previous.end(), c.newItem->key, keyBefore);
+        if (it == previous.end() || (*it)->key != c.newItem->key) {
+          deltas.push_back(std::move(c));
+        } else if (C::resourceVersion((*it)->value) != C::resourceVersion(c.newItem->value)) {
+          c.type = EventType::kModified;
+          c.oldItem = *it;
+          deltas.push_back(std::move(c));
         }
-      });
-      for (auto& c : changes) deltas.push_back(std::move(c));  // the deletions
+      }
+      relisted = {};
+      for (auto& c : changes) deltas.push_back(std::move(c));
       changes = std::move(deltas);
     }
     std::lock_guard lock(handlersMu_);
-    for (const Change& c : changes) {
-      for (auto& h : handlers_) {
-        safeCall([&] {
-          switch (c.type) {
-            case EventType::kAdded:
-              if (h.onAdd) h.onAdd(c.newItem->value);
-              break;
-            case EventType::kModified:
-              if (h.onUpdate) h.onUpdate(c.oldItem->value, c.newItem->value);
-              break;
-            case EventType::kDeleted:
-              if (h.onDelete) h.onDelete(c.oldItem->value);
-              break;
-            default: break;
-          }
-        });
-      }
+    for (Change& c : changes) deliver(c);
+  }
+
+  // Calls the handlers for one change (handlersMu_ held).
+  void deliver(Change& c) {
+    for (auto& h : handlers_) {
+      safeCall([&] {
+        switch (c.type) {
+          case EventType::kAdded:
+            if (h.onAdd) h.onAdd(decodedOf(c));
+            break;
+          case EventType::kModified:
+            if (h.onUpdate) h.onUpdate(c.oldItem->value, decodedOf(c));
+            break;
+          case EventType::kDeleted:
+            if (h.onDelete) h.onDelete(c.oldItem->value);
+            break;
+          default: break;
+        }
+      });
     }
+    if constexpr (!kKeepsObjects) c.decoded.reset();  // freed as the batch goes, not at its end
   }
 
   SnapshotCell<Snap> current_;
@@ -312,7 +424,10 @@ class Store {
   Snap live_;
   bool dirty_ = false;
   std::vector<Change> pending_;
+  std::vector<Change> relisted_;  // the adds of the last replace, in list order
   std::vector<ItemPtr> replacedPrevious_;
+  std::vector<ItemPtr> relistBaseline_;  // a paged relist's published content, by key
+  std::vector<bool> relistSeen_;         // which of it the relist listed so far
   bool replaced_ = false;
   uint64_t generation_ = 0;
 };

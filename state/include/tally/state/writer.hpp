@@ -116,6 +116,8 @@ class Writer {
     bool synced;
   };
   using Event = std::variant<Object, Remove, Synced, Task>;
+  static constexpr std::size_t kRetainedBatch = 4096;  // events the writer keeps room for between batches
+  static constexpr std::uint64_t kReleaseAfterEvents = 100'000;
 
   void enqueue(Event event, bool urgent);
   void run(std::stop_token stop);
@@ -128,6 +130,7 @@ class Writer {
   void tick(Clock::time_point now);
   Clock::time_point nextDeadline() const;
   void publish();
+  void releaseFreeMemoryIfDue(const Snapshot& snapshot);
 
   Options options_;
   SnapshotCell<Snapshot> cell_;
@@ -152,6 +155,8 @@ class Writer {
   std::shared_ptr<const model::Cluster> base_;
   bool baseDirty_ = true;
   const Snapshot* published_ = nullptr;  // alive until the next publish retires it
+  bool released_ = false;                // free memory was returned once every kind had synced
+  std::uint64_t appliedSinceRelease_ = 0;
   bool dirty_ = true;
   std::uint64_t generation_ = 0;
   Clock::time_point lastPublish_{};
