@@ -35,12 +35,6 @@ namespace http = tally::runtime::http;
 namespace admission = tally::runtime::admission;
 namespace obs = tally::observability;
 
-std::chrono::milliseconds parseDuration(const std::string& flag, const std::string& text) {
-  auto parsed = runtime::process::parseDuration(text);
-  if (!parsed) throw std::invalid_argument(flag + ": " + parsed.error().message);
-  return *parsed;
-}
-
 std::string defaultIdentity() {
   if (const char* pod = std::getenv("POD_NAME"); pod && *pod) return pod;
   char host[256] = {};
@@ -169,15 +163,15 @@ void addFlags(CLI::App& app, Flags& f) {
 runtime::ManagerOptions managerOptions(const Flags& f, obs::Registry& registry) {
   runtime::ManagerOptions o;
   o.metrics = &registry;
-  o.cacheSyncTimeout = parseDuration("--cache-sync-timeout", f.cacheSyncTimeout);
+  o.cacheSyncTimeout = runtime::process::durationFlag("--cache-sync-timeout", f.cacheSyncTimeout);
   if (f.leaderElect) {
     runtime::LeaderElectionConfig le;
     le.leaseName = f.leaseName;
     le.leaseNamespace = f.leaseNamespace;
     le.identity = f.identity;
-    le.leaseDuration = parseDuration("--leader-election-lease-duration", f.leaseDuration);
-    le.renewDeadline = parseDuration("--leader-election-renew-deadline", f.renewDeadline);
-    le.retryPeriod = parseDuration("--leader-election-retry-period", f.retryPeriod);
+    le.leaseDuration = runtime::process::durationFlag("--leader-election-lease-duration", f.leaseDuration);
+    le.renewDeadline = runtime::process::durationFlag("--leader-election-renew-deadline", f.renewDeadline);
+    le.retryPeriod = runtime::process::durationFlag("--leader-election-retry-period", f.retryPeriod);
     le.onNewLeader = [](const std::string& who) { logInfo("leader observed", {{"identity", who}}); };
     o.leaderElection = std::move(le);
   }
@@ -202,11 +196,12 @@ admission::CertificateKeeperOptions keeperOptions(const Flags& f) {
   o.validatingWebhookConfigurations = named(f.validatingConfigurations);
   o.mutatingWebhookConfigurations = named(f.mutatingConfigurations);
   o.directory = f.certDir;
-  o.bundlePropagation = parseDuration("--bundle-propagation", f.bundlePropagation);
-  o.servingValidity =
-      std::chrono::duration_cast<std::chrono::seconds>(parseDuration("--serving-cert-validity", f.servingValidity));
-  o.caValidity = std::chrono::duration_cast<std::chrono::seconds>(parseDuration("--ca-validity", f.caValidity));
-  o.caOverlap = parseDuration("--ca-overlap", f.caOverlap);
+  o.bundlePropagation = runtime::process::durationFlag("--bundle-propagation", f.bundlePropagation);
+  o.servingValidity = std::chrono::duration_cast<std::chrono::seconds>(
+      runtime::process::durationFlag("--serving-cert-validity", f.servingValidity));
+  o.caValidity =
+      std::chrono::duration_cast<std::chrono::seconds>(runtime::process::durationFlag("--ca-validity", f.caValidity));
+  o.caOverlap = runtime::process::durationFlag("--ca-overlap", f.caOverlap);
   if (o.servingValidity.count() < 3 || o.caValidity < o.servingValidity) {
     throw std::invalid_argument("--serving-cert-validity must be at least 3s and --ca-validity at least as long");
   }
@@ -276,7 +271,7 @@ int main(int argc, char** argv) {
     if (f.binder) {
       controller::DeviceBinderOptions bo;
       bo.instance = f.identity;
-      bo.retryInterval = parseDuration("--binder-retry-interval", f.binderRetry);
+      bo.retryInterval = runtime::process::durationFlag("--binder-retry-interval", f.binderRetry);
       bo.maxConflicts = std::max(1, f.binderMaxConflicts);
       bo.metrics = &registry;
       binder = std::make_unique<controller::DeviceBinder>(client, bo);
@@ -340,8 +335,8 @@ int main(int argc, char** argv) {
       so.port = f.webhookPort;
       so.threads = f.threads;
       so.threadName = "tally-webhook";
-      so.readTimeout = parseDuration("--read-timeout", f.readTimeout);
-      so.idleTimeout = parseDuration("--idle-timeout", f.idleTimeout);
+      so.readTimeout = runtime::process::durationFlag("--read-timeout", f.readTimeout);
+      so.idleTimeout = runtime::process::durationFlag("--idle-timeout", f.idleTimeout);
       so.tls = keeper.tlsFiles();
       http::Router webhooks;
       admission::WebhookOptions wo;
