@@ -12,7 +12,6 @@
 #include "tally/model/usage.hpp"
 #include "tally/runtime/conflict.hpp"
 #include "tally/runtime/json_watch.hpp"
-#include "tally/state/kinds.hpp"
 
 namespace tally::controller {
 
@@ -40,6 +39,8 @@ struct RecordCodec {
 };
 
 std::string nowText() { return formatRfc3339(toUnixTime(std::chrono::system_clock::now())); }
+// Unix seconds, as GpuDevice::created counts them.
+std::int64_t unixNow() { return toUnixTime(std::chrono::system_clock::now()).seconds; }
 
 // The first refusal's code names the condition's reason; the message keeps all.
 std::string reasonOf(const model::Decision& d) {
@@ -109,9 +110,7 @@ void DeviceBinder::readFrom(const SnapshotCell<state::Snapshot>& cell) {
       if (d.created > 0 && (oldest == 0 || d.created < oldest)) oldest = d.created;
     }
     metrics_->pending.set(static_cast<double>(count));
-    const auto now =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    metrics_->oldestPending.set(oldest == 0 ? 0.0 : static_cast<double>(std::max<std::int64_t>(0, now - oldest)));
+    metrics_->oldestPending.set(oldest == 0 ? 0.0 : static_cast<double>(std::max<std::int64_t>(0, unixNow() - oldest)));
   });
 }
 
@@ -266,11 +265,6 @@ runtime::Result<ReconcileResult> DeviceBinder::reconcile(const std::string& key,
 }
 
 namespace {
-
-struct Write {
-  runtime::JsonPatch patch;
-  bool status = false;  // on the status subresource
-};
 
 // The whole status the binder keeps: phase, node, attachedTo, conditions.
 std::string statusValue(const model::GpuDevice& d, const std::vector<Condition>& conditions, std::int64_t generation) {
@@ -470,11 +464,8 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
         }
         if (metrics_) {
           metrics_->placements.inc();
-          const auto nowSeconds =
-              std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-                  .count();
           if (fresh.created > 0)
-            metrics_->placementSeconds.observe(double(std::max<std::int64_t>(0, nowSeconds - fresh.created)));
+            metrics_->placementSeconds.observe(double(std::max<std::int64_t>(0, unixNow() - fresh.created)));
         }
         event(fresh, "Normal", "Placed", message);
         logInfo("binder: placed", {{"device", key}, {"node", next.node}, {"count", fresh.count}});

@@ -98,7 +98,6 @@ class DeviceBinder final : public state::Extension {
     model::DevicePhase seenAs;  // its phase in the snapshot when written: kept until the snapshot moves on
   };
   struct Metrics;
-  enum class Wake { kNone, kDevices, kAll };
 
   runtime::Status catchUp(const model::Cluster& cluster);
   void prune(const model::Cluster& cluster);
