@@ -1,6 +1,7 @@
 #include <string>
 
 #include "metadata.hpp"
+#include "tally/common/rfc3339.hpp"
 #include "tally/codec/objects.hpp"
 #include "tally/model/ledger.hpp"
 
@@ -9,11 +10,32 @@ namespace {
 
 using namespace detail;
 
-Status readAttachedTo(od::value value, model::ObjectRef& ref) {
-  return forEachField(value, "attachedTo", [&](std::string_view key, od::value field) -> Status {
-    if (key == "namespace") return readString(field, key, ref.ns);
-    if (key == "name") return readString(field, key, ref.name);
-    if (key == "uid") return readString(field, key, ref.uid);
+Status readTime(od::value value, std::string_view field, model::Timestamp& out) {
+  std::string text;
+  if (auto read = readString(value, field, text); !read) return read;
+  auto t = parseRfc3339(text);
+  if (!t) return fieldError(field, t.error().describe());
+  out = t.value().seconds;
+  return {};
+}
+
+Status readNames(od::value value, std::string_view field, std::vector<std::string>& out) {
+  return forEachElement(value, field, [&](std::size_t i, od::value item) -> Status {
+    return readString(item, indexField(i), out.emplace_back());
+  });
+}
+
+// The attachment the VM door writes: status.attachedTo, or the template-of
+// annotation of a device it created (the same fields, the VMI as "vmi").
+Status readAttachment(od::value value, std::string_view field, model::GpuDevice& device, bool annotation) {
+  model::ObjectRef& ref = device.attachedTo;
+  return forEachField(value, field, [&](std::string_view key, od::value f) -> Status {
+    if (key == "namespace") return readString(f, key, ref.ns);
+    if (key == (annotation ? "vmi" : "name")) return readString(f, key, ref.name);
+    if (key == "uid" && !annotation) return readString(f, key, ref.uid);
+    if (key == "token") return readString(f, key, device.attachToken);
+    if (key == "set") return readNames(f, key, device.attachSet);
+    if (key == "since") return readTime(f, key, device.attachedAt);
     return {};
   });
 }
@@ -41,7 +63,7 @@ Status readStatus(od::value value, model::GpuDevice& device, std::vector<Conditi
       return {};
     }
     if (key == "node") return readString(field, key, device.node);
-    if (key == "attachedTo") return readAttachedTo(field, device.attachedTo);
+    if (key == "attachedTo") return readAttachment(field, key, device, false);
     if (key == "conditions" && conditions) {
       return forEachElement(field, key, [&](std::size_t i, od::value item) -> Status {
         auto read = readCondition(item, conditions->emplace_back());
@@ -58,10 +80,14 @@ Result<model::GpuDevice> decodeDevice(od::value json, ObjectMeta* out, std::vect
   model::GpuDevice device;
   Metadata meta;
   meta.sink = out;
+  std::string templateOf;  // the annotation's text, read once the status is known
+  MetadataHooks hooks{.created = true, .finalizers = conditions != nullptr};
+  hooks.annotation = [&](std::string_view key, std::string_view value) -> Status {
+    if (key == model::kAnnotationTemplateOf) templateOf = value;
+    return {};
+  };
   Status status = forEachField(json, "", [&](std::string_view key, od::value field) -> Status {
-    if (key == "metadata") {
-      return readMetadata(field, meta, MetadataHooks{.created = true, .finalizers = conditions != nullptr});
-    }
+    if (key == "metadata") return readMetadata(field, meta, hooks);
     if (key == "spec") {
       return forEachField(field, key, [&](std::string_view specKey, od::value specField) -> Status {
         if (specKey == "class") return readString(specField, specKey, device.className);
@@ -75,6 +101,19 @@ Result<model::GpuDevice> decodeDevice(od::value json, ObjectMeta* out, std::vect
   constexpr std::string_view kKind = "GPUDevice";
   if (auto done = finished(std::move(status), kKind, meta); !done) return std::move(done).error();
   if (device.className.empty()) return inObject(fieldError("spec.class", "missing"), kKind, meta);
+  if (!templateOf.empty()) {
+    device.fromTemplate = true;
+    // Until the status records it, the annotation is the attachment.
+    if (device.attachedTo.empty()) {
+      Status read = withEmbeddedJson(templateOf, "",
+                                     [&](od::value root) -> Status { return readAttachment(root, "", device, true); });
+      if (!read) {
+        return inObject(
+            std::move(read).error().under("metadata.annotations[" + std::string(model::kAnnotationTemplateOf) + "]"),
+            kKind, meta);
+      }
+    }
+  }
   device.created = meta.created;
   device.ns = std::move(meta.ns);
   device.name = std::move(meta.name);

@@ -114,6 +114,8 @@ Result<model::VirtualMachineInstance> decodeVirtualMachineInstance(od::value jso
       auto templates = decodeDeviceTemplates(value);
       if (!templates) return std::move(templates).error();
       vmi.deviceTemplates = std::move(templates).value();
+    } else if (key == model::kAnnotationVmiAttachment) {
+      vmi.attachToken = value;
     }
     return {};
   };

@@ -136,6 +136,47 @@ TEST(GpuDeviceDecode, ReadsSpecStatusAndCreation) {
   EXPECT_EQ(device.created, 1767323045);
 }
 
+TEST(GpuDeviceDecode, ReadsTheAttachmentOfTheVmDoor) {
+  auto device = decodeOk<GpuDeviceCodec>(R"({"metadata": {"name": "held", "namespace": "acme"},
+    "spec": {"class": "h200"},
+    "status": {"phase": "Attached", "node": "gpu-1",
+               "attachedTo": {"namespace": "acme", "name": "vm", "uid": "", "token": "t0k",
+                              "set": ["held", "vm-t0k-0"], "since": "2026-01-02T03:04:05Z"}}})");
+  EXPECT_EQ(device.attachedTo, (model::ObjectRef{"acme", "vm", ""}));
+  EXPECT_EQ(device.attachToken, "t0k");
+  EXPECT_EQ(device.attachSet, (std::vector<std::string>{"held", "vm-t0k-0"}));
+  EXPECT_EQ(device.attachedAt, 1767323045);
+  EXPECT_FALSE(device.fromTemplate);
+}
+
+TEST(GpuDeviceDecode, ATemplateDeviceIsAttachedByItsAnnotationUntilItsStatusSaysSo) {
+  const std::string annotation =
+      R"("gpu.tally.dev/template-of": "{\"vmi\":\"vm\",\"token\":\"t0k\",\"set\":[\"held\",\"vm-t0k-0\"],\"since\":\"2026-01-02T03:04:05Z\"}")";
+  auto fresh = decodeOk<GpuDeviceCodec>(R"({"metadata": {"name": "vm-t0k-0", "namespace": "acme", "annotations": {)" +
+                                        annotation + R"(}}, "spec": {"class": "h200"}})");
+  EXPECT_TRUE(fresh.fromTemplate);
+  EXPECT_EQ(fresh.attachedTo, (model::ObjectRef{"", "vm", ""}));
+  EXPECT_EQ(fresh.attachToken, "t0k");
+  EXPECT_EQ(fresh.attachSet.size(), 2u);
+  EXPECT_EQ(fresh.attachedAt, 1767323045);
+  // The status, once written, is the attachment (the uid recorded).
+  auto later = decodeOk<GpuDeviceCodec>(R"({"metadata": {"name": "vm-t0k-0", "namespace": "acme", "annotations": {)" +
+                                        annotation + R"(}}, "spec": {"class": "h200"},
+    "status": {"phase": "Attached", "node": "n", "attachedTo": {"name": "vm", "uid": "u-1", "token": "t0k"}}})");
+  EXPECT_TRUE(later.fromTemplate);
+  EXPECT_EQ(later.attachedTo.uid, "u-1");
+  EXPECT_TRUE(later.attachSet.empty());
+  // A broken annotation is an error naming it.
+  auto error = decodeError<GpuDeviceCodec>(
+      R"({"metadata": {"name": "x", "namespace": "acme", "annotations": {"gpu.tally.dev/template-of": "{\"since\": 5}"}},
+          "spec": {"class": "h200"}})");
+  EXPECT_NE(error.field.find("gpu.tally.dev/template-of"), std::string::npos) << error.field;
+  EXPECT_EQ(decodeError<GpuDeviceCodec>(R"({"metadata": {"name": "x"}, "spec": {"class": "h200"},
+    "status": {"attachedTo": {"name": "vm", "since": "soon"}}})")
+                .field,
+            "status.attachedTo.since");
+}
+
 TEST(GpuDeviceDecode, WithoutStatusIsPendingAndCountDefaultsToOne) {
   auto device = decodeOk<GpuDeviceCodec>(R"({"metadata": {"name": "d", "namespace": "n"}, "spec": {"class": "c"}})");
   EXPECT_EQ(device.phase, model::DevicePhase::Pending);
@@ -175,7 +216,8 @@ TEST(VirtualMachineInstanceDecode, GpusActivePodsAndDeviceAnnotations) {
   auto vmi = decodeOk<VirtualMachineInstanceCodec>(R"({"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
     "metadata": {"name": "vm", "namespace": "acme", "uid": "vmi-1", "annotations": {
       "gpu.tally.dev/devices": "[\"held-a\",\"held-b\"]",
-      "gpu.tally.dev/device-templates": "[{\"class\":\"nvidia-h200-passthrough\",\"count\":2}]"}},
+      "gpu.tally.dev/device-templates": "[{\"class\":\"nvidia-h200-passthrough\",\"count\":2}]",
+      "gpu.tally.dev/attachment": "t0k"}},
     "spec": {"domain": {"cpu": {"cores": 8}, "devices": {"disks": [], "gpus": [
       {"name": "gpu0", "deviceName": "nvidia.com/H200"}, {"name": "gpu1", "deviceName": "nvidia.com/H200"}]}}},
     "status": {"phase": "Running", "activePods": {"pod-uid-1": "gpu-1", "pod-uid-2": "gpu-2"}}})");
@@ -187,6 +229,7 @@ TEST(VirtualMachineInstanceDecode, GpusActivePodsAndDeviceAnnotations) {
   ASSERT_EQ(vmi.deviceTemplates.size(), 1u);
   EXPECT_EQ(vmi.deviceTemplates[0], (model::DeviceTemplate{"nvidia-h200-passthrough", 2}));
   EXPECT_EQ(vmi.phase, "Running");
+  EXPECT_EQ(vmi.attachToken, "t0k");
 }
 
 TEST(VirtualMachineInstanceDecode, DeviceNamesMayBeCommaSeparated) {

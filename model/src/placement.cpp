@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "lookup.hpp"
+#include "without_devices.hpp"
 #include "tally/model/units.hpp"
 #include "tally/model/usage.hpp"
 
@@ -71,37 +72,7 @@ std::int64_t HeldAheadView::poolFreeUnits(const Cluster& cluster, const DeviceCl
 
 namespace {
 
-// `view` with the budget usage of some Pending devices taken out.
-class WithoutDevices final : public CapacityView {
- public:
-  WithoutDevices(const Cluster& cluster, const CapacityView& base) : cluster_(cluster), base_(base) {}
-  void leaveOut(const GpuDevice& d) {
-    for (const auto& [key, units] : deviceUsage(d, cluster_).budget) {
-      namespaceLess_[d.ns].add(key, units);
-      for (const auto& ns : chainOf(cluster_, d.ns)) subtreeLess_[ns].add(key, units);
-    }
-  }
-  std::int64_t nodeUsed(std::string_view n, std::string_view r) const override { return base_.nodeUsed(n, r); }
-  std::int64_t nodeHeld(std::string_view n, std::string_view r) const override { return base_.nodeHeld(n, r); }
-  std::int64_t subtreeUsed(std::string_view ns, std::string_view key) const override {
-    return base_.subtreeUsed(ns, key) - ahead(subtreeLess_, ns, key);
-  }
-  std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override {
-    return base_.namespaceUsed(ns, key) - ahead(namespaceLess_, ns, key);
-  }
-  bool counts(const Pod& pod) const override { return base_.counts(pod); }
-  std::int64_t subtreePlaced(std::string_view ns, std::string_view r) const override {
-    return base_.subtreePlaced(ns, r);
-  }
-  std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override {
-    return base_.poolFreeUnits(cluster, pool);
-  }
-
- private:
-  const Cluster& cluster_;
-  const CapacityView& base_;
-  std::map<std::string, ResourceList, std::less<>> namespaceLess_, subtreeLess_;
-};
+using detail::WithoutDevices;
 
 auto arrival(const GpuDevice& d) { return std::tie(d.created, d.ns, d.name); }
 
@@ -112,6 +83,21 @@ Placement placeHeldDevice(const Cluster& cluster, const HeldAheadView& view, con
 }
 
 DeviceSet deviceSetOf(const Cluster& cluster, const GpuDevice& device) {
+  // An attachment the VM door wrote names the whole set, before its VMI exists.
+  if (!device.attachSet.empty()) {
+    DeviceSet set;
+    set.vmi = objectKey(device.attachedTo.ns.empty() ? device.ns : device.attachedTo.ns, device.attachedTo.name);
+    for (const auto& name : device.attachSet) {
+      if (name == device.name) {
+        set.members.push_back(&device);
+      } else if (auto member = cluster.devices.find(objectKey(device.ns, name)); member != cluster.devices.end()) {
+        set.members.push_back(&member->second);
+      } else {
+        set.missing.push_back(name);
+      }
+    }
+    return set;
+  }
   auto [first, last] = detail::namespacedRange(cluster.vmis, device.ns);
   for (auto it = first; it != last; ++it) {
     const auto& names = it->second.heldDevices;

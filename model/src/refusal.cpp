@@ -28,6 +28,7 @@ std::string_view toString(Code code) {
     case Code::DeviceUnknown: return "DeviceUnknown";
     case Code::DeviceUnavailable: return "DeviceUnavailable";
     case Code::DeviceAttached: return "DeviceAttached";
+    case Code::NotPermitted: return "NotPermitted";
     case Code::AddonReductionBlocked: return "AddonReductionBlocked";
     case Code::AddonUnknown: return "AddonUnknown";
     case Code::ModeTransitionBlocked: return "ModeTransitionBlocked";

@@ -24,6 +24,12 @@ inline constexpr std::string_view kLabelExpectedWorkloadMode = "kube-dc.com/gpu.
 inline constexpr std::string_view kAnnotationInventory = "gpu.tally.dev/inventory";
 inline constexpr std::string_view kAnnotationVmiDevices = "gpu.tally.dev/devices";
 inline constexpr std::string_view kAnnotationVmiDeviceTemplates = "gpu.tally.dev/device-templates";
+// On a VMI: the token of its devices' attachment, written by the VMI webhook
+// in its answer (so the reinvoked webhook and the reconciler recognise it).
+inline constexpr std::string_view kAnnotationVmiAttachment = "gpu.tally.dev/attachment";
+// On a GPUDevice the VMI webhook created from a device template: JSON
+// {"vmi","token","set","since"}, its attachment from its first moment.
+inline constexpr std::string_view kAnnotationTemplateOf = "gpu.tally.dev/template-of";
 inline constexpr std::string_view kAnnotationOrgAddons = "billing.kube-dc.com/addons";
 inline constexpr std::string_view kEntitlementLabelPrefix = "gpu.tally.dev/entitled-";
 inline constexpr std::string_view kOrgQuotaName = "plan-quota";
@@ -190,6 +196,13 @@ struct GpuDevice {
   DevicePhase phase = DevicePhase::Pending;
   std::string node;
   ObjectRef attachedTo;
+  // The attachment the VMI webhook recorded with attachedTo (status.attachedTo
+  // .token, .set, .since): the token the VMI carries until its uid is known,
+  // every member of the VMI's device set, and when it was attached.
+  std::string attachToken;
+  std::vector<std::string> attachSet;
+  Timestamp attachedAt = 0;
+  bool fromTemplate = false;  // created by the VMI webhook from a template: deleted with its VMI
   bool deleting = false;
   Timestamp created = 0;
   friend bool operator==(const GpuDevice&, const GpuDevice&) = default;
@@ -220,6 +233,7 @@ struct VirtualMachineInstance {
   std::vector<VmiGpu> gpus;
   std::vector<std::string> heldDevices;         // gpu.tally.dev/devices
   std::vector<DeviceTemplate> deviceTemplates;  // gpu.tally.dev/device-templates
+  std::string attachToken;                      // gpu.tally.dev/attachment
   std::string phase;
   friend bool operator==(const VirtualMachineInstance&, const VirtualMachineInstance&) = default;
 };

@@ -59,7 +59,9 @@ class HeldAheadView final : public CapacityView {
 // Devices `view` holds ahead count as placed.
 Placement placeHeldDevice(const Cluster& cluster, const HeldAheadView& view, const GpuDevice& device);
 
-// The devices that go to one node with `device`: those a VirtualMachineInstance
+// The devices that go to one node with `device`: the set its attachment names
+// (status.attachedTo.set, written by the VM door before the VMI exists), else
+// those a VirtualMachineInstance
 // of its namespace names in gpu.tally.dev/devices beside it (the first such
 // VMI by name; in any phase: a stopped VM still needs its set whole), itself
 // included, in the VMI's order; only `device` when no VMI names it. Names the

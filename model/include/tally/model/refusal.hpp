@@ -35,6 +35,7 @@ enum class Code {
   DeviceUnknown,
   DeviceUnavailable,
   DeviceAttached,
+  NotPermitted,
   AddonReductionBlocked,
   AddonUnknown,
   ModeTransitionBlocked,
