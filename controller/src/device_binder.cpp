@@ -1,5 +1,7 @@
 #include "tally/controller/device_binder.hpp"
 
+#include "device_status.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,22 +23,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const runtime::Resource& devicesResource() {
-  static const runtime::Resource r = runtime::Resource::of("gpu.tally.dev", "v1alpha1", "gpudevices");
-  return r;
-}
+using detail::devicesResource;
 
-// GET, PATCH and LIST bodies decoded with the metadata and conditions a write needs.
-struct RecordCodec {
-  using Object = codec::GpuDeviceRecord;
-  static runtime::Result<Object> fromJson(simdjson::ondemand::value json) {
-    auto decoded = codec::decodeGpuDeviceRecord(json);
-    if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
-    return std::move(decoded).value();
-  }
-  static std::string key(const Object& o) { return o.meta.key(); }
-  static std::string_view resourceVersion(const Object& o) { return o.meta.resourceVersion; }
-};
+using detail::RecordCodec;
 
 std::string nowText() { return formatRfc3339(toUnixTime(std::chrono::system_clock::now())); }
 // Unix seconds, as GpuDevice::created counts them.
@@ -67,6 +56,11 @@ struct DeviceBinder::Metrics {
                       .with({})),
         releases(r.counter("tally_controller_binder_releases_total", "Deleted GPUDevices whose release was recorded.")
                      .with({})),
+        attachments(
+            r.counter("tally_controller_binder_attachments_total",
+                      "Attachments of the VM door reconciled: uid-recorded, detached (a held device whose VMI is "
+                      "gone or never appeared), deleted (such a template device).",
+                      {"action"})),
         placementSeconds(r.histogram("tally_controller_binder_placement_seconds",
                                      "Seconds from a GPUDevice's creation to its placement.",
                                      obs::exponentialBuckets(0.01, 2, 14))
@@ -83,6 +77,7 @@ struct DeviceBinder::Metrics {
   obs::Counter& lost;
   obs::Counter& recovered;
   obs::Counter& releases;
+  obs::Family<obs::Counter>& attachments;
   obs::Histogram& placementSeconds;
   obs::Gauge& pending;
   obs::Gauge& oldestPending;
@@ -165,6 +160,9 @@ void DeviceBinder::objectChanged(model::Kind kind, const std::string& key) {
     case model::Kind::HierarchicalResourceQuota:
     case model::Kind::Organization:
     case model::Kind::VirtualMachineInstance:
+      changedVmis_.insert(key);
+      wakeAll_ = true;
+      break;
     case model::Kind::Ledger: wakeAll_ = true; break;
     default: break;
   }
@@ -173,6 +171,17 @@ void DeviceBinder::objectChanged(model::Kind kind, const std::string& key) {
 void DeviceBinder::published(const state::Snapshot& snapshot) {
   if (changedDevices_.empty() && changedNodes_.empty() && !wakeAll_) return;
   const model::Cluster& cluster = snapshot.cluster();
+  // A VMI that appeared, changed or went: the devices attached to its name.
+  for (const auto& vmiKey : changedVmis_) {
+    const auto slash = vmiKey.find('/');
+    const std::string_view ns = std::string_view(vmiKey).substr(0, slash);
+    const std::string_view name = std::string_view(vmiKey).substr(slash + 1);
+    for (auto it = cluster.devices.lower_bound(std::string(ns) + "/");
+         it != cluster.devices.end() && it->second.ns == ns; ++it) {
+      if (model::attached(it->second) && it->second.attachedTo.name == name) enqueue(it->first);
+    }
+  }
+  changedVmis_.clear();
   // Units freed (a node changed, a device gone or no longer holding) may let a
   // waiting order in or a Lost device back.
   bool wake = wakeAll_ || !changedNodes_.empty();
@@ -264,29 +273,6 @@ runtime::Result<ReconcileResult> DeviceBinder::reconcile(const std::string& key,
   return decideAndWrite(*snap, key, stop);
 }
 
-namespace {
-
-// The whole status the binder keeps: phase, node, attachedTo, conditions.
-std::string statusValue(const model::GpuDevice& d, const std::vector<Condition>& conditions, std::int64_t generation) {
-  JsonWriter w;
-  w.beginObject();
-  w.field("phase", model::toString(d.phase));
-  if (!d.node.empty()) w.field("node", d.node);
-  if (!d.attachedTo.empty()) {
-    w.key("attachedTo").beginObject();
-    if (!d.attachedTo.ns.empty()) w.field("namespace", d.attachedTo.ns);
-    w.field("name", d.attachedTo.name).field("uid", d.attachedTo.uid);
-    w.endObject();
-  }
-  if (generation > 0) w.field("observedGeneration", generation);
-  w.key("conditions");
-  writeConditions(w, conditions);
-  w.endObject();
-  return w.str();
-}
-
-}  // namespace
-
 runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snapshot& snapshot, const std::string& key,
                                                               std::stop_token stop) {
   const model::Cluster& cluster = snapshot.cluster();
@@ -298,16 +284,24 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
     return ReconcileResult::done();
   }
   // What the snapshot alone says: most reconciles end here without a request.
-  {
+  // An attachment to record or undo always needs one; one waiting for its VMI
+  // is looked at again when its bound passes.
+  const model::AttachmentStep step = model::attachmentStep(cluster, seen->second, attachBound());
+  const bool attachmentWork = !seen->second.deleting && step.action != model::AttachmentAction::Keep;
+  auto idle = [&] {
+    if (step.recheckAt <= 0) return ReconcileResult::done();
+    return ReconcileResult::requeueAfter(std::chrono::seconds(std::max<std::int64_t>(1, step.recheckAt - cluster.now)));
+  };
+  if (!attachmentWork) {
     const model::GpuDevice& d = seen->second;
     std::lock_guard lock(aheadMu_);
     const bool aheadOfWatch = ahead_.contains(key);
-    if (!d.deleting && (d.phase == model::DevicePhase::Released || aheadOfWatch)) return ReconcileResult::done();
-    if (!d.deleting && model::holdsNodeUnits(d) && !model::holdLost(cluster, d)) return ReconcileResult::done();
+    if (!d.deleting && (d.phase == model::DevicePhase::Released || aheadOfWatch)) return idle();
+    if (!d.deleting && model::holdsNodeUnits(d) && !model::holdLost(cluster, d)) return idle();
   }
   // An order still waiting for the same reason it was last written with needs
   // no request (the Lost device likewise): look again later.
-  if (auto waited = waiting_.find(key); waited != waiting_.end() && !seen->second.deleting) {
+  if (auto waited = waiting_.find(key); waited != waiting_.end() && !seen->second.deleting && !attachmentWork) {
     const model::GpuDevice& d = seen->second;
     model::HeldAheadView view = aheadView(snapshot);
     std::string reason;
@@ -356,7 +350,7 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
       const bool conditionChanged = setCondition(conditions, std::move(condition), now);
       if (!conditionChanged && next.phase == fresh.phase && next.node == fresh.node) return false;
       runtime::JsonPatch patch;
-      patch.add("/status", statusValue(next, conditions, record.meta.generation));
+      patch.add("/status", detail::deviceStatusJson(next, conditions, record.meta.generation));
       runtime::PatchOptions po;
       po.subresource = "status";
       auto written =
@@ -412,6 +406,50 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
       return ReconcileResult::done();
     }
 
+    // The VM door's attachment: the VMI's uid recorded once it exists; undone
+    // when the VMI is gone or never appeared (a template device is deleted,
+    // its release then recorded as any other's; a held one stays Bound).
+    if (fresh.phase != model::DevicePhase::Released) {
+      const model::AttachmentStep attachment = model::attachmentStep(cluster, fresh, attachBound());
+      if (attachment.action == model::AttachmentAction::Delete) {
+        runtime::DeleteOptions del;
+        del.preconditionUid = fresh.uid;
+        auto gone = client_->remove(res, name, del);
+        if (!gone && conflicted(gone.error())) continue;
+        if (!gone && !gone.error().is(runtime::ErrorCode::kNotFound)) {
+          return std::move(gone).error().withContext("delete template gpudevice " + key);
+        }
+        event(fresh, "Normal", "TemplateDeleted", "deleted, its VMI is gone: " + attachment.reason);
+        if (metrics_) metrics_->attachments.with({"deleted"}).inc();
+        logInfo("binder: template device deleted", {{"device", key}, {"reason", attachment.reason}});
+        return ReconcileResult::done();
+      }
+      if (attachment.action != model::AttachmentAction::Keep) {
+        const bool fill = attachment.action == model::AttachmentAction::FillUid;
+        model::GpuDevice next = fill ? fresh : detail::detached(fresh);
+        if (fill) {
+          next.attachedTo.uid = attachment.uid;
+          if (model::holdsNodeUnits(next)) next.phase = model::DevicePhase::Attached;
+        }
+        runtime::JsonPatch patch;
+        patch.add("/status", detail::deviceStatusJson(next, record.conditions, record.meta.generation));
+        runtime::PatchOptions po;
+        po.subresource = "status";
+        auto written =
+            client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion), po);
+        if (!written && conflicted(written.error())) continue;
+        if (!written) return std::move(written).error().withContext("attachment of gpudevice " + key);
+        const std::string message = fill ? fmt::format("attached to vmi/{}/{} (uid {})",
+                                                       next.attachedTo.ns.empty() ? fresh.ns : next.attachedTo.ns,
+                                                       next.attachedTo.name, attachment.uid)
+                                         : "detached, it stays held: " + attachment.reason;
+        event(fresh, "Normal", fill ? "Attached" : "Detached", message);
+        if (metrics_) metrics_->attachments.with({fill ? "uid-recorded" : "detached"}).inc();
+        answered = std::move(written).value();
+        continue;  // decide the rest on the object as written
+      }
+    }
+
     switch (fresh.phase) {
       case model::DevicePhase::Released: return ReconcileResult::done();
       case model::DevicePhase::Pending: {
@@ -451,7 +489,7 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
           return ReconcileResult::requeueAfter(options_.retryInterval);
         }
         model::GpuDevice next = fresh;
-        next.phase = model::DevicePhase::Bound;
+        next.phase = model::attached(fresh) ? model::DevicePhase::Attached : model::DevicePhase::Bound;
         next.node = *placement.node;
         const std::string message =
             fmt::format("placed on node {}: {} GPU(s) of class {}", next.node, next.count, next.className);

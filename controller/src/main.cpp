@@ -26,6 +26,7 @@
 #include "tally/runtime/manager.hpp"
 #include "tally/runtime/process.hpp"
 #include "tally/state/source_flags.hpp"
+#include "tally/controller/vmi_webhook.hpp"
 #include "tally/state/informers.hpp"
 
 namespace {
@@ -68,6 +69,8 @@ struct Flags {
   bool binder = true;
   std::string binderRetry = "5s";
   int binderMaxConflicts = 8;
+  std::string vmiPlacementWait = "5s";
+  std::string vmiAttachTimeout = "60s";
   std::string logLevel = "info", logFormat = "json";
 };
 
@@ -155,6 +158,14 @@ void addFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--binder-max-conflicts", f.binderMaxConflicts,
                  "Reads and writes of one GPUDevice on 409 Conflict before the binder requeues it")
+      ->capture_default_str();
+  app.add_option("--vmi-placement-wait", f.vmiPlacementWait,
+                 "How long the VMI webhook waits for the binder to place a VMI's device set on one node (keep the "
+                 "webhook configuration's timeoutSeconds above it)")
+      ->capture_default_str();
+  app.add_option("--vmi-attach-timeout", f.vmiAttachTimeout,
+                 "How long an attachment of a VMI's devices waits for the VMI to appear before the binder undoes it "
+                 "(the VMI's create was refused or failed later in admission)")
       ->capture_default_str();
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
   app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
@@ -273,6 +284,8 @@ int main(int argc, char** argv) {
       bo.instance = f.identity;
       bo.retryInterval = runtime::process::durationFlag("--binder-retry-interval", f.binderRetry);
       bo.maxConflicts = std::max(1, f.binderMaxConflicts);
+      bo.attachTimeout = std::chrono::duration_cast<std::chrono::seconds>(
+          runtime::process::durationFlag("--vmi-attach-timeout", f.vmiAttachTimeout));
       bo.metrics = &registry;
       binder = std::make_unique<controller::DeviceBinder>(client, bo);
     }
@@ -292,6 +305,14 @@ int main(int argc, char** argv) {
       binder->readFrom(writer.snapshots());
       binder->attach(manager);
     }
+
+    controller::VmiWebhookOptions vo;
+    vo.placementWait = runtime::process::durationFlag("--vmi-placement-wait", f.vmiPlacementWait);
+    vo.attachTimeout = std::chrono::duration_cast<std::chrono::seconds>(
+        runtime::process::durationFlag("--vmi-attach-timeout", f.vmiAttachTimeout));
+    vo.maxConflicts = std::max(1, f.binderMaxConflicts);
+    vo.metrics = &registry;
+    controller::VmiWebhook vmiWebhook(client, writer.snapshots(), vo);
 
     std::atomic<bool> serving{false};
     registry.onScrape([&] {
@@ -344,6 +365,8 @@ int main(int argc, char** argv) {
       addWebhook(webhooks, std::string(controller::kGpuDeviceWebhookPath), "gpudevices",
                  controller::gpuDeviceWebhook(writer.snapshots(),
                                               {f.controllerIdentity, &controller::gpuDeviceRefusalMetric(registry)}),
+                 wo);
+      addWebhook(webhooks, std::string(controller::kVmiWebhookPath), "virtualmachineinstances", vmiWebhook.handler(),
                  wo);
       server = std::make_unique<http::Server>(so, std::move(webhooks));
       server->start();

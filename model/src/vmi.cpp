@@ -59,8 +59,8 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
                       std::string_view token, Timestamp bound) {
   VmiStart s;
   s.subject = vmiSubject(vmi.ns, vmi.name);
-  for (Kind kind : {Kind::Node, Kind::DeviceClass, Kind::GpuDevice, Kind::Pod, Kind::VirtualMachineInstance,
-                    Kind::KubeVirt}) {
+  for (Kind kind :
+       {Kind::Node, Kind::DeviceClass, Kind::GpuDevice, Kind::Pod, Kind::VirtualMachineInstance, Kind::KubeVirt}) {
     if (!cluster.synced(kind)) {
       s.decision.refuse(Code::CacheNotSynced,
                         fmt::format("{} refused: the {} cache is not synced yet", s.subject, toString(kind)));
@@ -76,8 +76,8 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
   std::set<std::string> seen;
   for (const auto& name : vmi.heldDevices) {
     if (!seen.insert(name).second) {
-      s.decision.refuse(Code::DeviceAttached, fmt::format("{} names held GPUDevice {} twice in {}", s.subject, name,
-                                                          kAnnotationVmiDevices));
+      s.decision.refuse(Code::DeviceAttached,
+                        fmt::format("{} names held GPUDevice {} twice in {}", s.subject, name, kAnnotationVmiDevices));
       continue;
     }
     s.set.push_back(name);
@@ -102,7 +102,9 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
                                     s.subject, deviceSubject(d), d.node, d.count));
       continue;
     }
-    const bool ours = attached(d) && !token.empty() && d.attachToken == token &&
+    // Attached with this token to this VMI, and no uid recorded yet (a uid
+    // would be an earlier VMI's of the same name).
+    const bool ours = attached(d) && !token.empty() && d.attachToken == token && d.attachedTo.uid.empty() &&
                       d.attachedTo.name == vmi.name && attachmentNamespace(d) == vmi.ns;
     if (!ours) {
       if (std::string holder = attachmentHolder(cluster, d, bound); !holder.empty()) {
@@ -151,9 +153,8 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
       continue;
     }
     const auto& permitted = cluster.permittedHostDevices;
-    const bool listed = permitted && std::any_of(permitted->begin(), permitted->end(), [&](const auto& p) {
-                          return p.resourceName == cls->resourceName;
-                        });
+    const bool listed = permitted && std::any_of(permitted->begin(), permitted->end(),
+                                                 [&](const auto& p) { return p.resourceName == cls->resourceName; });
     if (!listed) {
       s.decision.refuse(
           Code::NotPermitted,
@@ -203,8 +204,8 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
   } else if (pinned) {
     auto node = cluster.nodes.find(*pinned);
     if (node == cluster.nodes.end()) {
-      s.decision.refuse(Code::NodeGone, fmt::format("{}: its held devices are on node {}, which is gone", s.subject,
-                                                    *pinned));
+      s.decision.refuse(Code::NodeGone,
+                        fmt::format("{}: its held devices are on node {}, which is gone", s.subject, *pinned));
       return s;
     }
     std::map<std::string, std::int64_t> demand;
@@ -212,8 +213,8 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
     for (const auto& [className, units] : demand) {
       const DeviceClass* cls = findClass(cluster, className);
       if (auto why = nodeIneligibility(node->second, *cls)) {
-        s.decision.refuse(why->code, fmt::format("{}: its held devices are on node {}: {}", s.subject, *pinned,
-                                                 why->message));
+        s.decision.refuse(why->code,
+                          fmt::format("{}: its held devices are on node {}: {}", s.subject, *pinned, why->message));
         continue;
       }
       const std::int64_t free = freeUnits(node->second, *cls, view);
@@ -247,6 +248,15 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
     }
   }
   return s;
+}
+
+bool tokenTaken(const Cluster& cluster, std::string_view ns, std::string_view token) {
+  if (token.empty()) return false;
+  auto [first, last] = namespacedRange(cluster.devices, ns);
+  for (auto it = first; it != last; ++it) {
+    if (it->second.attachToken == token && !it->second.attachedTo.uid.empty()) return true;
+  }
+  return false;
 }
 
 std::vector<const GpuDevice*> attachedDevices(const Cluster& cluster, const VirtualMachineInstance& vmi) {
@@ -336,8 +346,8 @@ AttachmentStep attachmentStep(const Cluster& cluster, const GpuDevice& device, T
     return step;
   }
   if (cluster.now >= device.attachedAt + bound) {
-    return release(fmt::format("{} did not appear within {} s of the attachment (its create was refused or failed)",
-                               who, bound));
+    return release(
+        fmt::format("{} did not appear within {} s of the attachment (its create was refused or failed)", who, bound));
   }
   step.recheckAt = device.attachedAt + bound;
   return step;

@@ -129,8 +129,7 @@ TEST_F(VmDoor, ADeviceAnotherVmHoldsOrIsStartingWithIsRefusedNamingIt) {
   put(c, other);
   put(c, attachedTo(device("alpha", "live", "h200", 1, DevicePhase::Bound, "gpu-1"), "other", "uid-other", "t1",
                     c.now - 100));
-  put(c, attachedTo(device("alpha", "starting", "h200", 1, DevicePhase::Bound, "gpu-1"), "third", "", "t2",
-                    c.now - 5));
+  put(c, attachedTo(device("alpha", "starting", "h200", 1, DevicePhase::Bound, "gpu-1"), "third", "", "t2", c.now - 5));
   VmiStart s = plan(vmi("vm", {"live", "starting"}));
   ASSERT_EQ(s.decision.refusals.size(), 2u) << s.decision.summary();
   EXPECT_EQ(s.decision.refusals[0].code, Code::DeviceAttached);
@@ -153,8 +152,8 @@ TEST_F(VmDoor, AVmiRecreatedUnderTheSameNameDoesNotInheritByName) {
   VirtualMachineInstance now = vmi("vm", {});
   now.uid = "uid-new";
   put(c, now);
-  GpuDevice d = attachedTo(device("alpha", "held", "h200", 1, DevicePhase::Bound, "gpu-1"), "vm", "uid-old", "t1",
-                           c.now - 100);
+  GpuDevice d =
+      attachedTo(device("alpha", "held", "h200", 1, DevicePhase::Bound, "gpu-1"), "vm", "uid-old", "t1", c.now - 100);
   put(c, d);
   EXPECT_EQ(attachmentVmi(c, d), nullptr);
   EXPECT_TRUE(attachedDevices(c, now).empty());
@@ -219,8 +218,8 @@ TEST_F(VmDoor, AVgpuNodeWithOneUnhealthyParentServesFromTheOthersSlots) {
   put(c, vgpuClass());
   c.permittedHostDevices->push_back(PermittedHostDevice{std::string(kA100Vgpu), "GRID A100-10C", true, true});
   Node n = gpuNode("vgpu-1", NodeMode::VmVgpu, kA100Vgpu, 8);
-  n.inventory = std::vector<InventoryParent>{parent("p0", false, kA100Vgpu, 4, 0, 4),
-                                             parent("p1", true, kA100Vgpu, 4, 1, 3)};
+  n.inventory =
+      std::vector<InventoryParent>{parent("p0", false, kA100Vgpu, 4, 0, 4), parent("p1", true, kA100Vgpu, 4, 1, 3)};
   put(c, n);
   // The healthy parent serves 4: a set of 3 fits, one of 5 does not.
   EXPECT_TRUE(plan(vmi("vm", {}, {{"a100-10c", 3}})).decision.allowed());

@@ -4,6 +4,10 @@
 // in gpu.tally.dev/devices together, on one node), marks a placed one Lost
 // when its node or its devices go and Bound (or Attached) again when they
 // return, and records the release of a deleted one before its finalizer goes.
+// It also keeps the VM door's attachments: it records the VMI's uid once the
+// VMI exists, and undoes an attachment whose VMI is gone or never appeared
+// within --vmi-attach-timeout (a held device is detached and stays Bound, a
+// device made from a VMI's template is deleted).
 //
 // Decisions are made on this replica's snapshot, and every write is made on
 // the object as the API server has it now: the binder reads it, decides again
@@ -34,6 +38,7 @@
 #include "tally/codec/objects.hpp"
 #include "tally/common/snapshot_cell.hpp"
 #include "tally/model/placement.hpp"
+#include "tally/model/vmi.hpp"
 #include "tally/observability/metrics.hpp"
 #include "tally/runtime/client.hpp"
 #include "tally/runtime/controller.hpp"
@@ -56,6 +61,9 @@ struct DeviceBinderOptions {
   std::chrono::milliseconds retryInterval{5'000};
   // Reads and writes of one device on 409 before the key is requeued.
   int maxConflicts = 8;
+  // How long an attachment of the VM door may wait for its VMI to appear
+  // before it is undone (--vmi-attach-timeout; the VMI webhook's too).
+  std::chrono::seconds attachTimeout{60};
   observability::Registry* metrics = nullptr;
   // Test seam: called with the key after each read of the device and before
   // the write decided on it (a test writes the object there to force a 409).
@@ -105,6 +113,7 @@ class DeviceBinder final : public state::Extension {
   runtime::Result<runtime::ReconcileResult> decideAndWrite(const state::Snapshot& snapshot, const std::string& key,
                                                            std::stop_token stop);
   void startTerm();
+  model::Timestamp attachBound() const { return options_.attachTimeout.count(); }
   void enqueue(const std::string& key);
   void event(const model::GpuDevice& device, const std::string& type, const std::string& reason,
              const std::string& message);
@@ -125,6 +134,7 @@ class DeviceBinder final : public state::Extension {
   // The writer thread's: what changed since the last publication.
   std::set<std::string> changedDevices_;
   std::set<std::string> changedNodes_;
+  std::set<std::string> changedVmis_;
   bool wakeAll_ = false;
 };
 

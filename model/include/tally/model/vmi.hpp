@@ -47,12 +47,12 @@ struct TemplateDevice {
 };
 struct VmiStart {
   Decision decision;
-  std::string subject;                // "vmi/ns/name"
-  std::optional<std::string> node;    // set members placed already hold units there
-  std::vector<std::string> attach;    // held devices to attach (not yet attached with the token)
-  std::vector<TemplateDevice> create; // template devices still to create
-  std::vector<std::string> set;       // every member: held devices in their order, then templates
-  std::vector<VmiGpu> gpus;           // one entry per GPU of the set, in set order
+  std::string subject;                 // "vmi/ns/name"
+  std::optional<std::string> node;     // set members placed already hold units there
+  std::vector<std::string> attach;     // held devices to attach (not yet attached with the token)
+  std::vector<TemplateDevice> create;  // template devices still to create
+  std::vector<std::string> set;        // every member: held devices in their order, then templates
+  std::vector<VmiGpu> gpus;            // one entry per GPU of the set, in set order
 };
 // The refusal checks, in order: caches synced; the held devices exist in the
 // VMI's namespace, are not being deleted, Lost or Released, and no other VMI
@@ -62,6 +62,11 @@ struct VmiStart {
 // it must have room for the rest; else placeDeviceSet finds one for all).
 VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const VirtualMachineInstance& vmi,
                       std::string_view token, Timestamp bound);
+
+// Whether an attachment with `token` already recorded its VMI's uid: a VMI
+// created with that token in its annotation (copied from an earlier VMI of
+// the same name) must get a new one.
+bool tokenTaken(const Cluster& cluster, std::string_view ns, std::string_view token);
 
 // The devices attached to `vmi`: by uid, or, before the uid is recorded, by
 // name and the VMI's token. By namespace/name.
@@ -82,15 +87,15 @@ SetNode placedSet(const Cluster& cluster, std::string_view ns, const std::vector
 
 // What the attachment reconciler does with a device's attachment.
 enum class AttachmentAction {
-  Keep,      // live, or still waiting for its VMI within the bound
-  FillUid,   // the VMI exists and carries the token: record its uid
-  Detach,    // a held device whose VMI is gone or never appeared: detach, it stays Bound
-  Delete,    // a template device whose VMI is gone or never appeared: release it
+  Keep,     // live, or still waiting for its VMI within the bound
+  FillUid,  // the VMI exists and carries the token: record its uid
+  Detach,   // a held device whose VMI is gone or never appeared: detach, it stays Bound
+  Delete,   // a template device whose VMI is gone or never appeared: release it
 };
 struct AttachmentStep {
   AttachmentAction action = AttachmentAction::Keep;
-  std::string uid;     // FillUid: the VMI's
-  std::string reason;  // for the Event: what was found
+  std::string uid;          // FillUid: the VMI's
+  std::string reason;       // for the Event: what was found
   Timestamp recheckAt = 0;  // Keep while waiting: when the bound passes
 };
 // Needs the VMI cache synced (Keep otherwise). `bound`: seconds an attachment

@@ -1,0 +1,92 @@
+#pragma once
+// The VirtualMachineInstance mutating webhook (SPEC 3.6, 5; the VM door).
+// A VMI names held GPUDevices (annotation gpu.tally.dev/devices) and device
+// templates (gpu.tally.dev/device-templates: [{class, count}]). At its CREATE:
+//
+//  1. every refusal check runs on this replica's snapshot before any write
+//     (model::planVmiStart), so a refusal or a dry run leaves no trace;
+//  2. the held devices are attached to the VMI — status.attachedTo with a
+//     token, the whole set and the time — each write pinned to the
+//     resourceVersion just read, and on 409 read and decided again, so two
+//     VMIs never take one device; then the template devices are created,
+//     carrying the same attachment in their template-of annotation;
+//  3. it waits (at most --vmi-placement-wait) until the leader's binder has
+//     placed the whole set on one node, as this replica's watch shows it;
+//  4. it answers with a patch adding one spec.domain.devices.gpus[] entry per
+//     GPU (deviceName: the class's resource name), never a resources key (the
+//     launcher pod would request the sum), and the token as the VMI's
+//     gpu.tally.dev/attachment annotation.
+//
+// Anything that fails after a write undoes what this call wrote. When the API
+// server calls again for the same VMI (reinvocation after another mutator),
+// the VMI carries the token: the plan finds its own attachment, writes
+// nothing, and the answer is the same. The binder records the VMI's uid once
+// it exists and undoes an attachment whose VMI never appears.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "tally/common/snapshot_cell.hpp"
+#include "tally/observability/metrics.hpp"
+#include "tally/runtime/admission/review.hpp"
+#include "tally/runtime/admission/webhook.hpp"
+#include "tally/runtime/client.hpp"
+#include "tally/state/snapshot.hpp"
+
+namespace tally::controller {
+
+inline constexpr std::string_view kVmiWebhookPath = "/mutate/virtualmachineinstances";
+
+struct VmiWebhookOptions {
+  // How long a CREATE waits for the binder to place the set (the webhook
+  // configuration's timeoutSeconds must leave room for it).
+  std::chrono::milliseconds placementWait{5'000};
+  // How long an attachment may wait for its VMI to appear (the binder undoes
+  // it after that); also how long a retried CREATE reuses its token.
+  std::chrono::seconds attachTimeout{60};
+  // Reads and writes of one device on 409 before the CREATE is refused.
+  int maxConflicts = 8;
+  // How often the snapshot is looked at while waiting for the binder.
+  std::chrono::milliseconds pollInterval{5};
+  observability::Registry* metrics = nullptr;
+  // Test seam: called before each write with what it is ("attach ns/name",
+  // "create ns/name"); a test writes the device there to force a 409.
+  std::function<void(const std::string& step)> beforeWrite;
+};
+
+class VmiWebhook {
+ public:
+  VmiWebhook(std::shared_ptr<runtime::Client> client, const SnapshotCell<state::Snapshot>& cell,
+             VmiWebhookOptions options);
+  ~VmiWebhook();
+
+  runtime::admission::AdmissionResponse review(const runtime::admission::AdmissionRequest& request);
+  // The route's handler (the webhook must outlive the server).
+  runtime::admission::WebhookHandler handler();
+
+ private:
+  struct Metrics;
+  struct Call;
+  runtime::admission::AdmissionResponse create(const runtime::admission::AdmissionRequest& request);
+  std::string tokenFor(const std::string& key, const std::string& references);
+
+  std::shared_ptr<runtime::Client> client_;
+  const SnapshotCell<state::Snapshot>& cell_;
+  VmiWebhookOptions options_;
+  std::unique_ptr<Metrics> metrics_;
+  // Tokens of recent CREATEs by VMI, so that an API server retrying a call
+  // that timed out (its VMI has no token yet) finds the same attachment.
+  struct Recent {
+    std::string references;
+    std::string token;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::mutex recentMu_;
+  std::map<std::string, Recent> recent_;
+};
+
+}  // namespace tally::controller
