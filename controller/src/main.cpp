@@ -18,6 +18,7 @@
 #include "tally/common/log.hpp"
 #include "tally/controller/device_binder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
+#include "tally/controller/pod_webhooks.hpp"
 #include "tally/controller/readiness.hpp"
 #include "tally/runtime/admission/certificate_keeper.hpp"
 #include "tally/runtime/admission/webhook.hpp"
@@ -345,6 +346,12 @@ int main(int argc, char** argv) {
                  controller::gpuDeviceWebhook(writer.snapshots(),
                                               {f.controllerIdentity, &controller::gpuDeviceRefusalMetric(registry)}),
                  wo);
+      const controller::PodWebhookOptions podOptions = controller::podWebhookMetrics(registry);
+      addWebhook(webhooks, std::string(controller::kLauncherPodWebhookPath),
+                 std::string(controller::kLauncherPodWebhookName),
+                 controller::launcherPodWebhook(writer.snapshots(), podOptions), wo);
+      addWebhook(webhooks, std::string(controller::kGpuPodWebhookPath), std::string(controller::kGpuPodWebhookName),
+                 controller::gpuPodWebhook(writer.snapshots(), podOptions), wo);
       server = std::make_unique<http::Server>(so, std::move(webhooks));
       server->start();
       serving = true;
