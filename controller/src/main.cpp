@@ -18,6 +18,7 @@
 #include "tally/common/log.hpp"
 #include "tally/controller/device_binder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
+#include "tally/controller/pod_webhooks.hpp"
 #include "tally/controller/readiness.hpp"
 #include "tally/runtime/admission/certificate_keeper.hpp"
 #include "tally/runtime/admission/webhook.hpp"
@@ -376,6 +377,12 @@ int main(int argc, char** argv) {
                  controller::gpuDeviceWebhook(writer.snapshots(),
                                               {f.controllerIdentity, &controller::gpuDeviceRefusalMetric(registry)}),
                  wo);
+      const controller::PodWebhookOptions podOptions = controller::podWebhookMetrics(registry);
+      addWebhook(webhooks, std::string(controller::kLauncherPodWebhookPath),
+                 std::string(controller::kLauncherPodWebhookName),
+                 controller::launcherPodWebhook(writer.snapshots(), podOptions), wo);
+      addWebhook(webhooks, std::string(controller::kGpuPodWebhookPath), std::string(controller::kGpuPodWebhookName),
+                 controller::gpuPodWebhook(writer.snapshots(), podOptions), wo);
       admission::WebhookOptions vmiRoute = wo;
       vmiRoute.run = [&vmiPool](std::function<void()> review) { boost::asio::post(vmiPool, std::move(review)); };
       addWebhook(webhooks, std::string(controller::kVmiWebhookPath), "virtualmachineinstances", vmiWebhook.handler(),

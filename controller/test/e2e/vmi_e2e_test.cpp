@@ -43,9 +43,9 @@ constexpr int kAttachTimeoutSeconds = 6;
 
 Replica* replicas[2] = {nullptr, nullptr};
 
-const std::vector<std::string> kReplicaArgs = {
-    std::string("--mutating-webhook-configurations=") + kMutating,
-    "--vmi-attach-timeout=" + std::to_string(kAttachTimeoutSeconds) + "s", "--binder-retry-interval=1s"};
+const std::vector<std::string> kReplicaArgs = {std::string("--mutating-webhook-configurations=") + kMutating,
+                                               "--vmi-attach-timeout=" + std::to_string(kAttachTimeoutSeconds) + "s",
+                                               "--binder-retry-interval=1s"};
 
 Replica& leader() {
   const std::string holder = leaseHolder();
@@ -57,18 +57,17 @@ Replica& leader() {
 
 // The VMI webhook (and, when `extra` names one, a second mutator after it).
 std::string mutatingConfiguration(std::uint16_t port, const std::string& extra = "") {
-  std::string out = std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n") +
-                    "metadata: {name: " + kMutating + "}\nwebhooks:\n" +
-                    "- name: virtualmachineinstances.mutate.gpu.tally.dev\n" +
-                    "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) +
-                    "/mutate/virtualmachineinstances\"}\n" +
-                    "  rules:\n  - apiGroups: [kubevirt.io]\n    apiVersions: [v1]\n" +
-                    "    operations: [CREATE]\n    resources: [virtualmachineinstances]\n    scope: Namespaced\n" +
-                    "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 15\n" +
-                    "  reinvocationPolicy: IfNeeded\n  admissionReviewVersions: [v1]\n" +
-                    "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
-                    "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations"
-                    " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n";
+  std::string out =
+      std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n") +
+      "metadata: {name: " + kMutating + "}\nwebhooks:\n" + "- name: virtualmachineinstances.mutate.gpu.tally.dev\n" +
+      "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/virtualmachineinstances\"}\n" +
+      "  rules:\n  - apiGroups: [kubevirt.io]\n    apiVersions: [v1]\n" +
+      "    operations: [CREATE]\n    resources: [virtualmachineinstances]\n    scope: Namespaced\n" +
+      "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 15\n" +
+      "  reinvocationPolicy: IfNeeded\n  admissionReviewVersions: [v1]\n" +
+      "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
+      "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations"
+      " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n";
   return out + extra;
 }
 
@@ -114,7 +113,8 @@ std::string vmiJson(const std::string& ns, const std::string& name, const std::v
       if (c == '"') escaped += '\\';
       escaped += c;
     }
-    annotations += std::string(annotations.empty() ? "" : ",") + "\"gpu.tally.dev/device-templates\":\"" + escaped + "\"";
+    annotations +=
+        std::string(annotations.empty() ? "" : ",") + "\"gpu.tally.dev/device-templates\":\"" + escaped + "\"";
   }
   return "{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\",\"metadata\":{\"name\":\"" + name +
          "\",\"namespace\":\"" + ns + "\",\"annotations\":{" + annotations + "}" +
@@ -149,7 +149,8 @@ Device deviceOf(const std::string& ns, const std::string& name) {
 }
 
 std::vector<std::string> deviceNames(const std::string& ns) {
-  std::istringstream in(kubectl("get gpudevices -n " + ns + " -o 'jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}'"));
+  std::istringstream in(
+      kubectl("get gpudevices -n " + ns + " -o 'jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}'"));
   std::vector<std::string> out;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty()) out.push_back(line);
@@ -190,25 +191,27 @@ class VmiEnvironment : public ::testing::Environment {
                    " 2>&1",
                &vrc);
     ASSERT_EQ(vrc, 0);
-    kubectl("annotate node vgpu-0 --overwrite 'gpu.tally.dev/inventory={\"parents\":["
-            "{\"id\":\"0000:3b:00.0\",\"healthy\":false,\"types\":{\"nvidia.com/A100-10C\":{\"total\":4,\"created\":0,"
-            "\"available\":4}}},"
-            "{\"id\":\"0000:5e:00.0\",\"healthy\":true,\"types\":{\"nvidia.com/A100-10C\":{\"total\":4,\"created\":1,"
-            "\"available\":3}}}]}'",
-            &rc);
+    kubectl(
+        "annotate node vgpu-0 --overwrite 'gpu.tally.dev/inventory={\"parents\":["
+        "{\"id\":\"0000:3b:00.0\",\"healthy\":false,\"types\":{\"nvidia.com/A100-10C\":{\"total\":4,\"created\":0,"
+        "\"available\":4}}},"
+        "{\"id\":\"0000:5e:00.0\",\"healthy\":true,\"types\":{\"nvidia.com/A100-10C\":{\"total\":4,\"created\":1,"
+        "\"available\":3}}}]}'",
+        &rc);
     ASSERT_EQ(rc, 0);
     applyYaml(std::string("apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDeviceClass\nmetadata: {name: a100-10c}\n") +
                   "spec: {workload: vm, allocation: vgpu, resourceName: " + kVgpu +
                   ", nodeMode: vm-vgpu, memoryMiB: 10240, maxCount: 4}\n",
               &rc);
     ASSERT_EQ(rc, 0);
-    applyYaml(std::string("apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata: {name: kubevirt, namespace: kubevirt}\n") +
-                  "spec:\n  configuration:\n    permittedHostDevices:\n      pciHostDevices:\n" +
-                  "      - {pciVendorSelector: \"10DE:2335\", resourceName: " + kH200 +
-                  ", externalResourceProvider: true}\n      mediatedDevices:\n" +
-                  "      - {mdevNameSelector: \"GRID A100-10C\", resourceName: " + kVgpu +
-                  ", externalResourceProvider: true}\n",
-              &rc);
+    applyYaml(
+        std::string("apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata: {name: kubevirt, namespace: kubevirt}\n") +
+            "spec:\n  configuration:\n    permittedHostDevices:\n      pciHostDevices:\n" +
+            "      - {pciVendorSelector: \"10DE:2335\", resourceName: " + kH200 +
+            ", externalResourceProvider: true}\n      mediatedDevices:\n" +
+            "      - {mdevNameSelector: \"GRID A100-10C\", resourceName: " + kVgpu +
+            ", externalResourceProvider: true}\n",
+        &rc);
     ASSERT_EQ(rc, 0);
     replicas[0] = new Replica(startReplica("vmi-a", kValidating, kReplicaArgs));
     ASSERT_TRUE(eventually([] { return leaseHolder() == "vmi-a"; })) << "vmi-a never took the Lease";
@@ -227,7 +230,8 @@ class VmiEnvironment : public ::testing::Environment {
       return !kubectl(std::string("get mutatingwebhookconfiguration ") + kMutating +
                       " -o jsonpath={.webhooks[0].clientConfig.caBundle}")
                   .empty();
-    })) << "the caBundle was never injected into " << kMutating;
+    })) << "the caBundle was never injected into "
+        << kMutating;
     // The API server calls the VMI webhook: a VMI naming a device that does not exist is refused.
     ASSERT_TRUE(eventually([] {
       auto created = cluster().client()->create(vmis("vm"), vmiJson("vm", "warmup", {"nothing"}));
@@ -249,7 +253,8 @@ class VmiEnvironment : public ::testing::Environment {
 TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyThoseGpus) {
   bound("vm", "held-1", 1);
   const auto start = std::chrono::steady_clock::now();
-  auto created = cluster().client()->create(vmis("vm"), vmiJson("vm", "vm1", {"held-1"}, R"([{"class":"h200","count":2}])"));
+  auto created =
+      cluster().client()->create(vmis("vm"), vmiJson("vm", "vm1", {"held-1"}, R"([{"class":"h200","count":2}])"));
   ASSERT_TRUE(created) << created.error().describe();
   std::printf("VMI admitted in %.3f s (attach, create, binder placement, answer)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -275,21 +280,22 @@ TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyT
 
   // The test plays virt-controller: the launcher pod asks for one GPU per gpus[] entry.
   int rc = 0;
-  applyYaml("apiVersion: v1\nkind: Pod\nmetadata:\n  name: virt-launcher-vm1-abcde\n  namespace: vm\n"
-            "  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: vm1}\n"
-            "  ownerReferences:\n  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: vm1, uid: " +
-                uid + ", controller: true, blockOwnerDeletion: true}\n" +
-                "spec:\n  nodeName: " + held.node +
-                "\n  tolerations: [{operator: Exists}]\n  containers:\n  - name: compute\n    image: virt-launcher\n"
-                "    resources:\n      requests: {" +
-                kH200 + ": 3}\n      limits: {" + kH200 + ": 3}\n",
-            &rc);
+  applyYaml(
+      "apiVersion: v1\nkind: Pod\nmetadata:\n  name: virt-launcher-vm1-abcde\n  namespace: vm\n"
+      "  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: vm1}\n"
+      "  ownerReferences:\n  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: vm1, uid: " +
+          uid + ", controller: true, blockOwnerDeletion: true}\n" + "spec:\n  nodeName: " + held.node +
+          "\n  tolerations: [{operator: Exists}]\n  containers:\n  - name: compute\n    image: virt-launcher\n"
+          "    resources:\n      requests: {" +
+          kH200 + ": 3}\n      limits: {" + kH200 + ": 3}\n",
+      &rc);
   ASSERT_EQ(rc, 0);
   const std::string podUid = jsonpathOf("pod", "vm", "virt-launcher-vm1-abcde", "{.metadata.uid}");
-  kubectl("patch vmi -n vm vm1 --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Running\","
-          "\"activePods\":{\"" +
-              podUid + "\":\"" + held.node + "\"}}}'",
-          &rc);
+  kubectl(
+      "patch vmi -n vm vm1 --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Running\","
+      "\"activePods\":{\"" +
+          podUid + "\":\"" + held.node + "\"}}}'",
+      &rc);
   ASSERT_EQ(rc, 0);
   // The node's 4 units: 3 held by the set (the launcher is covered, not counted
   // again), so a 2-GPU order cannot go there while one of 1 can.
@@ -318,9 +324,8 @@ TEST(VmDoor, ADryRunAndARefusedVmiLeaveNoDeviceNoAttachmentNoEvent) {
   const auto path = std::filesystem::temp_directory_path() / ("vmi-dry-" + std::to_string(::getpid()) + ".json");
   std::ofstream(path) << vmiJson("dry", "vm-dry", {"held-d"}, R"([{"class":"h200","count":1}])");
   int rc = 0;
-  std::string out = kubectl("create --dry-run=server -o jsonpath={.spec.domain.devices.gpus[*].deviceName} -f " +
-                                path.string(),
-                            &rc);
+  std::string out =
+      kubectl("create --dry-run=server -o jsonpath={.spec.domain.devices.gpus[*].deviceName} -f " + path.string(), &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out, std::string(kH200) + " " + kH200) << "the dry run is answered as the real create would be";
   std::filesystem::remove(path);
@@ -344,8 +349,8 @@ TEST(VmDoor, ADryRunAndARefusedVmiLeaveNoDeviceNoAttachmentNoEvent) {
 // (g) No single node holds the set: refused at admission, never a Pending VMI.
 TEST(VmDoor, ASetNoSingleNodeCanHoldIsRefusedAtAdmission) {
   // 12 free units on 3 nodes of 4: a set of 5 fits on none.
-  auto refused =
-      cluster().client()->create(vmis("vm"), vmiJson("vm", "vm-huge", {}, R"([{"class":"h200","count":3},{"class":"h200","count":2}])"));
+  auto refused = cluster().client()->create(
+      vmis("vm"), vmiJson("vm", "vm-huge", {}, R"([{"class":"h200","count":3},{"class":"h200","count":2}])"));
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().describe().find("[NoSingleNode]"), std::string::npos) << refused.error().describe();
   EXPECT_EQ(kubectl("get vmi -n vm vm-huge -o name --ignore-not-found"), "");
@@ -354,7 +359,8 @@ TEST(VmDoor, ASetNoSingleNodeCanHoldIsRefusedAtAdmission) {
   applyYaml(gpuClass("unlisted", "nvidia.com/unlisted", 2), &rc);
   ASSERT_EQ(rc, 0);
   EXPECT_TRUE(eventually([] {
-    auto r = cluster().client()->create(vmis("vm"), vmiJson("vm", "vm-unlisted", {}, R"([{"class":"unlisted","count":1}])"));
+    auto r =
+        cluster().client()->create(vmis("vm"), vmiJson("vm", "vm-unlisted", {}, R"([{"class":"unlisted","count":1}])"));
     return !r && r.error().describe().find("[NotPermitted]") != std::string::npos &&
            r.error().describe().find("permittedHostDevices") != std::string::npos;
   }));
@@ -374,7 +380,8 @@ TEST(VmDoor, AVgpuSetIsServedByTheHealthyParentsSlotsAndTheBinderKeepsIt) {
   EXPECT_EQ(d.phase, "Attached");
   EXPECT_EQ(d.node, "vgpu-0");
   // One more than the healthy parent serves is refused by the webhook as the binder would.
-  auto over = cluster().client()->create(vmis("vgpu"), vmiJson("vgpu", "vm-v2", {}, R"([{"class":"a100-10c","count":2}])"));
+  auto over =
+      cluster().client()->create(vmis("vgpu"), vmiJson("vgpu", "vm-v2", {}, R"([{"class":"a100-10c","count":2}])"));
   ASSERT_FALSE(over);
   EXPECT_NE(over.error().describe().find("a100-10c"), std::string::npos) << over.error().describe();
   int rc = 0;
@@ -387,37 +394,39 @@ TEST(VmDoor, AVgpuSetIsServedByTheHealthyParentsSlotsAndTheBinderKeepsIt) {
 TEST(VmDoor, AVmiALaterAdmissionStageRefusesLeavesNothingBehind) {
   bound("later", "held-l", 1);
   int rc = 0;
-  applyYaml("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n"
-            "metadata: {name: vmi-e2e-refuse}\nspec:\n  failurePolicy: Fail\n  matchConstraints:\n"
-            "    resourceRules:\n    - apiGroups: [kubevirt.io]\n      apiVersions: [v1]\n      operations: [CREATE]\n"
-            "      resources: [virtualmachineinstances]\n  validations:\n"
-            "  - expression: \"!has(object.metadata.labels) || !('e2e-refuse' in object.metadata.labels)\"\n"
-            "    message: refused by a later admission stage\n---\n"
-            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n"
-            "metadata: {name: vmi-e2e-refuse}\nspec:\n  policyName: vmi-e2e-refuse\n  validationActions: [Deny]\n",
-            &rc);
+  applyYaml(
+      "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n"
+      "metadata: {name: vmi-e2e-refuse}\nspec:\n  failurePolicy: Fail\n  matchConstraints:\n"
+      "    resourceRules:\n    - apiGroups: [kubevirt.io]\n      apiVersions: [v1]\n      operations: [CREATE]\n"
+      "      resources: [virtualmachineinstances]\n  validations:\n"
+      "  - expression: \"!has(object.metadata.labels) || !('e2e-refuse' in object.metadata.labels)\"\n"
+      "    message: refused by a later admission stage\n---\n"
+      "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n"
+      "metadata: {name: vmi-e2e-refuse}\nspec:\n  policyName: vmi-e2e-refuse\n  validationActions: [Deny]\n",
+      &rc);
   ASSERT_EQ(rc, 0);
   // The policy is in force once a labelled VMI without devices (never sent
   // to Tally) is refused by it.
   ASSERT_TRUE(eventually(
       [&] {
-        const std::string probe = "{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\","
-                                  "\"metadata\":{\"name\":\"probe\",\"labels\":{\"e2e-refuse\":\"yes\"}},"
-                                  "\"spec\":{\"domain\":{\"devices\":{}}}}";
+        const std::string probe =
+            "{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\","
+            "\"metadata\":{\"name\":\"probe\",\"labels\":{\"e2e-refuse\":\"yes\"}},"
+            "\"spec\":{\"domain\":{\"devices\":{}}}}";
         auto r = cluster().client()->create(vmis("later"), probe);
         if (r) kubectl("delete vmi -n later probe");
         return !r && r.error().describe().find("later admission stage") != std::string::npos;
       },
       20s));
   auto r = cluster().client()->create(
-      vmis("later"), vmiJson("later", "vm-later", {"held-l"}, R"([{"class":"h200","count":1}])", "\"e2e-refuse\":\"yes\""));
+      vmis("later"),
+      vmiJson("later", "vm-later", {"held-l"}, R"([{"class":"h200","count":1}])", "\"e2e-refuse\":\"yes\""));
   ASSERT_FALSE(r);
   ASSERT_NE(r.error().describe().find("later admission stage"), std::string::npos) << r.error().describe();
   const auto refusedAt = std::chrono::steady_clock::now();
   // The webhook attached and created before the policy refused.
-  EXPECT_TRUE(eventually(
-      [&] { return deviceNames("later").size() == 1 && deviceOf("later", "held-l").vmi.empty(); },
-      std::chrono::seconds(kAttachTimeoutSeconds + 20)))
+  EXPECT_TRUE(eventually([&] { return deviceNames("later").size() == 1 && deviceOf("later", "held-l").vmi.empty(); },
+                         std::chrono::seconds(kAttachTimeoutSeconds + 20)))
       << kubectl("get gpudevices -n later -o yaml");
   std::printf("refused by a later stage: attachment undone %.1f s after the refusal (bound %d s)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - refusedAt).count(),
