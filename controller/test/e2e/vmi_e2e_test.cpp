@@ -18,8 +18,11 @@
 // detached and still Bound; (k) the leader killed during (a): still exactly
 // one attach, and the new leader places and reconciles.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -67,24 +70,87 @@ std::string mutatingConfiguration(std::uint16_t port, const std::string& extra =
       "  reinvocationPolicy: IfNeeded\n  admissionReviewVersions: [v1]\n" +
       "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
       "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations"
-      " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n";
+      " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n" +
+      "- name: launcher-pods.mutate.gpu.tally.dev\n" +
+      "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/launcher-pods\"}\n" +
+      "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
+      "    resources: [pods]\n    scope: Namespaced\n" +
+      "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
+      "  reinvocationPolicy: Never\n  admissionReviewVersions: [v1]\n" +
+      "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: "
+      "[vm, raw]}]}\n" +
+      "  matchConditions:\n  - name: vmi-owned\n    expression: >-\n" +
+      "      has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, o.kind == "
+      "'VirtualMachineInstance')\n";
   return out + extra;
+}
+
+// The GPUDevice webhook and the raw GPU pod webhook.
+std::string validatingConfiguration(std::uint16_t port) {
+  return webhookConfiguration(kValidating, port) + "- name: gpu-pods.validate.gpu.tally.dev\n" +
+         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpu-pods\"}\n" +
+         "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
+         "    resources: [pods]\n    scope: Namespaced\n" +
+         "  failurePolicy: Fail\n  sideEffects: None\n  timeoutSeconds: 5\n  admissionReviewVersions: [v1]\n" +
+         "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: "
+         "[vm, raw]}]}\n";
 }
 
 bool pointBothAt(std::uint16_t port) {
   int rc1 = 0, rc2 = 0;
-  const std::string p = std::to_string(port);
-  kubectl(std::string("patch validatingwebhookconfiguration ") + kValidating +
-              " --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":"
-              "\"https://127.0.0.1:" +
-              p + "/validate/gpudevices\"}]'",
+  const std::string base = "\"https://127.0.0.1:" + std::to_string(port);
+  auto url = [&](int i, const char* path) {
+    return std::string("{\"op\":\"replace\",\"path\":\"/webhooks/") + std::to_string(i) +
+           "/clientConfig/url\",\"value\":" + base + path + "\"}";
+  };
+  kubectl(std::string("patch validatingwebhookconfiguration ") + kValidating + " --type=json -p '[" +
+              url(0, "/validate/gpudevices") + "," + url(1, "/validate/gpu-pods") + "]'",
           &rc1);
-  kubectl(std::string("patch mutatingwebhookconfiguration ") + kMutating +
-              " --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":"
-              "\"https://127.0.0.1:" +
-              p + "/mutate/virtualmachineinstances\"}]'",
+  kubectl(std::string("patch mutatingwebhookconfiguration ") + kMutating + " --type=json -p '[" +
+              url(0, "/mutate/virtualmachineinstances") + "," + url(1, "/mutate/launcher-pods") + "]'",
           &rc2);
   return rc1 == 0 && rc2 == 0;
+}
+
+pid_t extenderPid = -1;
+
+// tally-extender, and kube-scheduler restarted with it as its extender.
+bool startExtenderAndScheduler(const std::string& clusterName) {
+  const std::uint16_t port = freePort();
+  const auto dir = std::filesystem::temp_directory_path() / ("vmi-e2e-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string log = (dir / "tally-extender.log").string();
+  extenderPid = ::fork();
+  if (extenderPid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    const std::string kubeconfig = "--kubeconfig=" + cluster().kubeconfig(), portFlag = "--port=" + std::to_string(port);
+    ::execl(TALLY_EXTENDER_BINARY, TALLY_EXTENDER_BINARY, kubeconfig.c_str(), "--bind-address=127.0.0.1",
+            portFlag.c_str(), "--url-prefix=/tally", "--metrics-port=0", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const std::string ready = "http://127.0.0.1:" + std::to_string(port) + "/readyz";
+  if (!eventually([&] { return httpStatus(ready) == 200; }, 60s)) {
+    std::printf("tally-extender never became ready; log %s\n", log.c_str());
+    return false;
+  }
+  std::ifstream in(std::string(TALLY_REPO_DIR) + "/e2e/suite/scheduler-config.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string config = text.str();
+  const std::string marker = "__EXTENDER_URL__";
+  for (auto at = config.find(marker); at != std::string::npos; at = config.find(marker)) {
+    config.replace(at, marker.size(), "http://127.0.0.1:" + std::to_string(port) + "/tally");
+  }
+  const std::string path = (dir / "scheduler-config.yaml").string();
+  std::ofstream(path) << config;
+  int rc = 0;
+  std::string out = runCommand(std::string(TALLY_REPO_DIR) + "/e2e/cluster/up --name " + clusterName +
+                                   " --restart-scheduler --scheduler-config " + path + " 2>&1",
+                               &rc);
+  if (rc != 0) std::printf("restarting kube-scheduler failed: %s\n", out.c_str());
+  return rc == 0;
 }
 
 const Resource& vmis(const std::string& ns) {
@@ -177,7 +243,7 @@ class VmiEnvironment : public ::testing::Environment {
     const std::string name = "vmi-e2e-" + std::to_string(::getpid());
     ASSERT_TRUE(cluster().up(name)) << "e2e/cluster/up --name " << name << " failed";
     int rc = 0;
-    for (const char* ns : {"tally-system", "kubevirt", "vm", "race", "dry", "later", "vgpu"}) {
+    for (const char* ns : {"tally-system", "kubevirt", "vm", "race", "dry", "later", "vgpu", "raw"}) {
       kubectl(std::string("create namespace ") + ns, &rc);
       ASSERT_EQ(rc, 0) << ns;
     }
@@ -213,10 +279,11 @@ class VmiEnvironment : public ::testing::Environment {
             ", externalResourceProvider: true}\n",
         &rc);
     ASSERT_EQ(rc, 0);
+    ASSERT_TRUE(startExtenderAndScheduler(name));
     replicas[0] = new Replica(startReplica("vmi-a", kValidating, kReplicaArgs));
     ASSERT_TRUE(eventually([] { return leaseHolder() == "vmi-a"; })) << "vmi-a never took the Lease";
     replicas[1] = new Replica(startReplica("vmi-b", kValidating, kReplicaArgs));
-    applyYaml(webhookConfiguration(kValidating, replicas[0]->webhookPort), &rc);
+    applyYaml(validatingConfiguration(replicas[0]->webhookPort), &rc);
     ASSERT_EQ(rc, 0);
     applyYaml(mutatingConfiguration(replicas[0]->webhookPort), &rc);
     ASSERT_EQ(rc, 0);
@@ -241,6 +308,10 @@ class VmiEnvironment : public ::testing::Environment {
   void TearDown() override {
     for (Replica* r : replicas) {
       if (r) stopReplica(*r, SIGTERM);
+    }
+    if (extenderPid > 0) {
+      ::kill(extenderPid, SIGTERM);
+      ::waitpid(extenderPid, nullptr, 0);
     }
     cluster().down();
   }
@@ -278,29 +349,66 @@ TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyT
   EXPECT_TRUE(eventually([&] { return deviceOf("vm", "held-1").uid == uid && deviceOf("vm", tmpl).uid == uid; }, 20s))
       << kubectl("get gpudevices -n vm -o yaml");
 
-  // The test plays virt-controller: the launcher pod asks for one GPU per gpus[] entry.
+  // The test plays virt-controller: the launcher pod asks for one GPU per
+  // gpus[] entry, with the VMI's affinity as LiveUpdate may have rewritten it
+  // (two terms, one of which matches no node): (f) the pod webhook pins every
+  // term to the devices' node; kube-scheduler with tally-extender places it.
   int rc = 0;
-  applyYaml(
-      "apiVersion: v1\nkind: Pod\nmetadata:\n  name: virt-launcher-vm1-abcde\n  namespace: vm\n"
-      "  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: vm1}\n"
-      "  ownerReferences:\n  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: vm1, uid: " +
-          uid + ", controller: true, blockOwnerDeletion: true}\n" + "spec:\n  nodeName: " + held.node +
-          "\n  tolerations: [{operator: Exists}]\n  containers:\n  - name: compute\n    image: virt-launcher\n"
-          "    resources:\n      requests: {" +
-          kH200 + ": 3}\n      limits: {" + kH200 + ": 3}\n",
-      &rc);
-  ASSERT_EQ(rc, 0);
-  const std::string podUid = jsonpathOf("pod", "vm", "virt-launcher-vm1-abcde", "{.metadata.uid}");
-  kubectl(
-      "patch vmi -n vm vm1 --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Running\","
-      "\"activePods\":{\"" +
-          podUid + "\":\"" + held.node + "\"}}}'",
-      &rc);
-  ASSERT_EQ(rc, 0);
-  // The node's 4 units: 3 held by the set (the launcher is covered, not counted
-  // again), so a 2-GPU order cannot go there while one of 1 can.
-  std::string out = applyYaml(device("vm", "probe", "h200", 1), &rc);
+  auto launcher = [&](const std::string& name, int count) {
+    return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: vm\n" +
+           "  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: vm1}\n" +
+           "  ownerReferences:\n  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: vm1, uid: " + uid +
+           ", controller: true, blockOwnerDeletion: true}\n" +
+           "spec:\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n" +
+           "        nodeSelectorTerms:\n        - matchExpressions: [{key: kubernetes.io/hostname, operator: Exists}]\n" +
+           "        - matchExpressions: [{key: e2e-never, operator: Exists}]\n" +
+           "  tolerations: [{operator: Exists}]\n  containers:\n  - name: compute\n    image: virt-launcher\n" +
+           "    resources:\n      requests: {" + kH200 + ": " + std::to_string(count) + "}\n      limits: {" + kH200 +
+           ": " + std::to_string(count) + "}\n";
+  };
+  std::string out = applyYaml(launcher("virt-launcher-vm1-abcde", 3), &rc);
   ASSERT_EQ(rc, 0) << out;
+  const std::string pinned = jsonpathOf(
+      "pod", "vm", "virt-launcher-vm1-abcde",
+      "{range .spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[*]}"
+      "{.matchFields[0].values[0]} {end}");
+  EXPECT_EQ(pinned, held.node + " " + held.node + " ") << "every term carries the pin";
+  const std::string podUid = jsonpathOf("pod", "vm", "virt-launcher-vm1-abcde", "{.metadata.uid}");
+  auto activePods = [&](const std::string& node) {
+    int code = 0;
+    kubectl("patch vmi -n vm vm1 --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Running\","
+            "\"activePods\":{\"" +
+                podUid + "\":\"" + node + "\"}}}'",
+            &code);
+    return code == 0;
+  };
+  ASSERT_TRUE(activePods(""));
+  ASSERT_TRUE(eventually(
+      [&] { return jsonpathOf("pod", "vm", "virt-launcher-vm1-abcde", "{.spec.nodeName}") == held.node; }, 30s))
+      << kubectl("get pod -n vm virt-launcher-vm1-abcde -o yaml") << kubectl("get events -n vm");
+  ASSERT_TRUE(activePods(held.node));
+  // (e) The node's 4 units: 3 held by the set and the launcher covered by
+  // them, not counted again: one more GPU can still be ordered there.
+  out = applyYaml(device("vm", "probe", "h200", 1), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_TRUE(eventually([&] { return deviceOf("vm", "probe").node == held.node; }, 20s))
+      << kubectl("get gpudevice -n vm probe -o yaml");
+  // (h) A pod with the VMI's owner reference and labels that the VMI does not
+  // list in activePods borrows nothing: pinned like a launcher, its GPU is
+  // raw usage, and the node (3 held + the probe) has none left for it.
+  out = applyYaml(launcher("virt-launcher-vm1-fake", 1), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  auto failed = [] {
+    return kubectl(
+        "get events -n vm --field-selector involvedObject.name=virt-launcher-vm1-fake,reason=FailedScheduling"
+        " -o jsonpath={.items[*].message}");
+  };
+  EXPECT_TRUE(eventually([&] { return !failed().empty(); }, 30s)) << kubectl("get events -n vm");
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(jsonpathOf("pod", "vm", "virt-launcher-vm1-fake", "{.spec.nodeName}"), "")
+      << "the fake launcher was scheduled on the VMI's devices";
+  std::printf("fake launcher: %s\n", failed().substr(0, 400).c_str());
+  kubectl("delete pod -n vm virt-launcher-vm1-fake --grace-period=0 --force", &rc);
   // (j) Deleted: the template device goes, the held one is detached and stays Bound.
   kubectl("delete vmi -n vm vm1 --timeout=30s", &rc);
   ASSERT_EQ(rc, 0);
@@ -315,6 +423,34 @@ TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyT
   EXPECT_NE(kubectl("get events -n vm -o jsonpath={.items[*].reason}").find("TemplateDeleted"), std::string::npos);
   kubectl("delete pod -n vm virt-launcher-vm1-abcde --grace-period=0 --force", &rc);
   kubectl("delete gpudevice -n vm probe held-1 --timeout=30s", &rc);
+}
+
+// The raw GPU pod webhook: a pod over its tenant's budget is refused at
+// admission with the model's message; one within it is admitted.
+TEST(VmDoor, ARawGpuPodOverItsBudgetIsRefusedAtAdmission) {
+  int rc = 0;
+  applyYaml(std::string("apiVersion: hnc.x-k8s.io/v1alpha2\nkind: HierarchicalResourceQuota\n") +
+                "metadata: {name: plan-quota, namespace: raw}\nspec: {hard: {requests." + kH200 + ": \"1\"}}\n",
+            &rc);
+  ASSERT_EQ(rc, 0);
+  auto pod = [](const std::string& name, int gpus) {
+    return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: raw}\nspec:\n" +
+           "  tolerations: [{operator: Exists}]\n  containers:\n  - name: c\n    image: trainer\n" +
+           "    resources:\n      requests: {" + kH200 + ": " + std::to_string(gpus) + "}\n      limits: {" + kH200 +
+           ": " + std::to_string(gpus) + "}\n";
+  };
+  std::string out;
+  EXPECT_TRUE(eventually(
+      [&] {
+        out = applyYaml(pod("too-big", 2), &rc);
+        return rc != 0 && out.find("[BudgetExceeded]") != std::string::npos;
+      },
+      20s))
+      << out;
+  EXPECT_NE(out.find("plan-quota"), std::string::npos) << out;
+  out = applyYaml(pod("fits", 1), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  kubectl("delete pod -n raw fits --grace-period=0 --force", &rc);
 }
 
 // (b) A dry run and a refusal leave no trace.
