@@ -124,6 +124,8 @@ void DeviceBinder::attach(runtime::Manager& manager) {
   enqueueInto(c);
 }
 
+model::AttachWindow DeviceBinder::attachWindow() const { return {unixNow(), options_.attachTimeout.count()}; }
+
 std::size_t DeviceBinder::heldAhead() const {
   std::lock_guard lock(aheadMu_);
   return ahead_.size();
@@ -286,11 +288,11 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
   // What the snapshot alone says: most reconciles end here without a request.
   // An attachment to record or undo always needs one; one waiting for its VMI
   // is looked at again when its bound passes.
-  const model::AttachmentStep step = model::attachmentStep(cluster, seen->second, attachBound());
+  const model::AttachmentStep step = model::attachmentStep(cluster, seen->second, attachWindow());
   const bool attachmentWork = !seen->second.deleting && step.action != model::AttachmentAction::Keep;
   auto idle = [&] {
     if (step.recheckAt <= 0) return ReconcileResult::done();
-    return ReconcileResult::requeueAfter(std::chrono::seconds(std::max<std::int64_t>(1, step.recheckAt - cluster.now)));
+    return ReconcileResult::requeueAfter(std::chrono::seconds(std::max<std::int64_t>(1, step.recheckAt - unixNow())));
   };
   if (!attachmentWork) {
     const model::GpuDevice& d = seen->second;
@@ -410,7 +412,7 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
     // when the VMI is gone or never appeared (a template device is deleted,
     // its release then recorded as any other's; a held one stays Bound).
     if (fresh.phase != model::DevicePhase::Released) {
-      const model::AttachmentStep attachment = model::attachmentStep(cluster, fresh, attachBound());
+      const model::AttachmentStep attachment = model::attachmentStep(cluster, fresh, attachWindow());
       if (attachment.action == model::AttachmentAction::Delete) {
         runtime::DeleteOptions del;
         del.preconditionUid = fresh.uid;

@@ -18,6 +18,7 @@
 #include "tally/common/log.hpp"
 #include "tally/controller/device_binder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
+#include "tally/controller/pod_webhooks.hpp"
 #include "tally/controller/readiness.hpp"
 #include "tally/runtime/admission/certificate_keeper.hpp"
 #include "tally/runtime/admission/webhook.hpp"
@@ -27,6 +28,9 @@
 #include "tally/runtime/process.hpp"
 #include "tally/state/source_flags.hpp"
 #include "tally/controller/vmi_webhook.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include "tally/state/informers.hpp"
 
 namespace {
@@ -63,13 +67,15 @@ struct Flags {
   std::string leaseName = "tally-controller", leaseNamespace = "tally-system", identity = defaultIdentity();
   std::string leaseDuration = "15s", renewDeadline = "10s", retryPeriod = "2s";
   std::string controllerIdentity = std::string(controller::kDefaultControllerIdentity);
-  // The webhooks decide on HRQ budgets, not on the add-on catalogue: none by default.
-  state::SourceFlags source{.billingPlans = ""};
+  // The webhooks decide on HRQ budgets, not on the add-on catalogue: none by
+  // default. The VM door needs the KubeVirt CR (which host devices it permits).
+  state::SourceFlags source{.billingPlans = "", .watchKubevirt = true};
   std::string cacheSyncTimeout = "120s";
   bool binder = true;
   std::string binderRetry = "5s";
   int binderMaxConflicts = 8;
   std::string vmiPlacementWait = "5s";
+  unsigned vmiWorkers = 16;
   std::string vmiAttachTimeout = "60s";
   std::string logLevel = "info", logFormat = "json";
 };
@@ -162,6 +168,9 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--vmi-placement-wait", f.vmiPlacementWait,
                  "How long the VMI webhook waits for the binder to place a VMI's device set on one node (keep the "
                  "webhook configuration's timeoutSeconds above it)")
+      ->capture_default_str();
+  app.add_option("--vmi-workers", f.vmiWorkers,
+                 "Threads the VMI reviews run on (each waits up to --vmi-placement-wait for the binder)")
       ->capture_default_str();
   app.add_option("--vmi-attach-timeout", f.vmiAttachTimeout,
                  "How long an attachment of a VMI's devices waits for the VMI to appear before the binder undoes it "
@@ -313,6 +322,8 @@ int main(int argc, char** argv) {
     vo.maxConflicts = std::max(1, f.binderMaxConflicts);
     vo.metrics = &registry;
     controller::VmiWebhook vmiWebhook(client, writer.snapshots(), vo);
+    // VMI reviews wait for the binder: they run here, off the server's threads.
+    boost::asio::thread_pool vmiPool(std::max(1u, f.vmiWorkers));
 
     std::atomic<bool> serving{false};
     registry.onScrape([&] {
@@ -366,8 +377,16 @@ int main(int argc, char** argv) {
                  controller::gpuDeviceWebhook(writer.snapshots(),
                                               {f.controllerIdentity, &controller::gpuDeviceRefusalMetric(registry)}),
                  wo);
+      const controller::PodWebhookOptions podOptions = controller::podWebhookMetrics(registry);
+      addWebhook(webhooks, std::string(controller::kLauncherPodWebhookPath),
+                 std::string(controller::kLauncherPodWebhookName),
+                 controller::launcherPodWebhook(writer.snapshots(), podOptions), wo);
+      addWebhook(webhooks, std::string(controller::kGpuPodWebhookPath), std::string(controller::kGpuPodWebhookName),
+                 controller::gpuPodWebhook(writer.snapshots(), podOptions), wo);
+      admission::WebhookOptions vmiRoute = wo;
+      vmiRoute.run = [&vmiPool](std::function<void()> review) { boost::asio::post(vmiPool, std::move(review)); };
       addWebhook(webhooks, std::string(controller::kVmiWebhookPath), "virtualmachineinstances", vmiWebhook.handler(),
-                 wo);
+                 vmiRoute);
       server = std::make_unique<http::Server>(so, std::move(webhooks));
       server->start();
       serving = true;
@@ -380,6 +399,7 @@ int main(int argc, char** argv) {
     logInfo("shutting down", {{"signal", signals.received()}});
     serving = false;
     if (server) server->stop();
+    vmiPool.join();
     managerStop.request_stop();
     managerThread.join();
     watches.stop();

@@ -31,8 +31,8 @@ struct VmiWebhook::Metrics {
                           "VMI CREATE reviews with Tally device references, by result (admitted, refused, dry-run, "
                           "reinvoked).",
                           {"result"})),
-        refusals(r.counter("tally_controller_vmi_refusals_total", "VMI refusals by the model's reason code.",
-                           {"code"})),
+        refusals(
+            r.counter("tally_controller_vmi_refusals_total", "VMI refusals by the model's reason code.", {"code"})),
         conflicts(r.counter("tally_controller_vmi_attach_conflicts_total",
                             "Attachment writes refused with 409 (a newer device): read and decided again.")
                       .with({})),
@@ -153,8 +153,8 @@ struct VmiWebhook::Call {
   std::string ns, vmi, token;
   std::vector<std::string> set;
   model::Timestamp since = 0;
-  std::vector<std::string> attached;                           // held devices this call attached
-  std::vector<std::pair<std::string, std::string>> created;    // template devices it created: name, uid
+  std::vector<std::string> attached;                         // held devices this call attached
+  std::vector<std::pair<std::string, std::string>> created;  // template devices it created: name, uid
 
   runtime::Resource res() const { return devicesResource().inNamespace(ns); }
 
@@ -178,11 +178,12 @@ struct VmiWebhook::Call {
       }
       if (model::attached(fresh) && fresh.attachToken != token) {
         auto snap = self.cell_.read();
-        const std::string holder =
-            model::attachmentHolder(snap->cluster(), fresh, self.options_.attachTimeout.count());
+        const model::AttachWindow window{toUnixTime(std::chrono::system_clock::now()).seconds,
+                                         self.options_.attachTimeout.count()};
+        const std::string holder = model::attachmentHolder(snap->cluster(), fresh, window);
         if (!holder.empty()) {
-          return fmt::format("[DeviceAttached] gpudevice/{}/{} is attached to {}; a device serves one VM at a time",
-                             ns, name, holder);
+          return fmt::format("[DeviceAttached] gpudevice/{}/{} is attached to {}; a device serves one VM at a time", ns,
+                             name, holder);
         }
       }
       model::GpuDevice next = fresh;
@@ -247,8 +248,8 @@ struct VmiWebhook::Call {
       del.preconditionUid = uid;
       auto gone = self.client_->remove(res(), name, del);
       if (!gone && !gone.error().is(runtime::ErrorCode::kNotFound)) {
-        logWarning("vmi webhook: template device not deleted", {{"device", ns + "/" + name},
-                                                                {"error", gone.error().describe()}});
+        logWarning("vmi webhook: template device not deleted",
+                   {{"device", ns + "/" + name}, {"error", gone.error().describe()}});
       } else if (self.metrics_) {
         self.metrics_->undone.inc();
       }
@@ -264,8 +265,8 @@ struct VmiWebhook::Call {
                   detail::deviceStatusJson(detail::detached(read->device), read->conditions, read->meta.generation));
         runtime::PatchOptions po;
         po.subresource = "status";
-        auto written =
-            self.client_->patch(res(), name, runtime::PatchType::kJsonPatch, patch.body(read->meta.resourceVersion), po);
+        auto written = self.client_->patch(res(), name, runtime::PatchType::kJsonPatch,
+                                           patch.body(read->meta.resourceVersion), po);
         if (written) {
           if (self.metrics_) self.metrics_->undone.inc();
           break;
@@ -347,16 +348,19 @@ AdmissionResponse VmiWebhook::create(const AdmissionRequest& request) {
     return refused(d);
   }
   const model::Cluster& cluster = snap->cluster();
-  const model::Timestamp bound = options_.attachTimeout.count();
+  const model::AttachWindow window{toUnixTime(std::chrono::system_clock::now()).seconds,
+                                   options_.attachTimeout.count()};
   // The VMI's own token when the API server calls again with our answer
   // applied; a retried call reuses the token of the same references.
+  // A create retried after a call that wrote (here or on another replica)
+  // finds that call's attachment to its name and takes it.
   const bool reinvoked = !vmi.attachToken.empty() && !model::tokenTaken(cluster, vmi.ns, vmi.attachToken);
-  const std::string token =
-      reinvoked ? vmi.attachToken : tokenFor(model::objectKey(vmi.ns, vmi.name), referencesOf(vmi));
-  model::VmiStart plan = model::planVmiStart(cluster, snap->usage, vmi, token, bound);
+  std::string token = reinvoked ? vmi.attachToken : model::startingToken(cluster, vmi.ns, vmi.name, window);
+  if (token.empty()) token = tokenFor(model::objectKey(vmi.ns, vmi.name), referencesOf(vmi));
+  model::VmiStart plan = model::planVmiStart(cluster, snap->usage, vmi, token, window);
   if (!plan.decision.allowed()) return refused(plan.decision);
 
-  Call call{*this, vmi.ns, vmi.name, token, plan.set, toUnixTime(std::chrono::system_clock::now()).seconds, {}, {}};
+  Call call{*this, vmi.ns, vmi.name, token, plan.set, window.now, {}, {}};
   const bool writes = !plan.attach.empty() || !plan.create.empty();
   if (!request.dryRun) {
     auto fail = [&](const std::string& why) {

@@ -45,18 +45,18 @@ const VirtualMachineInstance* attachmentVmi(const Cluster& cluster, const GpuDev
   return vmi;  // attached by name alone (not by the VM door): the name is all there is
 }
 
-std::string attachmentHolder(const Cluster& cluster, const GpuDevice& device, Timestamp bound) {
+std::string attachmentHolder(const Cluster& cluster, const GpuDevice& device, AttachWindow window) {
   if (!attached(device)) return {};
   const std::string holder = vmiSubject(attachmentNamespace(device), device.attachedTo.name);
   if (attachmentVmi(cluster, device)) return holder;
-  if (device.attachedTo.uid.empty() && !device.attachToken.empty() && cluster.now < device.attachedAt + bound) {
+  if (device.attachedTo.uid.empty() && !device.attachToken.empty() && window.now < device.attachedAt + window.bound) {
     return holder + " (starting)";
   }
   return {};
 }
 
 VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const VirtualMachineInstance& vmi,
-                      std::string_view token, Timestamp bound) {
+                      std::string_view token, AttachWindow window) {
   VmiStart s;
   s.subject = vmiSubject(vmi.ns, vmi.name);
   for (Kind kind :
@@ -107,7 +107,7 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
     const bool ours = attached(d) && !token.empty() && d.attachToken == token && d.attachedTo.uid.empty() &&
                       d.attachedTo.name == vmi.name && attachmentNamespace(d) == vmi.ns;
     if (!ours) {
-      if (std::string holder = attachmentHolder(cluster, d, bound); !holder.empty()) {
+      if (std::string holder = attachmentHolder(cluster, d, window); !holder.empty()) {
         s.decision.refuse(Code::DeviceAttached,
                           fmt::format("{} names {}, which is attached to {}; a device serves one VM at a time",
                                       s.subject, deviceSubject(d), holder));
@@ -250,6 +250,21 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
   return s;
 }
 
+std::string startingToken(const Cluster& cluster, std::string_view ns, std::string_view vmi, AttachWindow window) {
+  std::string token;
+  Timestamp newest = 0;
+  auto [first, last] = namespacedRange(cluster.devices, ns);
+  for (auto it = first; it != last; ++it) {
+    const GpuDevice& d = it->second;
+    if (!attached(d) || d.attachToken.empty() || !d.attachedTo.uid.empty()) continue;
+    if (d.attachedTo.name != vmi || attachmentNamespace(d) != ns) continue;
+    if (window.now >= d.attachedAt + window.bound || d.attachedAt < newest) continue;
+    newest = d.attachedAt;
+    token = d.attachToken;
+  }
+  return token;
+}
+
 bool tokenTaken(const Cluster& cluster, std::string_view ns, std::string_view token) {
   if (token.empty()) return false;
   auto [first, last] = namespacedRange(cluster.devices, ns);
@@ -321,7 +336,7 @@ SetNode placedSet(const Cluster& cluster, std::string_view ns, const std::vector
   return commonNode(devices, "the set");
 }
 
-AttachmentStep attachmentStep(const Cluster& cluster, const GpuDevice& device, Timestamp bound) {
+AttachmentStep attachmentStep(const Cluster& cluster, const GpuDevice& device, AttachWindow window) {
   AttachmentStep step;
   if (!attached(device) || !cluster.synced(Kind::VirtualMachineInstance)) return step;
   const std::string_view ns = attachmentNamespace(device);
@@ -345,11 +360,11 @@ AttachmentStep attachmentStep(const Cluster& cluster, const GpuDevice& device, T
     step.reason = fmt::format("{} exists (uid {})", who, vmi->uid);
     return step;
   }
-  if (cluster.now >= device.attachedAt + bound) {
-    return release(
-        fmt::format("{} did not appear within {} s of the attachment (its create was refused or failed)", who, bound));
+  if (window.now >= device.attachedAt + window.bound) {
+    return release(fmt::format("{} did not appear within {} s of the attachment (its create was refused or failed)",
+                               who, window.bound));
   }
-  step.recheckAt = device.attachedAt + bound;
+  step.recheckAt = device.attachedAt + window.bound;
   return step;
 }
 

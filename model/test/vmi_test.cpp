@@ -45,7 +45,7 @@ class VmDoor : public ::testing::Test {
   }
   VmiStart plan(const VirtualMachineInstance& v, std::string_view token = "tok12345abcd") {
     totals = std::make_unique<TotalsCapacityView>(c, computeUsage(c));
-    return planVmiStart(c, *totals, v, token, kBound);
+    return planVmiStart(c, *totals, v, token, {c.now, kBound});
   }
   GpuDevice attachedTo(GpuDevice d, std::string vmiName, std::string uid, std::string token, Timestamp since) {
     d.attachedTo = ObjectRef{"alpha", std::move(vmiName), std::move(uid)};
@@ -157,7 +157,7 @@ TEST_F(VmDoor, AVmiRecreatedUnderTheSameNameDoesNotInheritByName) {
   put(c, d);
   EXPECT_EQ(attachmentVmi(c, d), nullptr);
   EXPECT_TRUE(attachedDevices(c, now).empty());
-  AttachmentStep step = attachmentStep(c, d, kBound);
+  AttachmentStep step = attachmentStep(c, d, {c.now, kBound});
   EXPECT_EQ(step.action, AttachmentAction::Detach);
   EXPECT_NE(step.reason.find("recreated"), std::string::npos);
 }
@@ -244,32 +244,32 @@ TEST_F(VmDoor, TheReconcilerFillsTheUidUndoesWhatNeverStartedAndReleasesWithTheV
   GpuDevice waiting =
       attachedTo(device("alpha", "w", "h200", 1, DevicePhase::Bound, "gpu-1"), "vm", "", "tok", c.now - 5);
   // No VMI yet, within the bound: kept, looked at again when it passes.
-  AttachmentStep keep = attachmentStep(c, waiting, kBound);
+  AttachmentStep keep = attachmentStep(c, waiting, {c.now, kBound});
   EXPECT_EQ(keep.action, AttachmentAction::Keep);
   EXPECT_EQ(keep.recheckAt, c.now - 5 + kBound);
   // Past the bound: a held device is detached, a template device released.
   c.now += kBound;
-  EXPECT_EQ(attachmentStep(c, waiting, kBound).action, AttachmentAction::Detach);
+  EXPECT_EQ(attachmentStep(c, waiting, {c.now, kBound}).action, AttachmentAction::Detach);
   GpuDevice tmpl = waiting;
   tmpl.fromTemplate = true;
-  EXPECT_EQ(attachmentStep(c, tmpl, kBound).action, AttachmentAction::Delete);
+  EXPECT_EQ(attachmentStep(c, tmpl, {c.now, kBound}).action, AttachmentAction::Delete);
   // The VMI exists with the token: its uid is recorded.
   VirtualMachineInstance v = vmi("vm", {});
   v.uid = "uid-vm";
   v.attachToken = "tok";
   put(c, v);
-  AttachmentStep fill = attachmentStep(c, waiting, kBound);
+  AttachmentStep fill = attachmentStep(c, waiting, {c.now, kBound});
   EXPECT_EQ(fill.action, AttachmentAction::FillUid);
   EXPECT_EQ(fill.uid, "uid-vm");
   // Deleted with the VMI.
   GpuDevice live = waiting;
   live.attachedTo.uid = "uid-vm";
-  EXPECT_EQ(attachmentStep(c, live, kBound).action, AttachmentAction::Keep);
+  EXPECT_EQ(attachmentStep(c, live, {c.now, kBound}).action, AttachmentAction::Keep);
   c.vmis.clear();
-  EXPECT_EQ(attachmentStep(c, live, kBound).action, AttachmentAction::Detach);
+  EXPECT_EQ(attachmentStep(c, live, {c.now, kBound}).action, AttachmentAction::Detach);
   // Unsynced: nothing is decided.
   c.caches[Kind::VirtualMachineInstance].synced = false;
-  EXPECT_EQ(attachmentStep(c, live, kBound).action, AttachmentAction::Keep);
+  EXPECT_EQ(attachmentStep(c, live, {c.now, kBound}).action, AttachmentAction::Keep);
 }
 
 TEST_F(VmDoor, TheBinderPlacesAnAttachedSetWholeBeforeItsVmiExists) {

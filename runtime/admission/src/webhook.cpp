@@ -80,7 +80,11 @@ void addWebhook(http::Router& router, std::string path, std::string name, Webhoo
       name, std::move(handler), std::move(options));
   router.add("POST", std::move(path), std::move(name), [shared](http::Request& request, http::Respond respond) {
     const auto& [webhook, decide, opts] = *shared;
-    respond(answerReview(webhook, decide, request.body(), opts));
+    if (!opts.run) return respond(answerReview(webhook, decide, request.body(), opts));
+    opts.run([shared, body = std::string(request.body()), respond = std::move(respond)] {
+      const auto& [w, d, o] = *shared;
+      respond(answerReview(w, d, body, o));
+    });
   });
 }
 

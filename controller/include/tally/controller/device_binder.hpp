@@ -113,7 +113,7 @@ class DeviceBinder final : public state::Extension {
   runtime::Result<runtime::ReconcileResult> decideAndWrite(const state::Snapshot& snapshot, const std::string& key,
                                                            std::stop_token stop);
   void startTerm();
-  model::Timestamp attachBound() const { return options_.attachTimeout.count(); }
+  model::AttachWindow attachWindow() const;
   void enqueue(const std::string& key);
   void event(const model::GpuDevice& device, const std::string& type, const std::string& reason,
              const std::string& message);

@@ -20,6 +20,14 @@
 
 namespace tally::model {
 
+// The time an attachment is judged at, and how long one may wait for its VMI
+// to appear (seconds). `now` is the caller's clock, not a snapshot's: nothing
+// publishes a snapshot while nothing changes.
+struct AttachWindow {
+  Timestamp now = 0;
+  Timestamp bound = 0;
+};
+
 // The name of the device the webhook creates for template `index` of the
 // VMI: fixed by the attachment's token, so a second call creates nothing new.
 std::string templateDeviceName(std::string_view vmi, std::string_view token, std::size_t index);
@@ -32,10 +40,10 @@ inline bool attached(const GpuDevice& d) { return !d.attachedTo.empty(); }
 const VirtualMachineInstance* attachmentVmi(const Cluster& cluster, const GpuDevice& device);
 
 // Who holds a device another VMI wants: the live attachment's VMI
-// ("vmi/ns/name"), or one still starting (no uid yet, `bound` seconds not
+// ("vmi/ns/name"), or one still starting (no uid yet, the window's bound not
 // passed). Empty when the device is free: never attached, or an attachment
 // whose VMI is gone or never appeared (the reconciler undoes it).
-std::string attachmentHolder(const Cluster& cluster, const GpuDevice& device, Timestamp bound);
+std::string attachmentHolder(const Cluster& cluster, const GpuDevice& device, AttachWindow window);
 
 // The plan for a VMI's device references at its CREATE, decided before any
 // write (a refusal or a dry run writes nothing). `token` is the attachment's
@@ -61,7 +69,14 @@ struct VmiStart {
 // checkDeviceOrder; one node holds the whole set (placed members pin it, and
 // it must have room for the rest; else placeDeviceSet finds one for all).
 VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const VirtualMachineInstance& vmi,
-                      std::string_view token, Timestamp bound);
+                      std::string_view token, AttachWindow window);
+
+// The token of an attachment to VMI `ns/vmi` still waiting for it (no uid,
+// within the window): a CREATE of that VMI without a token is the same VMI
+// retried (by the API server, or by its creator after a webhook call that
+// wrote and then failed, on any replica) and takes it as its own. Empty when
+// there is none (the newest when several).
+std::string startingToken(const Cluster& cluster, std::string_view ns, std::string_view vmi, AttachWindow window);
 
 // Whether an attachment with `token` already recorded its VMI's uid: a VMI
 // created with that token in its annotation (copied from an earlier VMI of
@@ -98,8 +113,8 @@ struct AttachmentStep {
   std::string reason;       // for the Event: what was found
   Timestamp recheckAt = 0;  // Keep while waiting: when the bound passes
 };
-// Needs the VMI cache synced (Keep otherwise). `bound`: seconds an attachment
+// Needs the VMI cache synced (Keep otherwise); `window.bound`: seconds an attachment
 // may wait for its VMI to appear.
-AttachmentStep attachmentStep(const Cluster& cluster, const GpuDevice& device, Timestamp bound);
+AttachmentStep attachmentStep(const Cluster& cluster, const GpuDevice& device, AttachWindow window);
 
 }  // namespace tally::model

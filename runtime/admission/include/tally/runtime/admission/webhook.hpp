@@ -45,6 +45,11 @@ class WebhookMetrics {
 struct WebhookOptions {
   DecodeOptions decode;
   std::shared_ptr<WebhookMetrics> metrics;  // null: not measured
+  // Where the review runs: empty, on the server's thread that read it. A
+  // handler that waits (the VMI webhook waits for the binder, and its writes
+  // make the API server call this same server) must be handed elsewhere, or
+  // the reviews it causes could queue behind it on its thread.
+  std::function<void(std::function<void()>)> run;
 };
 
 // Registers POST `path` (route label `name`) on the router.

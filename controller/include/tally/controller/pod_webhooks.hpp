@@ -1,0 +1,63 @@
+#pragma once
+// The two Pod webhooks of the controller (SPEC 3.6, 5), both decided on this
+// replica's snapshot alone and refused closed while a cache has not synced.
+//
+// Launcher pods (mutating): a pod created for a VMI whose Tally devices hold
+// their units on one node gets a required node affinity to that node, on the
+// pod itself, because LiveUpdate rewrites the VMI's affinity from the VM
+// template. The pin is a matchFields expression on metadata.name added to
+// every nodeSelectorTerm (terms are ORed); a term that carries it already is
+// left alone, so a second call for the same pod patches nothing new.
+//
+// Raw GPU pods (validating): a pod asking for a GPU resource is refused when
+// a budget of its tenant or an ancestor would be exceeded or every pool
+// selling the resource has its creation gate closed. Pods owned by a VMI are
+// the extender's: at CREATE no VMI lists them in status.activePods yet.
+//
+// Neither writes anything, so a dry run gets the same answer and leaves no trace.
+
+#include <string_view>
+
+#include "tally/common/snapshot_cell.hpp"
+#include "tally/observability/metrics.hpp"
+#include "tally/runtime/admission/review.hpp"
+#include "tally/runtime/admission/webhook.hpp"
+#include "tally/state/snapshot.hpp"
+
+namespace tally::controller {
+
+inline constexpr std::string_view kLauncherPodWebhookPath = "/mutate/launcher-pods";
+inline constexpr std::string_view kGpuPodWebhookPath = "/validate/gpu-pods";
+// The values of the refusal metric's webhook label.
+inline constexpr std::string_view kLauncherPodWebhookName = "launcher-pods";
+inline constexpr std::string_view kGpuPodWebhookName = "gpu-pods";
+
+struct PodWebhookOptions {
+  // tally_controller_pod_refusals_total{webhook,code}: one per refusal reason
+  // of an answer. Null: not counted.
+  observability::Family<observability::Counter>* refusals = nullptr;
+  // tally_controller_launcher_pods_pinned_total: launcher answers carrying a
+  // pin patch (a second call that finds the pin in place adds none). Null: not counted.
+  observability::Counter* pinned = nullptr;
+};
+
+// The families the options expect, registered on `registry` (once; a second call returns them).
+observability::Family<observability::Counter>& podRefusalMetric(observability::Registry& registry);
+observability::Counter& launcherPinnedMetric(observability::Registry& registry);
+// Both, for main.
+PodWebhookOptions podWebhookMetrics(observability::Registry& registry);
+
+// The answer to one review of a Pod by each webhook, decided on `snapshot` alone.
+runtime::admission::AdmissionResponse reviewLauncherPod(const state::Snapshot& snapshot,
+                                                        const runtime::admission::AdmissionRequest& request,
+                                                        const PodWebhookOptions& options);
+runtime::admission::AdmissionResponse reviewGpuPod(const state::Snapshot& snapshot,
+                                                   const runtime::admission::AdmissionRequest& request,
+                                                   const PodWebhookOptions& options);
+
+// The handlers of the routes: each review reads the newest snapshot of `cell`.
+runtime::admission::WebhookHandler launcherPodWebhook(const SnapshotCell<state::Snapshot>& cell,
+                                                      PodWebhookOptions options);
+runtime::admission::WebhookHandler gpuPodWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options);
+
+}  // namespace tally::controller

@@ -1,0 +1,393 @@
+#include "tally/controller/pod_webhooks.hpp"
+
+#include <simdjson.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tally/codec/codecs.hpp"
+#include "tally/codec/json_text.hpp"
+#include "tally/common/json.hpp"
+#include "tally/controller/gpu_device_webhook.hpp"
+#include "tally/model/pod_admission.hpp"
+#include "tally/model/usage.hpp"
+
+namespace tally::controller {
+namespace {
+
+using runtime::admission::AdmissionRequest;
+using runtime::admission::AdmissionResponse;
+using runtime::admission::JsonPatch;
+using runtime::admission::Operation;
+namespace od = simdjson::ondemand;
+
+constexpr std::string_view kRequired = "requiredDuringSchedulingIgnoredDuringExecution";
+
+// An answer and the reason codes it refuses for (for the refusal metric).
+struct Answer {
+  AdmissionResponse response;
+  std::vector<std::string> codes;
+  bool pinned = false;
+  Answer(AdmissionResponse r, std::string code = {}) : response(std::move(r)) {
+    if (!code.empty()) codes.push_back(std::move(code));
+  }
+};
+
+AdmissionResponse forbidden(const std::string& message) {
+  return AdmissionResponse::refuse(403, std::string(kRefusalPrefix) + message, "Forbidden");
+}
+
+AdmissionResponse invalid(const std::string& message) {
+  return AdmissionResponse::refuse(422, std::string(kRefusalPrefix) + message, "Invalid");
+}
+
+// "[BudgetExceeded] ...; [GateClosed] ..."
+Answer refusedBy(const model::Decision& decision) {
+  std::string message;
+  std::vector<std::string> codes;
+  for (const auto& r : decision.refusals) {
+    if (!message.empty()) message += "; ";
+    message += "[" + std::string(model::toString(r.code)) + "] " + r.message;
+    codes.emplace_back(model::toString(r.code));
+  }
+  Answer a(forbidden(message));
+  a.codes = std::move(codes);
+  return a;
+}
+
+std::string podSubject(const model::Pod& pod) {
+  return "pod/" + pod.ns + "/" + (pod.name.empty() ? std::string("(generated name)") : pod.name);
+}
+
+Answer notSynced(const state::Snapshot& snapshot, const model::Pod& pod, std::string_view why) {
+  return {forbidden("[CacheNotSynced] " + podSubject(pod) + " refused: " + snapshot.unsyncedCaches() + ", so " +
+                    std::string(why) + " (this replica is still starting)"),
+          std::string(model::toString(model::Code::CacheNotSynced))};
+}
+
+struct DecodedPod {
+  model::Pod pod;
+  std::string error;  // set: the pod could not be read
+};
+
+// At a CREATE by generateName the pod has no metadata.name yet (the API server
+// names it after admission), and the codec wants one: a copy of the JSON with
+// a placeholder name first in metadata. Nullopt when metadata is not an object.
+std::optional<std::string> withPlaceholderName(const simdjson::padded_string& json) {
+  od::parser parser;
+  od::document doc;
+  od::object root;
+  od::value metadata;
+  if (parser.iterate(json).get(doc) || doc.get_object().get(root) ||
+      root.find_field_unordered("metadata").get(metadata)) {
+    return std::nullopt;
+  }
+  const std::string_view open = metadata.raw_json_token();
+  if (open.empty() || open.front() != '{') return std::nullopt;
+  const std::size_t at = static_cast<std::size_t>(open.data() - json.data()) + 1;
+  const std::string_view text(json.data(), json.size());
+  const std::size_t next = text.find_first_not_of(" \t\r\n", at);
+  const bool empty = next != std::string_view::npos && text[next] == '}';
+  std::string copy(text);
+  copy.insert(at, empty ? R"("name":"generated")" : R"("name":"generated",)");
+  return copy;
+}
+
+DecodedPod decodePod(const AdmissionRequest& request) {
+  DecodedPod out;
+  const std::string_view json(request.object.data(), request.object.size());
+  auto decoded = codec::decodeText<codec::PodCodec>(json);
+  bool generated = false;
+  if (!decoded && request.name.empty()) {
+    if (auto named = withPlaceholderName(request.object)) {
+      auto retried = codec::decodeText<codec::PodCodec>(*named);
+      if (retried) {
+        decoded = std::move(retried);
+        generated = true;
+      }
+    }
+  }
+  if (!decoded) {
+    out.error = "the created Pod cannot be read: " + decoded.error().describe();
+    return out;
+  }
+  out.pod = std::move(decoded).value();
+  if (generated) out.pod.name.clear();
+  if (out.pod.ns.empty()) out.pod.ns = request.namespace_;
+  if (out.pod.name.empty()) out.pod.name = request.name;
+  return out;
+}
+
+// Only a Pod's own CREATE is reviewed: a subresource (binding, eviction) or
+// another operation is no new pod.
+bool reviewed(const AdmissionRequest& request) {
+  return request.operation == Operation::kCreate && request.subResource.empty();
+}
+
+std::optional<Answer> wrongKind(const AdmissionRequest& request) {
+  if (request.kind.group.empty() && request.kind.kind == "Pod") return std::nullopt;
+  return Answer(invalid("this webhook reviews core Pods, not " + request.kind.group + "/" + request.kind.kind),
+                "WrongKind");
+}
+
+// What the pin needs to know of spec.affinity.nodeAffinity.required...: the
+// first level that is absent (or null), else every term.
+struct RequiredAffinity {
+  enum class Missing { Nothing, Affinity, NodeAffinity, Required, Terms };
+  struct Term {
+    bool empty = true;  // no matchExpressions and no matchFields: it matches no node
+    bool hasMatchFields = false;
+    bool pinned = false;  // carries exactly the pin's expression
+  };
+  Missing missing = Missing::Affinity;
+  std::vector<Term> terms;
+  std::string error;  // set: the pod's JSON is not what a Pod is
+};
+
+// Member `name` of `parent`: false when absent or null (then `out` is unset).
+simdjson::error_code member(od::object& parent, std::string_view name, od::value& out, bool& present) {
+  present = false;
+  auto found = parent.find_field_unordered(name);
+  if (found.error() == simdjson::NO_SUCH_FIELD) return simdjson::SUCCESS;
+  if (found.error()) return found.error();
+  out = std::move(found).value_unsafe();
+  od::json_type type;
+  if (auto e = out.type().get(type)) return e;
+  present = type != od::json_type::null;
+  return simdjson::SUCCESS;
+}
+
+bool isPin(od::value expression, std::string_view node, simdjson::error_code& error) {
+  od::object object;
+  if ((error = expression.get_object().get(object))) return false;
+  std::string key, op;
+  std::vector<std::string> values;
+  for (auto entry : object) {
+    od::field field;
+    std::string_view name;
+    if ((error = std::move(entry).get(field)) || (error = field.unescaped_key().get(name))) return false;
+    od::value v = field.value();
+    if (name == "key" || name == "operator") {
+      std::string_view s;
+      if ((error = v.get_string().get(s))) return false;
+      (name == "key" ? key : op) = std::string(s);
+    } else if (name == "values") {
+      od::array array;
+      if ((error = v.get_array().get(array))) return false;
+      for (auto element : array) {
+        std::string_view s;
+        if ((error = element.get_string().get(s))) return false;
+        values.emplace_back(s);
+      }
+    }
+  }
+  return key == "metadata.name" && op == "In" && values.size() == 1 && values.front() == node;
+}
+
+simdjson::error_code readTerm(od::value value, std::string_view node, RequiredAffinity::Term& term) {
+  od::json_type type;
+  if (auto e = value.type().get(type)) return e;
+  if (type == od::json_type::null) return simdjson::SUCCESS;
+  od::object object;
+  if (auto e = value.get_object().get(object)) return e;
+  for (auto entry : object) {
+    od::field field;
+    std::string_view name;
+    if (auto e = std::move(entry).get(field)) return e;
+    if (auto e = field.unescaped_key().get(name)) return e;
+    od::value v = field.value();
+    if (v.type().get(type)) return simdjson::INCORRECT_TYPE;
+    if (type == od::json_type::null || (name != "matchExpressions" && name != "matchFields")) continue;
+    od::array array;
+    if (auto e = v.get_array().get(array)) return e;
+    for (auto element : array) {
+      od::value expression;
+      if (auto e = std::move(element).get(expression)) return e;
+      term.empty = false;
+      if (name == "matchExpressions") continue;  // skipped unread by the iterator
+      simdjson::error_code error = simdjson::SUCCESS;
+      term.pinned = isPin(expression, node, error) || term.pinned;
+      if (error) return error;
+    }
+    if (name == "matchFields") term.hasMatchFields = true;
+  }
+  return simdjson::SUCCESS;
+}
+
+RequiredAffinity readRequiredAffinity(const simdjson::padded_string& json, std::string_view node) {
+  RequiredAffinity out;
+  auto fail = [&](std::string where) {
+    out.error = "the created Pod's " + where + " cannot be read";
+    return out;
+  };
+  od::parser parser;
+  od::document doc;
+  od::object root;
+  if (parser.iterate(json).get(doc) || doc.get_object().get(root)) return fail("JSON");
+  od::value value;
+  bool present = false;
+  od::object spec, affinity, nodeAffinity, required;
+  if (member(root, "spec", value, present) || !present || value.get_object().get(spec)) return fail("spec");
+  if (member(spec, "affinity", value, present)) return fail("spec.affinity");
+  if (!present) return out;
+  if (value.get_object().get(affinity)) return fail("spec.affinity");
+  out.missing = RequiredAffinity::Missing::NodeAffinity;
+  if (member(affinity, "nodeAffinity", value, present)) return fail("spec.affinity.nodeAffinity");
+  if (!present) return out;
+  if (value.get_object().get(nodeAffinity)) return fail("spec.affinity.nodeAffinity");
+  out.missing = RequiredAffinity::Missing::Required;
+  const std::string requiredPath = "spec.affinity.nodeAffinity." + std::string(kRequired);
+  if (member(nodeAffinity, kRequired, value, present)) return fail(requiredPath);
+  if (!present) return out;
+  if (value.get_object().get(required)) return fail(requiredPath);
+  out.missing = RequiredAffinity::Missing::Terms;
+  if (member(required, "nodeSelectorTerms", value, present)) return fail(requiredPath + ".nodeSelectorTerms");
+  if (!present) return out;
+  out.missing = RequiredAffinity::Missing::Nothing;
+  od::array terms;
+  if (value.get_array().get(terms)) return fail(requiredPath + ".nodeSelectorTerms");
+  for (auto element : terms) {
+    od::value term;
+    if (std::move(element).get(term) || readTerm(term, node, out.terms.emplace_back())) {
+      return fail(requiredPath + ".nodeSelectorTerms[" + std::to_string(out.terms.size() - 1) + "]");
+    }
+  }
+  return out;
+}
+
+// The JSON Patch that makes every term require the node (none when each does).
+// A term that matches no node is left so: pinning it would let the pod run
+// where its own affinity never allowed it.
+JsonPatch pinPatch(const RequiredAffinity& affinity, std::string_view node) {
+  const std::string expression = R"({"key":"metadata.name","operator":"In","values":[)" + jsonString(node) + "]}";
+  const std::string term = R"({"matchFields":[)" + expression + "]}";
+  const std::string terms = R"({"nodeSelectorTerms":[)" + term + "]}";
+  const std::string required = "{" + jsonString(kRequired) + ":" + terms + "}";
+  JsonPatch patch;
+  using Missing = RequiredAffinity::Missing;
+  switch (affinity.missing) {
+    case Missing::Affinity:
+      patch.add(JsonPatch::pointer({"spec", "affinity"}), R"({"nodeAffinity":)" + required + "}");
+      return patch;
+    case Missing::NodeAffinity:
+      patch.add(JsonPatch::pointer({"spec", "affinity", "nodeAffinity"}), required);
+      return patch;
+    case Missing::Required:
+      patch.add(JsonPatch::pointer({"spec", "affinity", "nodeAffinity", kRequired}), terms);
+      return patch;
+    case Missing::Terms:
+      patch.add(JsonPatch::pointer({"spec", "affinity", "nodeAffinity", kRequired, "nodeSelectorTerms"}),
+                "[" + term + "]");
+      return patch;
+    case Missing::Nothing: break;
+  }
+  const std::string termsPath =
+      JsonPatch::pointer({"spec", "affinity", "nodeAffinity", kRequired, "nodeSelectorTerms"});
+  if (affinity.terms.empty()) {
+    patch.add(termsPath + "/-", term);
+    return patch;
+  }
+  for (std::size_t i = 0; i < affinity.terms.size(); ++i) {
+    const RequiredAffinity::Term& t = affinity.terms[i];
+    if (t.empty || t.pinned) continue;
+    const std::string path = termsPath + "/" + std::to_string(i) + "/matchFields";
+    if (t.hasMatchFields) {
+      patch.add(path + "/-", expression);
+    } else {
+      patch.add(path, "[" + expression + "]");
+    }
+  }
+  return patch;
+}
+
+Answer decideLauncher(const state::Snapshot& snapshot, const AdmissionRequest& request) {
+  if (!reviewed(request)) return AdmissionResponse::allow();
+  if (auto wrong = wrongKind(request)) return std::move(*wrong);
+  DecodedPod decoded = decodePod(request);
+  if (!decoded.error.empty()) return {invalid(decoded.error), "Unreadable"};
+  const model::Pod& pod = decoded.pod;
+  if (!model::namesVmiOwner(pod)) return AdmissionResponse::allow();
+  if (!snapshot.ready()) return notSynced(snapshot, pod, "the node of its VMI's GPUs cannot be known");
+  model::LauncherPin pin = model::launcherPin(snapshot.cluster(), pod);
+  if (!pin.decision.allowed()) return refusedBy(pin.decision);
+  if (!pin.node) return AdmissionResponse::allow();
+  RequiredAffinity affinity = readRequiredAffinity(request.object, *pin.node);
+  if (!affinity.error.empty()) return {invalid(affinity.error), "Unreadable"};
+  JsonPatch patch = pinPatch(affinity, *pin.node);
+  if (patch.empty()) return AdmissionResponse::allow();
+  Answer answer(AdmissionResponse::mutate(std::move(patch)));
+  answer.pinned = true;
+  return answer;
+}
+
+Answer decideGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request) {
+  if (!reviewed(request)) return AdmissionResponse::allow();
+  if (auto wrong = wrongKind(request)) return std::move(*wrong);
+  DecodedPod decoded = decodePod(request);
+  if (!decoded.error.empty()) return {invalid(decoded.error), "Unreadable"};
+  const model::Pod& pod = decoded.pod;
+  if (model::namesVmiOwner(pod)) return AdmissionResponse::allow();
+  // Without an extended resource no class can make the pod a GPU pod, so even
+  // a replica still starting knows it is none of Tally's.
+  if (model::effectiveRequests(pod).empty()) return AdmissionResponse::allow();
+  if (!snapshot.ready()) return notSynced(snapshot, pod, "its GPU budgets and pool gates cannot be checked");
+  if (model::gpuRequests(snapshot.cluster(), pod).empty()) return AdmissionResponse::allow();
+  model::Decision decision = model::checkRawGpuPod(snapshot.cluster(), snapshot.usage, pod);
+  if (decision.allowed()) return AdmissionResponse::allow();
+  return refusedBy(decision);
+}
+
+AdmissionResponse counted(Answer answer, std::string_view webhook, const PodWebhookOptions& options) {
+  if (options.refusals) {
+    for (const auto& code : answer.codes) options.refusals->with({webhook, code}).inc();
+  }
+  if (answer.pinned && options.pinned) options.pinned->inc();
+  return std::move(answer.response);
+}
+
+}  // namespace
+
+observability::Family<observability::Counter>& podRefusalMetric(observability::Registry& registry) {
+  return registry.counter("tally_controller_pod_refusals_total",
+                          "Pod admission refusals by webhook (launcher-pods, gpu-pods) and reason code.",
+                          {"webhook", "code"});
+}
+
+observability::Counter& launcherPinnedMetric(observability::Registry& registry) {
+  return registry
+      .counter("tally_controller_launcher_pods_pinned_total",
+               "Launcher pods given a required node affinity to the node of their VMI's GPUs.")
+      .with({});
+}
+
+PodWebhookOptions podWebhookMetrics(observability::Registry& registry) {
+  return {&podRefusalMetric(registry), &launcherPinnedMetric(registry)};
+}
+
+AdmissionResponse reviewLauncherPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
+                                    const PodWebhookOptions& options) {
+  return counted(decideLauncher(snapshot, request), kLauncherPodWebhookName, options);
+}
+
+AdmissionResponse reviewGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
+                               const PodWebhookOptions& options) {
+  return counted(decideGpuPod(snapshot, request), kGpuPodWebhookName, options);
+}
+
+runtime::admission::WebhookHandler launcherPodWebhook(const SnapshotCell<state::Snapshot>& cell,
+                                                      PodWebhookOptions options) {
+  return [&cell, options](const AdmissionRequest& request) {
+    auto snapshot = cell.read();
+    return reviewLauncherPod(*snapshot, request, options);
+  };
+}
+
+runtime::admission::WebhookHandler gpuPodWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options) {
+  return [&cell, options](const AdmissionRequest& request) {
+    auto snapshot = cell.read();
+    return reviewGpuPod(*snapshot, request, options);
+  };
+}
+
+}  // namespace tally::controller

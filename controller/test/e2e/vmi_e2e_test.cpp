@@ -1,0 +1,549 @@
+// The VM door of the real tally-controller binary, two replicas, against a
+// real kube-apiserver calling its VMI mutating and GPUDevice validating
+// webhooks over HTTPS with the injected caBundle; kwok nodes. KubeVirt cannot
+// run here: the test plays its part — it creates the VMI, and for an admitted
+// one the launcher pod as virt-controller would (resources from gpus[], owner
+// reference, labels), then writes status.activePods and status.phase.
+//
+// (a) 20 VMIs racing for one held device, 10 times: exactly one attaches, the
+// others are refused naming the device and its holder; (b) a dry run and a
+// refused VMI leave no GPUDevice, no attachment; (c) reinvocation: called
+// again for one VMI (another mutator changed it), the webhook writes nothing
+// more and answers the same; (d) a vGPU node with one unhealthy parent serves
+// a set from the other parent's slots, and the binder keeps it; (e) the
+// admitted VMI asks for exactly N GPUs (gpus[] only, no resources key); (g) a
+// set no single node can hold is refused at admission; (i) a VMI refused by a
+// later admission stage: its attachment and template devices are gone within
+// the bound; (j) a deleted VMI: template devices deleted, held devices
+// detached and still Bound; (k) the leader killed during (a): still exactly
+// one attach, and the new leader places and reconciles.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace tally::runtime::e2e {
+namespace {
+
+constexpr const char* kValidating = "tally-vmi-e2e-devices";
+constexpr const char* kMutating = "tally-vmi-e2e-vmis";
+constexpr const char* kVgpu = "nvidia.com/A100-10C";
+constexpr int kAttachTimeoutSeconds = 6;
+
+Replica* replicas[2] = {nullptr, nullptr};
+
+const std::vector<std::string> kReplicaArgs = {std::string("--mutating-webhook-configurations=") + kMutating,
+                                               "--vmi-attach-timeout=" + std::to_string(kAttachTimeoutSeconds) + "s",
+                                               "--binder-retry-interval=1s"};
+
+Replica& leader() {
+  const std::string holder = leaseHolder();
+  for (Replica* r : replicas) {
+    if (r && r->identity == holder) return *r;
+  }
+  return *replicas[0];
+}
+
+// The VMI webhook (and, when `extra` names one, a second mutator after it).
+std::string mutatingConfiguration(std::uint16_t port, const std::string& extra = "") {
+  std::string out =
+      std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n") +
+      "metadata: {name: " + kMutating + "}\nwebhooks:\n" + "- name: virtualmachineinstances.mutate.gpu.tally.dev\n" +
+      "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/virtualmachineinstances\"}\n" +
+      "  rules:\n  - apiGroups: [kubevirt.io]\n    apiVersions: [v1]\n" +
+      "    operations: [CREATE]\n    resources: [virtualmachineinstances]\n    scope: Namespaced\n" +
+      "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 15\n" +
+      "  reinvocationPolicy: IfNeeded\n  admissionReviewVersions: [v1]\n" +
+      "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
+      "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations"
+      " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n";
+  return out + extra;
+}
+
+bool pointBothAt(std::uint16_t port) {
+  int rc1 = 0, rc2 = 0;
+  const std::string p = std::to_string(port);
+  kubectl(std::string("patch validatingwebhookconfiguration ") + kValidating +
+              " --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":"
+              "\"https://127.0.0.1:" +
+              p + "/validate/gpudevices\"}]'",
+          &rc1);
+  kubectl(std::string("patch mutatingwebhookconfiguration ") + kMutating +
+              " --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":"
+              "\"https://127.0.0.1:" +
+              p + "/mutate/virtualmachineinstances\"}]'",
+          &rc2);
+  return rc1 == 0 && rc2 == 0;
+}
+
+const Resource& vmis(const std::string& ns) {
+  static std::map<std::string, Resource> byNs;
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  auto it = byNs.find(ns);
+  if (it == byNs.end()) {
+    it = byNs.emplace(ns, Resource::of("kubevirt.io", "v1", "virtualmachineinstances", ns)).first;
+  }
+  return it->second;
+}
+
+// A VMI naming held devices and templates ("[{\"class\":\"h200\",\"count\":1}]").
+std::string vmiJson(const std::string& ns, const std::string& name, const std::vector<std::string>& held,
+                    const std::string& templates = "", const std::string& labels = "") {
+  std::string annotations;
+  if (!held.empty()) {
+    std::string list;
+    for (const auto& h : held) list += (list.empty() ? "" : ",") + h;
+    annotations += "\"gpu.tally.dev/devices\":\"" + list + "\"";
+  }
+  if (!templates.empty()) {
+    std::string escaped;
+    for (char c : templates) {
+      if (c == '"') escaped += '\\';
+      escaped += c;
+    }
+    annotations +=
+        std::string(annotations.empty() ? "" : ",") + "\"gpu.tally.dev/device-templates\":\"" + escaped + "\"";
+  }
+  return "{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\",\"metadata\":{\"name\":\"" + name +
+         "\",\"namespace\":\"" + ns + "\",\"annotations\":{" + annotations + "}" +
+         (labels.empty() ? "" : ",\"labels\":{" + labels + "}") +
+         "},\"spec\":{\"domain\":{\"devices\":{\"disks\":[]},\"resources\":{\"requests\":{\"memory\":\"1Gi\"}}}}}";
+}
+
+struct Device {
+  std::string phase, node, vmi, uid, token;
+  bool exists = false;
+};
+
+Device deviceOf(const std::string& ns, const std::string& name) {
+  int rc = 0;
+  std::string out = kubectl("get gpudevice -n " + ns + " " + name +
+                                " -o 'jsonpath={.status.phase}/{.status.node}/{.status.attachedTo.name}/"
+                                "{.status.attachedTo.uid}/{.status.attachedTo.token}'",
+                            &rc);
+  Device d;
+  if (rc != 0) return d;
+  d.exists = true;
+  std::vector<std::string> parts;
+  std::stringstream ss(out);
+  for (std::string part; std::getline(ss, part, '/');) parts.push_back(part);
+  parts.resize(5);
+  d.phase = parts[0];
+  d.node = parts[1];
+  d.vmi = parts[2];
+  d.uid = parts[3];
+  d.token = parts[4];
+  return d;
+}
+
+std::vector<std::string> deviceNames(const std::string& ns) {
+  std::istringstream in(
+      kubectl("get gpudevices -n " + ns + " -o 'jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}'"));
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+std::string jsonpathOf(const std::string& kind, const std::string& ns, const std::string& name,
+                       const std::string& path) {
+  return kubectl("get " + kind + " -n " + ns + " " + name + " -o 'jsonpath=" + path + "'");
+}
+
+void bound(const std::string& ns, const std::string& name, int count, const std::string& cls = "h200") {
+  int rc = 0;
+  applyYaml(device(ns, name, cls, count), &rc);
+  ASSERT_EQ(rc, 0) << name;
+  ASSERT_TRUE(eventually([&] { return deviceOf(ns, name).phase == "Bound"; }, 20s))
+      << kubectl("get gpudevice -n " + ns + " " + name + " -o yaml");
+}
+
+class VmiEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const std::string name = "vmi-e2e-" + std::to_string(::getpid());
+    ASSERT_TRUE(cluster().up(name)) << "e2e/cluster/up --name " << name << " failed";
+    int rc = 0;
+    for (const char* ns : {"tally-system", "kubevirt", "vm", "race", "dry", "later", "vgpu"}) {
+      kubectl(std::string("create namespace ") + ns, &rc);
+      ASSERT_EQ(rc, 0) << ns;
+    }
+    ASSERT_TRUE(gpuNodes("vm-", 3, 4));
+    applyYaml(gpuClass("h200", kH200, 8), &rc);
+    ASSERT_EQ(rc, 0);
+    // A vGPU node: parent p0 unhealthy, p1 with 1 created and 3 available slots.
+    int vrc = 0;
+    runCommand(cluster().bin() + "/tally-fixtures nodes --count 1 --prefix vgpu- --mode vm-vgpu --resource " +
+                   std::string(kVgpu) + "=8 --wait-ready --timeout 120s --kubeconfig " + cluster().kubeconfig() +
+                   " 2>&1",
+               &vrc);
+    ASSERT_EQ(vrc, 0);
+    kubectl(
+        "annotate node vgpu-0 --overwrite 'gpu.tally.dev/inventory={\"parents\":["
+        "{\"id\":\"0000:3b:00.0\",\"healthy\":false,\"types\":{\"nvidia.com/A100-10C\":{\"total\":4,\"created\":0,"
+        "\"available\":4}}},"
+        "{\"id\":\"0000:5e:00.0\",\"healthy\":true,\"types\":{\"nvidia.com/A100-10C\":{\"total\":4,\"created\":1,"
+        "\"available\":3}}}]}'",
+        &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(std::string("apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDeviceClass\nmetadata: {name: a100-10c}\n") +
+                  "spec: {workload: vm, allocation: vgpu, resourceName: " + kVgpu +
+                  ", nodeMode: vm-vgpu, memoryMiB: 10240, maxCount: 4}\n",
+              &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(
+        std::string("apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata: {name: kubevirt, namespace: kubevirt}\n") +
+            "spec:\n  configuration:\n    permittedHostDevices:\n      pciHostDevices:\n" +
+            "      - {pciVendorSelector: \"10DE:2335\", resourceName: " + kH200 +
+            ", externalResourceProvider: true}\n      mediatedDevices:\n" +
+            "      - {mdevNameSelector: \"GRID A100-10C\", resourceName: " + kVgpu +
+            ", externalResourceProvider: true}\n",
+        &rc);
+    ASSERT_EQ(rc, 0);
+    replicas[0] = new Replica(startReplica("vmi-a", kValidating, kReplicaArgs));
+    ASSERT_TRUE(eventually([] { return leaseHolder() == "vmi-a"; })) << "vmi-a never took the Lease";
+    replicas[1] = new Replica(startReplica("vmi-b", kValidating, kReplicaArgs));
+    applyYaml(webhookConfiguration(kValidating, replicas[0]->webhookPort), &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(mutatingConfiguration(replicas[0]->webhookPort), &rc);
+    ASSERT_EQ(rc, 0);
+    for (Replica* r : replicas) {
+      ASSERT_TRUE(eventually([r] {
+        return httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/readyz") == 200;
+      })) << r->identity
+          << " never became ready; log: " << r->log;
+    }
+    ASSERT_TRUE(eventually([] {
+      return !kubectl(std::string("get mutatingwebhookconfiguration ") + kMutating +
+                      " -o jsonpath={.webhooks[0].clientConfig.caBundle}")
+                  .empty();
+    })) << "the caBundle was never injected into "
+        << kMutating;
+    // The API server calls the VMI webhook: a VMI naming a device that does not exist is refused.
+    ASSERT_TRUE(eventually([] {
+      auto created = cluster().client()->create(vmis("vm"), vmiJson("vm", "warmup", {"nothing"}));
+      return !created && created.error().describe().find("[DeviceUnknown]") != std::string::npos;
+    })) << "the API server never called the VMI webhook";
+  }
+  void TearDown() override {
+    for (Replica* r : replicas) {
+      if (r) stopReplica(*r, SIGTERM);
+    }
+    cluster().down();
+  }
+};
+
+::testing::Environment* const kEnvironment = ::testing::AddGlobalTestEnvironment(new VmiEnvironment);
+
+// (e) and the whole path: held + template on one node, gpus[] only, uid
+// recorded, the launcher played, deletion releases the template.
+TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyThoseGpus) {
+  bound("vm", "held-1", 1);
+  const auto start = std::chrono::steady_clock::now();
+  auto created =
+      cluster().client()->create(vmis("vm"), vmiJson("vm", "vm1", {"held-1"}, R"([{"class":"h200","count":2}])"));
+  ASSERT_TRUE(created) << created.error().describe();
+  std::printf("VMI admitted in %.3f s (attach, create, binder placement, answer)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  // (e) one gpus entry per GPU, the class's resource name; no resources key for it.
+  const std::string gpus = jsonpathOf("vmi", "vm", "vm1", "{range .spec.domain.devices.gpus[*]}{.deviceName} {end}");
+  EXPECT_EQ(gpus, std::string(kH200) + " " + kH200 + " " + kH200 + " ");
+  const std::string requests = jsonpathOf("vmi", "vm", "vm1", "{.spec.domain.resources.requests}");
+  EXPECT_EQ(requests.find("nvidia.com"), std::string::npos) << requests;
+  const std::string token = jsonpathOf("vmi", "vm", "vm1", "{.metadata.annotations.gpu\\.tally\\.dev/attachment}");
+  EXPECT_EQ(token.size(), 16u) << token;
+  const std::string tmpl = "vm1-" + token.substr(0, 8) + "-0";
+  Device held = deviceOf("vm", "held-1"), made = deviceOf("vm", tmpl);
+  ASSERT_TRUE(made.exists) << "template device " << tmpl << " missing: " << kubectl("get gpudevices -n vm");
+  EXPECT_EQ(held.phase, "Attached");
+  EXPECT_EQ(made.phase, "Attached");
+  EXPECT_EQ(held.node, made.node) << "the set is split";
+  EXPECT_EQ(held.vmi, "vm1");
+  EXPECT_EQ(held.token, token);
+  // The VMI's uid is recorded once it exists.
+  const std::string uid = jsonpathOf("vmi", "vm", "vm1", "{.metadata.uid}");
+  EXPECT_TRUE(eventually([&] { return deviceOf("vm", "held-1").uid == uid && deviceOf("vm", tmpl).uid == uid; }, 20s))
+      << kubectl("get gpudevices -n vm -o yaml");
+
+  // The test plays virt-controller: the launcher pod asks for one GPU per gpus[] entry.
+  int rc = 0;
+  applyYaml(
+      "apiVersion: v1\nkind: Pod\nmetadata:\n  name: virt-launcher-vm1-abcde\n  namespace: vm\n"
+      "  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: vm1}\n"
+      "  ownerReferences:\n  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: vm1, uid: " +
+          uid + ", controller: true, blockOwnerDeletion: true}\n" + "spec:\n  nodeName: " + held.node +
+          "\n  tolerations: [{operator: Exists}]\n  containers:\n  - name: compute\n    image: virt-launcher\n"
+          "    resources:\n      requests: {" +
+          kH200 + ": 3}\n      limits: {" + kH200 + ": 3}\n",
+      &rc);
+  ASSERT_EQ(rc, 0);
+  const std::string podUid = jsonpathOf("pod", "vm", "virt-launcher-vm1-abcde", "{.metadata.uid}");
+  kubectl(
+      "patch vmi -n vm vm1 --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Running\","
+      "\"activePods\":{\"" +
+          podUid + "\":\"" + held.node + "\"}}}'",
+      &rc);
+  ASSERT_EQ(rc, 0);
+  // The node's 4 units: 3 held by the set (the launcher is covered, not counted
+  // again), so a 2-GPU order cannot go there while one of 1 can.
+  std::string out = applyYaml(device("vm", "probe", "h200", 1), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  // (j) Deleted: the template device goes, the held one is detached and stays Bound.
+  kubectl("delete vmi -n vm vm1 --timeout=30s", &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_TRUE(eventually([&] { return !deviceOf("vm", tmpl).exists; }, 30s)) << "template device not deleted";
+  EXPECT_TRUE(eventually(
+      [&] {
+        Device d = deviceOf("vm", "held-1");
+        return d.phase == "Bound" && d.vmi.empty() && d.node == held.node;
+      },
+      30s))
+      << kubectl("get gpudevice -n vm held-1 -o yaml");
+  EXPECT_NE(kubectl("get events -n vm -o jsonpath={.items[*].reason}").find("TemplateDeleted"), std::string::npos);
+  kubectl("delete pod -n vm virt-launcher-vm1-abcde --grace-period=0 --force", &rc);
+  kubectl("delete gpudevice -n vm probe held-1 --timeout=30s", &rc);
+}
+
+// (b) A dry run and a refusal leave no trace.
+TEST(VmDoor, ADryRunAndARefusedVmiLeaveNoDeviceNoAttachmentNoEvent) {
+  bound("dry", "held-d", 1);
+  const std::string before = jsonpathOf("gpudevice", "dry", "held-d", "{.metadata.resourceVersion}");
+  const auto path = std::filesystem::temp_directory_path() / ("vmi-dry-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << vmiJson("dry", "vm-dry", {"held-d"}, R"([{"class":"h200","count":1}])");
+  int rc = 0;
+  std::string out =
+      kubectl("create --dry-run=server -o jsonpath={.spec.domain.devices.gpus[*].deviceName} -f " + path.string(), &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, std::string(kH200) + " " + kH200) << "the dry run is answered as the real create would be";
+  std::filesystem::remove(path);
+  // Refused: a template no node can hold beside the held device (its node has 3 free).
+  auto refused =
+      cluster().client()->create(vmis("dry"), vmiJson("dry", "vm-big", {"held-d"}, R"([{"class":"h200","count":4}])"));
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().describe().find("[NodeInsufficient]"), std::string::npos) << refused.error().describe();
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(deviceNames("dry"), std::vector<std::string>{"held-d"}) << "a template device was created";
+  EXPECT_EQ(jsonpathOf("gpudevice", "dry", "held-d", "{.metadata.resourceVersion}"), before)
+      << "the held device was written: " << kubectl("get gpudevice -n dry held-d -o yaml");
+  EXPECT_TRUE(deviceOf("dry", "held-d").vmi.empty());
+  EXPECT_EQ(kubectl("get vmi -n dry -o name"), "");
+  const std::string reasons = kubectl("get events -n dry -o jsonpath={.items[*].reason}");
+  EXPECT_EQ(reasons.find("Attached"), std::string::npos) << reasons;
+  EXPECT_EQ(reasons.find("TemplateDeleted"), std::string::npos) << reasons;
+  kubectl("delete gpudevice -n dry held-d --timeout=30s", &rc);
+}
+
+// (g) No single node holds the set: refused at admission, never a Pending VMI.
+TEST(VmDoor, ASetNoSingleNodeCanHoldIsRefusedAtAdmission) {
+  // 12 free units on 3 nodes of 4: a set of 5 fits on none.
+  auto refused = cluster().client()->create(
+      vmis("vm"), vmiJson("vm", "vm-huge", {}, R"([{"class":"h200","count":3},{"class":"h200","count":2}])"));
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().describe().find("[NoSingleNode]"), std::string::npos) << refused.error().describe();
+  EXPECT_EQ(kubectl("get vmi -n vm vm-huge -o name --ignore-not-found"), "");
+  // And a class KubeVirt does not permit.
+  int rc = 0;
+  applyYaml(gpuClass("unlisted", "nvidia.com/unlisted", 2), &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_TRUE(eventually([] {
+    auto r =
+        cluster().client()->create(vmis("vm"), vmiJson("vm", "vm-unlisted", {}, R"([{"class":"unlisted","count":1}])"));
+    return !r && r.error().describe().find("[NotPermitted]") != std::string::npos &&
+           r.error().describe().find("permittedHostDevices") != std::string::npos;
+  }));
+}
+
+// (d) A vGPU node with one unhealthy parent: the other parent's slots serve.
+TEST(VmDoor, AVgpuSetIsServedByTheHealthyParentsSlotsAndTheBinderKeepsIt) {
+  auto created =
+      cluster().client()->create(vmis("vgpu"), vmiJson("vgpu", "vm-v", {}, R"([{"class":"a100-10c","count":3}])"));
+  ASSERT_TRUE(created) << created.error().describe();
+  const std::string token = jsonpathOf("vmi", "vgpu", "vm-v", "{.metadata.annotations.gpu\\.tally\\.dev/attachment}");
+  const std::string tmpl = "vm-v-" + token.substr(0, 8) + "-0";
+  EXPECT_EQ(deviceOf("vgpu", tmpl).node, "vgpu-0");
+  // The binder agrees: a few seconds later it is still held there, not Lost.
+  std::this_thread::sleep_for(3s);
+  Device d = deviceOf("vgpu", tmpl);
+  EXPECT_EQ(d.phase, "Attached");
+  EXPECT_EQ(d.node, "vgpu-0");
+  // One more than the healthy parent serves is refused by the webhook as the binder would.
+  auto over =
+      cluster().client()->create(vmis("vgpu"), vmiJson("vgpu", "vm-v2", {}, R"([{"class":"a100-10c","count":2}])"));
+  ASSERT_FALSE(over);
+  EXPECT_NE(over.error().describe().find("a100-10c"), std::string::npos) << over.error().describe();
+  int rc = 0;
+  kubectl("delete vmi -n vgpu vm-v --timeout=30s", &rc);
+  EXPECT_TRUE(eventually([&] { return deviceNames("vgpu").empty(); }, 30s));
+}
+
+// (i) Refused by a later admission stage: the attachment and template devices
+// this VMI's webhook call wrote are gone within the bound.
+TEST(VmDoor, AVmiALaterAdmissionStageRefusesLeavesNothingBehind) {
+  bound("later", "held-l", 1);
+  int rc = 0;
+  applyYaml(
+      "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n"
+      "metadata: {name: vmi-e2e-refuse}\nspec:\n  failurePolicy: Fail\n  matchConstraints:\n"
+      "    resourceRules:\n    - apiGroups: [kubevirt.io]\n      apiVersions: [v1]\n      operations: [CREATE]\n"
+      "      resources: [virtualmachineinstances]\n  validations:\n"
+      "  - expression: \"!has(object.metadata.labels) || !('e2e-refuse' in object.metadata.labels)\"\n"
+      "    message: refused by a later admission stage\n---\n"
+      "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n"
+      "metadata: {name: vmi-e2e-refuse}\nspec:\n  policyName: vmi-e2e-refuse\n  validationActions: [Deny]\n",
+      &rc);
+  ASSERT_EQ(rc, 0);
+  // The policy is in force once a labelled VMI without devices (never sent
+  // to Tally) is refused by it.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const std::string probe =
+            "{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\","
+            "\"metadata\":{\"name\":\"probe\",\"labels\":{\"e2e-refuse\":\"yes\"}},"
+            "\"spec\":{\"domain\":{\"devices\":{}}}}";
+        auto r = cluster().client()->create(vmis("later"), probe);
+        if (r) kubectl("delete vmi -n later probe");
+        return !r && r.error().describe().find("later admission stage") != std::string::npos;
+      },
+      20s));
+  auto r = cluster().client()->create(
+      vmis("later"),
+      vmiJson("later", "vm-later", {"held-l"}, R"([{"class":"h200","count":1}])", "\"e2e-refuse\":\"yes\""));
+  ASSERT_FALSE(r);
+  ASSERT_NE(r.error().describe().find("later admission stage"), std::string::npos) << r.error().describe();
+  const auto refusedAt = std::chrono::steady_clock::now();
+  // The webhook attached and created before the policy refused.
+  EXPECT_TRUE(eventually([&] { return deviceNames("later").size() == 1 && deviceOf("later", "held-l").vmi.empty(); },
+                         std::chrono::seconds(kAttachTimeoutSeconds + 20)))
+      << kubectl("get gpudevices -n later -o yaml");
+  std::printf("refused by a later stage: attachment undone %.1f s after the refusal (bound %d s)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - refusedAt).count(),
+              kAttachTimeoutSeconds);
+  EXPECT_EQ(deviceOf("later", "held-l").phase, "Bound");
+  kubectl("delete validatingadmissionpolicybinding vmi-e2e-refuse", &rc);
+  kubectl("delete validatingadmissionpolicy vmi-e2e-refuse", &rc);
+  kubectl("delete gpudevice -n later held-l --timeout=30s", &rc);
+}
+
+// (a) and (k): 20 VMIs race for one held device; exactly one attaches, 10
+// rounds, the leader killed in the 5th.
+struct Round {
+  int admitted = 0, refused = 0;
+  std::string winner;
+  std::map<std::string, int> reasons;
+  bool holderNamed = true;
+};
+
+Round race(int round, bool killLeader) {
+  Round result;
+  std::mutex mu;
+  std::atomic<int> next{0};
+  std::shared_ptr<Client> client = cluster().client();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 10; ++t) {
+    threads.emplace_back([&] {
+      for (int i; (i = next.fetch_add(1)) < 20;) {
+        const std::string name = "r" + std::to_string(round) + "-" + std::to_string(i);
+        for (int attempt = 0;; ++attempt) {
+          auto created = client->create(vmis("race"), vmiJson("race", name, {"contested"}));
+          std::unique_lock lock(mu);
+          if (created) {
+            ++result.admitted;
+            result.winner = name;
+            break;
+          }
+          const std::string message = created.error().describe();
+          if (message.find("denied the request") != std::string::npos) {
+            ++result.refused;
+            const auto open = message.find("[");
+            const auto close = open == std::string::npos ? open : message.find("]", open);
+            result.reasons[close == std::string::npos ? message : message.substr(open, close - open + 1)]++;
+            if (message.find("gpudevice/race/contested") == std::string::npos ||
+                message.find("attached to vmi/race/") == std::string::npos) {
+              result.holderNamed = false;
+              std::printf("  refusal without the device or its holder: %s\n", message.c_str());
+            }
+            break;
+          }
+          // The killed replica's endpoint: repointed below; a failed call is retried.
+          if (attempt > 100) {
+            ADD_FAILURE() << name << ": " << message;
+            break;
+          }
+          lock.unlock();
+          std::this_thread::sleep_for(100ms);
+        }
+      }
+    });
+  }
+  if (killLeader) {
+    std::this_thread::sleep_for(50ms);
+    Replica& victim = leader();
+    stopReplica(victim, SIGKILL);
+    Replica* standby = replicas[0] == &victim ? replicas[1] : replicas[0];
+    EXPECT_TRUE(pointBothAt(standby->webhookPort));
+    std::printf("round %d: killed the leader %s during the race\n", round, victim.identity.c_str());
+    victim = startReplica(victim.identity + "-again", kValidating, kReplicaArgs);
+  }
+  for (auto& t : threads) t.join();
+  return result;
+}
+
+TEST(VmDoor, TwentyVmisRaceForOneHeldDeviceTenTimesAndExactlyOneAttachesEachTime) {
+  bound("race", "contested", 1);
+  for (int round = 1; round <= 10; ++round) {
+    const bool kill = round == 5;
+    Round r = race(round, kill);
+    std::printf("round %d: %d admitted (%s), %d refused:", round, r.admitted, r.winner.c_str(), r.refused);
+    for (const auto& [code, n] : r.reasons) std::printf(" %s %d", code.c_str(), n);
+    std::printf("\n");
+    EXPECT_EQ(r.admitted, 1) << "round " << round;
+    EXPECT_EQ(r.admitted + r.refused, 20) << "round " << round;
+    EXPECT_TRUE(r.holderNamed) << "round " << round;
+    // Exactly one VMI exists, and the device is attached to it alone.
+    std::string names = kubectl("get vmi -n race -o jsonpath={.items[*].metadata.name}");
+    EXPECT_EQ(names, r.winner) << "round " << round;
+    Device d = deviceOf("race", "contested");
+    EXPECT_EQ(d.vmi, r.winner) << "round " << round;
+    EXPECT_EQ(d.phase, "Attached");
+    const std::string uid = jsonpathOf("vmi", "race", r.winner, "{.metadata.uid}");
+    EXPECT_TRUE(eventually([&] { return deviceOf("race", "contested").uid == uid; }, 20s))
+        << "round " << round << ": the uid was not recorded (leader " << leaseHolder() << ")";
+    // The winner stops: the device is detached and free for the next round.
+    int rc = 0;
+    kubectl("delete vmi -n race " + r.winner + " --timeout=30s", &rc);
+    EXPECT_TRUE(eventually(
+        [&] {
+          Device after = deviceOf("race", "contested");
+          return after.vmi.empty() && after.phase == "Bound";
+        },
+        30s))
+        << "round " << round << ": not detached: " << kubectl("get gpudevice -n race contested -o yaml");
+    if (::testing::Test::HasFailure()) break;
+  }
+  const std::string metrics = metricsOf(leader());
+  EXPECT_NE(metrics.find("tally_controller_binder_attachments_total{action=\"detached\"}"), std::string::npos);
+  std::size_t conflicts = 0;
+  for (Replica* r : replicas) {
+    const std::string m = metricsOf(*r);
+    const std::string name = "\ntally_controller_vmi_attach_conflicts_total ";
+    const auto at = m.find(name);
+    if (at != std::string::npos) conflicts += std::stoul(m.substr(at + name.size()));
+  }
+  std::printf("attach conflicts read again and decided again: %zu\n", conflicts);
+}
+
+}  // namespace
+}  // namespace tally::runtime::e2e

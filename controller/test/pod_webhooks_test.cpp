@@ -1,0 +1,307 @@
+// The launcher pod and raw GPU pod webhooks on hand-built snapshots, each
+// review decoded from its AdmissionReview text as the API server sends it.
+
+#include "tally/controller/pod_webhooks.hpp"
+
+#include <gtest/gtest.h>
+
+#include "fixtures.hpp"
+#include "tally/controller/gpu_device_webhook.hpp"
+#include "tally/state/writer.hpp"
+
+namespace tally::controller {
+namespace {
+
+using namespace model::testing;
+using runtime::admission::AdmissionResponse;
+using runtime::admission::JsonPatch;
+
+constexpr std::string_view kTermsPath =
+    "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms";
+constexpr std::string_view kPin = R"({"key":"metadata.name","operator":"In","values":["gpu-2"]})";
+
+// A pod as the API server sends it at CREATE: no uid, a generated name.
+std::string podJson(const std::string& resources, const std::string& owner = "", const std::string& affinity = "") {
+  std::string s = R"({"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"virt-launcher-train-",)"
+                  R"("namespace":"acme-ml")";
+  if (!owner.empty()) s += R"(,"ownerReferences":[)" + owner + "]";
+  s += R"(},"spec":{)";
+  if (!affinity.empty()) s += R"("affinity":)" + affinity + ",";
+  s += R"("containers":[{"name":"c","resources":)" + resources + "}]}}";
+  return s;
+}
+
+std::string vmiOwner(const std::string& uid) {
+  return R"({"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","name":"train","uid":")" + uid +
+         R"(","controller":true,"blockOwnerDeletion":true})";
+}
+
+std::string gpuResources(std::int64_t count) {
+  const std::string n = std::to_string(count);
+  return R"({"requests":{")" + std::string(kH200) + R"(":")" + n + R"("},"limits":{")" + std::string(kH200) + R"(":")" +
+         n + R"("}})";
+}
+
+std::string required(const std::string& terms) {
+  return R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":)" + terms + "}}}";
+}
+
+std::string reviewJson(const std::string& object, bool dryRun = false) {
+  return R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1",)"
+         R"("kind":{"group":"","version":"v1","kind":"Pod"},)"
+         R"("resource":{"group":"","version":"v1","resource":"pods"},)"
+         R"("namespace":"acme-ml","operation":"CREATE","userInfo":{"username":"system:serviceaccount:kubevirt:kubevirt-controller"},)"
+         R"("dryRun":)" +
+         std::string(dryRun ? "true" : "false") + R"(,"object":)" + object + "}}";
+}
+
+struct PodWebhooks : ::testing::Test {
+  std::set<model::Kind> watched;
+  std::unique_ptr<state::Writer> writer;
+  PodWebhookOptions options;
+
+  void SetUp() override {
+    build();
+    put(passthroughClass());
+    put(gpuNode("gpu-1", model::NodeMode::VmPassthrough, kH200, 4));
+    put(gpuNode("gpu-2", model::NodeMode::VmPassthrough, kH200, 2));
+    put(ns("acme"));
+    put(ns("acme-ml", {"acme"}));
+  }
+  void build() {
+    state::Writer::Options o;
+    o.watched = watched;
+    writer = std::make_unique<state::Writer>(o);
+  }
+  template <class T>
+  void put(T object) {
+    writer->upsert(state::Object(std::move(object)));
+  }
+  // VMI acme-ml/train (uid vmi-1) holding devices on gpu-2, or still Pending ones.
+  void trainVmi(model::DevicePhase phase = model::DevicePhase::Attached) {
+    model::VirtualMachineInstance vmi;
+    vmi.ns = "acme-ml";
+    vmi.name = "train";
+    vmi.uid = "vmi-1";
+    put(vmi);
+    for (const char* name : {"g0", "g1"}) {
+      auto d = device("acme-ml", name, "h200", 1, phase, phase == model::DevicePhase::Pending ? "" : "gpu-2");
+      d.attachedTo = model::ObjectRef{"acme-ml", "train", "vmi-1"};
+      put(d);
+    }
+  }
+
+  static runtime::admission::AdmissionRequest request(const std::string& review) {
+    auto decoded = runtime::admission::decodeAdmissionReview(review);
+    EXPECT_TRUE(decoded) << (decoded ? "" : decoded.error().message);
+    if (!decoded) return runtime::admission::AdmissionRequest();
+    return std::move(decoded).value();
+  }
+  AdmissionResponse launcher(const std::string& pod) {
+    writer->flush();
+    return reviewLauncherPod(*writer->snapshots().read(), request(reviewJson(pod)), options);
+  }
+  AdmissionResponse gpuPod(const std::string& pod, bool dryRun = false) {
+    writer->flush();
+    return reviewGpuPod(*writer->snapshots().read(), request(reviewJson(pod, dryRun)), options);
+  }
+  static bool refusedWith(const AdmissionResponse& r, std::string_view code) {
+    return !r.allowed && r.message.rfind(kRefusalPrefix, 0) == 0 &&
+           r.message.find("[" + std::string(code) + "]") != std::string::npos;
+  }
+  static const JsonPatch::Operation& onlyOp(const AdmissionResponse& r) {
+    EXPECT_EQ(r.patch.operations().size(), 1u) << r.patch.toJson();
+    return r.patch.operations().front();
+  }
+};
+
+TEST_F(PodWebhooks, LauncherWithoutAffinityGetsARequiredAffinityToTheDevicesNode) {
+  trainVmi();
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-1")));
+  ASSERT_TRUE(r.allowed) << r.message;
+  const auto& op = onlyOp(r);
+  EXPECT_EQ(op.op, JsonPatch::Op::kAdd);
+  EXPECT_EQ(op.path, "/spec/affinity");
+  EXPECT_EQ(op.valueJson, required("[{\"matchFields\":[" + std::string(kPin) + "]}]"));
+}
+
+TEST_F(PodWebhooks, LauncherWithAffinityButNoNodeAffinityGetsOne) {
+  trainVmi();
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-1"), R"({"podAntiAffinity":{}})"));
+  ASSERT_TRUE(r.allowed) << r.message;
+  EXPECT_EQ(onlyOp(r).path, "/spec/affinity/nodeAffinity");
+}
+
+TEST_F(PodWebhooks, EveryTermOfAnExistingRequiredAffinityGetsThePin) {
+  trainVmi();
+  const std::string terms = R"([{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]},)"
+                            R"({"matchExpressions":[{"key":"zone","operator":"In","values":["b"]}]}])";
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-1"), required(terms)));
+  ASSERT_TRUE(r.allowed) << r.message;
+  const auto& ops = r.patch.operations();
+  ASSERT_EQ(ops.size(), 2u) << r.patch.toJson();
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(ops[i].op, JsonPatch::Op::kAdd);
+    EXPECT_EQ(ops[i].path, std::string(kTermsPath) + "/" + std::to_string(i) + "/matchFields");
+    EXPECT_EQ(ops[i].valueJson, "[" + std::string(kPin) + "]");
+  }
+}
+
+TEST_F(PodWebhooks, ExistingMatchFieldsGetThePinAppended) {
+  trainVmi();
+  const std::string terms = R"([{"matchFields":[{"key":"metadata.name","operator":"NotIn","values":["gpu-1"]}]}])";
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-1"), required(terms)));
+  ASSERT_TRUE(r.allowed) << r.message;
+  const auto& op = onlyOp(r);
+  EXPECT_EQ(op.path, std::string(kTermsPath) + "/0/matchFields/-");
+  EXPECT_EQ(op.valueJson, kPin);
+}
+
+TEST_F(PodWebhooks, SecondCallOnAPinnedPodPatchesNothing) {
+  trainVmi();
+  observability::Registry registry;
+  options = podWebhookMetrics(registry);
+  auto first = launcher(podJson(gpuResources(2), vmiOwner("vmi-1")));
+  ASSERT_TRUE(first.allowed) << first.message;
+  // The pod as the first patch left it.
+  const std::string pinned = onlyOp(first).valueJson;
+  auto second = launcher(podJson(gpuResources(2), vmiOwner("vmi-1"), pinned));
+  EXPECT_TRUE(second.allowed) << second.message;
+  EXPECT_TRUE(second.patch.empty()) << second.patch.toJson();
+  EXPECT_NE(registry.render().find("tally_controller_launcher_pods_pinned_total 1"), std::string::npos)
+      << registry.render();
+}
+
+TEST_F(PodWebhooks, OnlyTheTermsWithoutThePinArePatched) {
+  trainVmi();
+  const std::string terms =
+      "[{\"matchFields\":[" + std::string(kPin) + R"(]},{"matchExpressions":[{"key":"zone","operator":"Exists"}]}])";
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-1"), required(terms)));
+  ASSERT_TRUE(r.allowed) << r.message;
+  EXPECT_EQ(onlyOp(r).path, std::string(kTermsPath) + "/1/matchFields");
+}
+
+TEST_F(PodWebhooks, TermThatMatchesNoNodeIsNotWidenedByThePin) {
+  trainVmi();
+  const std::string terms = R"([{},{"matchExpressions":[{"key":"zone","operator":"Exists"}]}])";
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-1"), required(terms)));
+  ASSERT_TRUE(r.allowed) << r.message;
+  EXPECT_EQ(onlyOp(r).path, std::string(kTermsPath) + "/1/matchFields");
+}
+
+TEST_F(PodWebhooks, LauncherOfUnplacedDevicesIsRefusedWithTheModelsReason) {
+  trainVmi(model::DevicePhase::Pending);
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-1")));
+  EXPECT_TRUE(refusedWith(r, "DeviceUnavailable")) << r.message;
+  EXPECT_NE(r.message.find("on no node yet"), std::string::npos) << r.message;
+}
+
+TEST_F(PodWebhooks, LauncherOfAVmiNotSeenYetIsRefusedAndTheCreatorRetries) {
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-404")));
+  EXPECT_FALSE(r.allowed);
+  EXPECT_EQ(r.message.rfind(kRefusalPrefix, 0), 0u) << r.message;
+  EXPECT_NE(r.message.find("vmi/acme-ml/train (uid vmi-404)"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("not seen yet"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("retries"), std::string::npos) << r.message;
+}
+
+TEST_F(PodWebhooks, LauncherWhileTheSnapshotIsNotSyncedIsRefusedNamingTheCaches) {
+  watched = {model::Kind::VirtualMachineInstance, model::Kind::GpuDevice};
+  build();
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-1")));
+  EXPECT_TRUE(refusedWith(r, "CacheNotSynced")) << r.message;
+  EXPECT_NE(r.message.find("VirtualMachineInstance"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("GPUDevice"), std::string::npos) << r.message;
+}
+
+TEST_F(PodWebhooks, LauncherOfAVmiWithoutTallyDevicesIsLeftUnchanged) {
+  model::VirtualMachineInstance vmi;
+  vmi.ns = "acme-ml";
+  vmi.name = "train";
+  vmi.uid = "vmi-1";
+  put(vmi);
+  auto r = launcher(podJson(gpuResources(2), vmiOwner("vmi-1")));
+  EXPECT_TRUE(r.allowed) << r.message;
+  EXPECT_TRUE(r.patch.empty());
+}
+
+TEST_F(PodWebhooks, PodWithoutAVmiOwnerIsLeftUnchangedEvenWhileStarting) {
+  watched = {model::Kind::VirtualMachineInstance};
+  build();
+  auto r = launcher(podJson(gpuResources(2)));
+  EXPECT_TRUE(r.allowed) << r.message;
+  EXPECT_TRUE(r.patch.empty());
+}
+
+TEST_F(PodWebhooks, RawGpuPodOverABudgetIsRefusedNamingTheBudget) {
+  put(hrq("acme", "plan-quota", model::quotaKey(kH200), 1));
+  observability::Registry registry;
+  options = podWebhookMetrics(registry);
+  auto r = gpuPod(podJson(gpuResources(2)));
+  EXPECT_TRUE(refusedWith(r, "BudgetExceeded")) << r.message;
+  EXPECT_NE(r.message.find("plan-quota"), std::string::npos) << r.message;
+  EXPECT_EQ(r.code, 403);
+  EXPECT_NE(
+      registry.render().find(R"(tally_controller_pod_refusals_total{code="BudgetExceeded",webhook="gpu-pods"} 1)"),
+      std::string::npos)
+      << registry.render();
+}
+
+TEST_F(PodWebhooks, NamedRawGpuPodIsReviewedLikeAGeneratedOne) {
+  put(hrq("acme", "plan-quota", model::quotaKey(kH200), 1));
+  std::string pod = podJson(gpuResources(2));
+  pod.replace(pod.find(R"("generateName":"virt-launcher-train-")"), 37, R"("name":"trainer")");
+  auto r = gpuPod(pod);
+  EXPECT_TRUE(refusedWith(r, "BudgetExceeded")) << r.message;
+}
+
+TEST_F(PodWebhooks, RawGpuPodWithinItsBudgetIsAdmitted) {
+  put(hrq("acme", "plan-quota", model::quotaKey(kH200), 2));
+  EXPECT_TRUE(gpuPod(podJson(gpuResources(2))).allowed);
+}
+
+TEST_F(PodWebhooks, RawGpuPodInAClosedPoolIsRefused) {
+  auto cls = passthroughClass();
+  cls.gateOpen = false;
+  cls.gateFailureId = "audit-7";
+  put(cls);
+  auto r = gpuPod(podJson(gpuResources(1)));
+  EXPECT_TRUE(refusedWith(r, "GateClosed")) << r.message;
+  EXPECT_NE(r.message.find("audit-7"), std::string::npos) << r.message;
+}
+
+TEST_F(PodWebhooks, DryRunOfARawGpuPodGetsTheSameAnswer) {
+  put(hrq("acme", "plan-quota", model::quotaKey(kH200), 1));
+  EXPECT_EQ(gpuPod(podJson(gpuResources(2)), true).message, gpuPod(podJson(gpuResources(2))).message);
+}
+
+TEST_F(PodWebhooks, LauncherLookingPodIsLeftToTheExtender) {
+  put(hrq("acme", "plan-quota", model::quotaKey(kH200), 1));
+  EXPECT_TRUE(gpuPod(podJson(gpuResources(2), vmiOwner("vmi-1"))).allowed);
+}
+
+TEST_F(PodWebhooks, CpuPodIsAdmittedEvenWhileStarting) {
+  watched = {model::Kind::DeviceClass};
+  build();
+  EXPECT_TRUE(gpuPod(podJson(R"({"requests":{"cpu":"1","memory":"1Gi"}})")).allowed);
+}
+
+TEST_F(PodWebhooks, RawGpuPodWhileTheSnapshotIsNotSyncedIsRefusedClosed) {
+  watched = {model::Kind::DeviceClass};
+  build();
+  auto r = gpuPod(podJson(gpuResources(1)));
+  EXPECT_TRUE(refusedWith(r, "CacheNotSynced")) << r.message;
+}
+
+TEST_F(PodWebhooks, HandlersReadTheNewestSnapshot) {
+  auto handler = launcherPodWebhook(writer->snapshots(), options);
+  writer->flush();
+  auto req = request(reviewJson(podJson(gpuResources(2), vmiOwner("vmi-1"))));
+  EXPECT_FALSE(handler(req).allowed);
+  trainVmi();
+  writer->flush();
+  EXPECT_FALSE(handler(req).patch.empty());
+}
+
+}  // namespace
+}  // namespace tally::controller
