@@ -286,6 +286,9 @@ PY
     can no tally-controller patch validatingwebhookconfigurations/someone-else
     can yes tally-controller watch validatingwebhookconfigurations
     can yes tally-controller patch mutatingwebhookconfigurations/tally-vmi-mutating
+    can yes tally-controller patch mutatingwebhookconfigurations/tally-launcher-pod-mutating
+    can yes tally-controller patch validatingwebhookconfigurations/tally-gpu-pod-validating
+    can no tally-controller patch validatingwebhookconfigurations/tally-organization-validating
     can no tally-controller patch mutatingwebhookconfigurations/someone-else
     can yes tally-controller watch mutatingwebhookconfigurations
     can yes tally-controller patch leases.coordination.k8s.io/tally-controller -n tally-system
