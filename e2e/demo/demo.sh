@@ -6,7 +6,8 @@
 #                             into kube-scheduler and tally-controller with its
 #                             webhooks; start a VM through the real VMI webhook
 #                             (one held GPUDevice, one device template), play
-#                             virt-controller for its launcher pod, schedule a
+#                             virt-controller for its launcher pod (pinned by
+#                             the launcher pod webhook), schedule a
 #                             demo workload; print the capacity report. The
 #                             cluster keeps running.
 #   e2e/demo/demo.sh down     stop tally-extender, tally-controller and the cluster.
@@ -246,7 +247,7 @@ log "kube-scheduler restarted with the extender entry ($url)"
 # tally-controller generates its serving certificate (IP SAN 127.0.0.1: the API
 # server calls it by URL here, not through a Service), keeps it in a Secret and
 # injects its CA into the webhook configurations registered below: those of
-# manifests/webhook/ with a url clientConfig.
+# manifests/webhook/ in the base, with a url clientConfig.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 webhook_port="$(free_port)" ops_port="$(free_port)"
 webhook_url="https://127.0.0.1:$webhook_port"
@@ -298,44 +299,9 @@ webhooks:
   sideEffects: NoneOnDryRun
   timeoutSeconds: 15
   admissionReviewVersions: [v1]
-EOF
-log "starting tally-controller (webhooks $webhook_url, ops :$ops_port, log $state/logs/tally-controller.log)"
-# It writes with the demo's admin kubeconfig, so the admin is the identity
-# whose GPUDevice status changes the GPUDevice webhook lets through.
-nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-address 127.0.0.1 --webhook-port "$webhook_port" \
-  --ops-bind-address 127.0.0.1 --ops-port "$ops_port" --cert-dir "$state/controller-certs" \
-  --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
-  --webhook-configurations tally-gpudevice-validating --mutating-webhook-configurations tally-vmi-mutating \
-  --vmi-placement-wait 5s --vmi-attach-timeout 60s --watch-kubevirt=true \
-  --leader-election-namespace tally-system --controller-identity tally-e2e-admin --ledger-dir "$ledger" \
-  >>"$state/logs/tally-controller.log" 2>&1 </dev/null &
-echo $! >"$controller_pidfile"
-wait_ready tally-controller "$ops_port" "$controller_pidfile"
-# The keeper injects the caBundle asynchronously: wait until the API server can verify the webhooks.
-ca_bundle() { k get "$1" "$2" -o jsonpath='{.webhooks[0].clientConfig.caBundle}'; }
-for _ in $(seq 1 60); do
-  [[ -n "$(ca_bundle validatingwebhookconfiguration tally-gpudevice-validating)" &&
-     -n "$(ca_bundle mutatingwebhookconfiguration tally-vmi-mutating)" ]] && break
-  sleep 0.5
-done
-[[ -n "$(ca_bundle mutatingwebhookconfiguration tally-vmi-mutating)" ]] ||
-  die "tally-controller did not inject its CA into tally-vmi-mutating; see $state/logs/tally-controller.log"
-
-# The pod webhooks (manifests/webhook/launcher-pods.yaml: required node
-# affinity of a launcher pod to its devices' node; gpu-pods.yaml: budgets and
-# gates of raw GPU pods) are registered only when this tally-controller serves
-# their routes: with failurePolicy Fail an unserved route would refuse every
-# GPU pod. A dry POST tells (404: no such route).
-serves() { # path
-  local code
-  code="$(curl -sk -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-    --data '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}' "$webhook_url$1" || true)"
-  [[ -n "$code" && "$code" != 000 && "$code" != 404 ]]
-}
-pod_webhooks=()
-if serves /mutate/launcher-pods; then
-  pod_webhooks+=(mutatingwebhookconfiguration/tally-launcher-pod-mutating)
-  k apply -f - >/dev/null <<EOF
+---
+# Launcher pods (owned by a VMI, requesting a GPU): pinned to the node of
+# their VMI's devices.
 apiVersion: admissionregistration.k8s.io/v1
 kind: MutatingWebhookConfiguration
 metadata: {name: tally-launcher-pod-mutating}
@@ -351,15 +317,12 @@ webhooks:
   - name: requests-a-gpu
     expression: $gpu_requests
   failurePolicy: Fail
-  reinvocationPolicy: Never
+  reinvocationPolicy: IfNeeded
   sideEffects: NoneOnDryRun
   timeoutSeconds: 10
   admissionReviewVersions: [v1]
-EOF
-fi
-if serves /validate/gpu-pods; then
-  pod_webhooks+=(validatingwebhookconfiguration/tally-gpu-pod-validating)
-  k apply -f - >/dev/null <<EOF
+---
+# Raw GPU pods: budgets and pool gates at their create.
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
 metadata: {name: tally-gpu-pod-validating}
@@ -377,20 +340,34 @@ webhooks:
   timeoutSeconds: 10
   admissionReviewVersions: [v1]
 EOF
-fi
-if ((${#pod_webhooks[@]})); then
-  # The keeper injects only what its flags named at start: copy the bundle
-  # from the VMI configuration (one CA signs every route; enough for a demo,
-  # which never lives long enough to rotate it).
-  bundle="$(ca_bundle mutatingwebhookconfiguration tally-vmi-mutating)"
-  for cfg in "${pod_webhooks[@]}"; do
-    k patch "$cfg" --type=json -p "[{\"op\":\"add\",\"path\":\"/webhooks/0/clientConfig/caBundle\",\"value\":\"$bundle\"}]" >/dev/null
+log "starting tally-controller (webhooks $webhook_url, ops :$ops_port, log $state/logs/tally-controller.log)"
+# It writes with the demo's admin kubeconfig, so the admin is the identity
+# whose GPUDevice status changes the GPUDevice webhook lets through.
+nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-address 127.0.0.1 --webhook-port "$webhook_port" \
+  --ops-bind-address 127.0.0.1 --ops-port "$ops_port" --cert-dir "$state/controller-certs" \
+  --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
+  --webhook-configurations tally-gpudevice-validating,tally-gpu-pod-validating \
+  --mutating-webhook-configurations tally-vmi-mutating,tally-launcher-pod-mutating \
+  --vmi-placement-wait 5s --vmi-attach-timeout 60s --watch-kubevirt=true \
+  --leader-election-namespace tally-system --controller-identity tally-e2e-admin --ledger-dir "$ledger" \
+  >>"$state/logs/tally-controller.log" 2>&1 </dev/null &
+echo $! >"$controller_pidfile"
+wait_ready tally-controller "$ops_port" "$controller_pidfile"
+# The keeper injects the caBundles asynchronously: wait until the API server can verify every webhook.
+webhook_configurations=(validatingwebhookconfiguration/tally-gpudevice-validating validatingwebhookconfiguration/tally-gpu-pod-validating
+  mutatingwebhookconfiguration/tally-vmi-mutating mutatingwebhookconfiguration/tally-launcher-pod-mutating)
+unbundled() {
+  local cfg
+  for cfg in "${webhook_configurations[@]}"; do
+    [[ -n "$(k get "$cfg" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')" ]] || echo "$cfg"
   done
-  log "this tally-controller serves pod webhooks too: registered ${pod_webhooks[*]}"
-else
-  log "tally-controller does not serve /mutate/launcher-pods or /validate/gpu-pods yet: pod webhooks not registered"
-fi
-log "tally-controller ready; GPUDevice orders and VMIs with Tally devices now pass its webhooks"
+}
+for _ in $(seq 1 60); do
+  [[ -z "$(unbundled)" ]] && break
+  sleep 0.5
+done
+[[ -z "$(unbundled)" ]] || die "tally-controller did not inject its CA into $(unbundled | tr '\n' ' '); see $state/logs/tally-controller.log"
+log "tally-controller ready; GPUDevice orders, VMIs with Tally devices and GPU pods now pass its webhooks"
 
 # --------------------------------------------------------------- workload
 log "demo workload"
@@ -500,10 +477,11 @@ k patch pod -n acme-research "$launcher" --type=json -p '[{"op":"remove","path":
   for i in 0 1 2; do gpu_pod "notebook-$i" globex-ml 'nvidia.com/gpu: "1", nvidia.com/gpumem: "8192", nvidia.com/gpucores: "25"'; done
   gpu_pod inference-0 acme-research 'nvidia.com/gpu: "1", nvidia.com/gpumem: "8192", nvidia.com/gpucores: "25"'
 } | k apply -f - >/dev/null
-# Bound once the others are: globex is then at its H200 budget of 4 (its
-# plan-quota), so this one waits with Tally's reason.
+# Created once the others are: globex is then at its H200 budget of 4 (its
+# plan-quota), so the raw GPU pod webhook refuses it with Tally's reason (or,
+# when the others were not yet in its snapshot, it waits at the scheduler
+# with the same reason).
 sleep 2
-# (With the raw GPU pod webhook registered, Tally refuses it at its create instead.)
 train_job_3_refusal=""
 gpu_pod train-job-3 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "1"' | k apply -f - >/dev/null 2>"$state/train-job-3.err" ||
   train_job_3_refusal="$(tr '\n' ' ' <"$state/train-job-3.err")"
@@ -558,15 +536,14 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
   kubectl get gpudevices -A             # held and attached devices
   kubectl get nodes -L kube-dc.com/gpu.workload-mode
   kubectl get pods -A -o wide
-  kubectl describe pod -n globex-ml train-job-3      # FailedScheduling with Tally's reason
   kubectl get hrq -A; kubectl get org -A
   curl -s http://127.0.0.1:$port/metrics | grep '^tally_'
   $tallyctl report --snapshot $snapshot --ledger $ledger
   kubectl is $BIN/kubectl; logs: $state/logs/tally-extender.log, $state/logs/tally-controller.log
   kubectl get vmi -n acme-research train-vm -o yaml   # the gpus entries and the gpu.tally.dev/attachment Tally added
   kubectl edit kubevirt -n kubevirt kubevirt         # permittedHostDevices: one entry per VM class
-  tally-controller serves the GPUDevice and VMI webhooks (try: kubectl apply a GPUDevice of count 9, or a VMI
-  with gpu.tally.dev/device-templates: '[{"class":"nvidia-v100-shared","count":1}]', a pod class)
+  tally-controller serves the GPUDevice, VMI, launcher pod and raw GPU pod webhooks (try: kubectl apply a GPUDevice
+  of count 9, or a VMI with gpu.tally.dev/device-templates: '[{"class":"nvidia-v100-shared","count":1}]', a pod class)
   make demo-down (or $0 down) stops tally-extender, tally-controller and the cluster.
 
 EOF
