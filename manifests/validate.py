@@ -102,16 +102,40 @@ walk_kustomization(MANIFESTS, set(), base_objects)
 raw_objects = list(base_objects)
 for draft in ("webhook",):
     walk_kustomization(os.path.join(MANIFESTS, draft), set(), raw_objects)
-# The paths tally-controller serves (controller/include/tally/controller/):
-# a base webhook naming any other path would refuse everything it matches.
-SERVED_WEBHOOK_PATHS = {"/validate/gpudevices"}
+# The paths tally-controller serves, read from its source: the route
+# constants in controller/include/tally/controller/*.hpp that main.cpp passes
+# to addWebhook. A base webhook naming any other path would refuse everything
+# it matches (failurePolicy Fail); a served path no base webhook names is
+# never called.
+def served_webhook_paths():
+    include = os.path.join(ROOT, "controller", "include", "tally", "controller")
+    constants = {}
+    if os.path.isdir(include):
+        for name in sorted(os.listdir(include)):
+            if name.endswith(".hpp"):
+                text = open(os.path.join(include, name), encoding="utf-8").read()
+                for m in re.finditer(r'constexpr\s+std::string_view\s+(k\w+WebhookPath)\s*=\s*"([^"]+)"', text):
+                    constants[m.group(1)] = m.group(2)
+    main_cpp = os.path.join(ROOT, "controller", "src", "main.cpp")
+    text = open(main_cpp, encoding="utf-8").read() if os.path.isfile(main_cpp) else ""
+    used = re.findall(r"addWebhook\(\s*\w+\s*,\s*std::string\(\s*(?:controller::)?(k\w+WebhookPath)\s*\)", text)
+    return {constants[c] for c in used if c in constants}
+
+
+SERVED_WEBHOOK_PATHS = served_webhook_paths()
+check("/validate/gpudevices" in SERVED_WEBHOOK_PATHS, "controller/src/main.cpp",
+      f"cannot find the served webhook routes (found {sorted(SERVED_WEBHOOK_PATHS)})")
+base_paths = set()
 for o in base_objects:
     md = o.get("metadata", {})
     if o.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         for w in o.get("webhooks", []):
             path = w.get("clientConfig", {}).get("service", {}).get("path")
+            base_paths.add(path)
             check(path in SERVED_WEBHOOK_PATHS, "base kustomization",
                   f"{o.get('kind')} {md.get('name')}/{w.get('name')}: tally-controller does not serve {path}")
+for path in sorted(SERVED_WEBHOOK_PATHS - base_paths):
+    fail("base kustomization", f"tally-controller serves {path} but no webhook configuration in the base calls it")
 check(any(o.get("kind") == "Deployment" and o.get("metadata", {}).get("name") == "tally-controller"
           for o in base_objects), "base kustomization", "no tally-controller Deployment")
 check(any(o.get("kind") == "Deployment" and o.get("metadata", {}).get("name") == "tally-extender"
@@ -475,20 +499,56 @@ for kind in ("Role", "ClusterRole"):
                   f"{kind}/{r['metadata']['name']}", "wildcards are not least privilege")
 
 # 7. Webhook configurations.
-EXCLUDED = {"kube-system", "tally-system"}
+EXCLUDED = {"kube-system", "kube-public", "kube-node-lease", "tally-system"}
+# Fields a matchCondition may meet missing: every access to one must be guarded by has().
+OPTIONAL_FIELDS = ("annotations", "ownerReferences", "initContainers", "resources", "requests", "limits")
+
+
+def controller_arg(flag, default=None):
+    d = named("Deployment", "tally-controller", "tally-system")
+    if not d:
+        return default
+    for c in d["spec"]["template"]["spec"]["containers"]:
+        for a in c.get("args", []):
+            if a.startswith(flag + "="):
+                return a.split("=", 1)[1]
+    return default
+
+
+def seconds(duration):
+    m = re.fullmatch(r"(\d+)(ms|s|m)", str(duration))
+    if not m:
+        return None
+    return int(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(2)]
+
+
+placement_wait = seconds(controller_arg("--vmi-placement-wait", "5s"))
+check(placement_wait is not None, "Deployment/tally-controller", "--vmi-placement-wait is not a duration")
 for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
     for cfg in by_kind.get(kind, []):
+        check(cfg["metadata"].get("name", "").startswith("tally-"), f"{kind}/{cfg['metadata'].get('name')}",
+              "Tally's webhook configurations are named tally-*")
         for w in cfg.get("webhooks", []):
             where = f"{kind}/{cfg['metadata']['name']}/{w['name']}"
+            is_vmi = "virtualmachineinstances" in json.dumps(w.get("rules"))
             check(w.get("sideEffects") == "NoneOnDryRun", where, "sideEffects must be NoneOnDryRun")
-            check(w.get("timeoutSeconds") == 10, where, "timeoutSeconds must be 10")
+            if is_vmi:
+                # The answer waits for the binder: the API server must wait longer.
+                t = w.get("timeoutSeconds")
+                check(isinstance(t, int) and placement_wait is not None and t >= placement_wait + 5 and t <= 30,
+                      where, f"timeoutSeconds {t} must be at least --vmi-placement-wait ({placement_wait}s) + 5s and at most 30")
+                check(w.get("reinvocationPolicy") == "IfNeeded", where, "VMI webhook needs reinvocationPolicy IfNeeded")
+            else:
+                check(w.get("timeoutSeconds") == 10, where, "timeoutSeconds must be 10")
             check(w.get("admissionReviewVersions") == ["v1"], where, "admissionReviewVersions must be [v1]")
             check(w.get("failurePolicy") == "Fail", where, "failurePolicy must be Fail")
+            check(w.get("matchPolicy") == "Equivalent", where, "matchPolicy must be Equivalent")
             exprs = w.get("namespaceSelector", {}).get("matchExpressions", [])
             check(any(e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "NotIn"
                       and EXCLUDED <= set(e.get("values", [])) for e in exprs), where,
-                  "namespaceSelector must exclude kube-system and tally-system")
+                  f"namespaceSelector must exclude {', '.join(sorted(EXCLUDED))}")
             svc = w.get("clientConfig", {}).get("service", {})
+            check("caBundle" not in w.get("clientConfig", {}), where, "no caBundle is shipped (tally-controller injects it)")
             target = named("Service", svc.get("name"), svc.get("namespace"))
             if check(target is not None, where, f"service {svc.get('namespace')}/{svc.get('name')} missing"):
                 check(svc.get("port") in [p["port"] for p in target["spec"]["ports"]], where,
@@ -497,32 +557,82 @@ for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
             for mc in w.get("matchConditions", []):
                 e = mc.get("expression", "")
                 check(e.count("(") == e.count(")"), where, f"matchCondition {mc.get('name')}: unbalanced parentheses")
-            if "virtualmachineinstances" in json.dumps(w.get("rules")):
-                check(w.get("reinvocationPolicy") == "IfNeeded", where, "VMI webhook needs reinvocationPolicy IfNeeded")
-names = {w["name"]: w for k in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+                for field in OPTIONAL_FIELDS:
+                    if re.search(rf"\.{field}\b", e):
+                        check(re.search(rf"has\([\w.]*\.{field}\)", e) is not None, where,
+                              f"matchCondition {mc.get('name')}: .{field} is used without has()")
+            if w.get("rules") and any("pods" in r.get("resources", []) for r in w["rules"]):
+                text = " ".join(mc.get("expression", "") for mc in w.get("matchConditions", []))
+                check("requests" in text and "initContainers" in text and "nvidia.com/" in text, where,
+                      "a pod webhook must send only pods requesting a GPU vendor resource (containers and init containers)")
+names = {w["name"]: (c, w) for k in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
          for c in by_kind.get(k, []) for w in c["webhooks"]}
-for wanted in ("gpudevices.validate.gpu.tally.dev", "organizations.validate.gpu.tally.dev",
-               "pods.validate.gpu.tally.dev", "virtualmachineinstances.mutate.gpu.tally.dev",
-               "launcher-pods.mutate.gpu.tally.dev"):
-    check(wanted in names, "webhooks", f"{wanted} missing")
-launcher = names.get("launcher-pods.mutate.gpu.tally.dev", {})
-check(launcher.get("objectSelector", {}).get("matchLabels", {}).get("kubevirt.io") == "virt-launcher",
-      "webhooks", "launcher pod webhook must select kubevirt.io=virt-launcher")
+WANTED = {  # webhook: (configuration kind, path)
+    "gpudevices.validate.gpu.tally.dev": ("ValidatingWebhookConfiguration", "/validate/gpudevices"),
+    "virtualmachineinstances.mutate.gpu.tally.dev": ("MutatingWebhookConfiguration", "/mutate/virtualmachineinstances"),
+    "launcher-pods.mutate.gpu.tally.dev": ("MutatingWebhookConfiguration", "/mutate/launcher-pods"),
+    "gpu-pods.validate.gpu.tally.dev": ("ValidatingWebhookConfiguration", "/validate/gpu-pods"),
+    "organizations.validate.gpu.tally.dev": ("ValidatingWebhookConfiguration", "/validate/organizations"),
+}
+for wanted, (kind, path) in WANTED.items():
+    if check(wanted in names, "webhooks", f"{wanted} missing"):
+        c, w = names[wanted]
+        check(c["kind"] == kind, "webhooks", f"{wanted} must be in a {kind}")
+        check(w.get("clientConfig", {}).get("service", {}).get("path") == path, "webhooks", f"{wanted} must call {path}")
+vmi_text = " ".join(mc.get("expression", "") for mc in names.get("virtualmachineinstances.mutate.gpu.tally.dev",
+                                                                  ({}, {}))[1].get("matchConditions", []))
+check("gpu.tally.dev/devices" in vmi_text and "gpu.tally.dev/device-templates" in vmi_text and "spec" not in vmi_text,
+      "webhooks", "the VMI webhook must send exactly the VMIs with Tally's annotations (a VMI without them never waits for Tally)")
+launcher_text = " ".join(mc.get("expression", "") for mc in names.get("launcher-pods.mutate.gpu.tally.dev",
+                                                                       ({}, {}))[1].get("matchConditions", []))
+check("ownerReferences" in launcher_text and "'VirtualMachineInstance'" in launcher_text, "webhooks",
+      "the launcher pod webhook must send only pods owned by a VirtualMachineInstance")
 ctl = named("ClusterRole", "tally-controller")
 if ctl:
-    injected = {n for r in ctl["rules"] for n in r.get("resourceNames", [])
-                if "webhookconfigurations" in "".join(r.get("resources", []))}
-    # The drafts get their injection rights when the controller serves them.
-    for c in base_objects:
-        if c.get("kind") in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-            check(c["metadata"]["name"] in injected, "rbac", f"controller cannot inject the caBundle of {c['metadata']['name']}")
-    deployment = named("Deployment", "tally-controller", "tally-system")
-    if deployment:
-        args = " ".join(a for c in deployment["spec"]["template"]["spec"]["containers"] for a in c.get("args", []))
-        for c in base_objects:
-            if c.get("kind") == "ValidatingWebhookConfiguration":
-                check(c["metadata"]["name"] in args, "Deployment/tally-controller",
-                      f"--webhook-configurations does not name {c['metadata']['name']}")
+    def injectable(resource):
+        return {n for r in ctl["rules"] for n in r.get("resourceNames", [])
+                if resource in r.get("resources", []) and {"get", "patch"} <= set(r.get("verbs", []))}
+    def watchable(resource):
+        return any(resource in r.get("resources", []) and not r.get("resourceNames")
+                   and {"list", "watch"} <= set(r.get("verbs", [])) for r in ctl["rules"])
+    # Every served configuration in the base has its caBundle injected: named
+    # by the Deployment's flag and patchable by name. The drafts get theirs
+    # when the controller serves them.
+    for kind, resource, flag in (("ValidatingWebhookConfiguration", "validatingwebhookconfigurations", "--webhook-configurations"),
+                                 ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations",
+                                  "--mutating-webhook-configurations")):
+        listed = set(filter(None, (controller_arg(flag) or "").split(",")))
+        in_base = {c["metadata"]["name"] for c in base_objects if c.get("kind") == kind}
+        check(listed == in_base, "Deployment/tally-controller",
+              f"{flag} names {sorted(listed)}, the base has {sorted(in_base)}")
+        check(injectable(resource) == in_base, "rbac",
+              f"tally-controller may get/patch {resource} {sorted(injectable(resource))}, the base has {sorted(in_base)}")
+        if in_base:
+            check(watchable(resource), "rbac", f"tally-controller must list/watch {resource} (the keeper's informer)")
+    if by_kind.get("MutatingWebhookConfiguration") and any(
+            "virtualmachineinstances" in json.dumps(w.get("rules")) for c in base_objects
+            if c.get("kind") == "MutatingWebhookConfiguration" for w in c["webhooks"]):
+        check(controller_arg("--watch-kubevirt") == "true", "Deployment/tally-controller",
+              "--watch-kubevirt=true is needed: without the KubeVirt CR the VMI webhook refuses every GPU class")
+        check(watchable("kubevirts"), "rbac", "tally-controller must list/watch kubevirts")
+
+# Every flag the controller and extender Deployments pass is one the binary defines.
+flag_sources = {
+    "/usr/local/bin/tally-controller": ["controller/src/main.cpp", "state/flags/source_flags.cpp"],
+    "/usr/local/bin/tally-extender": ["extender/src/main.cpp", "state/flags/source_flags.cpp"],
+}
+for d in by_kind.get("Deployment", []):
+    pod = d["spec"]["template"]["spec"]
+    for c in pod.get("containers", []) + pod.get("initContainers", []):
+        sources = flag_sources.get((c.get("command") or [""])[0])
+        if not sources or not all(os.path.isfile(os.path.join(ROOT, f)) for f in sources):
+            continue
+        text = "".join(open(os.path.join(ROOT, f), encoding="utf-8").read() for f in sources)
+        for a in c.get("args", []):
+            flag = a.split("=", 1)[0]
+            if flag.startswith("--"):
+                check(re.search(rf'[",]{re.escape(flag)}[",]', text) is not None, f"Deployment/{d['metadata']['name']}/{c['name']}",
+                      f"{flag} is not a flag of {c['command'][0]} ({', '.join(sources)})")
 
 # 8. kind overlay: the rendered output pins every Tally Deployment to the real node.
 if RENDERED_KIND:

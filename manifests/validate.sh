@@ -99,21 +99,24 @@ if (( server )); then
   scratch=tally-validate
   # With Tally's own webhooks installed, custom resources would be judged by a
   # running (or absent) Tally instead of by the schemas under test.
-  if k get validatingwebhookconfiguration tally-validating >/dev/null 2>&1 ||
-     k get validatingwebhookconfiguration tally-gpudevice-validating >/dev/null 2>&1 ||
-     k get mutatingwebhookconfiguration tally-mutating >/dev/null 2>&1; then
+  installed="$(k get validatingwebhookconfigurations,mutatingwebhookconfigurations -o name 2>/dev/null |
+    grep '/tally-' | grep -v '/tally-validate-probe-' || true)"
+  if [[ -n "$installed" ]]; then
     echo "note: Tally's webhook configurations are installed here; skipping the object checks"
     if (( rc == 0 )); then echo "validate.sh: OK"; else echo "validate.sh: FAILED"; fi
     exit "$rc"
   fi
   k create namespace "$scratch" --dry-run=client -o yaml | k apply -f - >/dev/null
   server_checks=0
-  expect() { # ok|refused what verb... (object on stdin when the verb reads -f -)
-    local want="$1" what="$2"; shift 2
+  expect() { # ok|refused|refused-by:<webhook> what verb... (object on stdin when the verb reads -f -)
+    local want="$1" what="$2" by=""; shift 2
+    [[ "$want" == refused-by:* ]] && { by="${want#refused-by:}"; want=refused; }
     server_checks=$((server_checks + 1))
     if "$kubectl" "$@" > "$tmp/out" 2>&1; then got=ok; else got=refused; fi
     if [[ "$got" != "$want" ]]; then
       echo "FAIL server: $what: expected $want, got $got: $(tr '\n' ' ' < "$tmp/out")"; rc=1
+    elif [[ -n "$by" ]] && ! grep -q "\"$by\"" "$tmp/out"; then
+      echo "FAIL server: $what: expected a refusal by $by, got: $(tr '\n' ' ' < "$tmp/out")"; rc=1
     fi
   }
   cls() { # name spec-yaml (indented two spaces)
@@ -181,38 +184,54 @@ for d in yaml.safe_load_all(open(src)):
         out.append(d)
 yaml.safe_dump_all(out, sys.stdout)
 PY
+  # An Organization to update once the probes are in (created before them).
+  k -n "$scratch" delete organization tally-validate-org --ignore-not-found >/dev/null
+  printf '{"apiVersion":"kube-dc.com/v1","kind":"Organization","metadata":{"name":"tally-validate-org","namespace":"%s","annotations":{"billing.kube-dc.com/addons":"[]"}},"spec":{"displayName":"v"}}' \
+    "$scratch" | k create -f - >/dev/null
   if [[ -n "$rendered" ]] && k apply -f "$tmp/probe.yaml" >/dev/null; then
-    pod() { # name labels-json resources-json [init-resources-json]
+    pod() { # name owner-references-json resources-json [init-resources-json]
       local init=""
       [[ -n "${4:-}" ]] && init=',"initContainers":[{"name":"i","image":"x","resources":'"$4"'}]'
-      printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"%s","labels":%s},"spec":{"containers":[{"name":"c","image":"x","resources":%s}]%s}}' \
+      printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"%s","ownerReferences":%s},"spec":{"containers":[{"name":"c","image":"x","resources":%s}]%s}}' \
         "$1" "$scratch" "$2" "$3" "$init" > "$tmp/obj.yaml"
     }
+    vmi_owner='[{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","name":"vm1","uid":"00000000-0000-0000-0000-000000000001","controller":true}]'
     vmi() { # name annotations-json devices-json
       printf '{"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":"%s","namespace":"%s","annotations":%s},"spec":{"domain":{"devices":%s}}}' \
         "$1" "$scratch" "$2" "$3" > "$tmp/obj.yaml"
     }
     sleep 2 # the API server picks webhook configurations up from its informer
-    pod plain '{}' '{"requests":{"cpu":"1"}}'
+    pod plain '[]' '{"requests":{"cpu":"1"}}'
     expect ok "ordinary pod not sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
-    pod gpu '{}' '{"limits":{"nvidia.com/gpu":"1"}}'
-    expect refused "GPU pod sent to Tally (fail closed)" create --dry-run=server -f "$tmp/obj.yaml"
-    pod vgpu '{}' '{"requests":{"cpu":"1"}}' '{"requests":{"nvidia.com/A100-10C":"1"},"limits":{"nvidia.com/A100-10C":"1"}}'
-    expect refused "GPU in an init container sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
-    pod launcher '{"kubevirt.io":"virt-launcher"}' '{"requests":{"memory":"1Gi"}}'
+    pod noresources '[]' '{}'
+    expect ok "pod without resources not sent" create --dry-run=server -f "$tmp/obj.yaml"
+    # Limits only: defaulting copies them into requests before admission.
+    pod gpu '[]' '{"limits":{"nvidia.com/gpu":"1"}}'
+    expect refused-by:gpu-pods.validate.gpu.tally.dev "GPU pod sent to Tally (fail closed)" create --dry-run=server -f "$tmp/obj.yaml"
+    pod vgpu '[]' '{"requests":{"cpu":"1"}}' '{"requests":{"nvidia.com/A100-10C":"1"},"limits":{"nvidia.com/A100-10C":"1"}}'
+    expect refused-by:gpu-pods.validate.gpu.tally.dev "GPU in an init container sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    pod launcher "$vmi_owner" '{"requests":{"memory":"1Gi"}}'
     expect ok "launcher pod without GPUs not sent" create --dry-run=server -f "$tmp/obj.yaml"
-    pod launcher-gpu '{"kubevirt.io":"virt-launcher"}' '{"limits":{"nvidia.com/GH100_H200_SXM_141GB":"1"}}'
-    expect refused "launcher pod with GPUs sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    pod launcher-gpu "$vmi_owner" '{"limits":{"nvidia.com/GH100_H200_SXM_141GB":"1"}}'
+    expect refused-by:launcher-pods.mutate.gpu.tally.dev "launcher pod with GPUs sent to Tally's launcher webhook" create --dry-run=server -f "$tmp/obj.yaml"
     vmi plain '{}' '{"disks":[]}'
-    expect ok "VMI without GPUs not sent" create --dry-run=server -f "$tmp/obj.yaml"
-    vmi nodevices '{}' 'null'
+    expect ok "VMI without Tally annotations not sent" create --dry-run=server -f "$tmp/obj.yaml"
+    vmi nodevices '{"app":"x"}' 'null'
     expect ok "VMI without spec.domain.devices not sent" create --dry-run=server -f "$tmp/obj.yaml"
     vmi gpus '{}' '{"gpus":[{"name":"g1","deviceName":"nvidia.com/GH100_H200_SXM_141GB"}]}'
-    expect refused "VMI with gpus sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    expect ok "VMI asking for gpus without Tally annotations not sent" create --dry-run=server -f "$tmp/obj.yaml"
     vmi held '{"gpu.tally.dev/devices":"h200-pair"}' '{}'
-    expect refused "VMI with held devices sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
-    expect refused "GPUDevice order sent to Tally" -n "$scratch" create --dry-run=server -f "$tmp/device.yaml"
+    expect refused-by:virtualmachineinstances.mutate.gpu.tally.dev "VMI with held devices sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    vmi templates '{"gpu.tally.dev/device-templates":"[{\"class\":\"c\",\"count\":1}]"}' '{}'
+    expect refused-by:virtualmachineinstances.mutate.gpu.tally.dev "VMI with device templates sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    expect refused-by:gpudevices.validate.gpu.tally.dev "GPUDevice order sent to Tally" -n "$scratch" create --dry-run=server -f "$tmp/device.yaml"
+    expect ok "Organization update without an add-on change not sent" -n "$scratch" patch organization tally-validate-org \
+      --dry-run=server --type=merge -p '{"spec":{"displayName":"w"}}'
+    expect refused-by:organizations.validate.gpu.tally.dev "Organization add-on change sent to Tally" -n "$scratch" \
+      patch organization tally-validate-org --dry-run=server --type=merge \
+      -p '{"metadata":{"annotations":{"billing.kube-dc.com/addons":"[{\"addonId\":\"a\",\"quantity\":1}]"}}}'
     k delete -f "$tmp/probe.yaml" --ignore-not-found >/dev/null
+    k -n "$scratch" delete organization tally-validate-org --ignore-not-found >/dev/null
   else
     echo "FAIL server: could not install the webhook probe configurations"; rc=1
   fi
@@ -250,13 +269,28 @@ PY
     can yes tally-controller patch gpudevices.gpu.tally.dev -n "$scratch"
     can yes tally-controller create events -n "$scratch"
     can no tally-controller patch events -n "$scratch"
-    can no tally-controller create gpudevices.gpu.tally.dev -n "$scratch"
-    can no tally-controller delete gpudevices.gpu.tally.dev -n "$scratch"
+    # The VMI webhook creates template devices; it and the binder delete them.
+    can yes tally-controller create gpudevices.gpu.tally.dev -n "$scratch"
+    can yes tally-controller delete gpudevices.gpu.tally.dev -n "$scratch"
+    can no tally-controller update gpudevices.gpu.tally.dev -n "$scratch"
+    can no tally-controller deletecollection gpudevices.gpu.tally.dev -n "$scratch"
+    can no tally-controller patch gpudeviceclasses.gpu.tally.dev
+    can yes tally-controller watch kubevirts.kubevirt.io -A
+    can no tally-controller patch kubevirts.kubevirt.io -n kubevirt
+    can no tally-controller patch virtualmachineinstances.kubevirt.io -n "$scratch"
+    can no tally-controller get pods -n "$scratch"
+    can no tally-controller patch pods -n "$scratch"
     can no tally-controller create hierarchicalresourcequotas.hnc.x-k8s.io -n "$scratch"
     can no tally-controller patch organizations.kube-dc.com -n "$scratch"
     can yes tally-controller patch validatingwebhookconfigurations/tally-gpudevice-validating
     can no tally-controller patch validatingwebhookconfigurations/someone-else
     can yes tally-controller watch validatingwebhookconfigurations
+    can yes tally-controller patch mutatingwebhookconfigurations/tally-vmi-mutating
+    can yes tally-controller patch mutatingwebhookconfigurations/tally-launcher-pod-mutating
+    can yes tally-controller patch validatingwebhookconfigurations/tally-gpu-pod-validating
+    can no tally-controller patch validatingwebhookconfigurations/tally-organization-validating
+    can no tally-controller patch mutatingwebhookconfigurations/someone-else
+    can yes tally-controller watch mutatingwebhookconfigurations
     can yes tally-controller patch leases.coordination.k8s.io/tally-controller -n tally-system
     can no tally-controller patch leases.coordination.k8s.io/tally-scheduler -n tally-system
     can yes tally-controller get secrets/tally-webhook-tls -n tally-system

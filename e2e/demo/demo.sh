@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Tally demo on a local control plane (`make demo`, `make demo-down`).
 #
-#   e2e/demo/demo.sh          bring up the cluster `demo`, GPU pools, tenants,
-#                             a reservation and tally-extender wired into
-#                             kube-scheduler; schedule a demo workload; print
-#                             the capacity report. The cluster keeps running.
+#   e2e/demo/demo.sh          bring up the cluster `demo`, GPU pools, the KubeVirt
+#                             CR, tenants, a reservation, tally-extender wired
+#                             into kube-scheduler and tally-controller with its
+#                             webhooks; start a VM through the real VMI webhook
+#                             (one held GPUDevice, one device template), play
+#                             virt-controller for its launcher pod (pinned by
+#                             the launcher pod webhook), schedule a
+#                             demo workload; print the capacity report. The
+#                             cluster keeps running.
 #   e2e/demo/demo.sh down     stop tally-extender, tally-controller and the cluster.
 #
 # The last two lines printed are
@@ -97,6 +102,27 @@ kind: GPUDeviceClass
 metadata: {name: nvidia-v100-shared}
 spec: {workload: pod, allocation: shared, resourceName: nvidia.com/gpu, nodeMode: pod-hami, memoryMiB: 32768,
        share: {memoryMiB: 8192, corePercent: 25, maxSharesPerDevice: 4}}
+EOF
+
+# KubeVirt passes a host device to a VM only when its KubeVirt CR permits it,
+# and Tally's VMI webhook refuses a VM class whose resourceName is not listed:
+# one entry per VM class, pciHostDevices for passthrough, mediatedDevices for
+# vGPU (externalResourceProvider: NVIDIA's device plugin advertises them). Add
+# entries with `kubectl edit kubevirt -n kubevirt kubevirt`. No KubeVirt
+# operator runs here: the CR is only read.
+log "KubeVirt CR kubevirt/kubevirt: permits the H200 (PCI passthrough) and the A100-10C (mediated vGPU)"
+k create namespace kubevirt --dry-run=client -o yaml | k apply -f - >/dev/null
+k apply -f - >/dev/null <<'EOF'
+apiVersion: kubevirt.io/v1
+kind: KubeVirt
+metadata: {name: kubevirt, namespace: kubevirt}
+spec:
+  configuration:
+    permittedHostDevices:
+      pciHostDevices:
+      - {pciVendorSelector: "10DE:2335", resourceName: nvidia.com/GH100_H200_SXM_141GB, externalResourceProvider: true}
+      mediatedDevices:
+      - {mdevNameSelector: NVIDIA A100-10C, resourceName: nvidia.com/A100-10C, externalResourceProvider: true}
 EOF
 
 log "kwok GPU nodes: 3 x 8 H200 (vm-passthrough), 2 x A100 vGPU (vm-vgpu), 2 x 2 V100 (pod-hami)"
@@ -220,44 +246,128 @@ log "kube-scheduler restarted with the extender entry ($url)"
 # ------------------------------------------------------------- controller
 # tally-controller generates its serving certificate (IP SAN 127.0.0.1: the API
 # server calls it by URL here, not through a Service), keeps it in a Secret and
-# injects its CA into the GPUDevice webhook configuration registered below.
+# injects its CA into the webhook configurations registered below: those of
+# manifests/webhook/ in the base, with a url clientConfig.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 webhook_port="$(free_port)" ops_port="$(free_port)"
+webhook_url="https://127.0.0.1:$webhook_port"
+not_system='{matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kube-public, kube-node-lease, tally-system]}]}'
+gpu_requests="\"(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])).exists(c, has(c.resources) && has(c.resources.requests) && c.resources.requests.exists(k, k.startsWith('nvidia.com/') || k.startsWith('amd.com/') || k.startsWith('gpu.intel.com/')))\""
 k create namespace tally-system >/dev/null
 k apply -f - >/dev/null <<EOF
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
 metadata: {name: tally-gpudevice-validating}
 webhooks:
-- name: gpudevices.gpu.tally.dev
-  clientConfig: {url: "https://127.0.0.1:$webhook_port/validate/gpudevices"}
+- name: gpudevices.validate.gpu.tally.dev
+  clientConfig: {url: "$webhook_url/validate/gpudevices"}
   rules:
   - apiGroups: [gpu.tally.dev]
     apiVersions: [v1alpha1]
     operations: [CREATE, UPDATE, DELETE]
     resources: [gpudevices, gpudevices/status]
     scope: Namespaced
+  namespaceSelector: $not_system
+  failurePolicy: Fail
+  sideEffects: NoneOnDryRun
+  timeoutSeconds: 10
+  admissionReviewVersions: [v1]
+---
+# The VM door: only VMIs with Tally's annotations are sent; timeoutSeconds
+# stays above --vmi-placement-wait (5s).
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: tally-vmi-mutating}
+webhooks:
+- name: virtualmachineinstances.mutate.gpu.tally.dev
+  clientConfig: {url: "$webhook_url/mutate/virtualmachineinstances"}
+  rules:
+  - apiGroups: [kubevirt.io]
+    apiVersions: [v1]
+    operations: [CREATE]
+    resources: [virtualmachineinstances]
+    scope: Namespaced
+  namespaceSelector: $not_system
+  matchConditions:
+  - name: references-tally-devices
+    expression: >-
+      has(object.metadata.annotations) &&
+      ('gpu.tally.dev/devices' in object.metadata.annotations ||
+      'gpu.tally.dev/device-templates' in object.metadata.annotations)
+  failurePolicy: Fail
+  reinvocationPolicy: IfNeeded
+  sideEffects: NoneOnDryRun
+  timeoutSeconds: 15
+  admissionReviewVersions: [v1]
+---
+# Launcher pods (owned by a VMI, requesting a GPU): pinned to the node of
+# their VMI's devices.
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: tally-launcher-pod-mutating}
+webhooks:
+- name: launcher-pods.mutate.gpu.tally.dev
+  clientConfig: {url: "$webhook_url/mutate/launcher-pods"}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods], scope: Namespaced}
+  namespaceSelector: $not_system
+  matchConditions:
+  - name: owned-by-a-vmi
+    expression: "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == 'VirtualMachineInstance' && r.apiVersion.startsWith('kubevirt.io/'))"
+  - name: requests-a-gpu
+    expression: $gpu_requests
+  failurePolicy: Fail
+  reinvocationPolicy: IfNeeded
+  sideEffects: NoneOnDryRun
+  timeoutSeconds: 10
+  admissionReviewVersions: [v1]
+---
+# Raw GPU pods: budgets and pool gates at their create.
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: tally-gpu-pod-validating}
+webhooks:
+- name: gpu-pods.validate.gpu.tally.dev
+  clientConfig: {url: "$webhook_url/validate/gpu-pods"}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods], scope: Namespaced}
+  namespaceSelector: $not_system
+  matchConditions:
+  - name: requests-a-gpu
+    expression: $gpu_requests
   failurePolicy: Fail
   sideEffects: NoneOnDryRun
   timeoutSeconds: 10
   admissionReviewVersions: [v1]
 EOF
-log "starting tally-controller (webhooks https://127.0.0.1:$webhook_port, ops :$ops_port, log $state/logs/tally-controller.log)"
-# The demo's admin plays the VMI door below (it attaches a device), so it is the controller identity.
+log "starting tally-controller (webhooks $webhook_url, ops :$ops_port, log $state/logs/tally-controller.log)"
+# It writes with the demo's admin kubeconfig, so the admin is the identity
+# whose GPUDevice status changes the GPUDevice webhook lets through.
 nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-address 127.0.0.1 --webhook-port "$webhook_port" \
   --ops-bind-address 127.0.0.1 --ops-port "$ops_port" --cert-dir "$state/controller-certs" \
   --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
-  --webhook-configurations tally-gpudevice-validating --leader-election-namespace tally-system \
-  --controller-identity tally-e2e-admin --ledger-dir "$ledger" \
+  --webhook-configurations tally-gpudevice-validating,tally-gpu-pod-validating \
+  --mutating-webhook-configurations tally-vmi-mutating,tally-launcher-pod-mutating \
+  --vmi-placement-wait 5s --vmi-attach-timeout 60s --watch-kubevirt=true \
+  --leader-election-namespace tally-system --controller-identity tally-e2e-admin --ledger-dir "$ledger" \
   >>"$state/logs/tally-controller.log" 2>&1 </dev/null &
 echo $! >"$controller_pidfile"
 wait_ready tally-controller "$ops_port" "$controller_pidfile"
-# The keeper injects the caBundle asynchronously: wait until the API server can verify the webhook.
+# The keeper injects the caBundles asynchronously: wait until the API server can verify every webhook.
+webhook_configurations=(validatingwebhookconfiguration/tally-gpudevice-validating validatingwebhookconfiguration/tally-gpu-pod-validating
+  mutatingwebhookconfiguration/tally-vmi-mutating mutatingwebhookconfiguration/tally-launcher-pod-mutating)
+unbundled() {
+  local cfg
+  for cfg in "${webhook_configurations[@]}"; do
+    [[ -n "$(k get "$cfg" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')" ]] || echo "$cfg"
+  done
+}
 for _ in $(seq 1 60); do
-  [[ -n "$(k get validatingwebhookconfiguration tally-gpudevice-validating -o jsonpath='{.webhooks[0].clientConfig.caBundle}')" ]] && break
+  [[ -z "$(unbundled)" ]] && break
   sleep 0.5
 done
-log "tally-controller ready; GPUDevice orders now pass its webhook"
+[[ -z "$(unbundled)" ]] || die "tally-controller did not inject its CA into $(unbundled | tr '\n' ' '); see $state/logs/tally-controller.log"
+log "tally-controller ready; GPUDevice orders, VMIs with Tally devices and GPU pods now pass its webhooks"
 
 # --------------------------------------------------------------- workload
 log "demo workload"
@@ -289,20 +399,10 @@ $gates
       limits: {$3}
 EOF
 }
-# A VM of acme with 2 attached H200 and a held (stopped-VM) H200, both placed by the binder.
+# A VM of acme through the real VM door: it holds one GPUDevice ordered
+# beforehand (train-gpus, 2 H200) and asks for one more H200 by device
+# template. eval-gpu stays held and unattached (a stopped VM's GPU).
 k apply -f - >/dev/null <<'EOF'
-apiVersion: kubevirt.io/v1
-kind: VirtualMachineInstance
-metadata:
-  name: train-vm
-  namespace: acme-research
-  labels: {kubevirt.io/vm: train-vm}
-  annotations: {gpu.tally.dev/devices: '["train-gpus"]'}
-spec:
-  domain:
-    devices:
-      gpus: [{name: gpu0, deviceName: nvidia.com/GH100_H200_SXM_141GB}, {name: gpu1, deviceName: nvidia.com/GH100_H200_SXM_141GB}]
----
 apiVersion: gpu.tally.dev/v1alpha1
 kind: GPUDevice
 metadata: {name: train-gpus, namespace: acme-research}
@@ -313,7 +413,6 @@ kind: GPUDevice
 metadata: {name: eval-gpu, namespace: acme-research}
 spec: {class: nvidia-h200-passthrough, count: 1}
 EOF
-vmi_uid="$(k get vmi -n acme-research train-vm -o jsonpath='{.metadata.uid}')"
 # tally-controller's device binder places both orders (each on one node, bin-packed).
 for _ in $(seq 1 60); do
   phases="$(k get gdev -n acme-research -o jsonpath='{.items[*].status.phase}')"
@@ -321,19 +420,54 @@ for _ in $(seq 1 60); do
   sleep 0.5
 done
 [[ "$phases" == "Bound Bound" ]] || die "the binder did not place the demo's GPUDevices (phases: '$phases'); see $state/logs/tally-controller.log"
-train_node="$(k get gdev -n acme-research train-gpus -o jsonpath='{.status.node}')"
-log "binder placed train-gpus on $train_node and eval-gpu on $(k get gdev -n acme-research eval-gpu -o jsonpath='{.status.node}')"
-# The VMI door (attaching a set to a VMI) is not built yet: the demo plays it
-# and attaches train-gpus where the binder put it (as the controller identity).
-k patch gdev -n acme-research train-gpus --subresource=status --type=merge \
-  -p "{\"status\":{\"phase\":\"Attached\",\"node\":\"$train_node\",\"attachedTo\":{\"namespace\":\"acme-research\",\"name\":\"train-vm\",\"uid\":\"$vmi_uid\"}}}" >/dev/null
-# The launcher, as KubeVirt creates it; the demo plays virt-controller and lists it in status.activePods.
-gpu_pod virt-launcher-train-vm acme-research 'nvidia.com/GH100_H200_SXM_141GB: "2"' gated train-vm "$vmi_uid" | k apply -f - >/dev/null
-launcher_uid="$(k get pod -n acme-research virt-launcher-train-vm -o jsonpath='{.metadata.uid}')"
+log "binder placed train-gpus on $(k get gdev -n acme-research train-gpus -o jsonpath='{.status.node}') and eval-gpu on $(k get gdev -n acme-research eval-gpu -o jsonpath='{.status.node}')"
+# The VMI's create goes through tally-vmi-mutating: Tally attaches train-gpus,
+# creates the template's device, waits for the binder to place the set on one
+# node and adds one spec.domain.devices.gpus entry per GPU.
+k create -f - >/dev/null <<'EOF'
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: train-vm
+  namespace: acme-research
+  labels: {kubevirt.io/vm: train-vm}
+  annotations:
+    gpu.tally.dev/devices: train-gpus
+    gpu.tally.dev/device-templates: '[{"class": "nvidia-h200-passthrough", "count": 1}]'
+spec:
+  domain:
+    devices: {}
+EOF
+vmi_uid="$(k get vmi -n acme-research train-vm -o jsonpath='{.metadata.uid}')"
+gpus="$(k get vmi -n acme-research train-vm -o jsonpath='{range .spec.domain.devices.gpus[*]}{.deviceName}{"\n"}{end}')"
+[[ -n "$gpus" ]] || die "the VMI webhook added no gpus entries to train-vm; see $state/logs/tally-controller.log"
+log "VMI train-vm admitted: $(wc -l <<<"$gpus") gpus entries, attachment $(k get vmi -n acme-research train-vm -o jsonpath='{.metadata.annotations.gpu\.tally\.dev/attachment}')"
+# The leader's binder records the VMI's uid on each device of the set.
+attached() {
+  k get gdev -n acme-research -o jsonpath='{range .items[?(@.status.attachedTo.name=="train-vm")]}{.metadata.name}{" "}{.status.attachedTo.uid}{" "}{.status.node}{"\n"}{end}'
+}
+for _ in $(seq 1 60); do
+  set_members="$(attached)"
+  (($(awk -v uid="$vmi_uid" '$2 == uid' <<<"$set_members" | wc -l) == 2)) && break
+  sleep 0.5
+done
+(($(awk -v uid="$vmi_uid" '$2 == uid' <<<"$set_members" | wc -l) == 2)) ||
+  die "the binder did not record train-vm's uid on its two devices (got: $set_members); see $state/logs/tally-controller.log"
+vm_node="$(awk '{print $3}' <<<"$set_members" | sort -u)"
+[[ "$(wc -l <<<"$vm_node")" == 1 ]] || die "train-vm's devices are on several nodes: $set_members"
+log "train-vm's devices on $vm_node: $(awk '{print $1}' <<<"$set_members" | tr '\n' ' ')"
+# virt-controller's part, as the tests play it: the launcher pod requests one
+# GPU per gpus entry (by resource name), is owned by the VMI, and is listed in
+# the VMI's status.activePods before it is scheduled (its gate holds it until
+# then), then with its node once bound.
+launcher_requests="$(sort <<<"$gpus" | uniq -c | awk '{printf "%s%s: \"%s\"", (NR > 1 ? ", " : ""), $2, $1}')"
+launcher="virt-launcher-train-vm-$(python3 -c 'import random, string; print("".join(random.choices(string.ascii_lowercase + string.digits, k=5)))')"
+gpu_pod "$launcher" acme-research "$launcher_requests" gated train-vm "$vmi_uid" | k apply -f - >/dev/null
+launcher_uid="$(k get pod -n acme-research "$launcher" -o jsonpath='{.metadata.uid}')"
 k patch vmi -n acme-research train-vm --subresource=status --type=merge \
   -p "{\"status\":{\"phase\":\"Scheduling\",\"activePods\":{\"$launcher_uid\":\"\"}}}" >/dev/null
 sleep 1
-k patch pod -n acme-research virt-launcher-train-vm --type=json -p '[{"op":"remove","path":"/spec/schedulingGates"}]' >/dev/null
+k patch pod -n acme-research "$launcher" --type=json -p '[{"op":"remove","path":"/spec/schedulingGates"}]' >/dev/null
 {
   gpu_pod train-job-0 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "1"'
   gpu_pod train-job-1 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "1"'
@@ -343,17 +477,25 @@ k patch pod -n acme-research virt-launcher-train-vm --type=json -p '[{"op":"remo
   for i in 0 1 2; do gpu_pod "notebook-$i" globex-ml 'nvidia.com/gpu: "1", nvidia.com/gpumem: "8192", nvidia.com/gpucores: "25"'; done
   gpu_pod inference-0 acme-research 'nvidia.com/gpu: "1", nvidia.com/gpumem: "8192", nvidia.com/gpucores: "25"'
 } | k apply -f - >/dev/null
-# Bound once the others are: globex is then at its H200 budget of 4 (its
-# plan-quota), so this one waits with Tally's reason.
+# Created once the others are: globex is then at its H200 budget of 4 (its
+# plan-quota), so the raw GPU pod webhook refuses it with Tally's reason (or,
+# when the others were not yet in its snapshot, it waits at the scheduler
+# with the same reason).
 sleep 2
-gpu_pod train-job-3 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "1"' | k apply -f - >/dev/null
+train_job_3_refusal=""
+gpu_pod train-job-3 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "1"' | k apply -f - >/dev/null 2>"$state/train-job-3.err" ||
+  train_job_3_refusal="$(tr '\n' ' ' <"$state/train-job-3.err")"
+node=""
 for _ in $(seq 1 60); do
-  node="$(k get pod -n acme-research virt-launcher-train-vm -o jsonpath='{.spec.nodeName}')"
+  node="$(k get pod -n acme-research "$launcher" -o jsonpath='{.spec.nodeName}')"
   [[ -z "$node" ]] || break
   sleep 0.5
 done
-[[ -z "$node" ]] || k patch vmi -n acme-research train-vm --subresource=status --type=merge \
+[[ -n "$node" ]] || die "the launcher pod $launcher was not scheduled; see $state/logs/tally-extender.log"
+[[ "$node" == "$vm_node" ]] || die "the launcher pod $launcher runs on $node, its VM's devices are on $vm_node"
+k patch vmi -n acme-research train-vm --subresource=status --type=merge \
   -p "{\"status\":{\"phase\":\"Running\",\"activePods\":{\"$launcher_uid\":\"$node\"}}}" >/dev/null
+log "launcher $launcher bound to $node, where train-vm's devices are; train-vm Running"
 # Let every pod be bound or refused.
 for _ in $(seq 1 60); do
   waiting="$(k get pods -A --no-headers -o custom-columns=N:.spec.nodeName,R:'.status.conditions[?(@.type=="PodScheduled")].reason' |
@@ -364,20 +506,29 @@ done
 
 # ----------------------------------------------------------------- report
 snapshot="$state/snapshot.json"
-k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequotas,resourcequotas,virtualmachineinstances,organizations,configmaps \
+k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequotas,resourcequotas,virtualmachineinstances,kubevirts,organizations,configmaps \
   -A -o json >"$snapshot"
 {
   echo
   echo "=== Pods (schedulerName tally-scheduler: kube-scheduler + tally-extender)"
   k get pods -A -o wide --sort-by=.metadata.namespace | awk 'NR == 1 || /virt-launcher|train|render|notebook|inference/' |
-    awk '{printf "%-15s %-24s %-8s %-12s\n", $1, $2, $4, $8}'
+    awk '{printf "%-15s %-30s %-8s %-12s\n", $1, $2, $4, $8}'
   echo
-  for p in globex-ml/train-job-3; do
-    echo "Pending $p: $(k get pod -n "${p%/*}" "${p#*/}" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')"
-  done
+  if [[ -n "$train_job_3_refusal" ]]; then
+    echo "Refused globex-ml/train-job-3: $train_job_3_refusal"
+  else
+    echo "Pending globex-ml/train-job-3: $(k get pod -n globex-ml train-job-3 -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')"
+  fi
+  echo
+  echo "=== VM acme-research/train-vm (admitted by tally-vmi-mutating; the demo plays virt-controller)"
+  echo "gpus: $(k get vmi -n acme-research train-vm -o jsonpath='{range .spec.domain.devices.gpus[*]}{.name}={.deviceName} {end}')"
+  echo "phase $(k get vmi -n acme-research train-vm -o jsonpath='{.status.phase}'), launcher $launcher on $node"
   echo
   echo "=== Capacity report per pool and node (tallyctl report --snapshot $snapshot --ledger $ledger)"
   "$tallyctl" report --snapshot "$snapshot" --ledger "$ledger" --output table || log "tallyctl report failed"
+  echo
+  echo "GPUDevices behind HELD (kubectl get gdev -A): train-vm's held device and its template's device, Attached on one node"
+  k get gdev -A -o custom-columns='NAMESPACE:.metadata.namespace,DEVICE:.metadata.name,CLASS:.spec.class,COUNT:.spec.count,PHASE:.status.phase,NODE:.status.node,VMI:.status.attachedTo.name,TEMPLATE-OF:.metadata.annotations.gpu\.tally\.dev/template-of'
   cat <<EOF
 
 === Explore
@@ -385,12 +536,14 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
   kubectl get gpudevices -A             # held and attached devices
   kubectl get nodes -L kube-dc.com/gpu.workload-mode
   kubectl get pods -A -o wide
-  kubectl describe pod -n globex-ml train-job-3      # FailedScheduling with Tally's reason
   kubectl get hrq -A; kubectl get org -A
   curl -s http://127.0.0.1:$port/metrics | grep '^tally_'
   $tallyctl report --snapshot $snapshot --ledger $ledger
   kubectl is $BIN/kubectl; logs: $state/logs/tally-extender.log, $state/logs/tally-controller.log
-  tally-controller serves the GPUDevice webhook (try: kubectl apply a GPUDevice of count 9)
+  kubectl get vmi -n acme-research train-vm -o yaml   # the gpus entries and the gpu.tally.dev/attachment Tally added
+  kubectl edit kubevirt -n kubevirt kubevirt         # permittedHostDevices: one entry per VM class
+  tally-controller serves the GPUDevice, VMI, launcher pod and raw GPU pod webhooks (try: kubectl apply a GPUDevice
+  of count 9, or a VMI with gpu.tally.dev/device-templates: '[{"class":"nvidia-v100-shared","count":1}]', a pod class)
   make demo-down (or $0 down) stops tally-extender, tally-controller and the cluster.
 
 EOF
