@@ -125,7 +125,8 @@ bool startExtenderAndScheduler(const std::string& clusterName) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    const std::string kubeconfig = "--kubeconfig=" + cluster().kubeconfig(), portFlag = "--port=" + std::to_string(port);
+    const std::string kubeconfig = "--kubeconfig=" + cluster().kubeconfig(),
+                      portFlag = "--port=" + std::to_string(port);
     ::execl(TALLY_EXTENDER_BINARY, TALLY_EXTENDER_BINARY, kubeconfig.c_str(), "--bind-address=127.0.0.1",
             portFlag.c_str(), "--url-prefix=/tally", "--metrics-port=0", static_cast<char*>(nullptr));
     ::_exit(127);
@@ -360,8 +361,10 @@ TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyT
            "  ownerReferences:\n  - {apiVersion: kubevirt.io/v1, kind: VirtualMachineInstance, name: vm1, uid: " + uid +
            ", controller: true, blockOwnerDeletion: true}\n" +
            "spec:\n  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n" +
-           "        nodeSelectorTerms:\n        - matchExpressions: [{key: kubernetes.io/hostname, operator: Exists}]\n" +
+           "        nodeSelectorTerms:\n        - matchExpressions: [{key: kubernetes.io/hostname, operator: "
+           "Exists}]\n" +
            "        - matchExpressions: [{key: e2e-never, operator: Exists}]\n" +
+           "  schedulingGates: [{name: e2e.tally.dev/active-pods}]\n" +
            "  tolerations: [{operator: Exists}]\n  containers:\n  - name: compute\n    image: virt-launcher\n" +
            "    resources:\n      requests: {" + kH200 + ": " + std::to_string(count) + "}\n      limits: {" + kH200 +
            ": " + std::to_string(count) + "}\n";
@@ -376,13 +379,23 @@ TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyT
   const std::string podUid = jsonpathOf("pod", "vm", "virt-launcher-vm1-abcde", "{.metadata.uid}");
   auto activePods = [&](const std::string& node) {
     int code = 0;
-    kubectl("patch vmi -n vm vm1 --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Running\","
-            "\"activePods\":{\"" +
-                podUid + "\":\"" + node + "\"}}}'",
+    kubectl(
+        "patch vmi -n vm vm1 --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Running\","
+        "\"activePods\":{\"" +
+            podUid + "\":\"" + node + "\"}}}'",
+        &code);
+    return code == 0;
+  };
+  // As virt-controller does, the VMI lists the pod before it is scheduled
+  // (the gate stands for the moment between its create and the listing).
+  auto ungate = [&](const std::string& pod) {
+    int code = 0;
+    kubectl("patch pod -n vm " + pod + " --type=json -p '[{\"op\":\"remove\",\"path\":\"/spec/schedulingGates\"}]'",
             &code);
     return code == 0;
   };
   ASSERT_TRUE(activePods(""));
+  ASSERT_TRUE(ungate("virt-launcher-vm1-abcde"));
   ASSERT_TRUE(eventually(
       [&] { return jsonpathOf("pod", "vm", "virt-launcher-vm1-abcde", "{.spec.nodeName}") == held.node; }, 30s))
       << kubectl("get pod -n vm virt-launcher-vm1-abcde -o yaml") << kubectl("get events -n vm");
@@ -398,6 +411,7 @@ TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyT
   // raw usage, and the node (3 held + the probe) has none left for it.
   out = applyYaml(launcher("virt-launcher-vm1-fake", 1), &rc);
   ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(ungate("virt-launcher-vm1-fake"));
   auto failed = [] {
     return kubectl(
         "get events -n vm --field-selector involvedObject.name=virt-launcher-vm1-fake,reason=FailedScheduling"
