@@ -439,6 +439,140 @@ TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyT
   kubectl("delete gpudevice -n vm probe held-1 --timeout=30s", &rc);
 }
 
+// (c) Reinvocation: a later mutator (as virt-api's) changes the VMI after
+// Tally's answer, so the API server calls Tally again for the same VMI: the
+// second call finds its own attachment by the token, writes nothing and
+// answers the same.
+TEST(VmDoor, CalledAgainForTheSameVmiTheWebhookWritesNothingMoreAndAnswersTheSame) {
+  // A stand-in for virt-api's mutator, served with the controller's own
+  // certificate (so the injected caBundle covers it): it adds one annotation.
+  const auto dir = std::filesystem::temp_directory_path() / ("vmi-e2e-" + std::to_string(::getpid()));
+  const std::string certs = std::filesystem::path(replicas[0]->log).parent_path().string() + "/certs";
+  const std::uint16_t port = freePort();
+  const std::string script = (dir / "mutator.py").string();
+  std::ofstream(script)
+      << "import base64, http.server, json, ssl, sys\n"
+         "class H(http.server.BaseHTTPRequestHandler):\n"
+         "    def log_message(self, *a): pass\n"
+         "    def do_POST(self):\n"
+         "        review = json.loads(self.rfile.read(int(self.headers['Content-Length'])))\n"
+         "        patch = [{'op': 'add', 'path': '/metadata/annotations/e2e~1mutated', 'value': 'yes'}]\n"
+         "        body = json.dumps({'apiVersion': 'admission.k8s.io/v1', 'kind': 'AdmissionReview',\n"
+         "            'response': {'uid': review['request']['uid'], 'allowed': True, 'patchType': 'JSONPatch',\n"
+         "                         'patch': base64.b64encode(json.dumps(patch).encode()).decode()}}).encode()\n"
+         "        self.send_response(200)\n"
+         "        self.send_header('Content-Type', 'application/json')\n"
+         "        self.send_header('Content-Length', str(len(body)))\n"
+         "        self.end_headers()\n"
+         "        self.wfile.write(body)\n"
+         "ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
+         "ctx.load_cert_chain(sys.argv[2] + '/tls.crt', sys.argv[2] + '/tls.key')\n"
+         "srv = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H)\n"
+         "srv.socket = ctx.wrap_socket(srv.socket, server_side=True)\n"
+         "srv.serve_forever()\n";
+  const pid_t mutator = ::fork();
+  if (mutator == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+    const std::string portText = std::to_string(port);
+    ::execlp("python3", "python3", script.c_str(), portText.c_str(), certs.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Stopped however the test ends.
+  struct Stop {
+    pid_t pid;
+    ~Stop() {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } stopMutator{mutator};
+  int rc = 0;
+  const std::string patchFile = (dir / "standin-patch.json").string();
+  std::ofstream(patchFile)
+      << "[{\"op\":\"add\",\"path\":\"/webhooks/-\",\"value\":{"
+         "\"name\":\"virt-api-standin.e2e.tally.dev\",\"admissionReviewVersions\":[\"v1\"],"
+         "\"sideEffects\":\"None\",\"failurePolicy\":\"Fail\",\"timeoutSeconds\":5,\"reinvocationPolicy\":\"Never\","
+         "\"clientConfig\":{\"url\":\"https://127.0.0.1:"
+      << port
+      << "/mutate\"},\"rules\":[{\"apiGroups\":[\"kubevirt.io\"],\"apiVersions\":[\"v1\"],\"operations\":[\"CREATE\"],"
+         "\"resources\":[\"virtualmachineinstances\"],\"scope\":\"Namespaced\"}],"
+         "\"matchConditions\":[{\"name\":\"reinvoke\",\"expression\":\"has(object.metadata.labels) && "
+         "'e2e-reinvoke' in object.metadata.labels\"}]}}]";
+  std::string patched = kubectl(
+      std::string("patch mutatingwebhookconfiguration ") + kMutating + " --type=json --patch-file " + patchFile, &rc);
+  ASSERT_EQ(rc, 0) << patched;
+  EXPECT_TRUE(eventually([] {
+    return !kubectl(std::string("get mutatingwebhookconfiguration ") + kMutating +
+                    " -o jsonpath={.webhooks[2].clientConfig.caBundle}")
+                .empty();
+  })) << "the caBundle was not injected into the stand-in's entry";
+  bound("vm", "held-r", 1);
+  const std::string before = jsonpathOf("gpudevice", "vm", "held-r", "{.metadata.resourceVersion}");
+  auto reinvoked = [] {
+    std::size_t n = 0;
+    for (Replica* r : replicas) {
+      const std::string m = metricsOf(*r);
+      const std::string name = "\ntally_controller_vmi_reviews_total{result=\"reinvoked\"} ";
+      const auto at = m.find(name);
+      if (at != std::string::npos) n += std::stoul(m.substr(at + name.size()));
+    }
+    return n;
+  };
+  const std::size_t reinvokedBefore = reinvoked();
+  std::string created;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = cluster().client()->create(
+            vmis("vm"),
+            vmiJson("vm", "vm-re", {"held-r"}, R"([{"class":"h200","count":1}])", "\"e2e-reinvoke\":\"yes\""));
+        created = r ? *r : r.error().describe();
+        return bool(r);
+      },
+      20s))
+      << created;
+  EXPECT_NE(created.find("\"e2e/mutated\":\"yes\""), std::string::npos) << "the stand-in did not run: " << created;
+  EXPECT_EQ(reinvoked(), reinvokedBefore + 1) << "the API server did not call Tally again";
+  // Written once: one template device, the held device attached once, and
+  // the same gpus[] (2 entries, no duplicate from the second call).
+  const std::string token = jsonpathOf("vmi", "vm", "vm-re", "{.metadata.annotations.gpu\\.tally\\.dev/attachment}");
+  std::vector<std::string> made;
+  for (const auto& n : deviceNames("vm")) {
+    if (n.rfind("vm-re-", 0) == 0) made.push_back(n);
+  }
+  EXPECT_EQ(made, std::vector<std::string>{"vm-re-" + token.substr(0, 8) + "-0"});
+  EXPECT_EQ(jsonpathOf("vmi", "vm", "vm-re", "{range .spec.domain.devices.gpus[*]}{.name} {end}"),
+            "held-r vm-re-" + token.substr(0, 8) + "-0 ");
+  EXPECT_EQ(deviceOf("vm", "held-r").token, token);
+  EXPECT_NE(jsonpathOf("gpudevice", "vm", "held-r", "{.metadata.resourceVersion}"), before);
+  kubectl(std::string("patch mutatingwebhookconfiguration ") + kMutating +
+              " --type=json -p '[{\"op\":\"remove\",\"path\":\"/webhooks/2\"}]'",
+          &rc);
+  // (4) Uid, not names: the VMI recreated under the same name gets the held
+  // device again, matched to the new uid; the old template device goes.
+  const std::string oldUid = jsonpathOf("vmi", "vm", "vm-re", "{.metadata.uid}");
+  EXPECT_TRUE(eventually([&] { return deviceOf("vm", "held-r").uid == oldUid; }, 20s));
+  kubectl("delete vmi -n vm vm-re --timeout=30s", &rc);
+  ASSERT_EQ(rc, 0);
+  std::string again;
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto r = cluster().client()->create(vmis("vm"), vmiJson("vm", "vm-re", {"held-r"}));
+        again = r ? std::string("admitted") : r.error().describe();
+        return bool(r);
+      },
+      30s))
+      << again;
+  const std::string newUid = jsonpathOf("vmi", "vm", "vm-re", "{.metadata.uid}");
+  EXPECT_NE(newUid, oldUid);
+  EXPECT_TRUE(eventually([&] { return deviceOf("vm", "held-r").uid == newUid; }, 20s))
+      << kubectl("get gpudevice -n vm held-r -o yaml");
+  EXPECT_TRUE(eventually([&] { return !deviceOf("vm", made.empty() ? "none" : made[0]).exists; }, 30s));
+  kubectl("delete vmi -n vm vm-re --timeout=30s", &rc);
+  EXPECT_TRUE(eventually([&] { return deviceOf("vm", "held-r").vmi.empty(); }, 30s));
+  kubectl("delete gpudevice -n vm held-r --timeout=30s", &rc);
+}
+
 // The raw GPU pod webhook: a pod over its tenant's budget is refused at
 // admission with the model's message; one within it is admitted.
 TEST(VmDoor, ARawGpuPodOverItsBudgetIsRefusedAtAdmission) {
