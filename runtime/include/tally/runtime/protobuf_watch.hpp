@@ -139,8 +139,22 @@ class ProtobufWatchDecoder {
   // only, never a read, so a wrong guess costs nothing but bandwidth.
   static void prefetchNextFrame(std::string_view bytes, size_t next) {
     const size_t ahead = std::min(bytes.size(), 2 * next);
-    for (size_t at = next; at < ahead; at += 64) __builtin_prefetch(bytes.data() + at);
+    for (size_t at = next; at < ahead; at += 64) prefetchLine(bytes.data() + at);
   }
+  // A loop of nothing but __builtin_prefetch has no side effects as far as GCC
+  // is concerned, and with -ffinite-loops (the C++ default at -O2) it deletes
+  // the loop once inlined: the prefetch above was silently absent from the
+  // build, and the decoder stalled on every skipped-to line of a stream larger
+  // than the cache. A volatile asm statement cannot be deleted.
+  static void prefetchLine(const char* line) {
+#if defined(__x86_64__) || defined(__i386__)
+    asm volatile("prefetcht0 %0" : : "m"(*line));
+#else
+    __builtin_prefetch(line);
+    asm volatile("" : : "r"(line));
+#endif
+  }
+
   template <class Sink>
   Status drain(Sink& sink) {
     for (;;) {
