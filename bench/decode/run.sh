@@ -8,9 +8,12 @@ build="$(cd "${1:?build dir}" && pwd)"  # absolute: the Go build below runs from
 data="${2:-${HOME}/.cache/tally/bench-decode}"
 [[ -s "$data/pods_watch.json" && -s "$data/pods_watch.pb" ]] || "$here/record-stream.sh" "$build" "$data"
 (cd "$here/go" && go build -o "$build/bin/clientgo-decode" .)
+# Best of at least REPEAT runs per side and format, and of more until
+# MIN_SECONDS of decoding has passed (Tally's runs take milliseconds).
 repeat="${REPEAT:-5}"
-tally="$("$build/bin/tally-decode-bench" --json "$data/pods_watch.json" --protobuf "$data/pods_watch.pb" --repeat "$repeat")"
-gocli="$("$build/bin/clientgo-decode" -json "$data/pods_watch.json" -protobuf "$data/pods_watch.pb" -repeat "$repeat")"
+min_seconds="${MIN_SECONDS:-1}"
+tally="$("$build/bin/tally-decode-bench" --json "$data/pods_watch.json" --protobuf "$data/pods_watch.pb" --repeat "$repeat" --min-seconds "$min_seconds")"
+gocli="$("$build/bin/clientgo-decode" -json "$data/pods_watch.json" -protobuf "$data/pods_watch.pb" -repeat "$repeat" -min-seconds "$min_seconds")"
 echo "$tally"
 echo "$gocli"
 field() { grep "^$1 *$2 " <<<"$3" | sed -E "s/.* $4=([0-9.]+).*/\1/"; }

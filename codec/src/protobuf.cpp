@@ -223,10 +223,18 @@ Status readObject(std::string_view message, Metadata& meta, const MetaHooks& hoo
 
 Failure nothing(std::string_view) { return std::nullopt; }
 
+// The value-returning forms: a fresh value, decoded in place, handed back.
+template <class T>
+Result<T> decodedValue(std::string_view message, ObjectMeta* meta,
+                       Status (*decode)(std::string_view, T&, ObjectMeta*)) {
+  T value;
+  if (Status read = decode(message, value, meta); !read) return std::move(read).error();
+  return value;
+}
+
 }  // namespace
 
-Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* out) {
-  model::Pod pod;
+Status decodePodProtobuf(std::string_view message, model::Pod& pod, ObjectMeta* out) {
   Metadata meta;
   meta.sink = out;
   MetaHooks hooks;
@@ -240,16 +248,15 @@ Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* out) 
           return std::nullopt;
         });
       });
-  if (auto done = finished(std::move(read), "Pod", meta); !done) return std::move(done).error();
+  if (auto done = finished(std::move(read), "Pod", meta); !done) return done;
   pod.owners = modelOwners(std::move(meta.ownerReferences));
   pod.ns = std::move(meta.ns);
   pod.name = std::move(meta.name);
   pod.uid = std::move(meta.uid);
-  return pod;
+  return {};
 }
 
-Result<model::Node> decodeNodeProtobuf(std::string_view message, ObjectMeta* out) {
-  model::Node node;
+Status decodeNodeProtobuf(std::string_view message, model::Node& node, ObjectMeta* out) {
   Metadata meta;
   meta.sink = out;
   MetaHooks hooks;
@@ -281,12 +288,10 @@ Result<model::Node> decodeNodeProtobuf(std::string_view message, ObjectMeta* out
         });
       });
   node.name = meta.name;
-  if (auto done = finished(std::move(read), "Node", meta); !done) return std::move(done).error();
-  return node;
+  return finished(std::move(read), "Node", meta);
 }
 
-Result<model::Namespace> decodeNamespaceProtobuf(std::string_view message, ObjectMeta* out) {
-  model::Namespace ns;
+Status decodeNamespaceProtobuf(std::string_view message, model::Namespace& ns, ObjectMeta* out) {
   Metadata meta;
   meta.sink = out;
   MetaHooks hooks;
@@ -294,14 +299,13 @@ Result<model::Namespace> decodeNamespaceProtobuf(std::string_view message, Objec
     return failure(applyNamespaceLabel(ns, key, value));
   };
   Status read = readObject(message, meta, hooks, nothing, nothing);
-  if (auto done = finished(std::move(read), "Namespace", meta); !done) return std::move(done).error();
+  if (auto done = finished(std::move(read), "Namespace", meta); !done) return done;
   ns.name = std::move(meta.name);
   ns.deleting = meta.deleting;
-  return ns;
+  return {};
 }
 
-Result<model::ResourceQuota> decodeResourceQuotaProtobuf(std::string_view message, ObjectMeta* out) {
-  model::ResourceQuota quota;
+Status decodeResourceQuotaProtobuf(std::string_view message, model::ResourceQuota& quota, ObjectMeta* out) {
   Metadata meta;
   meta.sink = out;
   // Quota keys ("requests.nvidia.com/gpu") rather than resource names.
@@ -326,10 +330,23 @@ Result<model::ResourceQuota> decodeResourceQuotaProtobuf(std::string_view messag
           return std::nullopt;
         });
       });
-  if (auto done = finished(std::move(read), "ResourceQuota", meta); !done) return std::move(done).error();
+  if (auto done = finished(std::move(read), "ResourceQuota", meta); !done) return done;
   quota.ns = std::move(meta.ns);
   quota.name = std::move(meta.name);
-  return quota;
+  return {};
+}
+
+Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* meta) {
+  return decodedValue<model::Pod>(message, meta, decodePodProtobuf);
+}
+Result<model::Node> decodeNodeProtobuf(std::string_view message, ObjectMeta* meta) {
+  return decodedValue<model::Node>(message, meta, decodeNodeProtobuf);
+}
+Result<model::Namespace> decodeNamespaceProtobuf(std::string_view message, ObjectMeta* meta) {
+  return decodedValue<model::Namespace>(message, meta, decodeNamespaceProtobuf);
+}
+Result<model::ResourceQuota> decodeResourceQuotaProtobuf(std::string_view message, ObjectMeta* meta) {
+  return decodedValue<model::ResourceQuota>(message, meta, decodeResourceQuotaProtobuf);
 }
 
 }  // namespace tally::codec

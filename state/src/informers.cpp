@@ -119,6 +119,20 @@ struct WatchCodec {
     auto decoded = Codec::fromProtobuf(message, &meta);  // fills meta: decode first, then take it
     return keyed(std::move(decoded), meta);
   }
+  // The same, straight into the watch event's object (runtime::ProtobufIntoCodec).
+  static runtime::Status fromProtobuf(std::string_view message, Object& out) requires requires {
+    Codec::fromProtobuf(message, out.value, nullptr);
+  }
+  {
+    codec::ObjectMeta meta;
+    if (auto decoded = Codec::fromProtobuf(message, out.value, &meta); !decoded) {
+      return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
+    }
+    out.ns = std::move(meta.ns);
+    out.name = std::move(meta.name);
+    out.resourceVersion = std::move(meta.resourceVersion);
+    return {};
+  }
   static runtime::Result<Object> keyed(codec::Result<typename Codec::Object> decoded, codec::ObjectMeta& meta) {
     if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
     return Object{std::move(decoded).value(), std::move(meta.ns), std::move(meta.name),

@@ -66,7 +66,8 @@ func run(mediaType string, data []byte) (result, error) {
 func main() {
 	jsonPath := flag.String("json", "", "JSON watch stream")
 	pbPath := flag.String("protobuf", "", "protobuf watch stream")
-	repeat := flag.Int("repeat", 5, "runs per format (best is reported)")
+	repeat := flag.Int("repeat", 5, "at least this many runs per format (the best is reported)")
+	minSeconds := flag.Float64("min-seconds", 0, "and more runs until this much decoding time has passed")
 	flag.Parse()
 	for _, in := range []struct{ name, path, media string }{
 		{"json", *jsonPath, "application/json"},
@@ -80,19 +81,25 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		// The same rule as the C++ side: at least -repeat runs, and more
+		// until -min-seconds of decoding has passed (at most 2000).
 		var best result
-		for i := 0; i < *repeat; i++ {
+		var total time.Duration
+		runs := 0
+		for runs < *repeat || (total.Seconds() < *minSeconds && runs < 2000) {
 			r, err := run(in.media, data)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, in.name, err)
 				os.Exit(1)
 			}
+			runs++
+			total += r.elapsed
 			if best.elapsed == 0 || r.elapsed < best.elapsed {
 				best = r
 			}
 		}
 		secs := best.elapsed.Seconds()
-		fmt.Printf("client-go %-8s events=%d pods=%d bytes=%d seconds=%.4f MBps=%.1f events_per_s=%.0f\n",
-			in.name, best.events, best.pods, best.bytes, secs, float64(best.bytes)/secs/1e6, float64(best.events)/secs)
+		fmt.Printf("client-go %-8s events=%d pods=%d bytes=%d seconds=%.4f MBps=%.1f events_per_s=%.0f runs=%d\n",
+			in.name, best.events, best.pods, best.bytes, secs, float64(best.bytes)/secs/1e6, float64(best.events)/secs, runs)
 	}
 }

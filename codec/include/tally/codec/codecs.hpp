@@ -24,12 +24,15 @@ namespace tally::codec {
   };
 
 // Built-in kinds are also read from Kubernetes' protobuf encoding.
-#define TALLY_CODEC_BUILTIN_KIND(CodecName, ObjectType, KindName, Decoder, ProtobufDecoder)    \
-  struct CodecName {                                                                           \
-    TALLY_CODEC_MEMBERS(ObjectType, KindName, Decoder)                                         \
-    static Result<Object> fromProtobuf(std::string_view message, ObjectMeta* meta = nullptr) { \
-      return ProtobufDecoder(message, meta);                                                   \
-    }                                                                                          \
+#define TALLY_CODEC_BUILTIN_KIND(CodecName, ObjectType, KindName, Decoder, ProtobufDecoder)         \
+  struct CodecName {                                                                                \
+    TALLY_CODEC_MEMBERS(ObjectType, KindName, Decoder)                                              \
+    static Result<Object> fromProtobuf(std::string_view message, ObjectMeta* meta = nullptr) {      \
+      return ProtobufDecoder(message, meta);                                                        \
+    }                                                                                               \
+    static Status fromProtobuf(std::string_view message, Object& out, ObjectMeta* meta = nullptr) { \
+      return ProtobufDecoder(message, out, meta);                                                   \
+    }                                                                                               \
   };
 
 TALLY_CODEC_BUILTIN_KIND(NodeCodec, model::Node, "Node", decodeNode, decodeNodeProtobuf)

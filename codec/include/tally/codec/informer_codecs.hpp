@@ -40,6 +40,16 @@ struct InformerCodec {
     cached.object = std::move(decoded).value();
     return cached;
   }
+  // Straight into the watch event's object: the decoder fills both halves in place.
+  static runtime::Status fromProtobuf(std::string_view message, Object& out) requires requires {
+    Codec::fromProtobuf(message, out.object, nullptr);
+  }
+  {
+    if (auto decoded = Codec::fromProtobuf(message, out.object, &out.meta); !decoded) {
+      return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
+    }
+    return {};
+  }
   static std::string key(const Object& o) { return runtime::namespacedKey(o.meta.ns, o.meta.name); }
   static std::string_view resourceVersion(const Object& o) { return o.meta.resourceVersion; }
 };

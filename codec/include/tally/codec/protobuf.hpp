@@ -16,4 +16,12 @@ Result<model::Pod> decodePodProtobuf(std::string_view message, ObjectMeta* meta 
 Result<model::Namespace> decodeNamespaceProtobuf(std::string_view message, ObjectMeta* meta = nullptr);
 Result<model::ResourceQuota> decodeResourceQuotaProtobuf(std::string_view message, ObjectMeta* meta = nullptr);
 
+// The same, into a value the caller made (default-constructed): what a watch
+// decoder uses, so the value is built where it stays. On failure `out` is
+// partly filled and should be dropped.
+Status decodeNodeProtobuf(std::string_view message, model::Node& out, ObjectMeta* meta = nullptr);
+Status decodePodProtobuf(std::string_view message, model::Pod& out, ObjectMeta* meta = nullptr);
+Status decodeNamespaceProtobuf(std::string_view message, model::Namespace& out, ObjectMeta* meta = nullptr);
+Status decodeResourceQuotaProtobuf(std::string_view message, model::ResourceQuota& out, ObjectMeta* meta = nullptr);
+
 }  // namespace tally::codec

@@ -5,6 +5,7 @@
 // Result<T>.
 
 #include <cassert>
+#include <optional>
 #include <utility>
 #include <variant>
 
@@ -49,25 +50,27 @@ class [[nodiscard]] Expected {
   std::variant<T, E> v_;
 };
 
+// No value, so only the error is stored, and only when there is one: an ok
+// result is a flag, not a default-built error (a codec::DecodeError is three
+// strings), since decoders return one per object and per nested message.
 template <class E>
 class [[nodiscard]] Expected<void, E> {
  public:
   Expected() = default;
-  Expected(E error) : error_(std::move(error)), ok_(false) {}  // NOLINT(implicit)
-  bool ok() const { return ok_; }
-  explicit operator bool() const { return ok_; }
+  Expected(E error) : error_(std::move(error)) {}  // NOLINT(implicit)
+  bool ok() const { return !error_.has_value(); }
+  explicit operator bool() const { return ok(); }
   const E& error() const& {
-    assert(!ok_);
-    return error_;
+    assert(!ok());
+    return *error_;
   }
   E&& error() && {
-    assert(!ok_);
-    return std::move(error_);
+    assert(!ok());
+    return std::move(*error_);
   }
 
  private:
-  E error_;
-  bool ok_ = true;
+  std::optional<E> error_;
 };
 
 }  // namespace tally

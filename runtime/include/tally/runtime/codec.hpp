@@ -6,6 +6,7 @@
 //     using Object = SlimPod;
 //     static Result<Object> fromJson(simdjson::ondemand::value object);
 //     static Result<Object> fromProtobuf(std::string_view message);  // optional
+//     static Status fromProtobuf(std::string_view message, Object& out);  // optional, faster
 //     static std::string key(const Object&);                // "ns/name" or "name"
 //     static std::string_view resourceVersion(const Object&);
 //   };
@@ -67,6 +68,15 @@ struct StoredOf<C> {
 template <class C>
 concept ProtobufCodec = JsonCodec<C> && requires(std::string_view raw) {
   { C::fromProtobuf(raw) } -> std::same_as<Result<typename C::Object>>;
+};
+
+// A protobuf codec may also decode into an object the caller made (the watch
+// event's): a pod is a dozen strings and vectors, and handing it back by value
+// through Result, the cached wrapper and the event moves each of them several
+// times per event. On failure the object is left partly filled.
+template <class C>
+concept ProtobufIntoCodec = ProtobufCodec<C> && requires(std::string_view raw, typename C::Object& out) {
+  { C::fromProtobuf(raw, out) } -> std::same_as<Status>;
 };
 
 inline Error jsonError(simdjson::error_code e, std::string_view what) {

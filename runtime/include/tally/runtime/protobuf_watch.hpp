@@ -59,32 +59,39 @@ Status decodeBookmarkProtobuf(std::string_view raw, std::string& rv, bool& initi
 
 }  // namespace detail
 
+// Decodes one frame into `ev`, a fresh event.
 template <ProtobufCodec C>
-Result<WatchEvent<typename C::Object>> decodeProtobufEvent(std::string_view frame) {
+Status decodeProtobufEvent(std::string_view frame, WatchEvent<typename C::Object>& ev) {
   auto raw = detail::splitWatchEvent(frame);
   if (!raw) return std::move(raw).error();
   auto type = parseEventType(raw->type);
   if (!type) return Error(ErrorCode::kDecode, "unknown watch event type " + std::string(raw->type.substr(0, 32)));
-  WatchEvent<typename C::Object> ev;
   ev.type = *type;
   switch (ev.type) {
     case EventType::kBookmark:
-      if (auto st = detail::decodeBookmarkProtobuf(raw->object, ev.resourceVersion, ev.initialEventsEnd); !st) {
-        return std::move(st).error();
-      }
-      break;
+      return detail::decodeBookmarkProtobuf(raw->object, ev.resourceVersion, ev.initialEventsEnd);
     case EventType::kError: {
       auto st = parseStatusProtobuf(raw->object);
       if (!st) return std::move(st).error();
       ev.status = std::move(*st);
-      break;
+      return {};
     }
-    default: {
-      auto obj = C::fromProtobuf(raw->object);
-      if (!obj) return std::move(obj).error();
-      ev.object.emplace(std::move(*obj));
-    }
+    default:
+      if constexpr (ProtobufIntoCodec<C>) {
+        return C::fromProtobuf(raw->object, ev.object.emplace());
+      } else {
+        auto obj = C::fromProtobuf(raw->object);
+        if (!obj) return std::move(obj).error();
+        ev.object.emplace(std::move(*obj));
+        return {};
+      }
   }
+}
+
+template <ProtobufCodec C>
+Result<WatchEvent<typename C::Object>> decodeProtobufEvent(std::string_view frame) {
+  WatchEvent<typename C::Object> ev;
+  if (auto st = decodeProtobufEvent<C>(frame, ev); !st) return std::move(st).error();
   return ev;
 }
 
@@ -109,9 +116,7 @@ class ProtobufWatchDecoder {
       const size_t len = (size_t{p[0]} << 24) | (size_t{p[1]} << 16) | (size_t{p[2]} << 8) | size_t{p[3]};
       if (len == 0 || len > kMaxFrame || bytes.size() - 4 < len) break;
       prefetchNextFrame(bytes, 4 + len);
-      auto ev = decodeProtobufEvent<C>(bytes.substr(4, len));
-      if (!ev) return std::move(ev).error();
-      sink(std::move(*ev));
+      if (auto st = decodeInto(bytes.substr(4, len), sink); !st) return st;
       bytes.remove_prefix(4 + len);
     }
     if (bytes.empty()) return {};
@@ -134,7 +139,20 @@ class ProtobufWatchDecoder {
   // only, never a read, so a wrong guess costs nothing but bandwidth.
   static void prefetchNextFrame(std::string_view bytes, size_t next) {
     const size_t ahead = std::min(bytes.size(), 2 * next);
-    for (size_t at = next; at < ahead; at += 64) __builtin_prefetch(bytes.data() + at);
+    for (size_t at = next; at < ahead; at += 64) prefetchLine(bytes.data() + at);
+  }
+  // A loop of nothing but __builtin_prefetch has no side effects as far as GCC
+  // is concerned, and with -ffinite-loops (the C++ default at -O2) it deletes
+  // the loop once inlined: the prefetch above was silently absent from the
+  // build, and the decoder stalled on every skipped-to line of a stream larger
+  // than the cache. A volatile asm statement cannot be deleted.
+  static void prefetchLine(const char* line) {
+#if defined(__x86_64__) || defined(__i386__)
+    asm volatile("prefetcht0 %0" : : "m"(*line));
+#else
+    __builtin_prefetch(line);
+    asm volatile("" : : "r"(line));
+#endif
   }
 
   template <class Sink>
@@ -143,10 +161,18 @@ class ProtobufWatchDecoder {
       auto frame = framer_.next();
       if (!frame) return std::move(frame).error();
       if (frame->empty()) return {};
-      auto ev = decodeProtobufEvent<C>(*frame);
-      if (!ev) return std::move(ev).error();
-      sink(std::move(*ev));
+      if (auto st = decodeInto(*frame, sink); !st) return st;
     }
+  }
+
+  // The event is made here and decoded in place, so the object reaches the
+  // sink without being moved on the way.
+  template <class Sink>
+  static Status decodeInto(std::string_view frame, Sink& sink) {
+    Event ev;
+    if (auto st = decodeProtobufEvent<C>(frame, ev); !st) return st;
+    sink(std::move(ev));
+    return {};
   }
 
   ProtobufFramer framer_{kMaxFrame};
