@@ -81,8 +81,8 @@ double millis(Clock::duration d) { return std::chrono::duration<double, std::mil
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 void report(const char* what, std::size_t n, const Summary& s) {
-  std::printf("  %-50s n=%-4zu p50=%8.1f ms  p99=%8.1f ms  max=%8.1f ms  mean=%8.1f ms\n", what, n, s.p50, s.p99,
-              s.max, s.mean);
+  std::printf("  %-50s n=%-4zu p50=%8.1f ms  p99=%8.1f ms  max=%8.1f ms  mean=%8.1f ms\n", what, n, s.p50, s.p99, s.max,
+              s.mean);
   std::fflush(stdout);
 }
 
@@ -207,8 +207,8 @@ std::string vmiBody(const Options& o, const std::string& ns, const std::string& 
   if (templateCount > 0) {
     const std::string templates =
         "[{\"class\":" + jsonString(o.className) + ",\"count\":" + std::to_string(templateCount) + "}]";
-    annotations += (annotations.empty() ? "" : ",") + std::string("\"gpu.tally.dev/device-templates\":") +
-                   jsonString(templates);
+    annotations +=
+        (annotations.empty() ? "" : ",") + std::string("\"gpu.tally.dev/device-templates\":") + jsonString(templates);
   }
   return "{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\",\"metadata\":{\"name\":" +
          jsonString(name) + ",\"namespace\":" + jsonString(ns) + ",\"annotations\":{" + annotations +
@@ -372,10 +372,11 @@ int measureLatency(const Options& o, runtime::Client& client) {
   std::vector<double> all = templateOnly;
   all.insert(all.end(), heldOnly.begin(), heldOnly.end());
   all.insert(all.end(), heldAndTemplate.begin(), heldAndTemplate.end());
-  std::printf("== VM door latency: %zu nodes, %zu VMIs with Tally devices (a template of 1..4 GPUs; 1 in %zu a held"
-              " device instead, alone or with a template of 1), each followed by one without; one keep-alive"
-              " client, one create after the other\n",
-              o.nodes, o.vmis, o.heldEvery);
+  std::printf(
+      "== VM door latency: %zu nodes, %zu VMIs with Tally devices (a template of 1..4 GPUs; 1 in %zu a held"
+      " device instead, alone or with a template of 1), each followed by one without; one keep-alive"
+      " client, one create after the other\n",
+      o.nodes, o.vmis, o.heldEvery);
   report("create with Tally devices, admitted (client)", all.size(), summarize(all));
   report("  of which template only", templateOnly.size(), summarize(templateOnly));
   report("  of which held device only", heldOnly.size(), summarize(heldOnly));
@@ -496,15 +497,14 @@ int measureRace(const Options& o, runtime::Client& client) {
     const double conflicts = sample(scrape(o.metricsUrl), conflictsSeries);
     std::string holder;
     if (auto body = client.get(devicesIn(ns), "contested")) holder = stringAt(*body, "/status/attachedTo/name");
-    std::printf("  round %2zu: %.3f s, %zu admitted (%s), %zu refused, %zu errors, %.0f conflicts;",
-                round, r.seconds, r.admitted, r.winner.c_str(), r.refused, r.errors, conflicts - previous);
+    std::printf("  round %2zu: %.3f s, %zu admitted (%s), %zu refused, %zu errors, %.0f conflicts;", round, r.seconds,
+                r.admitted, r.winner.c_str(), r.refused, r.errors, conflicts - previous);
     for (const auto& [reason, n] : r.reasons) std::printf(" %s %zu", reason.c_str(), n);
     std::printf("\n");
     previous = conflicts;
     if (r.admitted != 1 || holder != r.winner) {
       ++bad;
-      std::printf("  ROUND %zu BROKEN: %zu admitted, the device attached to '%s'\n", round, r.admitted,
-                  holder.c_str());
+      std::printf("  ROUND %zu BROKEN: %zu admitted, the device attached to '%s'\n", round, r.admitted, holder.c_str());
     }
     // The winner stops: the binder detaches the device (status.attachedTo gone).
     const auto d0 = Clock::now();
@@ -520,12 +520,13 @@ int measureRace(const Options& o, runtime::Client& client) {
   }
   const double wall = seconds(Clock::now() - started);
   const double conflicts = previous - conflicts0;
-  std::printf("  %zu rounds: racing %.2f s (%.2f rounds/s, %.0f VMI answers/s), %.0f attach conflicts read again"
-              " and decided again: %.1f conflicts resolved/s while racing; with the detach waits (%.2f s) %.2f"
-              " rounds/s; rounds with other than one admitted: %zu\n",
-              o.rounds, raceSeconds, static_cast<double>(o.rounds) / raceSeconds,
-              static_cast<double>(o.rounds * o.racers) / raceSeconds, conflicts, conflicts / raceSeconds,
-              detachSeconds, static_cast<double>(o.rounds) / wall, bad);
+  std::printf(
+      "  %zu rounds: racing %.2f s (%.2f rounds/s, %.0f VMI answers/s), %.0f attach conflicts read again"
+      " and decided again: %.1f conflicts resolved/s while racing; with the detach waits (%.2f s) %.2f"
+      " rounds/s; rounds with other than one admitted: %zu\n",
+      o.rounds, raceSeconds, static_cast<double>(o.rounds) / raceSeconds,
+      static_cast<double>(o.rounds * o.racers) / raceSeconds, conflicts, conflicts / raceSeconds, detachSeconds,
+      static_cast<double>(o.rounds) / wall, bad);
   std::fflush(stdout);
   removeOrSay(client, devicesIn(ns), "contested");
   return bad == 0 ? 0 : 1;
