@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tally-controller's bench (see bench/controller/README.md).
 #
-#   bench/controller/run.sh [--nodes 5000] [--orders 1000] [--no-cluster] [--keep]
+#   bench/controller/run.sh [--nodes 5000] [--orders 1000] [--no-cluster] [--no-vmi] [--keep]
 #
 # 1. bench_controller at 1,000 and 5,000 nodes: the GPUDevice webhook over
 #    HTTPS, the binder's decision loop, the extender's filter on the same
@@ -22,6 +22,9 @@
 #      (tally_controller_binder_placements_total, sampled every 0.2 s); the
 #      CPU seconds of tally-controller and kube-apiserver meanwhile;
 #    then no node holds more than its 8 units (kubectl, every Bound device).
+# 3. Unless --no-cluster or --no-vmi, once that cluster is down, the VM door
+#    on a cluster of its own (bench/controller/vmi.sh: 1,000 nodes, the VMI
+#    webhook's latency with and without Tally devices, the attach race).
 #
 # Environment: BUILD (build tree with bench/bench_controller and
 # bin/tally-controller, default <repo>/build), TALLY_CONTROLLER_BIN (overrides
@@ -29,12 +32,13 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-nodes=5000 orders=1000 cluster=1 keep=0
+nodes=5000 orders=1000 cluster=1 vmi=1 keep=0
 while (($#)); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
     --orders) orders="$2"; shift 2 ;;
     --no-cluster) cluster=0; shift ;;
+    --no-vmi) vmi=0; shift ;;
     --keep) keep=1; shift ;;
     -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
@@ -196,4 +200,11 @@ over="$(k get gpudevices -A -o jsonpath='{range .items[*]}{.status.node} {.spec.
   awk 'NF == 2 { u[$1] += $2 } END { n = 0; for (x in u) if (u[x] > 8) n++; print n }')"
 echo "agreement: Bound $stream_bound/$orders (stream), $backlog_bound/$orders (backlog); nodes over 8 units: $over"
 [[ "$backlog_bound" == "$orders" && "$stream_bound" == "$orders" && "$over" == 0 ]] || rc=1
+((vmi)) || exit "$rc"
+# One cluster at a time on this machine: this one goes before the VM door's.
+cleanup
+trap - EXIT
+vmi_args=()
+((keep)) && vmi_args=(--keep)
+"$here/vmi.sh" "${vmi_args[@]}" || rc=1
 exit "$rc"
