@@ -62,8 +62,9 @@ struct DeviceBinder::Metrics {
                       "gone or never appeared), deleted (such a template device).",
                       {"action"})),
         placementSeconds(r.histogram("tally_controller_binder_placement_seconds",
-                                     "Seconds from a GPUDevice's creation to its placement.",
-                                     obs::exponentialBuckets(0.01, 2, 14))
+                                     "Seconds from a GPUDevice's creation to its placement, in whole seconds "
+                                     "(creationTimestamp's resolution): 0 is within the second it was created.",
+                                     obs::exponentialBuckets(0.5, 2, 12))
                              .with({})),
         pending(r.gauge("tally_controller_binder_pending_devices",
                         "GPUDevices Pending in this replica's snapshot (not being deleted).")
