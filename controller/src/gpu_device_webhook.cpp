@@ -3,6 +3,8 @@
 #include "tally/common/object_meta_decode.hpp"
 #include "tally/controller/device_binder.hpp"
 
+#include "refusals.hpp"
+
 #include <optional>
 #include <vector>
 #include <string_view>
@@ -14,6 +16,9 @@
 namespace tally::controller {
 namespace {
 
+using detail::describe;
+using detail::forbidden;
+using detail::invalid;
 using runtime::admission::AdmissionRequest;
 using runtime::admission::AdmissionResponse;
 using runtime::admission::Operation;
@@ -32,27 +37,6 @@ Answer refusedBy(const model::Decision& decision, AdmissionResponse response) {
   Answer a(std::move(response));
   for (const auto& r : decision.refusals) a.codes.emplace_back(model::toString(r.code));
   return a;
-}
-
-AdmissionResponse forbidden(const std::string& message) {
-  return AdmissionResponse::refuse(403, std::string(kRefusalPrefix) + message, "Forbidden");
-}
-
-AdmissionResponse invalid(const std::string& message) {
-  return AdmissionResponse::refuse(422, std::string(kRefusalPrefix) + message, "Invalid");
-}
-
-// "[PoolInsufficient] pool h200 has 2 free unit(s); ...; [BudgetExceeded] ..."
-std::string describe(const model::Decision& decision) {
-  std::string out;
-  for (const auto& r : decision.refusals) {
-    if (!out.empty()) out += "; ";
-    out += "[";
-    out += model::toString(r.code);
-    out += "] ";
-    out += r.message;
-  }
-  return out;
 }
 
 struct Decoded {

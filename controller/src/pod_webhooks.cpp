@@ -1,5 +1,7 @@
 #include "tally/controller/pod_webhooks.hpp"
 
+#include "refusals.hpp"
+
 #include <simdjson.h>
 
 #include <optional>
@@ -34,25 +36,13 @@ struct Answer {
   }
 };
 
-AdmissionResponse forbidden(const std::string& message) {
-  return AdmissionResponse::refuse(403, std::string(kRefusalPrefix) + message, "Forbidden");
-}
-
-AdmissionResponse invalid(const std::string& message) {
-  return AdmissionResponse::refuse(422, std::string(kRefusalPrefix) + message, "Invalid");
-}
+using detail::forbidden;
+using detail::invalid;
 
 // "[BudgetExceeded] ...; [GateClosed] ..."
 Answer refusedBy(const model::Decision& decision) {
-  std::string message;
-  std::vector<std::string> codes;
-  for (const auto& r : decision.refusals) {
-    if (!message.empty()) message += "; ";
-    message += "[" + std::string(model::toString(r.code)) + "] " + r.message;
-    codes.emplace_back(model::toString(r.code));
-  }
-  Answer a(forbidden(message));
-  a.codes = std::move(codes);
+  Answer a(forbidden(detail::describe(decision)));
+  for (const auto& r : decision.refusals) a.codes.emplace_back(model::toString(r.code));
   return a;
 }
 

@@ -7,11 +7,13 @@
 #include <thread>
 
 #include "device_status.hpp"
+#include "refusals.hpp"
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/log.hpp"
 #include "tally/common/rfc3339.hpp"
+#include "tally/controller/device_binder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/model/vmi.hpp"
 #include "tally/runtime/conflict.hpp"
@@ -57,25 +59,11 @@ struct VmiWebhook::Metrics {
 
 namespace {
 
+using detail::describe;
 using detail::devicesResource;
+using detail::forbidden;
+using detail::invalid;
 using detail::RecordCodec;
-
-AdmissionResponse forbidden(const std::string& message) {
-  return AdmissionResponse::refuse(403, std::string(kRefusalPrefix) + message, "Forbidden");
-}
-
-AdmissionResponse invalid(const std::string& message) {
-  return AdmissionResponse::refuse(422, std::string(kRefusalPrefix) + message, "Invalid");
-}
-
-std::string describe(const model::Decision& decision) {
-  std::string out;
-  for (const auto& r : decision.refusals) {
-    if (!out.empty()) out += "; ";
-    out += fmt::format("[{}] {}", model::toString(r.code), r.message);
-  }
-  return out;
-}
 
 std::string newToken() {
   static thread_local std::mt19937_64 random{std::random_device{}()};
@@ -216,6 +204,9 @@ struct VmiWebhook::Call {
     JsonWriter w;
     w.beginObject().field("apiVersion", "gpu.tally.dev/v1alpha1").field("kind", "GPUDevice");
     w.key("metadata").beginObject().field("name", t.name).field("namespace", ns);
+    // Created with the binder's finalizer: the binder places it at once,
+    // without first writing the finalizer (one API round trip less per VMI).
+    w.key("finalizers").beginArray().value(kReleaseFinalizer).endArray();
     w.key("annotations").beginObject();
     w.field(model::kAnnotationTemplateOf, templateAnnotation(vmi, token, set, since));
     w.endObject().endObject();

@@ -106,13 +106,13 @@ TEST(VmiWebhookConcurrency, ReviewsOnManyThreadsWhileTheWriterPublishes) {
         switch (round % 3) {
           case 0:  // reinvoked: its attachment is on every device already
             body = review("vm" + std::to_string(i),
-                          R"("gpu.tally.dev/devices":"d)" + std::to_string(i) +
-                              R"(","gpu.tally.dev/attachment":"tok)" + std::to_string(i) + R"(")",
+                          R"("gpu.tally.dev/devices":"d)" + std::to_string(i) + R"(","gpu.tally.dev/attachment":"tok)" +
+                              std::to_string(i) + R"(")",
                           false);
             break;
           case 1:  // a dry run of a new VMI with a template
-            body = review("dry" + std::to_string(t), R"("gpu.tally.dev/device-templates":"[{\"class\":\"h200\"}]")",
-                          true);
+            body =
+                review("dry" + std::to_string(t), R"("gpu.tally.dev/device-templates":"[{\"class\":\"h200\"}]")", true);
             break;
           default:  // a new VMI: its write fails
             body = review("new" + std::to_string(t), R"("gpu.tally.dev/device-templates":"[{\"class\":\"h200\"}]")",
