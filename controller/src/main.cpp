@@ -302,7 +302,16 @@ int main(int argc, char** argv) {
     writerOptions.publishInterval = settings->publishInterval;
     writerOptions.watched = state::watchedKinds(sources);
     if (binder) writerOptions.extensions.push_back(binder.get());
+    controller::VmiWebhookOptions vo;
+    vo.placementWait = runtime::process::durationFlag("--vmi-placement-wait", f.vmiPlacementWait);
+    vo.attachTimeout = std::chrono::duration_cast<std::chrono::seconds>(
+        runtime::process::durationFlag("--vmi-attach-timeout", f.vmiAttachTimeout));
+    vo.maxConflicts = std::max(1, f.binderMaxConflicts);
+    vo.metrics = &registry;
+    controller::VmiWebhook vmiWebhook(client, vo);
+    writerOptions.extensions.push_back(&vmiWebhook);
     state::Writer writer(writerOptions);
+    vmiWebhook.readFrom(writer.snapshots());
     state::Informers watches(client, writer, sources,
                              state::InformerMetrics{informerEvents, informerStaleness, cacheSynced});
 
@@ -315,13 +324,6 @@ int main(int argc, char** argv) {
       binder->attach(manager);
     }
 
-    controller::VmiWebhookOptions vo;
-    vo.placementWait = runtime::process::durationFlag("--vmi-placement-wait", f.vmiPlacementWait);
-    vo.attachTimeout = std::chrono::duration_cast<std::chrono::seconds>(
-        runtime::process::durationFlag("--vmi-attach-timeout", f.vmiAttachTimeout));
-    vo.maxConflicts = std::max(1, f.binderMaxConflicts);
-    vo.metrics = &registry;
-    controller::VmiWebhook vmiWebhook(client, writer.snapshots(), vo);
     // VMI reviews wait for the binder: they run here, off the server's threads.
     boost::asio::thread_pool vmiPool(std::max(1u, f.vmiWorkers));
 

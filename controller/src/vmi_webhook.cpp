@@ -4,7 +4,6 @@
 
 #include <random>
 #include <set>
-#include <thread>
 
 #include "device_status.hpp"
 #include "refusals.hpp"
@@ -165,7 +164,7 @@ struct VmiWebhook::Call {
                            fresh.deleting ? " and being deleted" : "");
       }
       if (model::attached(fresh) && fresh.attachToken != token) {
-        auto snap = self.cell_.read();
+        auto snap = self.cell_->read();
         const model::AttachWindow window{toUnixTime(std::chrono::system_clock::now()).seconds,
                                          self.options_.attachTimeout.count()};
         const std::string holder = model::attachmentHolder(snap->cluster(), fresh, window);
@@ -268,13 +267,45 @@ struct VmiWebhook::Call {
   }
 };
 
-VmiWebhook::VmiWebhook(std::shared_ptr<runtime::Client> client, const SnapshotCell<state::Snapshot>& cell,
-                       VmiWebhookOptions options)
-    : client_(std::move(client)), cell_(cell), options_(std::move(options)) {
+VmiWebhook::VmiWebhook(std::shared_ptr<runtime::Client> client, VmiWebhookOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
   if (options_.metrics) metrics_ = std::make_unique<Metrics>(*options_.metrics);
 }
 
 VmiWebhook::~VmiWebhook() = default;
+
+void VmiWebhook::published(const state::Snapshot&) {
+  {
+    std::lock_guard lock(publishedMu_);
+    ++publications_;
+  }
+  publishedCv_.notify_all();
+}
+
+void VmiWebhook::stopped() {
+  {
+    std::lock_guard lock(publishedMu_);
+    stopped_ = true;
+  }
+  publishedCv_.notify_all();
+}
+
+std::optional<std::string> VmiWebhook::waitPlaced(const std::string& ns, const std::vector<std::string>& set,
+                                                  Clock::time_point deadline, std::string& why) {
+  std::unique_lock lock(publishedMu_);
+  for (;;) {
+    // The count before the read: a publication after it wakes the wait below.
+    const std::uint64_t seen = publications_;
+    lock.unlock();
+    model::SetNode placed = model::placedSet(cell_->read()->cluster(), ns, set);
+    if (placed.node) return placed.node;
+    why = placed.decision.summary();
+    lock.lock();
+    if (!publishedCv_.wait_until(lock, deadline, [&] { return publications_ != seen || stopped_; }) || stopped_) {
+      return std::nullopt;
+    }
+  }
+}
 
 runtime::admission::WebhookHandler VmiWebhook::handler() {
   return [this](const AdmissionRequest& request) { return review(request); };
@@ -330,7 +361,8 @@ AdmissionResponse VmiWebhook::create(const AdmissionRequest& request) {
   if (!domain.error.empty()) return invalid(subject + ": " + domain.error);
   if (!domain.hasDomain) return invalid(subject + " has no spec.domain");
 
-  auto snap = cell_.read();
+  if (!cell_) return forbidden(subject + " refused: this replica has no cluster state to decide on");
+  auto snap = cell_->read();
   if (!snap->ready()) {
     model::Decision d;
     d.refuse(model::Code::CacheNotSynced,
@@ -370,20 +402,8 @@ AdmissionResponse VmiWebhook::create(const AdmissionRequest& request) {
     }
     // The binder places the set; this replica's watch shows it.
     const auto waitStart = Clock::now();
-    const auto deadline = waitStart + options_.placementWait;
-    std::optional<std::string> node;
     std::string last;
-    for (;;) {
-      auto now = cell_.read();
-      model::SetNode placed = model::placedSet(now->cluster(), vmi.ns, plan.set);
-      if (placed.node) {
-        node = placed.node;
-        break;
-      }
-      last = placed.decision.summary();
-      if (Clock::now() >= deadline) break;
-      std::this_thread::sleep_for(options_.pollInterval);
-    }
+    const std::optional<std::string> node = waitPlaced(vmi.ns, plan.set, waitStart + options_.placementWait, last);
     if (metrics_) metrics_->waitSeconds.observe(std::chrono::duration<double>(Clock::now() - waitStart).count());
     if (!node) {
       return fail(fmt::format("the binder did not place its device set on one node within {} ms ({})",

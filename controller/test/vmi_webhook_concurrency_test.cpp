@@ -77,9 +77,17 @@ TEST(VmiWebhookConcurrency, ReviewsOnManyThreadsWhileTheWriterPublishes) {
   auto client = runtime::Client::create(config, runtime::RetryPolicy{1, 1ms, 1ms});
   ASSERT_TRUE(client) << client.error().describe();
 
+  observability::Registry registry;
+  VmiWebhookOptions o;
+  o.placementWait = 50ms;
+  o.metrics = &registry;
+  VmiWebhook webhook(*client, o);
+
   state::Writer::Options wo;
   wo.publishInterval = 1ms;
+  wo.extensions = {&webhook};
   state::Writer writer(wo);
+  webhook.readFrom(writer.snapshots());
   writer.upsert(state::testing::tenant("t"));
   writer.upsert(h200());
   writer.upsert(std::vector<model::PermittedHostDevice>{{std::string(state::testing::kGpu), "10DE:2335", false, true}});
@@ -87,12 +95,6 @@ TEST(VmiWebhookConcurrency, ReviewsOnManyThreadsWhileTheWriterPublishes) {
   for (int i = 0; i < 4; ++i) writer.upsert(attachedDevice(i));
   writer.start();
   writer.flush();
-
-  observability::Registry registry;
-  VmiWebhookOptions o;
-  o.placementWait = 50ms;
-  o.metrics = &registry;
-  VmiWebhook webhook(*client, writer.snapshots(), o);
 
   std::atomic<bool> stop{false};
   std::atomic<int> answered{0}, refused{0}, unexpected{0};

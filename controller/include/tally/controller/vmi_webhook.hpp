@@ -22,8 +22,14 @@
 // the VMI carries the token: the plan finds its own attachment, writes
 // nothing, and the answer is the same. The binder records the VMI's uid once
 // it exists and undoes an attachment whose VMI never appears.
+//
+// It is an extension of the state writer whose snapshots it reads: each
+// publication wakes the reviews waiting for the binder (no polling).
 
 #include <chrono>
+#include <condition_variable>
+#include <optional>
+#include <vector>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,6 +42,7 @@
 #include "tally/runtime/admission/webhook.hpp"
 #include "tally/runtime/client.hpp"
 #include "tally/state/snapshot.hpp"
+#include "tally/state/writer.hpp"
 
 namespace tally::controller {
 
@@ -50,32 +57,44 @@ struct VmiWebhookOptions {
   std::chrono::seconds attachTimeout{60};
   // Reads and writes of one device on 409 before the CREATE is refused.
   int maxConflicts = 8;
-  // How often the snapshot is looked at while waiting for the binder.
-  std::chrono::milliseconds pollInterval{5};
   observability::Registry* metrics = nullptr;
   // Test seam: called before each write with what it is ("attach ns/name",
   // "create ns/name"); a test writes the device there to force a 409.
   std::function<void(const std::string& step)> beforeWrite;
 };
 
-class VmiWebhook {
+class VmiWebhook final : public state::Extension {
  public:
-  VmiWebhook(std::shared_ptr<runtime::Client> client, const SnapshotCell<state::Snapshot>& cell,
-             VmiWebhookOptions options);
-  ~VmiWebhook();
+  VmiWebhook(std::shared_ptr<runtime::Client> client, VmiWebhookOptions options);
+  ~VmiWebhook() override;
+
+  // The snapshots it decides on: those of the writer it is an extension of.
+  void readFrom(const SnapshotCell<state::Snapshot>& cell) { cell_ = &cell; }
 
   runtime::admission::AdmissionResponse review(const runtime::admission::AdmissionRequest& request);
   // The route's handler (the webhook must outlive the server).
   runtime::admission::WebhookHandler handler();
+
+  // state::Extension: a publication wakes the waiting reviews.
+  void podChanged(const std::string&, const model::Pod*) override {}
+  bool tick(model::UsageIndex&, Clock::time_point) override { return false; }
+  Clock::time_point nextDeadline() const override { return Clock::time_point::max(); }
+  std::shared_ptr<const void> publish(const model::Cluster&) override { return nullptr; }
+  void published(const state::Snapshot& snapshot) override;
+  void stopped() override;
 
  private:
   struct Metrics;
   struct Call;
   runtime::admission::AdmissionResponse create(const runtime::admission::AdmissionRequest& request);
   std::string tokenFor(const std::string& key, const std::string& references);
+  // Waits until the set's members hold units on one node in a snapshot, or
+  // the deadline passes; the node, else why not (the last snapshot's reason).
+  std::optional<std::string> waitPlaced(const std::string& ns, const std::vector<std::string>& set,
+                                        Clock::time_point deadline, std::string& why);
 
   std::shared_ptr<runtime::Client> client_;
-  const SnapshotCell<state::Snapshot>& cell_;
+  const SnapshotCell<state::Snapshot>* cell_ = nullptr;
   VmiWebhookOptions options_;
   std::unique_ptr<Metrics> metrics_;
   // Tokens of recent CREATEs by VMI, so that an API server retrying a call
@@ -87,6 +106,11 @@ class VmiWebhook {
   };
   std::mutex recentMu_;
   std::map<std::string, Recent> recent_;
+  // Publications seen, for the waiting reviews.
+  std::mutex publishedMu_;
+  std::condition_variable publishedCv_;
+  std::uint64_t publications_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace tally::controller
