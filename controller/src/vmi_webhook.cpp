@@ -362,25 +362,30 @@ AdmissionResponse VmiWebhook::create(const AdmissionRequest& request) {
   if (!domain.hasDomain) return invalid(subject + " has no spec.domain");
 
   if (!cell_) return forbidden(subject + " refused: this replica has no cluster state to decide on");
-  auto snap = cell_->read();
-  if (!snap->ready()) {
-    model::Decision d;
-    d.refuse(model::Code::CacheNotSynced,
-             fmt::format("{} refused: {}, so its devices cannot be checked (this replica is still starting)", subject,
-                         snap->unsyncedCaches()));
-    return refused(d);
-  }
-  const model::Cluster& cluster = snap->cluster();
   const model::AttachWindow window{toUnixTime(std::chrono::system_clock::now()).seconds,
                                    options_.attachTimeout.count()};
-  // The VMI's own token when the API server calls again with our answer
-  // applied; a retried call reuses the token of the same references.
-  // A create retried after a call that wrote (here or on another replica)
-  // finds that call's attachment to its name and takes it.
-  const bool reinvoked = !vmi.attachToken.empty() && !model::tokenTaken(cluster, vmi.ns, vmi.attachToken);
-  std::string token = reinvoked ? vmi.attachToken : model::startingToken(cluster, vmi.ns, vmi.name, window);
-  if (token.empty()) token = tokenFor(model::objectKey(vmi.ns, vmi.name), referencesOf(vmi));
-  model::VmiStart plan = model::planVmiStart(cluster, snap->usage, vmi, token, window);
+  std::string token;
+  model::VmiStart plan;
+  {
+    // The snapshot is read for the plan only: not held across the writes and the wait.
+    auto snap = cell_->read();
+    if (!snap->ready()) {
+      model::Decision d;
+      d.refuse(model::Code::CacheNotSynced,
+               fmt::format("{} refused: {}, so its devices cannot be checked (this replica is still starting)", subject,
+                           snap->unsyncedCaches()));
+      return refused(d);
+    }
+    const model::Cluster& cluster = snap->cluster();
+    // The VMI's own token when the API server calls again with our answer
+    // applied. A create retried after a call that wrote (here or on another
+    // replica) finds that call's attachment to its name and takes it; one
+    // retried before it wrote reuses the token of the same references.
+    const bool reinvoked = !vmi.attachToken.empty() && !model::tokenTaken(cluster, vmi.ns, vmi.attachToken);
+    token = reinvoked ? vmi.attachToken : model::startingToken(cluster, vmi.ns, vmi.name, window);
+    if (token.empty()) token = tokenFor(model::objectKey(vmi.ns, vmi.name), referencesOf(vmi));
+    plan = model::planVmiStart(cluster, snap->usage, vmi, token, window);
+  }
   if (!plan.decision.allowed()) return refused(plan.decision);
 
   Call call{*this, vmi.ns, vmi.name, token, plan.set, window.now, {}, {}};
@@ -388,8 +393,6 @@ AdmissionResponse VmiWebhook::create(const AdmissionRequest& request) {
   if (!request.dryRun) {
     auto fail = [&](const std::string& why) {
       call.undo();
-      model::Decision d;
-      d.refuse(model::Code::DeviceUnavailable, why);
       count("refused");
       if (metrics_) metrics_->refusals.with({"WriteFailed"}).inc();
       return forbidden(subject + " refused: " + why);
