@@ -22,17 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-model::DeviceClass h200() {
-  model::DeviceClass c;
-  c.name = "h200";
-  c.workload = model::Workload::Vm;
-  c.allocation = model::Allocation::Passthrough;
-  c.resourceName = state::testing::kGpu;
-  c.nodeMode = model::NodeMode::VmPassthrough;
-  c.maxCount = 8;
-  return c;
-}
-
 model::GpuDevice held(int i, bool bound) {
   model::GpuDevice d;
   d.ns = "t";
@@ -76,7 +65,7 @@ TEST(DeviceBinderConcurrency, ChangesReconcilesScrapesAndTermsShareNothingUnsafe
   binder.enqueueInto(controller);
 
   writer.upsert(state::testing::tenant("t"));
-  writer.upsert(h200());
+  writer.upsert(state::testing::vmClass());
   for (int n = 0; n < 4; ++n) writer.upsert(state::testing::gpuNode("n" + std::to_string(n)));
   writer.start();
 

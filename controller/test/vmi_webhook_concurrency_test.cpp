@@ -23,17 +23,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-model::DeviceClass h200() {
-  model::DeviceClass c;
-  c.name = "h200";
-  c.workload = model::Workload::Vm;
-  c.allocation = model::Allocation::Passthrough;
-  c.resourceName = state::testing::kGpu;
-  c.nodeMode = model::NodeMode::VmPassthrough;
-  c.maxCount = 8;
-  return c;
-}
-
 model::Node vmNode(const std::string& name, std::int64_t devices) {
   model::Node n = state::testing::gpuNode(name, devices);
   n.activeMode = n.expectedMode = model::NodeMode::VmPassthrough;
@@ -89,7 +78,7 @@ TEST(VmiWebhookConcurrency, ReviewsOnManyThreadsWhileTheWriterPublishes) {
   state::Writer writer(wo);
   webhook.readFrom(writer.snapshots());
   writer.upsert(state::testing::tenant("t"));
-  writer.upsert(h200());
+  writer.upsert(state::testing::vmClass());
   writer.upsert(std::vector<model::PermittedHostDevice>{{std::string(state::testing::kGpu), "10DE:2335", false, true}});
   for (int n = 0; n < 4; ++n) writer.upsert(vmNode("n" + std::to_string(n), 8));
   for (int i = 0; i < 4; ++i) writer.upsert(attachedDevice(i));

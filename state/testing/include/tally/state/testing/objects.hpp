@@ -41,4 +41,16 @@ inline model::Pod gpuPod(std::string ns, std::string name, std::int64_t count, s
   return p;
 }
 
+// A passthrough VM class of `resource`, maxCount 8.
+inline model::DeviceClass vmClass(std::string name = "h200", std::string resource = kGpu) {
+  model::DeviceClass c;
+  c.name = std::move(name);
+  c.workload = model::Workload::Vm;
+  c.allocation = model::Allocation::Passthrough;
+  c.resourceName = std::move(resource);
+  c.nodeMode = model::NodeMode::VmPassthrough;
+  c.maxCount = 8;
+  return c;
+}
+
 }  // namespace tally::state::testing
