@@ -35,6 +35,15 @@ std::string_view toString(FindingCode code) {
 
 bool failsClosed(FindingCode code) { return code != FindingCode::SharedNodeWithoutInventory; }
 
+bool convergent(FindingCode code) {
+  return code == FindingCode::StatusDisagreement || code == FindingCode::UnattributedQuantity ||
+         code == FindingCode::QuotaUnknown;
+}
+
+std::string findingKey(const Finding& f) {
+  return fmt::format("{}|{}", toString(f.code), f.subject.empty() ? f.message : f.subject);
+}
+
 namespace {
 
 const Addon* findAddon(const Cluster& cluster, std::string_view id) {
@@ -377,14 +386,22 @@ std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, 
     }
   }
   statusFindings(cluster, pool, out);
+  for (auto& f : out) {
+    if (!convergent(f.code)) continue;
+    Timestamp since = cluster.now;
+    if (options.firstSeen) {
+      auto it = options.firstSeen->find(findingKey(f));
+      if (it != options.firstSeen->end()) since = it->second;
+    }
+    f.converging = !options.firstSeen || cluster.now - since < options.convergenceSeconds;
+  }
   return out;
 }
 
 std::string failureId(const DeviceClass& pool, const std::vector<Finding>& findings, Timestamp now) {
   std::set<std::string> parts;
   for (const auto& f : findings) {
-    if (failsClosed(f.code))
-      parts.insert(fmt::format("{}|{}", toString(f.code), f.subject.empty() ? f.message : f.subject));
+    if (failsClosed(f.code) && !f.converging) parts.insert(findingKey(f));
   }
   std::uint64_t hash = fnv1a(pool.name);
   for (const auto& p : parts) hash = fnv1a(p, fnv1a("\n", hash));
@@ -396,9 +413,9 @@ std::string failureId(const DeviceClass& pool, const std::vector<Finding>& findi
 
 GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const std::vector<Finding>& findings) {
   GateState gate;
-  std::vector<const Finding*> failing;
+  std::vector<const Finding*> failing, converging;
   for (const auto& f : findings) {
-    if (failsClosed(f.code)) failing.push_back(&f);
+    if (failsClosed(f.code)) (f.converging ? converging : failing).push_back(&f);
   }
   if (!failing.empty()) {
     gate.open = false;
@@ -430,6 +447,13 @@ GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const st
       return gate;
     }
     gate.reason = fmt::format("findings cleared and failure {} acknowledged by product and sre", pool.gateFailureId);
+  }
+  if (!converging.empty()) {
+    gate.open = false;
+    gate.converging = true;
+    gate.reason = fmt::format("{} finding(s) still converging, first: {}: {}", converging.size(),
+                              toString(converging.front()->code), converging.front()->message);
+    return gate;
   }
   if (pool.creationPaused) {
     gate.open = false;

@@ -39,6 +39,54 @@ struct AuditedPool : ::testing::Test {
 
 TEST_F(AuditedPool, CleanPoolHasNoFindings) { EXPECT_TRUE(codes().empty()); }
 
+// HNC writes status.hard after Tally rewrote spec.hard: for a while the two
+// disagree. That moment closes the gate, but it is no failure to acknowledge.
+TEST_F(AuditedPool, AFreshStatusDisagreementClosesTheGateUntilItConverges) {
+  c.hrqs.at("acme/plan-quota").statusHard.set(key, 1);
+  std::map<std::string, Timestamp> firstSeen;
+  AuditOptions options;
+  options.firstSeen = &firstSeen;
+  auto findings = auditPool(c, c.classes.at("h200"), options);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_TRUE(std::all_of(findings.begin(), findings.end(), [](const Finding& f) { return f.converging; }));
+  GateState gate = evaluateGate(c, c.classes.at("h200"), findings);
+  EXPECT_FALSE(gate.open);
+  EXPECT_TRUE(gate.converging);
+  EXPECT_TRUE(gate.failureId.empty()) << "converging is no failure";
+  EXPECT_FALSE(gate.failed());
+
+  c.hrqs.at("acme/plan-quota").statusHard.set(key, 2);
+  EXPECT_TRUE(evaluateGate(c, c.classes.at("h200"), auditPool(c, c.classes.at("h200"), options)).open)
+      << "reopens by itself, no acknowledgement";
+}
+
+TEST_F(AuditedPool, AStatusDisagreementThatOutlastsTheBoundIsAFailure) {
+  c.hrqs.at("acme/plan-quota").statusHard.set(key, 1);
+  AuditOptions options;
+  options.convergenceSeconds = 60;
+  std::map<std::string, Timestamp> firstSeen;
+  options.firstSeen = &firstSeen;
+  for (const auto& f : auditPool(c, c.classes.at("h200"), options)) firstSeen[findingKey(f)] = c.now - 61;
+  auto findings = auditPool(c, c.classes.at("h200"), options);
+  EXPECT_TRUE(std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.converging; }));
+  GateState gate = evaluateGate(c, c.classes.at("h200"), findings);
+  EXPECT_TRUE(gate.failed());
+  EXPECT_FALSE(gate.failureId.empty());
+
+  firstSeen.clear();
+  for (const auto& f : auditPool(c, c.classes.at("h200"), options)) firstSeen[findingKey(f)] = c.now - 59;
+  EXPECT_FALSE(evaluateGate(c, c.classes.at("h200"), auditPool(c, c.classes.at("h200"), options)).failed());
+}
+
+TEST_F(AuditedPool, NonConvergentFindingsFailAtOnce) {
+  c.ledger.records.clear();  // a reservation add-on without its record
+  std::map<std::string, Timestamp> firstSeen;
+  AuditOptions options;
+  options.firstSeen = &firstSeen;
+  auto findings = auditPool(c, c.classes.at("h200"), options);
+  EXPECT_TRUE(evaluateGate(c, c.classes.at("h200"), findings).failed());
+}
+
 TEST_F(AuditedPool, ReservationAddonWithoutLedgerRecordFails) {
   c.ledger.records.clear();
   EXPECT_TRUE(has(FindingCode::MissingLedgerRecord));

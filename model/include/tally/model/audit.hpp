@@ -2,6 +2,7 @@
 // The audit (SPEC 3.5): per pool, fail closed on any finding; a failed audit
 // closes the pool's creation gate until findings clear and two people ack.
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,13 @@ enum class FindingCode {
 std::string_view toString(FindingCode code);
 // Whether the finding closes the gate (every code but the informational ones).
 bool failsClosed(FindingCode code);
+// Whether the finding can be a moment of convergence rather than a fault: a
+// status that lags the spec it reports (HNC's status.hard, the Organization's
+// status), hard quota the quota controller has not rewritten yet, a plan-quota
+// it has not created yet. Such a finding closes the gate at once, but becomes
+// an audit failure (a failure id to acknowledge) only once it has lasted
+// AuditOptions::convergenceSeconds.
+bool convergent(FindingCode code);
 
 struct Finding {
   FindingCode code;
@@ -39,11 +47,22 @@ struct Finding {
   // with the code, what identifies a failure across audits (messages carry
   // figures that change from one audit to the next).
   std::string subject;
+  // A convergent finding younger than the convergence bound: the gate is
+  // closed while it lasts, and reopens by itself when it clears.
+  bool converging = false;
   friend bool operator==(const Finding&, const Finding&) = default;
 };
 
+// What identifies a finding from one audit to the next: its code and subject.
+std::string findingKey(const Finding& finding);
+
 struct AuditOptions {
-  Timestamp staleAfterSeconds = 300;  // caches older than this are stale
+  Timestamp staleAfterSeconds = 300;   // caches older than this are stale
+  Timestamp convergenceSeconds = 300;  // how long a convergent finding may last before it is a failure
+  // When each finding (by findingKey) was first seen by the caller's earlier
+  // audits; a finding it does not hold is first seen now. Null: no history
+  // (an offline snapshot), every convergent finding is converging.
+  const std::map<std::string, Timestamp>* firstSeen = nullptr;
 };
 
 std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, const AuditOptions& options = {});
@@ -58,6 +77,7 @@ std::string failureId(const DeviceClass& pool, const std::vector<Finding>& findi
 //  * closed while failing findings exist (a failure: new grants are refused too);
 //  * after a failure clears, closed until acknowledged: any "product" identity
 //    and any "sre" identity different from it, both for the failure id;
+//  * closed while converging findings exist; it reopens by itself when they clear;
 //  * closed while the operator pauses creation (spec.creationPaused);
 //  * closed while a reservation transaction (a pending or releasing record) is
 //    in flight in the pool, unless spec.keepCreationOpenDuringTransactions;
