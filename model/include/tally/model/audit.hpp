@@ -31,6 +31,9 @@ enum class FindingCode {
 std::string_view toString(FindingCode code);
 // Whether the finding closes the gate (every code but the informational ones).
 bool failsClosed(FindingCode code);
+// What clears a finding of this code, in a sentence an operator can act on
+// (`tallyctl audit` prints it under each finding).
+std::string_view remedy(FindingCode code);
 
 struct Finding {
   FindingCode code;
