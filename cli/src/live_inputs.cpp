@@ -157,7 +157,10 @@ codec::Result<codec::Snapshot> listLive(const LiveOptions& options) {
   auto config = runtime::loadKubeconfig(options.kubeconfig, options.context);
   if (!config) return liveError("kubeconfig " + options.kubeconfig, config.error().describe());
   config->userAgent = "tallyctl";
-  auto client = runtime::Client::create(std::move(config).value());
+  // A command, not a daemon: a few quick retries, then the error.
+  auto client =
+      runtime::Client::create(std::move(config).value(),
+                              runtime::RetryPolicy{3, std::chrono::milliseconds(200), std::chrono::milliseconds(1000)});
   if (!client) return liveError("kubeconfig " + options.kubeconfig, client.error().describe());
 
   state::SourceOptions sources;
