@@ -5,10 +5,10 @@
 //   catalogue    controller::optionsResponse's model::catalogOptions on the snapshot
 //   GPUDevice    controller::reviewGpuDevice of an AdmissionReview (CREATE, count N)
 //   VMI          controller::VmiWebhook::review of a dry-run CREATE with one template {C, N}
-//   binder       model::placeHeldDevice on the snapshot (HeldAheadView, as the binder)
-//   extender     extender::filterNodes of ExtenderArgs for a GPU pod
-//   audit/gate   model::auditPool + evaluateGate, published into the class as the auditor does
-//   report       model::buildReport (tallyctl report) on the cluster recomputed from scratch
+//   binder       model::placeHeldSet(deviceSetOf) on the snapshot holding the Pending device (HeldAheadView), as the
+//   binder extender     extender::filterNodes of ExtenderArgs for a GPU pod audit/gate   model::auditPool +
+//   evaluateGate, published into the class as the auditor does report       model::buildReport (tallyctl report) on the
+//   cluster recomputed from scratch
 //
 // and the incremental index (the writer's model::UsageIndex and the published
 // UsageSnapshot) is compared with computeUsage() of the same objects. Every
@@ -393,14 +393,17 @@ class World {
     d.className = anyClass().name;
     d.count = pick(1, 3);
     d.created = kNow;
+    put(d);  // admitted: stored Pending, then the binder decides on the snapshot holding it
+    writer_.flush();
     auto snap = writer_.snapshots().read();
     model::HeldAheadView view(snap->cluster(), snap->usage);
-    model::Placement placed = model::placeHeldDevice(snap->cluster(), view, d);
+    const auto& stored = snap->cluster().devices.at(model::objectKey(d.ns, d.name));
+    model::Placement placed = model::placeHeldSet(snap->cluster(), view, model::deviceSetOf(snap->cluster(), stored));
     if (placed.node && chance(0.9)) {
       d.phase = model::DevicePhase::Bound;
       d.node = *placed.node;
+      put(d);
     }
-    put(d);
   }
 
   void changeDevice() {
@@ -698,8 +701,10 @@ void askDoors(World& world, Counts& counts, int questions) {
       {
         auto withDevice = world.writer().snapshots().read();
         model::HeldAheadView ahead(withDevice->cluster(), withDevice->usage);
-        const model::Placement placed = model::placeHeldDevice(
-            withDevice->cluster(), ahead, withDevice->cluster().devices.at(model::objectKey(ns, "ask")));
+        // As the binder decides (device_binder.cpp): the device's set, then placeHeldSet.
+        const model::Placement placed = model::placeHeldSet(
+            withDevice->cluster(), ahead,
+            model::deviceSetOf(withDevice->cluster(), withDevice->cluster().devices.at(model::objectKey(ns, "ask"))));
         placedOn = placed.node;
         placedWhy = placed.decision.summary();
       }
