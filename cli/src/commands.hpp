@@ -36,4 +36,19 @@ struct PlanOptions {
 };
 int runPlan(const PlanOptions& options);
 
+// options: the catalogue of one namespace (model::catalogOptions).
+struct OptionsOptions {
+  InputOptions input;
+  std::string ns;
+  std::string output = "table";  // table | json
+};
+int runOptions(const OptionsOptions& options);
+
+// audit: every pool's findings and what clears each; exits 1 when a pool fails.
+struct AuditCommandOptions {
+  InputOptions input;
+  std::string output = "text";  // text | json
+};
+int runAudit(const AuditCommandOptions& options);
+
 }  // namespace tally::cli

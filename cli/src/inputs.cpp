@@ -1,10 +1,12 @@
 #include "inputs.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "live_inputs.hpp"
 #include "tally/codec/ledger_directory.hpp"
 #include "tally/common/rfc3339.hpp"
 #include "tally/model/ledger.hpp"
@@ -19,7 +21,64 @@ codec::DecodeError inputError(std::string item, std::string message) {
   return error;
 }
 
+codec::Result<codec::Snapshot> loadFile(const InputOptions& options, const codec::BillingPlansLocation& billingPlans) {
+  std::ifstream in(options.snapshotFile, std::ios::binary);
+  if (!in) return inputError("snapshot " + options.snapshotFile, "cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return inputError("snapshot " + options.snapshotFile, "cannot be read");
+  codec::SnapshotOptions snapshotOptions;
+  snapshotOptions.billingPlans = billingPlans;
+  return codec::loadSnapshot(text.str(), snapshotOptions);
+}
+
+// The first entry of $KUBECONFIG, as kubectl reads it.
+std::string kubeconfigFromEnvironment() {
+  const char* env = std::getenv("KUBECONFIG");
+  if (!env) return {};
+  std::string list = env;
+  return list.substr(0, list.find(':'));
+}
+
+codec::Result<codec::Snapshot> loadLive(const InputOptions& options) {
+  LiveOptions live;
+  live.kubeconfig = options.kubeconfig.empty() ? kubeconfigFromEnvironment() : options.kubeconfig;
+  if (live.kubeconfig.empty()) {
+    return inputError("input", "give --snapshot FILE, or --kubeconfig FILE (or set $KUBECONFIG) to read live");
+  }
+  live.context = options.context;
+  live.billingPlans = options.billingPlans;
+  live.organizations = options.watchOrganizations;
+  live.kubevirt = options.watchKubevirt;
+  return listLive(live);
+}
+
 }  // namespace
+
+void addInputFlags(CLI::App& command, InputOptions& options) {
+  auto* snapshot = command.add_option("--snapshot", options.snapshotFile,
+                                      "Kubernetes List JSON (kubectl get ... -o json); without it, read live");
+  auto* kubeconfig = command.add_option(
+      "--kubeconfig", options.kubeconfig,
+      "Read live: LIST every kind the model reads from this cluster (default: $KUBECONFIG when no --snapshot)");
+  snapshot->excludes(kubeconfig);
+  command.add_option("--context", options.context, "The kubeconfig context to read live (default: its current one)")
+      ->excludes(snapshot);
+  command
+      .add_flag("--watch-organizations,!--no-watch-organizations", options.watchOrganizations,
+                "Live: list kube-dc.com Organizations, as the controller's --watch-organizations")
+      ->capture_default_str();
+  command
+      .add_flag("--watch-kubevirt,!--no-watch-kubevirt", options.watchKubevirt,
+                "Live: list the KubeVirt CR's permitted host devices, as the controller's --watch-kubevirt")
+      ->capture_default_str();
+  command.add_option("--ledger,--ledger-dir", options.ledgerDirectory, "Directory of GPUReservationRecord YAML files");
+  command.add_option("--now", options.now, "Evaluate at this RFC 3339 time (default: now)");
+  command
+      .add_option("--billing-plans", options.billingPlans,
+                  "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
+      ->capture_default_str();
+}
 
 codec::Result<codec::Snapshot> loadInputs(const InputOptions& options) {
   model::Timestamp now = 0;
@@ -34,15 +93,7 @@ codec::Result<codec::Snapshot> loadInputs(const InputOptions& options) {
   auto billingPlans = codec::parseBillingPlansLocation(options.billingPlans);
   if (!billingPlans) return inputError("--billing-plans", billingPlans.error().message);
 
-  std::ifstream in(options.snapshotFile, std::ios::binary);
-  if (!in) return inputError("snapshot " + options.snapshotFile, "cannot be opened");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return inputError("snapshot " + options.snapshotFile, "cannot be read");
-
-  codec::SnapshotOptions snapshotOptions;
-  snapshotOptions.billingPlans = std::move(billingPlans).value();
-  auto snapshot = codec::loadSnapshot(text.str(), snapshotOptions);
+  auto snapshot = options.snapshotFile.empty() ? loadLive(options) : loadFile(options, *billingPlans);
   if (!snapshot) return std::move(snapshot).error();
 
   if (!options.ledgerDirectory.empty()) {

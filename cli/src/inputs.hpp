@@ -1,8 +1,10 @@
 #pragma once
-// What every tallyctl command reads: a snapshot file, an optional ledger
-// directory, and the clock (the CLI is the shell; the model never reads one).
-// The add-on catalogue is the ConfigMap --billing-plans names, as in the extender.
+// What every tallyctl command reads: a snapshot file or, live, a LIST of every
+// kind from the cluster a kubeconfig names; an optional ledger directory; and
+// the clock (the CLI is the shell; the model never reads one). The add-on
+// catalogue is the ConfigMap --billing-plans names, as in the extender.
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,7 +15,11 @@
 namespace tally::cli {
 
 struct InputOptions {
-  std::string snapshotFile;
+  std::string snapshotFile;                            // empty: live, from `kubeconfig` (else $KUBECONFIG)
+  std::string kubeconfig;                              // set: live (mutually exclusive with snapshotFile)
+  std::string context;                                 // the kubeconfig's context (default: current)
+  bool watchOrganizations = true;                      // live: list Organizations (as the binaries' flag)
+  bool watchKubevirt = false;                          // live: list the KubeVirt CR (as the binaries' flag)
   std::string ledgerDirectory;                         // empty: no ledger source configured
   std::string now;                                     // RFC 3339; empty: the current time
   std::string billingPlans = "kube-dc/billing-plans";  // namespace/name of the add-on catalogue
@@ -21,6 +27,10 @@ struct InputOptions {
 
 // Reads and decodes everything, marks every cache synced at `now`.
 codec::Result<codec::Snapshot> loadInputs(const InputOptions& options);
+
+// --snapshot, --kubeconfig, --context, --watch-organizations, --watch-kubevirt,
+// --ledger, --now, --billing-plans on a command.
+void addInputFlags(CLI::App& command, InputOptions& options);
 
 // Prints "skipped N <Kind>" lines for the kinds a snapshot held but the model does not read.
 void printSkipped(const codec::Snapshot& snapshot);

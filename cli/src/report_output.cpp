@@ -1,5 +1,7 @@
 #include "report_output.hpp"
 
+#include "table.hpp"
+
 #include <algorithm>
 #include <sstream>
 #include <vector>
@@ -71,7 +73,8 @@ void writeNode(JsonWriter& json, const model::NodeReport& node) {
   json.endObject();
 }
 
-// Left-aligned columns wide enough for every cell.
+}  // namespace
+
 std::string renderTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows) {
@@ -89,8 +92,6 @@ std::string renderTable(const std::vector<std::vector<std::string>>& rows) {
   }
   return out.str();
 }
-
-}  // namespace
 
 std::string reportJson(const model::Report& report) {
   JsonWriter json;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "tally/common/log.hpp"
+#include "tally/controller/catalog_endpoint.hpp"
 #include "tally/controller/device_binder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/controller/pod_webhooks.hpp"
@@ -77,6 +78,8 @@ struct Flags {
   std::string vmiPlacementWait = "5s";
   unsigned vmiWorkers = 16;
   std::string vmiAttachTimeout = "60s";
+  std::string catalogReviewTtl = "10s";
+  unsigned catalogWorkers = 2;
   std::string logLevel = "info", logFormat = "json";
 };
 
@@ -91,6 +94,12 @@ void addFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--ops-port", f.opsPort, "Port of /healthz, /readyz, /metrics")->capture_default_str();
   app.add_option("--threads", f.threads, "Webhook server threads")->capture_default_str();
+  app.add_option("--catalog-review-ttl", f.catalogReviewTtl,
+                 "How long GET /options remembers a token's TokenReview/SubjectAccessReview decision per namespace")
+      ->capture_default_str();
+  app.add_option("--catalog-workers", f.catalogWorkers,
+                 "Threads that review GET /options callers (the reviews call the API server)")
+      ->capture_default_str();
   app.add_option("--read-timeout", f.readTimeout, "Time to read one review and write its answer")
       ->capture_default_str();
   app.add_option("--idle-timeout", f.idleTimeout, "Time a kept-alive connection may wait for its next review")
@@ -326,6 +335,13 @@ int main(int argc, char** argv) {
 
     // VMI reviews wait for the binder: they run here, off the server's threads.
     boost::asio::thread_pool vmiPool(std::max(1u, f.vmiWorkers));
+    // GET /options reviews its caller with the API server: off the server's threads too.
+    boost::asio::thread_pool catalogPool(std::max(1u, f.catalogWorkers));
+    controller::KubernetesAccessReviewer accessReviews(client);
+    controller::CachedAccessReviewer catalogAccess(
+        accessReviews, std::chrono::duration_cast<std::chrono::milliseconds>(
+                           runtime::process::durationFlag("--catalog-review-ttl", f.catalogReviewTtl)));
+    auto& catalogRequests = controller::catalogRequestMetric(registry);
 
     std::atomic<bool> serving{false};
     registry.onScrape([&] {
@@ -389,6 +405,11 @@ int main(int argc, char** argv) {
       vmiRoute.run = [&vmiPool](std::function<void()> review) { boost::asio::post(vmiPool, std::move(review)); };
       addWebhook(webhooks, std::string(controller::kVmiWebhookPath), "virtualmachineinstances", vmiWebhook.handler(),
                  vmiRoute);
+      webhooks.add("GET", std::string(controller::kOptionsPath), "options",
+                   controller::catalogEndpoint(
+                       writer.snapshots(), catalogAccess,
+                       {[&catalogPool](std::function<void()> work) { boost::asio::post(catalogPool, std::move(work)); },
+                        &catalogRequests}));
       server = std::make_unique<http::Server>(so, std::move(webhooks));
       server->start();
       serving = true;
@@ -402,6 +423,7 @@ int main(int argc, char** argv) {
     serving = false;
     if (server) server->stop();
     vmiPool.join();
+    catalogPool.join();
     managerStop.request_stop();
     managerThread.join();
     watches.stop();

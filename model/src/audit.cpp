@@ -44,6 +44,48 @@ std::string findingKey(const Finding& f) {
   return fmt::format("{}|{}", toString(f.code), f.subject.empty() ? f.message : f.subject);
 }
 
+std::string_view remedy(FindingCode code) {
+  switch (code) {
+    case FindingCode::MissingLedgerRecord:
+      return "commit the GPUReservationRecord that grants this quantity to the ledger (tallyctl plan --record "
+             "first), or lower the organization's add-on to what the ledger records";
+    case FindingCode::UnknownAddon:
+      return "define the add-on in the billing-plans ConfigMap, or remove it from the organization";
+    case FindingCode::StaleCapacity:
+      return "restore the named source (API server watch, ledger directory) so its cache syncs again; the "
+             "finding clears at the next audit once it is current";
+    case FindingCode::HardQuotaAboveCapacity:
+      return "restore the capacity equation: lower add-on quantities (or HRQ hard quotas) to what the pool serves, "
+             "or add nodes to the pool (tallyctl plan evaluates a change first)";
+    case FindingCode::DuplicateReservationId:
+      return "give each GPUReservationRecord a unique id and remove the duplicate from the ledger";
+    case FindingCode::ProfileModeMismatch:
+      return "make the class, its nodes, KubeVirt's permitted host devices and the reservations agree: the node "
+             "mode the class names on every node of the pool, a profile of the pool's allocation on each record";
+    case FindingCode::ActiveAlert:
+      return "resolve the condition the alert reports; the finding clears when the alert stops firing";
+    case FindingCode::StatusDisagreement:
+      return "make the named objects agree: let HNC converge HRQ status.hard to spec.hard, the organization's "
+             "status to its HRQ, and active records name existing organizations and add-ons";
+    case FindingCode::MultipleTransactions:
+      return "finish or cancel all but one pending/releasing record of the pool (one transaction at a time)";
+    case FindingCode::InvalidRecord:
+      return "fix the record (tallyctl ledger validate names each problem) and commit it again";
+    case FindingCode::QuotaUnknown:
+      return "create the organization's HRQ plan-quota (or make it readable to Tally) so its GPU quota is known";
+    case FindingCode::UnattributedQuantity:
+      return "make the HRQ hard quota equal what the organization's add-ons grant (or assign the add-on that "
+             "explains it), and grant only profiles a class of the pool sells";
+    case FindingCode::BothDevicePlugins:
+      return "run one device plugin per node: remove the VM GPU plugin or HAMi from the node";
+    case FindingCode::DegradedHealth:
+      return "repair or drain the unhealthy GPU parent, or lower what the node advertises to what it can serve";
+    case FindingCode::SharedNodeWithoutInventory:
+      return "publish the node's HAMi GPU inventory so its shared units are served (informational only)";
+  }
+  return "see the finding's message";
+}
+
 namespace {
 
 const Addon* findAddon(const Cluster& cluster, std::string_view id) {

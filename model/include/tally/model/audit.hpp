@@ -39,6 +39,9 @@ bool failsClosed(FindingCode code);
 // an audit failure (a failure id to acknowledge) only once it has lasted
 // AuditOptions::convergenceSeconds.
 bool convergent(FindingCode code);
+// What clears a finding of this code, in a sentence an operator can act on
+// (`tallyctl audit` prints it under each finding).
+std::string_view remedy(FindingCode code);
 
 struct Finding {
   FindingCode code;
