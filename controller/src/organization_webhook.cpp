@@ -60,9 +60,9 @@ Answer decide(const model::Cluster& cluster, const model::CapacityView& view, co
   if (!after.error.empty()) return refusedWith(invalid(after.error), "Unreadable");
   if (before.org.addons == after.org.addons) return {AdmissionResponse::allow(), {}};
   const std::string subject = "organization " + request.namespace_ + "/" + request.name;
-  for (model::Kind kind : {model::Kind::Organization, model::Kind::HierarchicalResourceQuota,
-                           model::Kind::BillingPlans, model::Kind::DeviceClass, model::Kind::Pod,
-                           model::Kind::GpuDevice, model::Kind::Node, model::Kind::Ledger}) {
+  for (model::Kind kind :
+       {model::Kind::Organization, model::Kind::HierarchicalResourceQuota, model::Kind::BillingPlans,
+        model::Kind::DeviceClass, model::Kind::Pod, model::Kind::GpuDevice, model::Kind::Node, model::Kind::Ledger}) {
     if (!cluster.synced(kind)) {
       return refusedWith(forbidden(fmt::format("[CacheNotSynced] {}: the add-on change cannot be checked, the {} "
                                                "cache is not synced yet (this replica is still starting)",
@@ -104,8 +104,8 @@ AdmissionResponse reviewOrganization(const model::Cluster& cluster, const model:
   return std::move(answer.response);
 }
 
-runtime::admission::WebhookHandler organizationWebhook(const SnapshotCell<state::Snapshot>& cell,
-                                                       state::Writer& writer, OrganizationWebhookOptions options) {
+runtime::admission::WebhookHandler organizationWebhook(const SnapshotCell<state::Snapshot>& cell, state::Writer& writer,
+                                                       OrganizationWebhookOptions options) {
   return [&cell, &writer, options = std::move(options)](const AdmissionRequest& request) -> AdmissionResponse {
     {
       auto snapshot = cell.read();

@@ -79,7 +79,8 @@ runtime::Result<ObservedQuota> observeQuota(std::string_view json, std::string_v
   od::parser parser;
   od::document doc;
   od::object root;
-  if (parser.iterate(padded).get(doc) || doc.get_object().get(root)) return decodeError("quota object is no JSON object");
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(root))
+    return decodeError("quota object is no JSON object");
   od::object metadata;
   if (!root.find_field_unordered("metadata").get_object().get(metadata)) {
     od::array managed;
@@ -303,7 +304,8 @@ void QuotaReconciler::event(const model::Organization& org, const std::string& t
   e.reportingComponent = options_.component;
   e.reportingInstance = options_.instance;
   if (auto st = client_->createEvent(e); !st) {
-    logWarning("quota: event not recorded", {{"organization", key}, {"reason", reason}, {"error", st.error().describe()}});
+    logWarning("quota: event not recorded",
+               {{"organization", key}, {"reason", reason}, {"error", st.error().describe()}});
   }
 }
 
@@ -335,17 +337,16 @@ QuotaReconciler::Outcome QuotaReconciler::reconcilePlanQuota(const model::Cluste
     return Outcome::Unchanged;
   }
   runtime::PatchOptions po{options_.fieldManager, true, "", false};
-  if (auto st = client_->patch(res, model::kOrgQuotaName, runtime::PatchType::kApply,
-                               hrqApplyBody(org.ns, desired.hard), po);
+  if (auto st =
+          client_->patch(res, model::kOrgQuotaName, runtime::PatchType::kApply, hrqApplyBody(org.ns, desired.hard), po);
       !st) {
     error = fmt::format("apply hrq {}/{}: {}", org.ns, model::kOrgQuotaName, st.error().describe());
     count("plan-quota", Outcome::Failed);
     return Outcome::Failed;
   }
   count("plan-quota", Outcome::Applied);
-  const std::string message =
-      fmt::format("hrq {}/{} {}: {}", org.ns, model::kOrgQuotaName, observed.exists ? "updated" : "created",
-                  describe(desired.hard));
+  const std::string message = fmt::format("hrq {}/{} {}: {}", org.ns, model::kOrgQuotaName,
+                                          observed.exists ? "updated" : "created", describe(desired.hard));
   logInfo("quota: plan-quota applied", {{"organization", org.ns + "/" + org.name}, {"hard", describe(desired.hard)}});
   event(org, "Normal", "QuotaApplied", message);
   return Outcome::Applied;
@@ -355,9 +356,8 @@ QuotaReconciler::Outcome QuotaReconciler::reconcileProjectCaps(const model::Clus
                                                                const model::Organization& org, std::string& error) {
   Outcome result = Outcome::Unchanged;
   for (const auto& cap : model::projectCaps(cluster)) {
-    const bool ours = std::any_of(cluster.ledger.records.begin(), cluster.ledger.records.end(), [&](const auto& r) {
-      return r.organization == org.name && r.project == cap.ns;
-    });
+    const bool ours = std::any_of(cluster.ledger.records.begin(), cluster.ledger.records.end(),
+                                  [&](const auto& r) { return r.organization == org.name && r.project == cap.ns; });
     if (!ours) continue;
     const auto res = kResourceQuotas.inNamespace(cap.ns);
     ObservedQuota observed;
@@ -401,8 +401,8 @@ QuotaReconciler::Outcome QuotaReconciler::reconcileProjectCaps(const model::Clus
   return result;
 }
 
-QuotaReconciler::Outcome QuotaReconciler::reconcileStatus(const model::Cluster& cluster,
-                                                          const model::Organization& org, std::string& error) {
+QuotaReconciler::Outcome QuotaReconciler::reconcileStatus(const model::Cluster& cluster, const model::Organization& org,
+                                                          std::string& error) {
   auto desired = model::acceleratorStatus(cluster, org);
   if (!desired) {
     count("status", Outcome::Unknown);

@@ -35,8 +35,8 @@ std::string orgJson(const std::string& addons) {
 std::string addons(std::vector<std::pair<std::string, int>> list) {
   std::string out = "[";
   for (const auto& [id, q] : list) {
-    out += (out.size() > 1 ? "," : "") + std::string(R"({"addonId":")") + id + R"(","quantity":)" +
-           std::to_string(q) + "}";
+    out += (out.size() > 1 ? "," : "") + std::string(R"({"addonId":")") + id + R"(","quantity":)" + std::to_string(q) +
+           "}";
   }
   return out + "]";
 }
@@ -157,8 +157,8 @@ TEST_F(OrganizationChanges, UnsyncedPodCacheIsRefusedClosed) {
 
 TEST_F(OrganizationChanges, UnreadableAssignmentIsInvalid) {
   model::TotalsCapacityView view(c, model::computeUsage(c));
-  AdmissionResponse r = reviewOrganization(
-      c, view, request(reviewJson(orgJson("not json"), orgJson(addons({{"h200-quota", 3}})))), {});
+  AdmissionResponse r =
+      reviewOrganization(c, view, request(reviewJson(orgJson("not json"), orgJson(addons({{"h200-quota", 3}})))), {});
   EXPECT_FALSE(r.allowed);
   EXPECT_EQ(r.code, 422) << r.message;
 }

@@ -79,8 +79,7 @@ TEST_F(Quota, EveryGpuKeyOfEveryClassIsOwnedAndZeroWhenNotGranted) {
     EXPECT_TRUE(q.hard.contains(key)) << key;
     EXPECT_EQ(q.hard.get(key), 0) << key;
   }
-  EXPECT_EQ(ownedPlanQuotaKeys(c), (std::vector<std::string>{kVgpuKey, kH200Key, kGpuKey, kCoresKey,
-                                                             kMemKey}));
+  EXPECT_EQ(ownedPlanQuotaKeys(c), (std::vector<std::string>{kVgpuKey, kH200Key, kGpuKey, kCoresKey, kMemKey}));
 }
 
 TEST_F(Quota, ReservationAndPlainAddonsOfOnePoolAddUp) {

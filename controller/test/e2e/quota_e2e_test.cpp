@@ -76,8 +76,7 @@ Replica start() {
   Replica r = startReplica("quota-a", kConfiguration, {"--quota-resync-interval=2s"});
   EXPECT_GT(r.pid, 0);
   EXPECT_TRUE(eventually([&] {
-    return httpStatus("http://127.0.0.1:" + std::to_string(r.opsPort) + "/readyz") == 200 &&
-           leaseHolder() == "quota-a";
+    return httpStatus("http://127.0.0.1:" + std::to_string(r.opsPort) + "/readyz") == 200 && leaseHolder() == "quota-a";
   })) << "replica never became ready and leader; log: "
       << r.log;
   return r;
@@ -142,9 +141,10 @@ TEST(Quota, AddonsBecomePlanQuotaAndHncsReportBecomesOrganizationStatus) {
           &rc);
   ASSERT_EQ(rc, 0);
   ASSERT_TRUE(eventually([] {
-    return kubectl("get organization -n acme acme -o "
-                   "jsonpath={.status.quotaUsage.accelerators.h200.devices.hard}/"
-                   "{.status.quotaUsage.accelerators.h200.devices.used}") == "3/1";
+    return kubectl(
+               "get organization -n acme acme -o "
+               "jsonpath={.status.quotaUsage.accelerators.h200.devices.hard}/"
+               "{.status.quotaUsage.accelerators.h200.devices.used}") == "3/1";
   })) << kubectl("get organization -n acme acme -o yaml");
   EXPECT_NE(kubectl("get events -n acme --field-selector reason=QuotaApplied -o jsonpath={.items[*].message}")
                 .find("plan-quota"),
@@ -202,8 +202,9 @@ TEST(OrganizationWebhook, ReductionUnderAHeldDeviceIsRefusedNamingItThenAdmitted
   int rc = 0;
   applyYaml(device("acme-ml", "held", "h200", 3), &rc);
   ASSERT_EQ(rc, 0);
-  ASSERT_TRUE(eventually([] { return kubectl("get gpudevice -n acme-ml held -o jsonpath={.status.phase}") == "Bound"; }))
-      << kubectl("get gpudevice -n acme-ml held -o yaml");
+  ASSERT_TRUE(eventually([] {
+    return kubectl("get gpudevice -n acme-ml held -o jsonpath={.status.phase}") == "Bound";
+  })) << kubectl("get gpudevice -n acme-ml held -o yaml");
   // quantity 1 grants 2 devices; 3 are held.
   for (const std::string extra : {"--dry-run=server", ""}) {
     std::string out = assign(1, &rc, extra);

@@ -42,14 +42,13 @@ observability::Family<observability::Counter>& organizationRefusalMetric(observa
 
 // The answer to one review, decided on a cluster that holds its pods (the
 // writer's live cluster) and the usage over it.
-runtime::admission::AdmissionResponse reviewOrganization(const model::Cluster& cluster,
-                                                         const model::CapacityView& view,
+runtime::admission::AdmissionResponse reviewOrganization(const model::Cluster& cluster, const model::CapacityView& view,
                                                          const runtime::admission::AdmissionRequest& request,
                                                          const OrganizationWebhookOptions& options);
 
 // The handler of the route: refused closed while `cell`'s newest snapshot has
 // not synced; otherwise decided on `writer`'s thread.
-runtime::admission::WebhookHandler organizationWebhook(const SnapshotCell<state::Snapshot>& cell,
-                                                       state::Writer& writer, OrganizationWebhookOptions options);
+runtime::admission::WebhookHandler organizationWebhook(const SnapshotCell<state::Snapshot>& cell, state::Writer& writer,
+                                                       OrganizationWebhookOptions options);
 
 }  // namespace tally::controller
