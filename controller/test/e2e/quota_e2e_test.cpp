@@ -7,7 +7,8 @@
 // follows. The API server calls /validate/organizations over HTTPS: an add-on
 // reduction under a held device is refused naming it (also at --dry-run=server)
 // and admitted once the device is gone; an increase that would break the
-// pool's invariant is refused.
+// pool's invariant is refused. With billing-plans gone, plan-quota is left as
+// it is and a Warning Event says why.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -235,6 +236,19 @@ TEST(OrganizationWebhook, IncreaseThatBreaksThePoolInvariantIsRefused) {
   out = assign(3, &rc);  // 6 + 1 <= 8
   EXPECT_EQ(rc, 0) << out;
   ASSERT_TRUE(eventually([] { return hard(kKey) == "6"; })) << hard(kKey);
+}
+
+TEST(Quota, UnreadableCatalogueLeavesPlanQuotaAsItIsAndSaysWhy) {
+  int rc = 0;
+  kubectl("delete configmap -n kube-dc billing-plans", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(eventually([] {
+    return kubectl("get events -n acme --field-selector reason=QuotaApplyFailed -o jsonpath={.items[*].message}")
+               .find("billing-plans") != std::string::npos;
+  })) << kubectl("get events -n acme");
+  ASSERT_TRUE(eventually([] { return metric("tally_controller_quota_applies_total", "result=\"unknown\"") >= 1; }));
+  std::this_thread::sleep_for(3s);  // a resync later, still not rewritten to zero
+  EXPECT_EQ(hard(kKey), "6");
 }
 
 }  // namespace
