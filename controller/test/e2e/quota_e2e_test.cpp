@@ -83,6 +83,24 @@ Replica start() {
   return r;
 }
 
+// Points the configuration at the replica and waits until the API server
+// calls it: the caBundle and a new url reach its webhook client late, so a
+// change the webhook refuses (an add-on billing-plans does not define) is
+// tried until it is refused by Tally.
+bool webhookAnswers() {
+  int rc = 0;
+  applyYaml(orgWebhookConfiguration(replica->webhookPort), &rc);
+  if (rc != 0) return false;
+  return eventually([] {
+    int code = 0;
+    std::string out = kubectl(
+        "annotate organization -n acme acme --overwrite --dry-run=server "
+        "'billing.kube-dc.com/addons=[{\"addonId\":\"warmup\",\"quantity\":1}]' 2>&1",
+        &code);
+    return code != 0 && out.find("tally: [AddonUnknown]") != std::string::npos;
+  });
+}
+
 class QuotaEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
@@ -105,18 +123,7 @@ class QuotaEnvironment : public ::testing::Environment {
               &rc);
     ASSERT_EQ(rc, 0);
     replica = new Replica(start());
-    applyYaml(orgWebhookConfiguration(replica->webhookPort), &rc);
-    ASSERT_EQ(rc, 0);
-    // The caBundle reaches the API server's webhook client late: wait until a
-    // change the webhook refuses (an add-on billing-plans does not define) is.
-    ASSERT_TRUE(eventually([] {
-      int code = 0;
-      std::string out = kubectl(
-          "annotate organization -n acme acme --overwrite --dry-run=server "
-          "'billing.kube-dc.com/addons=[{\"addonId\":\"warmup\",\"quantity\":1}]' 2>&1",
-          &code);
-      return code != 0 && out.find("tally: [AddonUnknown]") != std::string::npos;
-    })) << "the API server never reached the webhook";
+    ASSERT_TRUE(webhookAnswers()) << "the API server never reached the webhook";
   }
 
   void TearDown() override {
@@ -188,6 +195,7 @@ TEST(Quota, RestartOnAConvergedClusterWritesNothing) {
   const std::string orgVersion = resourceVersion("organization -n acme acme");
   stopReplica(*replica, SIGTERM);
   *replica = start();
+  ASSERT_TRUE(webhookAnswers()) << "the API server never reached the restarted replica";
   // Two resyncs of the new leader, each finding everything as it should be.
   ASSERT_TRUE(eventually([] { return metric("tally_controller_quota_applies_total", "result=\"unchanged\"") >= 6; }))
       << metricsOf(*replica);
