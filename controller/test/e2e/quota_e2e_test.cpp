@@ -246,7 +246,8 @@ TEST(OrganizationWebhook, IncreaseThatBreaksThePoolInvariantIsRefused) {
   ASSERT_TRUE(eventually([] { return hard(kKey) == "6"; })) << hard(kKey);
 }
 
-TEST(Quota, UnreadableCatalogueLeavesPlanQuotaAsItIsAndSaysWhy) {
+// Its own suite, run last: it deletes the catalogue.
+TEST(QuotaWithoutCatalogue, UnreadableCatalogueLeavesPlanQuotaAsItIsAndSaysWhy) {
   int rc = 0;
   kubectl("delete configmap -n kube-dc billing-plans", &rc);
   ASSERT_EQ(rc, 0);
