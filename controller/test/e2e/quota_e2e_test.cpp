@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "harness.hpp"
@@ -26,6 +28,23 @@ constexpr const char* kConfiguration = "tally-e2e-organizations";
 const std::string kKey = std::string("requests.") + kH200;
 
 Replica* replica = nullptr;
+std::string ledgerDir;
+
+// The ledger record of a one-device reservation for project acme-ml, in `state`.
+void writeRecord(const std::string& state) {
+  std::string status = "status:\n  activatedAt: \"2026-10-01T00:00:00Z\"\n  evidenceRevision: evidence/e2e-7\n";
+  if (state == "released") status += "  releasedAt: \"2026-11-01T00:00:00Z\"\n";
+  std::ofstream(ledgerDir + "/gpu-res-7.yaml.tmp")
+      << "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\nmetadata:\n  id: gpu-res-7\n"
+      << "spec:\n  organization: acme\n  project: acme-ml\n  profileId: h200\n  devices: 1\n  state: " << state
+      << "\n  requestedAt: \"2026-09-20T09:00:00Z\"\n  startsAt: \"2026-10-01T00:00:00Z\"\n"
+      << "  endsAt: \"2027-10-01T00:00:00Z\"\n  addonId: h200-reserved\n  billingReference: OPS-7\n"
+      << "  approvedBy:\n    product: pat@example.com\n    sre: sam@example.com\n"
+      << status;
+  std::filesystem::rename(ledgerDir + "/gpu-res-7.yaml.tmp", ledgerDir + "/gpu-res-7.yaml");
+}
+
+std::string projectQuota() { return kubectl("get resourcequota -n acme-ml project-quota -o jsonpath={.spec}"); }
 
 std::string orgWebhookConfiguration(std::uint16_t port) {
   return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
@@ -40,7 +59,8 @@ std::string orgWebhookConfiguration(std::uint16_t port) {
 std::string billingPlans(int devicesPerQuota) {
   return std::string("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: billing-plans, namespace: kube-dc}\n") +
          "data:\n  plans.yaml: |\n    addons:\n      h200-quota:\n        selfService: true\n        gpu:\n" +
-         "          h200: {devices: " + std::to_string(devicesPerQuota) + "}\n";
+         "          h200: {devices: " + std::to_string(devicesPerQuota) + "}\n" +
+         "      h200-reserved:\n        selfService: false\n        gpu:\n          h200: {devices: 1}\n";
 }
 
 // kubectl annotate of the add-on assignment; rc and output back.
@@ -74,7 +94,8 @@ double metric(const std::string& name, const std::string& labels) {
 }
 
 Replica start() {
-  Replica r = startReplica("quota-a", kConfiguration, {"--quota-resync-interval=2s"});
+  Replica r = startReplica("quota-a", kConfiguration,
+                           {"--quota-resync-interval=2s", "--ledger-dir=" + ledgerDir, "--ledger-interval=1s"});
   EXPECT_GT(r.pid, 0);
   EXPECT_TRUE(eventually([&] {
     return httpStatus("http://127.0.0.1:" + std::to_string(r.opsPort) + "/readyz") == 200 && leaseHolder() == "quota-a";
@@ -122,6 +143,9 @@ class QuotaEnvironment : public ::testing::Environment {
     applyYaml("apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata: {name: acme, namespace: acme}\nspec: {}\n",
               &rc);
     ASSERT_EQ(rc, 0);
+    ledgerDir = (std::filesystem::temp_directory_path() / ("quota-e2e-ledger-" + std::to_string(::getpid()))).string();
+    std::filesystem::create_directories(ledgerDir);
+    writeRecord("active");
     replica = new Replica(start());
     ASSERT_TRUE(webhookAnswers()) << "the API server never reached the webhook";
   }
@@ -207,23 +231,31 @@ TEST(Quota, RestartOnAConvergedClusterWritesNothing) {
   EXPECT_EQ(hard("requests.cpu"), "10");
 }
 
+TEST(Quota, ProjectReservationCapsItsProjectUntilReleased) {
+  ASSERT_TRUE(eventually([] { return projectQuota().find(kKey + "\":\"1\"") != std::string::npos; })) << projectQuota();
+  writeRecord("releasing");  // a release keeps its capacity until it is released
+  std::this_thread::sleep_for(3s);
+  EXPECT_NE(projectQuota().find(kKey + "\":\"1\""), std::string::npos) << projectQuota();
+  writeRecord("released");
+  ASSERT_TRUE(eventually([] { return projectQuota().find(kKey) == std::string::npos; })) << projectQuota();
+}
+
 TEST(OrganizationWebhook, ReductionUnderAHeldDeviceIsRefusedNamingItThenAdmittedOnceItGoes) {
   int rc = 0;
-  applyYaml(device("acme-ml", "held", "h200", 3), &rc);
+  applyYaml(device("acme", "held", "h200", 3), &rc);
   ASSERT_EQ(rc, 0);
-  ASSERT_TRUE(eventually([] {
-    return kubectl("get gpudevice -n acme-ml held -o jsonpath={.status.phase}") == "Bound";
-  })) << kubectl("get gpudevice -n acme-ml held -o yaml");
+  ASSERT_TRUE(eventually([] { return kubectl("get gpudevice -n acme held -o jsonpath={.status.phase}") == "Bound"; }))
+      << kubectl("get gpudevice -n acme held -o yaml");
   // quantity 1 grants 2 devices; 3 are held.
   for (const std::string extra : {"--dry-run=server", ""}) {
     std::string out = assign(1, &rc, extra);
     EXPECT_NE(rc, 0) << out;
     EXPECT_NE(out.find("denied the request: tally: [AddonReductionBlocked]"), std::string::npos) << out;
-    EXPECT_NE(out.find("gpudevice/acme-ml/held: 3"), std::string::npos) << out;
+    EXPECT_NE(out.find("gpudevice/acme/held: 3"), std::string::npos) << out;
     std::printf("%s", out.c_str());
   }
   EXPECT_EQ(hard(kKey), "6");
-  kubectl("delete gpudevice -n acme-ml held --wait=true --timeout=60s", &rc);
+  kubectl("delete gpudevice -n acme held --wait=true --timeout=60s", &rc);
   ASSERT_EQ(rc, 0);
   ASSERT_TRUE(eventually([] {
     int code = 0;
@@ -235,7 +267,7 @@ TEST(OrganizationWebhook, ReductionUnderAHeldDeviceIsRefusedNamingItThenAdmitted
 
 TEST(OrganizationWebhook, IncreaseThatBreaksThePoolInvariantIsRefused) {
   int rc = 0;
-  // 4 x 2 = 8 devices of quota on 8 devices with 1 spare.
+  // 4 x 2 = 8 devices of quota on 8 devices with 1 spare (gpu-res-7 is released).
   std::string out = assign(4, &rc);
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("tally: [InvariantBroken]"), std::string::npos) << out;
