@@ -52,10 +52,9 @@ trap 'rm -rf "$tmp"' EXIT
 rendered="" rendered_kind="" rc=0
 if [[ -n "$kubectl" ]]; then
   echo "kustomize: $kubectl ($("$kubectl" version --client 2>/dev/null | head -1))"
-  # The checks read the complete set: the base, then the drafts of the
-  # webhooks tally-controller does not serve yet.
+  # The checks read the complete set: the base (every webhook is served).
   : > "$tmp/full.yaml"
-  for tree in "" webhook; do
+  for tree in ""; do
     if "$kubectl" kustomize "$here/$tree" > "$tmp/part.yaml" 2> "$tmp/err"; then
       echo "kustomize manifests/$tree: $(grep -c '^kind:' "$tmp/part.yaml") objects"
       { echo "---"; cat "$tmp/part.yaml"; } >> "$tmp/full.yaml"
@@ -288,7 +287,11 @@ PY
     can yes tally-controller patch mutatingwebhookconfigurations/tally-vmi-mutating
     can yes tally-controller patch mutatingwebhookconfigurations/tally-launcher-pod-mutating
     can yes tally-controller patch validatingwebhookconfigurations/tally-gpu-pod-validating
-    can no tally-controller patch validatingwebhookconfigurations/tally-organization-validating
+    can yes tally-controller patch validatingwebhookconfigurations/tally-organization-validating
+    # The quota controller: plan-quota and project-quota by apply, Organization status.
+    can yes tally-controller patch hierarchicalresourcequotas.hnc.x-k8s.io -n "$scratch"
+    can yes tally-controller patch resourcequotas -n "$scratch"
+    can yes tally-controller patch organizations.kube-dc.com --subresource=status -n "$scratch"
     can no tally-controller patch mutatingwebhookconfigurations/someone-else
     can yes tally-controller watch mutatingwebhookconfigurations
     can yes tally-controller patch leases.coordination.k8s.io/tally-controller -n tally-system

@@ -1,7 +1,7 @@
 // tally-controller: Tally's admission webhooks and, on the Lease holder, its
 // leader-only controllers. Every replica runs the informers and the state
 // writer and answers the webhooks from its own snapshot; the leader keeps the
-// serving certificate and runs the device binder.
+// serving certificate and runs the device binder and the quota controller.
 
 #include <unistd.h>
 
@@ -19,7 +19,9 @@
 #include "tally/controller/catalog_endpoint.hpp"
 #include "tally/controller/device_binder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
+#include "tally/controller/organization_webhook.hpp"
 #include "tally/controller/pod_webhooks.hpp"
+#include "tally/controller/quota_reconciler.hpp"
 #include "tally/controller/readiness.hpp"
 #include "tally/runtime/admission/certificate_keeper.hpp"
 #include "tally/runtime/admission/webhook.hpp"
@@ -59,7 +61,7 @@ struct Flags {
   std::string tlsCert, tlsKey;
   std::string certSecret = "tally-webhook-tls", certDir = "/tmp/tally-controller-certs";
   std::string serviceName = "tally-controller", serviceNamespace = "tally-system";
-  std::vector<std::string> validatingConfigurations{"tally-gpudevice-validating"};
+  std::vector<std::string> validatingConfigurations{"tally-gpudevice-validating", "tally-organization-validating"};
   std::vector<std::string> mutatingConfigurations;
   std::vector<std::string> certDnsNames, certIpAddresses;
   std::string bundlePropagation = "10s";
@@ -68,9 +70,9 @@ struct Flags {
   std::string leaseName = "tally-controller", leaseNamespace = "tally-system", identity = defaultIdentity();
   std::string leaseDuration = "15s", renewDeadline = "10s", retryPeriod = "2s";
   std::string controllerIdentity = std::string(controller::kDefaultControllerIdentity);
-  // The webhooks decide on HRQ budgets, not on the add-on catalogue: none by
-  // default. The VM door needs the KubeVirt CR (which host devices it permits).
-  state::SourceFlags source{.billingPlans = "", .watchKubevirt = true};
+  // The quota controller and the Organization webhook read the add-on
+  // catalogue; the VM door needs the KubeVirt CR (which host devices it permits).
+  state::SourceFlags source{.watchKubevirt = true};
   std::string cacheSyncTimeout = "120s";
   bool binder = true;
   std::string binderRetry = "5s";
@@ -80,6 +82,9 @@ struct Flags {
   std::string vmiAttachTimeout = "60s";
   std::string catalogReviewTtl = "10s";
   unsigned catalogWorkers = 2;
+  bool quota = true;
+  std::string quotaResync = "5m";
+  std::string organizationDecisionTimeout = "3s";
   std::string logLevel = "info", logFormat = "json";
 };
 
@@ -184,6 +189,17 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--vmi-attach-timeout", f.vmiAttachTimeout,
                  "How long an attachment of a VMI's devices waits for the VMI to appear before the binder undoes it "
                  "(the VMI's create was refused or failed later in admission)")
+      ->capture_default_str();
+  app.add_option("--enable-quota-controller", f.quota,
+                 "Write add-on grants into each organization's HRQ plan-quota, project caps of project "
+                 "reservations, and Organization status.quotaUsage.accelerators (on the Lease holder)")
+      ->capture_default_str();
+  app.add_option("--quota-resync-interval", f.quotaResync,
+                 "How often the quota controller looks at every organization again (changes wake it earlier)")
+      ->capture_default_str();
+  app.add_option("--organization-decision-timeout", f.organizationDecisionTimeout,
+                 "How long an Organization add-on review waits for its decision on the state writer before it is "
+                 "refused closed")
       ->capture_default_str();
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
   app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
@@ -307,10 +323,20 @@ int main(int argc, char** argv) {
       bo.metrics = &registry;
       binder = std::make_unique<controller::DeviceBinder>(client, bo);
     }
+    std::unique_ptr<controller::QuotaReconciler> quota;
+    if (f.quota) {
+      controller::QuotaReconcilerOptions qo;
+      qo.instance = f.identity;
+      qo.resync = std::chrono::duration_cast<std::chrono::milliseconds>(
+          runtime::process::durationFlag("--quota-resync-interval", f.quotaResync));
+      qo.metrics = &registry;
+      quota = std::make_unique<controller::QuotaReconciler>(client, qo);
+    }
     state::Writer::Options writerOptions;
     writerOptions.publishInterval = settings->publishInterval;
     writerOptions.watched = state::watchedKinds(sources);
     if (binder) writerOptions.extensions.push_back(binder.get());
+    if (quota) writerOptions.extensions.push_back(quota.get());
     controller::VmiWebhookOptions vo;
     vo.placementWait = runtime::process::durationFlag("--vmi-placement-wait", f.vmiPlacementWait);
     vo.attachTimeout = std::chrono::duration_cast<std::chrono::seconds>(
@@ -331,6 +357,10 @@ int main(int argc, char** argv) {
     if (binder) {
       binder->readFrom(writer.snapshots());
       binder->attach(manager);
+    }
+    if (quota) {
+      quota->readFrom(writer.snapshots());
+      quota->attach(manager);
     }
 
     // VMI reviews wait for the binder: they run here, off the server's threads.
@@ -401,6 +431,13 @@ int main(int argc, char** argv) {
                  controller::launcherPodWebhook(writer.snapshots(), podOptions), wo);
       addWebhook(webhooks, std::string(controller::kGpuPodWebhookPath), std::string(controller::kGpuPodWebhookName),
                  controller::gpuPodWebhook(writer.snapshots(), podOptions), wo);
+      controller::OrganizationWebhookOptions oo;
+      oo.decisionTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+          runtime::process::durationFlag("--organization-decision-timeout", f.organizationDecisionTimeout));
+      oo.refusals = &controller::organizationRefusalMetric(registry);
+      addWebhook(webhooks, std::string(controller::kOrganizationWebhookPath),
+                 std::string(controller::kOrganizationWebhookName),
+                 controller::organizationWebhook(writer.snapshots(), writer, oo), wo);
       admission::WebhookOptions vmiRoute = wo;
       vmiRoute.run = [&vmiPool](std::function<void()> review) { boost::asio::post(vmiPool, std::move(review)); };
       addWebhook(webhooks, std::string(controller::kVmiWebhookPath), "virtualmachineinstances", vmiWebhook.handler(),

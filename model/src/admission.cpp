@@ -9,6 +9,7 @@
 #include "lookup.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/pool.hpp"
+#include "tally/model/quota.hpp"
 #include "tally/model/tenancy.hpp"
 #include "tally/model/units.hpp"
 #include "tally/model/usage.hpp"
@@ -41,8 +42,8 @@ bool inSubtree(const Cluster& cluster, std::string_view ns, std::string_view roo
 
 // An add-on increase is a new grant: refused in a pool closed by a failed audit,
 // and when the pool's equation would break (or become unknown) with it.
-void checkIncrease(const Cluster& cluster, const Organization& after, const std::string& key, std::int64_t delta,
-                   Decision& d) {
+void checkIncrease(const Cluster& cluster, const Organization& before, const Organization& after,
+                   const std::string& key, std::int64_t delta, Decision& d) {
   std::optional<Cluster> next;
   for (const auto& [name, cls] : cluster.classes) {
     if (quotaKey(cls.resourceName) != key) continue;
@@ -51,6 +52,11 @@ void checkIncrease(const Cluster& cluster, const Organization& after, const std:
                fmt::format("organization {}: the change grants {} more {}, but {}; no new grants until "
                            "the failure is cleared and acknowledged",
                            after.name, delta, key, gateClosedMessage(cls)));
+      continue;
+    }
+    // A transaction freezing creation admits only its own grant (the seed's step 4).
+    if (auto refused = grantDuringTransaction(cluster, before, after, cls)) {
+      d.refusals.push_back(std::move(*refused));
       continue;
     }
     if (!next) next = withOrganization(cluster, after);
@@ -285,7 +291,7 @@ Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, cons
   for (const auto& key : keys) {
     std::int64_t delta = will.get(key) - was.get(key);
     if (delta > 0) {
-      checkIncrease(cluster, after, key, delta, d);
+      checkIncrease(cluster, before, after, key, delta, d);
       continue;
     }
     if (delta == 0) continue;

@@ -1,0 +1,54 @@
+#pragma once
+// The Organization validating webhook (SPEC 3.6 "Add-on reduction"; UPDATE,
+// /validate/organizations): model::checkAddonChange decides. A reduction is
+// refused while HNC's usage or the holders the model counts (pods, VMIs' held
+// devices) exceed the new hard quota, naming the holders; an increase is
+// refused when it would break the pool's invariant, while a failed audit
+// closes the pool, or while another reservation transaction is in flight
+// there (a pending record admits exactly its own grant).
+//
+// Holders are named from pods, and a snapshot holds none: the decision runs
+// on the state writer's thread (Writer::post) on the live cluster and usage
+// index, and comes back through a promise; not back within the decision
+// timeout, the change is refused closed. The webhook writes nothing, so a dry
+// run is answered the same. tally_controller_organization_refusals_total{code}.
+
+#include <chrono>
+#include <string>
+
+#include "tally/common/snapshot_cell.hpp"
+#include "tally/model/capacity.hpp"
+#include "tally/model/cluster.hpp"
+#include "tally/observability/metrics.hpp"
+#include "tally/runtime/admission/review.hpp"
+#include "tally/runtime/admission/webhook.hpp"
+#include "tally/state/snapshot.hpp"
+#include "tally/state/writer.hpp"
+
+namespace tally::controller {
+
+inline constexpr std::string_view kOrganizationWebhookPath = "/validate/organizations";
+inline constexpr std::string_view kOrganizationWebhookName = "organizations";
+
+struct OrganizationWebhookOptions {
+  // How long a review waits for the writer thread's decision before it is
+  // refused closed (keep the configuration's timeoutSeconds above it).
+  std::chrono::milliseconds decisionTimeout{3'000};
+  // tally_controller_organization_refusals_total{code}. Null: not counted.
+  observability::Family<observability::Counter>* refusals = nullptr;
+};
+
+observability::Family<observability::Counter>& organizationRefusalMetric(observability::Registry& registry);
+
+// The answer to one review, decided on a cluster that holds its pods (the
+// writer's live cluster) and the usage over it.
+runtime::admission::AdmissionResponse reviewOrganization(const model::Cluster& cluster, const model::CapacityView& view,
+                                                         const runtime::admission::AdmissionRequest& request,
+                                                         const OrganizationWebhookOptions& options);
+
+// The handler of the route: refused closed while `cell`'s newest snapshot has
+// not synced; otherwise decided on `writer`'s thread.
+runtime::admission::WebhookHandler organizationWebhook(const SnapshotCell<state::Snapshot>& cell, state::Writer& writer,
+                                                       OrganizationWebhookOptions options);
+
+}  // namespace tally::controller

@@ -1,0 +1,139 @@
+#pragma once
+// The quota controller (SPEC 5 "Quota"; leader only, keyed by Organization
+// "namespace/name"): add-on assignments x billing plans -> the GPU keys of the
+// organization's HRQ plan-quota (model::desiredPlanQuota), the project caps of
+// project-specific reservations in each project's ResourceQuota project-quota
+// (model::projectCaps), and the Organization's status.quotaUsage.accelerators
+// from what HNC reports in the HRQ's status (model::acceleratorStatus).
+//
+// Quota is written with server-side apply under one field manager, forced: the
+// apply body holds only Tally's keys, so other managers' keys stay as they are,
+// a hand edit of a Tally key is taken back, and a key Tally no longer applies
+// is removed by the API server. Level-based: each reconcile reads the HRQ and
+// the ResourceQuota as the API server has them now (their spec and which keys
+// Tally's manager owns) and writes only when they differ from the model's
+// answer, so a restart or a resync writes nothing on a converged cluster.
+// Fail closed: an organization whose quota the model cannot work out (the
+// catalogue missing or unsynced, an add-on it does not define) is left as it
+// is, with a Warning Event saying why.
+//
+// Events on the Organization: QuotaApplied, QuotaApplyFailed. Metrics:
+// tally_controller_quota_applies_total{target,result} (target plan-quota,
+// project-quota, status; result applied, unchanged, failed, unknown) and
+// tally_controller_quota_orgs_converged (organizations whose plan-quota,
+// project caps and status matched the model at their last reconcile).
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+
+#include "tally/common/snapshot_cell.hpp"
+#include "tally/model/quota.hpp"
+#include "tally/observability/metrics.hpp"
+#include "tally/runtime/client.hpp"
+#include "tally/runtime/controller.hpp"
+#include "tally/runtime/manager.hpp"
+#include "tally/state/snapshot.hpp"
+#include "tally/state/writer.hpp"
+
+namespace tally::controller {
+
+inline constexpr std::string_view kQuotaFieldManager = "tally-controller";
+
+struct QuotaReconcilerOptions {
+  std::string fieldManager = std::string(kQuotaFieldManager);
+  std::string component = "tally-controller";  // Events' reportingComponent
+  std::string instance;                        // Events' reportingInstance
+  // Every organization is looked at again this often (events wake it earlier).
+  std::chrono::milliseconds resync{300'000};
+  observability::Registry* metrics = nullptr;
+};
+
+// What the API server holds of one quota object, as far as Tally's keys go.
+struct ObservedQuota {
+  bool exists = false;
+  std::map<std::string, std::string> hard;  // spec.hard as written (quantities)
+  std::set<std::string> owned;              // spec.hard keys the field manager applied
+};
+
+// Reads spec.hard and the keys of spec.hard `fieldManager` owns through
+// server-side apply (metadata.managedFields) from an HRQ or ResourceQuota.
+runtime::Result<ObservedQuota> observeQuota(std::string_view json, std::string_view fieldManager);
+
+// Whether the object already holds exactly `desired` as Tally's keys: every
+// value equal and owned by Tally, and Tally owning no other key.
+bool quotaConverged(const ObservedQuota& observed, const model::ResourceList& desired);
+
+// The apply body of an HRQ plan-quota or a ResourceQuota project-quota holding
+// only `hard` (no spec at all when it is empty: Tally then owns no key).
+std::string hrqApplyBody(std::string_view ns, const model::ResourceList& hard);
+std::string resourceQuotaApplyBody(std::string_view ns, const model::ResourceList& hard);
+
+// The merge patch of an Organization's status subresource that makes
+// status.quotaUsage.accelerators `desired` (profiles no longer there: null).
+std::string acceleratorStatusPatch(const std::map<std::string, model::AcceleratorUsage>& observed,
+                                   const std::map<std::string, model::AcceleratorUsage>& desired);
+
+class QuotaReconciler final : public state::Extension {
+ public:
+  QuotaReconciler(std::shared_ptr<runtime::Client> client, QuotaReconcilerOptions options);
+  ~QuotaReconciler() override;
+
+  // The snapshots it decides on (the writer it is an extension of). Before attach().
+  void readFrom(const SnapshotCell<state::Snapshot>& cell);
+  // Adds the leader-only controller "quota" to the manager.
+  void attach(runtime::Manager& manager);
+  runtime::ControllerOptions controllerOptions();
+  void enqueueInto(runtime::Controller& controller) { controller_.store(&controller); }
+
+  // One Organization, "namespace/name".
+  runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop);
+
+  // state::Extension: organizations, HRQs, quotas, classes, billing plans and
+  // the ledger wake the organizations they concern.
+  void podChanged(const std::string&, const model::Pod*) override {}
+  void objectChanged(model::Kind kind, const std::string& key) override;
+  bool tick(model::UsageIndex&, Clock::time_point) override { return false; }
+  Clock::time_point nextDeadline() const override { return Clock::time_point::max(); }
+  std::shared_ptr<const void> publish(const model::Cluster&) override { return nullptr; }
+  void published(const state::Snapshot& snapshot) override;
+  void stopped() override {}
+
+ private:
+  struct Metrics;
+  enum class Outcome { Applied, Unchanged, Failed, Unknown };
+
+  Outcome reconcilePlanQuota(const model::Cluster& cluster, const model::Organization& org, std::string& error);
+  Outcome reconcileProjectCaps(const model::Cluster& cluster, const model::Organization& org, std::string& error);
+  Outcome reconcileStatus(const model::Cluster& cluster, const model::Organization& org, std::string& error);
+  void count(std::string_view target, Outcome outcome);
+  void startTerm();
+  void enqueue(const std::string& key);
+  void event(const model::Organization& org, const std::string& type, const std::string& reason,
+             const std::string& message);
+  void setConverged(const std::string& key, bool converged);
+
+  std::shared_ptr<runtime::Client> client_;
+  QuotaReconcilerOptions options_;
+  const SnapshotCell<state::Snapshot>* cell_ = nullptr;
+  std::atomic<runtime::Controller*> controller_{nullptr};
+  std::unique_ptr<Metrics> metrics_;
+
+  std::mutex mu_;
+  std::map<std::string, bool> converged_;
+  // The last QuotaApplyFailed message per organization: repeated only when it changes.
+  std::map<std::string, std::string> lastProblem_;
+
+  // The writer thread's: what changed since the last publication.
+  std::set<std::string> changedOrgs_;
+  std::set<std::string> changedNamespaces_;
+  bool wakeAll_ = false;
+};
+
+}  // namespace tally::controller

@@ -1,0 +1,466 @@
+#include "tally/controller/quota_reconciler.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <algorithm>
+
+#include "tally/common/json.hpp"
+#include "tally/common/log.hpp"
+#include "tally/common/quantity.hpp"
+
+namespace tally::controller {
+
+namespace obs = tally::observability;
+namespace od = simdjson::ondemand;
+using runtime::ReconcileResult;
+
+namespace {
+
+const runtime::Resource kHrqs = runtime::Resource::of("hnc.x-k8s.io", "v1alpha2", "hierarchicalresourcequotas");
+const runtime::Resource kResourceQuotas = runtime::Resource::core("resourcequotas");
+const runtime::Resource kOrganizations = runtime::Resource::of("kube-dc.com", "v1", "organizations");
+
+runtime::Error decodeError(std::string_view what) {
+  return runtime::Error(runtime::ErrorCode::kDecode, std::string(what));
+}
+
+// The keys of fieldsV1 {"f:spec":{"f:hard":{"f:<key>":{}}}}.
+void ownedHardKeys(od::value fields, std::set<std::string>& out) {
+  od::object spec, hard;
+  if (fields.find_field_unordered("f:spec").get_object().get(spec)) return;
+  if (spec.find_field_unordered("f:hard").get_object().get(hard)) return;
+  for (auto field : hard) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) continue;
+    if (key.starts_with("f:")) out.insert(std::string(key.substr(2)));
+  }
+}
+
+std::string quantityText(std::int64_t n) { return std::to_string(n); }
+
+std::string applyBody(std::string_view apiVersion, std::string_view kind, std::string_view name, std::string_view ns,
+                      const model::ResourceList& hard) {
+  JsonWriter w;
+  w.beginObject().field("apiVersion", apiVersion).field("kind", kind);
+  w.key("metadata").beginObject().field("name", name).field("namespace", ns).endObject();
+  if (!hard.empty()) {
+    w.key("spec").beginObject().key("hard").beginObject();
+    for (const auto& [key, amount] : hard) w.field(key, quantityText(amount));
+    w.endObject().endObject();
+  }
+  w.endObject();
+  return w.str();
+}
+
+void appendHardUsed(std::string& out, std::string_view name, const std::optional<model::HardUsed>& v) {
+  appendJsonString(out, name);
+  out += v ? fmt::format(":{{\"hard\":{},\"used\":{}}}", v->hard, v->used) : std::string(":null");
+}
+
+std::string describe(const model::ResourceList& hard) {
+  std::string out;
+  for (const auto& [key, amount] : hard) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", key, amount);
+  return out.empty() ? "(none)" : out;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : "; ") + i;
+  return out;
+}
+
+}  // namespace
+
+runtime::Result<ObservedQuota> observeQuota(std::string_view json, std::string_view fieldManager) {
+  ObservedQuota out;
+  out.exists = true;
+  simdjson::padded_string padded(json);
+  od::parser parser;
+  od::document doc;
+  od::object root;
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(root))
+    return decodeError("quota object is no JSON object");
+  od::object metadata;
+  if (!root.find_field_unordered("metadata").get_object().get(metadata)) {
+    od::array managed;
+    if (!metadata.find_field_unordered("managedFields").get_array().get(managed)) {
+      for (auto element : managed) {
+        od::object entry;
+        if (element.get_object().get(entry)) continue;
+        std::string manager, operation, subresource;
+        std::set<std::string> keys;
+        for (auto field : entry) {
+          std::string_view key, text;
+          if (field.unescaped_key().get(key)) break;
+          od::value value;
+          if (field.value().get(value)) break;
+          if (key == "manager" && !value.get_string().get(text)) manager = text;
+          if (key == "operation" && !value.get_string().get(text)) operation = text;
+          if (key == "subresource" && !value.get_string().get(text)) subresource = text;
+          if (key == "fieldsV1") ownedHardKeys(value, keys);
+        }
+        if (manager == fieldManager && operation == "Apply" && subresource.empty()) out.owned.merge(keys);
+      }
+    }
+  }
+  od::object spec, hard;
+  if (!root.find_field_unordered("spec").get_object().get(spec) &&
+      !spec.find_field_unordered("hard").get_object().get(hard)) {
+    for (auto field : hard) {
+      std::string_view key, text;
+      if (field.unescaped_key().get(key)) return decodeError("spec.hard: unreadable key");
+      if (field.value().get_string().get(text)) {
+        // Quantities may be written as JSON numbers by some clients.
+        od::value value;
+        if (field.value().get(value)) return decodeError("spec.hard: unreadable value");
+        text = value.raw_json_token();
+      }
+      out.hard[std::string(key)] = std::string(text);
+    }
+  }
+  return out;
+}
+
+bool quotaConverged(const ObservedQuota& observed, const model::ResourceList& desired) {
+  if (!observed.exists) return desired.empty();
+  std::set<std::string> keys;
+  for (const auto& [key, amount] : desired) {
+    keys.insert(key);
+    auto it = observed.hard.find(key);
+    if (it == observed.hard.end()) return false;
+    std::string_view text = it->second;
+    while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+    auto parsed = parseQuantity(text);
+    if (!parsed) return false;
+    auto whole = parsed->whole();
+    if (!whole || *whole != amount) return false;
+  }
+  return observed.owned == keys;
+}
+
+std::string hrqApplyBody(std::string_view ns, const model::ResourceList& hard) {
+  return applyBody("hnc.x-k8s.io/v1alpha2", "HierarchicalResourceQuota", model::kOrgQuotaName, ns, hard);
+}
+
+std::string resourceQuotaApplyBody(std::string_view ns, const model::ResourceList& hard) {
+  return applyBody("v1", "ResourceQuota", model::kProjectQuotaName, ns, hard);
+}
+
+std::string acceleratorStatusPatch(const std::map<std::string, model::AcceleratorUsage>& observed,
+                                   const std::map<std::string, model::AcceleratorUsage>& desired) {
+  std::string out = R"({"status":{"quotaUsage":{"accelerators":{)";
+  bool first = true;
+  for (const auto& [profile, usage] : desired) {
+    if (!first) out += ',';
+    first = false;
+    appendJsonString(out, profile);
+    out += ":{";
+    appendHardUsed(out, "shares", usage.shares);
+    out += ',';
+    appendHardUsed(out, "memoryMiB", usage.memoryMiB);
+    out += ',';
+    appendHardUsed(out, "corePercent", usage.corePercent);
+    out += ',';
+    appendHardUsed(out, "devices", usage.devices);
+    out += '}';
+  }
+  for (const auto& [profile, usage] : observed) {
+    if (desired.contains(profile)) continue;
+    if (!first) out += ',';
+    first = false;
+    appendJsonString(out, profile);
+    out += ":null";
+  }
+  out += "}}}}";
+  return out;
+}
+
+struct QuotaReconciler::Metrics {
+  explicit Metrics(obs::Registry& r)
+      : applies(r.counter("tally_controller_quota_applies_total",
+                          "Quota reconciles by target (plan-quota, project-quota, status) and result (applied, "
+                          "unchanged, failed, unknown: the model could not work the quota out, nothing written).",
+                          {"target", "result"})),
+        converged(r.gauge("tally_controller_quota_orgs_converged",
+                          "Organizations whose plan-quota, project caps and status matched the model at their last "
+                          "reconcile.")
+                      .with({})) {}
+  obs::Family<obs::Counter>& applies;
+  obs::Gauge& converged;
+};
+
+QuotaReconciler::QuotaReconciler(std::shared_ptr<runtime::Client> client, QuotaReconcilerOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (options_.metrics) metrics_ = std::make_unique<Metrics>(*options_.metrics);
+}
+
+QuotaReconciler::~QuotaReconciler() = default;
+
+void QuotaReconciler::readFrom(const SnapshotCell<state::Snapshot>& cell) { cell_ = &cell; }
+
+runtime::ControllerOptions QuotaReconciler::controllerOptions() {
+  runtime::ControllerOptions o;
+  o.name = "quota";
+  o.workers = 1;
+  o.leaderOnly = true;
+  o.onStart = [this] { startTerm(); };
+  return o;
+}
+
+void QuotaReconciler::attach(runtime::Manager& manager) {
+  runtime::Controller& c = manager.controller(
+      controllerOptions(), [this](const std::string& key, std::stop_token stop) { return reconcile(key, stop); });
+  enqueueInto(c);
+}
+
+void QuotaReconciler::enqueue(const std::string& key) {
+  if (runtime::Controller* c = controller_.load()) c->enqueue(key);
+}
+
+void QuotaReconciler::startTerm() {
+  {
+    std::lock_guard lock(mu_);
+    lastProblem_.clear();
+  }
+  if (!cell_) return;
+  auto snap = cell_->read();
+  if (!snap) return;
+  for (const auto& [key, org] : snap->cluster().organizations) enqueue(key);
+}
+
+void QuotaReconciler::objectChanged(model::Kind kind, const std::string& key) {
+  switch (kind) {
+    case model::Kind::Organization: changedOrgs_.insert(key); break;
+    case model::Kind::HierarchicalResourceQuota:
+    case model::Kind::ResourceQuota: changedNamespaces_.insert(key.substr(0, key.find('/'))); break;
+    case model::Kind::BillingPlans:
+    case model::Kind::DeviceClass:
+    case model::Kind::Ledger:
+    case model::Kind::Namespace: wakeAll_ = true; break;
+    default: break;
+  }
+}
+
+void QuotaReconciler::published(const state::Snapshot& snapshot) {
+  if (changedOrgs_.empty() && changedNamespaces_.empty() && !wakeAll_) return;
+  const model::Cluster& cluster = snapshot.cluster();
+  for (const auto& key : changedOrgs_) enqueue(key);
+  // A quota changed: its namespace's organization (plan-quota), or the
+  // organization of a project cap's record (project-quota). Either way an
+  // organization whose namespace is the quota's, or all of them for a project.
+  for (const auto& [key, org] : cluster.organizations) {
+    if (wakeAll_ || changedNamespaces_.contains(org.ns)) {
+      enqueue(key);
+      continue;
+    }
+    for (const auto& r : cluster.ledger.records) {
+      if (r.organization == org.name && changedNamespaces_.contains(r.project)) {
+        enqueue(key);
+        break;
+      }
+    }
+  }
+  changedOrgs_.clear();
+  changedNamespaces_.clear();
+  wakeAll_ = false;
+}
+
+void QuotaReconciler::count(std::string_view target, Outcome outcome) {
+  if (!metrics_) return;
+  std::string_view result = outcome == Outcome::Applied     ? "applied"
+                            : outcome == Outcome::Unchanged ? "unchanged"
+                            : outcome == Outcome::Failed    ? "failed"
+                                                            : "unknown";
+  metrics_->applies.with({target, result}).inc();
+}
+
+void QuotaReconciler::setConverged(const std::string& key, bool converged) {
+  std::lock_guard lock(mu_);
+  converged_[key] = converged;
+  if (metrics_) {
+    metrics_->converged.set(
+        static_cast<double>(std::count_if(converged_.begin(), converged_.end(), [](auto& e) { return e.second; })));
+  }
+}
+
+void QuotaReconciler::event(const model::Organization& org, const std::string& type, const std::string& reason,
+                            const std::string& message) {
+  const std::string key = model::objectKey(org.ns, org.name);
+  if (reason == "QuotaApplyFailed") {
+    std::lock_guard lock(mu_);
+    auto& last = lastProblem_[key];
+    if (last == message) return;  // said already; the metric keeps counting
+    last = message;
+  } else {
+    std::lock_guard lock(mu_);
+    lastProblem_.erase(key);
+  }
+  runtime::EventRecord e;
+  e.involved = {"kube-dc.com/v1", "Organization", org.ns, org.name, ""};
+  e.type = type;
+  e.reason = reason;
+  e.message = message;
+  e.reportingComponent = options_.component;
+  e.reportingInstance = options_.instance;
+  if (auto st = client_->createEvent(e); !st) {
+    logWarning("quota: event not recorded",
+               {{"organization", key}, {"reason", reason}, {"error", st.error().describe()}});
+  }
+}
+
+QuotaReconciler::Outcome QuotaReconciler::reconcilePlanQuota(const model::Cluster& cluster,
+                                                             const model::Organization& org, std::string& error) {
+  const model::PlanQuota desired = model::desiredPlanQuota(cluster, org);
+  if (!desired.known()) {
+    error = fmt::format("hrq {}/{} left as it is: {}", org.ns, model::kOrgQuotaName, joined(desired.unknown));
+    count("plan-quota", Outcome::Unknown);
+    return Outcome::Unknown;
+  }
+  const auto res = kHrqs.inNamespace(org.ns);
+  ObservedQuota observed;
+  if (auto got = client_->get(res, model::kOrgQuotaName); got) {
+    auto read = observeQuota(*got, options_.fieldManager);
+    if (!read) {
+      error = fmt::format("hrq {}/{}: {}", org.ns, model::kOrgQuotaName, read.error().describe());
+      count("plan-quota", Outcome::Failed);
+      return Outcome::Failed;
+    }
+    observed = std::move(read).value();
+  } else if (!got.error().is(runtime::ErrorCode::kNotFound)) {
+    error = fmt::format("read hrq {}/{}: {}", org.ns, model::kOrgQuotaName, got.error().describe());
+    count("plan-quota", Outcome::Failed);
+    return Outcome::Failed;
+  }
+  if (quotaConverged(observed, desired.hard)) {
+    count("plan-quota", Outcome::Unchanged);
+    return Outcome::Unchanged;
+  }
+  runtime::PatchOptions po{options_.fieldManager, true, "", false};
+  if (auto st =
+          client_->patch(res, model::kOrgQuotaName, runtime::PatchType::kApply, hrqApplyBody(org.ns, desired.hard), po);
+      !st) {
+    error = fmt::format("apply hrq {}/{}: {}", org.ns, model::kOrgQuotaName, st.error().describe());
+    count("plan-quota", Outcome::Failed);
+    return Outcome::Failed;
+  }
+  count("plan-quota", Outcome::Applied);
+  const std::string message = fmt::format("hrq {}/{} {}: {}", org.ns, model::kOrgQuotaName,
+                                          observed.exists ? "updated" : "created", describe(desired.hard));
+  logInfo("quota: plan-quota applied", {{"organization", org.ns + "/" + org.name}, {"hard", describe(desired.hard)}});
+  event(org, "Normal", "QuotaApplied", message);
+  return Outcome::Applied;
+}
+
+QuotaReconciler::Outcome QuotaReconciler::reconcileProjectCaps(const model::Cluster& cluster,
+                                                               const model::Organization& org, std::string& error) {
+  Outcome result = Outcome::Unchanged;
+  for (const auto& cap : model::projectCaps(cluster)) {
+    const bool ours = std::any_of(cluster.ledger.records.begin(), cluster.ledger.records.end(),
+                                  [&](const auto& r) { return r.organization == org.name && r.project == cap.ns; });
+    if (!ours) continue;
+    const auto res = kResourceQuotas.inNamespace(cap.ns);
+    ObservedQuota observed;
+    if (auto got = client_->get(res, model::kProjectQuotaName); got) {
+      auto read = observeQuota(*got, options_.fieldManager);
+      if (!read) {
+        error = fmt::format("resourcequota {}/{}: {}", cap.ns, model::kProjectQuotaName, read.error().describe());
+        count("project-quota", Outcome::Failed);
+        return Outcome::Failed;
+      }
+      observed = std::move(read).value();
+    } else if (!got.error().is(runtime::ErrorCode::kNotFound)) {
+      error = fmt::format("read resourcequota {}/{}: {}", cap.ns, model::kProjectQuotaName, got.error().describe());
+      count("project-quota", Outcome::Failed);
+      return Outcome::Failed;
+    }
+    // Nothing to cap and nothing of Tally's there: no object is created for it.
+    if (quotaConverged(observed, cap.hard) || (cap.hard.empty() && observed.owned.empty())) {
+      count("project-quota", Outcome::Unchanged);
+      continue;
+    }
+    runtime::PatchOptions po{options_.fieldManager, true, "", false};
+    if (auto st = client_->patch(res, model::kProjectQuotaName, runtime::PatchType::kApply,
+                                 resourceQuotaApplyBody(cap.ns, cap.hard), po);
+        !st) {
+      error = fmt::format("apply resourcequota {}/{}: {}", cap.ns, model::kProjectQuotaName, st.error().describe());
+      count("project-quota", Outcome::Failed);
+      return Outcome::Failed;
+    }
+    count("project-quota", Outcome::Applied);
+    std::string records;
+    for (const auto& id : cap.records) records += (records.empty() ? "" : ", ") + id;
+    event(org, "Normal", "QuotaApplied",
+          cap.hard.empty()
+              ? fmt::format("resourcequota {}/{}: reservation cap removed (records {} released or canceled)", cap.ns,
+                            model::kProjectQuotaName, records)
+              : fmt::format("resourcequota {}/{}: project cap {} (records {})", cap.ns, model::kProjectQuotaName,
+                            describe(cap.hard), records));
+    result = Outcome::Applied;
+  }
+  return result;
+}
+
+QuotaReconciler::Outcome QuotaReconciler::reconcileStatus(const model::Cluster& cluster, const model::Organization& org,
+                                                          std::string& error) {
+  auto desired = model::acceleratorStatus(cluster, org);
+  if (!desired) {
+    count("status", Outcome::Unknown);
+    return Outcome::Unknown;  // HNC has reported nothing yet: nothing to say
+  }
+  if (*desired == org.acceleratorStatus) {
+    count("status", Outcome::Unchanged);
+    return Outcome::Unchanged;
+  }
+  runtime::PatchOptions po{options_.fieldManager, false, "status", false};
+  if (auto st = client_->patch(kOrganizations.inNamespace(org.ns), org.name, runtime::PatchType::kMerge,
+                               acceleratorStatusPatch(org.acceleratorStatus, *desired), po);
+      !st) {
+    error = fmt::format("status of organization {}/{}: {}", org.ns, org.name, st.error().describe());
+    count("status", Outcome::Failed);
+    return Outcome::Failed;
+  }
+  count("status", Outcome::Applied);
+  return Outcome::Applied;
+}
+
+runtime::Result<ReconcileResult> QuotaReconciler::reconcile(const std::string& key, std::stop_token) {
+  if (!cell_) return runtime::Error(runtime::ErrorCode::kInternal, "quota reconciler reads no snapshots");
+  auto snap = cell_->read();
+  const model::Cluster& cluster = snap->cluster();
+  auto it = cluster.organizations.find(key);
+  if (it == cluster.organizations.end()) {
+    std::lock_guard lock(mu_);
+    converged_.erase(key);
+    lastProblem_.erase(key);
+    if (metrics_) {
+      metrics_->converged.set(
+          static_cast<double>(std::count_if(converged_.begin(), converged_.end(), [](auto& e) { return e.second; })));
+    }
+    return ReconcileResult::done();
+  }
+  const model::Organization& org = it->second;
+  if (!snap->ready()) return ReconcileResult::requeueAfter(std::chrono::seconds(1));
+
+  std::string quotaError, capError, statusError;
+  const Outcome quota = reconcilePlanQuota(cluster, org, quotaError);
+  const Outcome caps = reconcileProjectCaps(cluster, org, capError);
+  const Outcome status = reconcileStatus(cluster, org, statusError);
+  std::vector<std::string> problems;
+  for (const auto* e : {&quotaError, &capError, &statusError}) {
+    if (!e->empty()) problems.push_back(*e);
+  }
+  if (!problems.empty()) {
+    event(org, "Warning", "QuotaApplyFailed", joined(problems));
+    logWarning("quota: not converged", {{"organization", key}, {"problem", joined(problems)}});
+  }
+  // Converged: what the model says is what the API server holds (a write
+  // just made counts once its watch shows it, at the next reconcile).
+  setConverged(key, quota == Outcome::Unchanged && caps == Outcome::Unchanged && status == Outcome::Unchanged);
+  if (quota == Outcome::Failed || caps == Outcome::Failed || status == Outcome::Failed) {
+    return runtime::Error(runtime::ErrorCode::kInternal, joined(problems));
+  }
+  return ReconcileResult::requeueAfter(options_.resync);
+}
+
+}  // namespace tally::controller
