@@ -240,8 +240,8 @@ EXPECT = {
         "enums": {"spec.workload": ["vm", "pod"],
                   "spec.allocation": ["passthrough", "vgpu", "shared"],
                   "spec.nodeMode": ["vm-passthrough", "vm-vgpu", "pod-hami"]},
-        "columns": ["Allocation", "Resource", "Mode", "Devices", "Reserved", "Quota", "Spare",
-                    "Headroom", "Invariant", "Gate", "Age"],
+        "columns": ["Allocation", "Mode", "Healthy", "Reserved", "Quota", "Spare", "Headroom", "Invariant", "Gate",
+                    "Reason", "Age"],
     },
     "gpudevices.gpu.tally.dev": {
         "scope": "Namespaced", "kind": "GPUDevice", "short": "gdev",
@@ -544,7 +544,8 @@ for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
             check(w.get("failurePolicy") == "Fail", where, "failurePolicy must be Fail")
             check(w.get("matchPolicy") == "Equivalent", where, "matchPolicy must be Equivalent")
             exprs = w.get("namespaceSelector", {}).get("matchExpressions", [])
-            check(any(e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "NotIn"
+            cluster_scoped = all(r.get("scope") == "Cluster" for r in w.get("rules", []))
+            check(cluster_scoped or any(e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "NotIn"
                       and EXCLUDED <= set(e.get("values", [])) for e in exprs), where,
                   f"namespaceSelector must exclude {', '.join(sorted(EXCLUDED))}")
             svc = w.get("clientConfig", {}).get("service", {})
