@@ -47,7 +47,7 @@ Condition invariantCondition(const model::PoolInvariant& inv) {
   } else if (inv.holds()) {
     c.status = "True";
     c.reason = "Holds";
-    c.message = fmt::format("{} (headroom {})", inv.equation(), inv.headroom);
+    c.message = inv.equation();
   } else {
     c.status = "False";
     c.reason = "InvariantBroken";
