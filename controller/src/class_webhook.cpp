@@ -31,9 +31,9 @@ runtime::Result<std::vector<Acknowledgement>> decodeAcknowledgements(std::string
   for (auto item : items) {
     if (!item.is_object()) return bad(fmt::format("spec.gateAcknowledgements[{}] is not an object", index));
     Acknowledgement a;
-    for (auto [field, target] : {std::pair{"failureId", &a.failureId}, std::pair{"role", &a.role},
-                                 std::pair{"identity", &a.identity}, std::pair{"at", &a.at},
-                                 std::pair{"note", &a.note}}) {
+    for (auto [field, target] :
+         {std::pair{"failureId", &a.failureId}, std::pair{"role", &a.role}, std::pair{"identity", &a.identity},
+          std::pair{"at", &a.at}, std::pair{"note", &a.note}}) {
       simdjson::dom::element e;
       if (item[field].get(e)) continue;
       std::string_view v;
@@ -62,25 +62,29 @@ AdmissionResponse reviewDeviceClass(const AdmissionRequest& request) {
     if (unchanged) continue;
     const std::string what = fmt::format("acknowledgement of failure {} as {} by {}", a.failureId, a.role, a.identity);
     if (a.identity != user) {
-      return forbidden(fmt::format("[AckIdentityMismatch] GPUDeviceClass {}: {} is refused: an identity "
-                                   "acknowledges only for itself, and this request is made by {}",
-                                   name, what, user.empty() ? "an unnamed user" : user));
+      return forbidden(
+          fmt::format("[AckIdentityMismatch] GPUDeviceClass {}: {} is refused: an identity "
+                      "acknowledges only for itself, and this request is made by {}",
+                      name, what, user.empty() ? "an unnamed user" : user));
     }
     if (current.empty()) {
-      return forbidden(fmt::format("[AckNoFailure] GPUDeviceClass {}: {} is refused: the pool has no audit failure "
-                                   "to acknowledge (status.gateFailureId is empty)",
-                                   name, what));
+      return forbidden(
+          fmt::format("[AckNoFailure] GPUDeviceClass {}: {} is refused: the pool has no audit failure "
+                      "to acknowledge (status.gateFailureId is empty)",
+                      name, what));
     }
     if (a.failureId != current) {
-      return forbidden(fmt::format("[AckWrongFailure] GPUDeviceClass {}: {} is refused: the pool's current failure "
-                                   "is {} (status.gateFailureId)",
-                                   name, what, current));
+      return forbidden(
+          fmt::format("[AckWrongFailure] GPUDeviceClass {}: {} is refused: the pool's current failure "
+                      "is {} (status.gateFailureId)",
+                      name, what, current));
     }
     for (const Acknowledgement& other : *after) {
       if (other.failureId == a.failureId && other.identity == a.identity && other.role != a.role) {
-        return forbidden(fmt::format("[AckTwice] GPUDeviceClass {}: {} is refused: {} acknowledged failure {} as {} "
-                                     "already; product and sre must be two different people",
-                                     name, what, a.identity, a.failureId, other.role));
+        return forbidden(
+            fmt::format("[AckTwice] GPUDeviceClass {}: {} is refused: {} acknowledged failure {} as {} "
+                        "already; product and sre must be two different people",
+                        name, what, a.identity, a.failureId, other.role));
       }
     }
   }

@@ -104,9 +104,8 @@ PoolStatus desiredStatus(const PoolAudit& audit, const model::DeviceClass& pool,
     s.findings.push_back({std::string(model::toString(f.code)), truncated(f.message, 4096), truncated(f.subject, 512)});
   }
   if (current) s.conditions = current->conditions;
-  std::erase_if(s.conditions, [](const Condition& c) {
-    return c.type != kInvariantCondition && c.type != kCreationOpenCondition;
-  });
+  std::erase_if(s.conditions,
+                [](const Condition& c) { return c.type != kInvariantCondition && c.type != kCreationOpenCondition; });
   setCondition(s.conditions, invariantCondition(inv), now);
   Condition gate;
   gate.type = std::string(kCreationOpenCondition);
@@ -220,14 +219,16 @@ std::vector<PoolEvent> statusEvents(const std::string& pool, const PoolStatus* b
   };
   const Condition* gateBefore = find(before, kCreationOpenCondition);
   const Condition* gateAfter = find(&after, kCreationOpenCondition);
-  if (gateAfter && (!gateBefore || gateBefore->status != gateAfter->status || gateBefore->reason != gateAfter->reason)) {
+  if (gateAfter &&
+      (!gateBefore || gateBefore->status != gateAfter->status || gateBefore->reason != gateAfter->reason)) {
     if (gateAfter->status == "True") {
-      out.push_back({"Normal", "CreationOpened", fmt::format("creation in pool {} is open: {}", pool, gateAfter->message)});
+      out.push_back(
+          {"Normal", "CreationOpened", fmt::format("creation in pool {} is open: {}", pool, gateAfter->message)});
     } else {
-      out.push_back({"Warning", "CreationClosed",
-                     fmt::format("creation in pool {} is closed ({}{}): {}", pool, gateAfter->reason,
-                                 after.gateFailureId.empty() ? "" : ", failure " + after.gateFailureId,
-                                 gateAfter->message)});
+      out.push_back(
+          {"Warning", "CreationClosed",
+           fmt::format("creation in pool {} is closed ({}{}): {}", pool, gateAfter->reason,
+                       after.gateFailureId.empty() ? "" : ", failure " + after.gateFailureId, gateAfter->message)});
     }
   }
   const Condition* invBefore = find(before, kInvariantCondition);
@@ -416,9 +417,7 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
   Pool& state = pools_[pool];
   const std::int64_t unixNow = now();
   const std::string nowText = formatRfc3339(unixNow);
-  const auto periodDue = [&] {
-    return !state.written || steady_clock::now() - state.writtenAt >= options_.interval;
-  };
+  const auto periodDue = [&] { return !state.written || steady_clock::now() - state.writtenAt >= options_.interval; };
   const auto nextPeriod = [&] {
     auto left = options_.interval - (steady_clock::now() - state.writtenAt);
     return ReconcileResult::requeueAfter(
@@ -426,8 +425,8 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
   };
 
   // Reservation records stuck in releasing (on the snapshot's ledger).
-  for (const auto& id : stuckReleases(cluster, pool, state.releasingSince, unixNow,
-                                      options_.releaseStuckAfter.count())) {
+  for (const auto& id :
+       stuckReleases(cluster, pool, state.releasingSince, unixNow, options_.releaseStuckAfter.count())) {
     if (!state.stuckReported.insert(id).second) continue;
     event(pool, "",
           {"Warning", "ReleaseStuck",

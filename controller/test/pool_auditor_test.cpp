@@ -79,7 +79,9 @@ TEST(PoolStatusTest, AHealthyPoolPublishesEveryTermAndAnOpenGate) {
   EXPECT_EQ(condition(s, kCreationOpenCondition).reason, "Open");
   EXPECT_EQ(condition(s, kInvariantCondition).status, "True");
   EXPECT_EQ(condition(s, kInvariantCondition).reason, "Holds");
-  EXPECT_NE(condition(s, kInvariantCondition).message.find("healthy 8 >= reserved 0 + non-reserved hard quota 0 + spare 1 (headroom 7)"), std::string::npos)
+  EXPECT_NE(condition(s, kInvariantCondition)
+                .message.find("healthy 8 >= reserved 0 + non-reserved hard quota 0 + spare 1 (headroom 7)"),
+            std::string::npos)
       << condition(s, kInvariantCondition).message;
   EXPECT_EQ(condition(s, kInvariantCondition).lastTransitionTime, kT1);
   // An empty id is removed by the merge patch, not written as "".
@@ -290,8 +292,7 @@ TEST(ClassWebhookTest, AnIdentityAcknowledgesTheCurrentFailureForItselfOnce) {
   EXPECT_NE(stale.message.find(id), std::string::npos);
 
   // No failure published at all.
-  auto nothing =
-      review(withAcks("", ""), withAcks(ack(id, "sre", "bob@x"), ""), "bob@x");
+  auto nothing = review(withAcks("", ""), withAcks(ack(id, "sre", "bob@x"), ""), "bob@x");
   EXPECT_FALSE(nothing.allowed);
   EXPECT_NE(nothing.message.find("[AckNoFailure]"), std::string::npos) << nothing.message;
 
@@ -302,7 +303,8 @@ TEST(ClassWebhookTest, AnIdentityAcknowledgesTheCurrentFailureForItselfOnce) {
   EXPECT_NE(twice.message.find("[AckTwice]"), std::string::npos) << twice.message;
 
   // A second person adds sre next to alice's unchanged product ack.
-  EXPECT_TRUE(review(one, withAcks(ack(id, "product", "alice@x") + "," + ack(id, "sre", "bob@x"), id), "bob@x").allowed);
+  EXPECT_TRUE(
+      review(one, withAcks(ack(id, "product", "alice@x") + "," + ack(id, "sre", "bob@x"), id), "bob@x").allowed);
   // Changing someone else's acknowledgement (its note) is a new one by them.
   EXPECT_FALSE(review(one, withAcks(ack(id, "product", "alice@x", "edited"), id), "bob@x").allowed);
   // Removals are allowed, by anyone.
@@ -397,8 +399,9 @@ class StandIn {
           body = body_;
           status = status_;
         }
-        std::string answer = "HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+        std::string answer = "HTTP/1.1 " + status +
+                             "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                             "\r\nConnection: close\r\n\r\n" + body;
         boost::asio::write(socket, boost::asio::buffer(answer), ec);
       }
     });

@@ -57,8 +57,9 @@ class AlertmanagerStandIn {
           status = status_;
           body = body_;
         }
-        std::string answer = "HTTP/1.1 " + status + "\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+        std::string answer = "HTTP/1.1 " + status +
+                             "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                             "\r\nConnection: close\r\n\r\n" + body;
         boost::asio::write(socket, boost::asio::buffer(answer), ec);
       }
     });
@@ -137,8 +138,10 @@ std::string acks(const std::vector<std::array<std::string, 3>>& entries) {
 
 // A merge patch of spec.gateAcknowledgements as `user`.
 std::string acknowledge(const std::string& user, const std::string& list, int* rc) {
-  return kubectl("patch gpudeviceclass h200 --type=merge --as=" + user + " --as-group=system:masters -p '{\"spec\":"
-                 "{\"gateAcknowledgements\":" + list + "}}' 2>&1",
+  return kubectl("patch gpudeviceclass h200 --type=merge --as=" + user +
+                     " --as-group=system:masters -p '{\"spec\":"
+                     "{\"gateAcknowledgements\":" +
+                     list + "}}' 2>&1",
                  rc);
 }
 
@@ -173,11 +176,12 @@ void writeFile(const fs::path& path, const std::string& text) {
   fs::rename(path.string() + ".tmp", path);
 }
 
-std::string record(const std::string& id, const std::string& state) {
+std::string record(const std::string& id, const std::string& state, const std::string& extra = "") {
   return "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\nmetadata:\n  id: " + id +
          "\nspec:\n  organization: acme\n  project: \"\"\n  profileId: h200\n  devices: 1\n  state: " + state +
          "\n  requestedAt: \"2026-09-20T09:00:00Z\"\n  startsAt: \"2026-10-01T00:00:00Z\"\n"
-         "  addonId: h200-reserved\n  billingReference: OPS-1\n";
+         "  addonId: h200-reserved\n  billingReference: OPS-1\n" +
+         extra;
 }
 
 void clearLedger() {
@@ -197,10 +201,11 @@ class AuditEnvironment : public ::testing::Environment {
     ASSERT_TRUE(gpuNodes("au-", 2, 4));
     applyYaml(gpuClass("h200", kH200, 4), &rc);
     ASSERT_EQ(rc, 0);
-    applyYaml("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: billing-plans, namespace: kube-dc}\n"
-              "data:\n  plans.yaml: |\n    addons:\n      h200-reserved:\n        selfService: false\n"
-              "        gpu:\n          h200: {devices: 1}\n",
-              &rc);
+    applyYaml(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: billing-plans, namespace: kube-dc}\n"
+        "data:\n  plans.yaml: |\n    addons:\n      h200-reserved:\n        selfService: false\n"
+        "        gpu:\n          h200: {devices: 1}\n",
+        &rc);
     ASSERT_EQ(rc, 0);
     ledgerDir = fs::temp_directory_path() / ("audit-e2e-ledger-" + std::to_string(::getpid()));
     fs::create_directories(ledgerDir);
@@ -239,8 +244,8 @@ class AuditEnvironment : public ::testing::Environment {
 TEST(AuditE2e, TheDashboardShowsThePoolsFigures) {
   ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gate() << " " << gateReason();
   std::string table = kubectl("get gpudeviceclasses h200");
-  for (const char* column : {"MODE", "HEALTHY", "RESERVED", "QUOTA", "SPARE", "HEADROOM", "INVARIANT", "GATE",
-                             "REASON"}) {
+  for (const char* column :
+       {"MODE", "HEALTHY", "RESERVED", "QUOTA", "SPARE", "HEADROOM", "INVARIANT", "GATE", "REASON"}) {
     EXPECT_NE(table.find(column), std::string::npos) << column << " in\n" << table;
   }
   std::istringstream lines(table);
@@ -270,8 +275,9 @@ TEST(AuditE2e, LedgerFindingsCloseTheGateUntilTwoPeopleAcknowledge) {
   ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s));
   writeFile(ledgerDir / "a.yaml", record("gpu-res-1", "pending"));
   writeFile(ledgerDir / "b.yaml", record("gpu-res-1", "pending"));
-  writeFile(ledgerDir / "broken.yaml", "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\n"
-                                       "metadata:\n  id: gpu-res-x\nspec:\n  profileId: h200\n  devices: many\n");
+  writeFile(ledgerDir / "broken.yaml",
+            "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\n"
+            "metadata:\n  id: gpu-res-x\nspec:\n  profileId: h200\n  devices: many\n");
   ASSERT_TRUE(closedWith("DuplicateReservationId"));
   EXPECT_NE(findingCodes().find("InvalidRecord"), std::string::npos) << findingCodes();
   EXPECT_EQ(gateReason(), "AuditFailed");
@@ -290,9 +296,10 @@ TEST(AuditE2e, LedgerFindingsCloseTheGateUntilTwoPeopleAcknowledge) {
 TEST(AuditE2e, AModeMismatchClosesTheGateAndOneIdentityCannotAckTwice) {
   ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s));
   int rc = 0;
-  kubectl("label node au-0 kube-dc.com/gpu.expected-workload-mode=vm-passthrough "
-          "kube-dc.com/gpu.workload-mode=vm-vgpu --overwrite",
-          &rc);
+  kubectl(
+      "label node au-0 kube-dc.com/gpu.expected-workload-mode=vm-passthrough "
+      "kube-dc.com/gpu.workload-mode=vm-vgpu --overwrite",
+      &rc);
   ASSERT_EQ(rc, 0);
   ASSERT_TRUE(closedWith("ProfileModeMismatch"));
   kubectl("label node au-0 kube-dc.com/gpu.workload-mode=vm-passthrough --overwrite", &rc);
@@ -321,9 +328,8 @@ TEST(AuditE2e, AFiringAlertClosesTheGateForNewOrdersOnly) {
   int rc = 0;
   applyYaml(device("acme", "held", "h200", 1), &rc);
   ASSERT_EQ(rc, 0);
-  ASSERT_TRUE(eventually([] {
-    return kubectl("get gpudevice -n acme held -o jsonpath={.status.phase}") == "Bound";
-  })) << "the order was never placed";
+  ASSERT_TRUE(eventually([] { return kubectl("get gpudevice -n acme held -o jsonpath={.status.phase}") == "Bound"; }))
+      << "the order was never placed";
 
   alertmanager->answer("200 OK", R"([{"labels":{"alertname":"GpuXidErrors","gpu_pool":"h200"},)"
                                  R"("status":{"state":"active"}},{"labels":{"alertname":"Other"}}])");
@@ -337,9 +343,9 @@ TEST(AuditE2e, AFiringAlertClosesTheGateForNewOrdersOnly) {
 
   // Alertmanager unreachable: still closed (stale data never reopens it).
   alertmanager->answer("503 Service Unavailable", "");
-  ASSERT_TRUE(eventually([] { return field("{.status.findings[*].subject}").find("alert/alertmanager-unreachable") !=
-                                     std::string::npos; },
-                         30s))
+  ASSERT_TRUE(eventually(
+      [] { return field("{.status.findings[*].subject}").find("alert/alertmanager-unreachable") != std::string::npos; },
+      30s))
       << field("{.status.findings[*].subject}");
   EXPECT_EQ(gate(), "False");
   alertmanager->answer("200 OK", "[]");
@@ -358,10 +364,11 @@ TEST(AuditE2e, AddOnFindingsCloseTheGate) {
   ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s));
   int rc = 0;
   auto organization = [&](const std::string& addons) {
-    return applyYaml("apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata:\n  name: acme\n  namespace: acme\n"
-                     "  annotations:\n    billing.kube-dc.com/addons: '" +
-                         addons + "'\n",
-                     &rc);
+    return applyYaml(
+        "apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata:\n  name: acme\n  namespace: acme\n"
+        "  annotations:\n    billing.kube-dc.com/addons: '" +
+            addons + "'\n",
+        &rc);
   };
   std::string out = organization(R"([{"addonId":"nope","quantity":1}])");
   ASSERT_EQ(rc, 0) << out;
@@ -373,6 +380,45 @@ TEST(AuditE2e, AddOnFindingsCloseTheGate) {
   out = organization("[]");
   ASSERT_EQ(rc, 0) << out;
   ASSERT_TRUE(acknowledgeAndReopen());
+}
+
+}  // namespace
+}  // namespace tally::runtime::e2e
+
+namespace tally::runtime::e2e {
+namespace {
+
+TEST(AuditE2e, AReleaseInFlightFreezesCreationAndIsReportedWhenStuck) {
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s));
+  writeFile(ledgerDir / "releasing.yaml",
+            record("gpu-res-7", "releasing",
+                   "  approvedBy: {product: pat@x, sre: sam@x}\nstatus:\n  activatedAt: \"2026-10-01T00:00:00Z\"\n"
+                   "  evidenceRevision: ev-1\n"));
+  // A transaction in flight closes the gate without a failure: no id to acknowledge.
+  ASSERT_TRUE(eventually([] { return gateReason() == "TransactionInFlight" || !findingCodes().empty(); }, 30s));
+  EXPECT_EQ(gateReason(), "TransactionInFlight") << findingCodes();
+  EXPECT_EQ(field("{.status.inFlightTransaction}"), "gpu-res-7");
+  EXPECT_EQ(failureId(), "");
+  // --release-stuck-after=2s: an Event and a gauge an alert can page on.
+  ASSERT_TRUE(eventually(
+      [] {
+        return metricsOf(*replica).find("tally_controller_release_stuck{pool=\"h200\",record=\"gpu-res-7\"} 1") !=
+               std::string::npos;
+      },
+      30s));
+  EXPECT_TRUE(eventually([] {
+    return kubectl(
+               "get events -n default --field-selector involvedObject.kind=GPUDeviceClass,reason=ReleaseStuck "
+               "-o jsonpath='{.items[*].message}'")
+               .find("gpu-res-7") != std::string::npos;
+  }));
+  // The release ends: creation reopens by itself.
+  fs::remove(ledgerDir / "releasing.yaml");
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gateReason() << " " << findingCodes();
+  EXPECT_TRUE(eventually([] {
+    return metricsOf(*replica).find("tally_controller_release_stuck{pool=\"h200\",record=\"gpu-res-7\"} 0") !=
+           std::string::npos;
+  }));
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ struct PoolAudit {
   model::GateState gate;
 };
 PoolAudit auditOf(const model::Cluster& cluster, const model::DeviceClass& pool,
-                    const model::AuditOptions& options = {});
+                  const model::AuditOptions& options = {});
 
 // The status of a GPUDeviceClass as the auditor writes and reads it.
 struct PoolStatus {
