@@ -344,7 +344,10 @@ void PoolAuditor::objectChanged(model::Kind kind, const std::string&) {
 }
 
 void PoolAuditor::published(const state::Snapshot& snapshot) {
-  if (!wake_ || !snapshot.ready()) return;
+  // Before the caches first synced there is nothing to audit yet; after, a
+  // cache that stops being current is audited too (a StaleCapacity finding).
+  everReady_ = everReady_ || snapshot.ready();
+  if (!wake_ || !everReady_) return;
   wake_ = false;
   for (const auto& [name, cls] : snapshot.cluster().classes) enqueue(name, options_.debounce);
 }

@@ -185,6 +185,7 @@ class PoolAuditor final : public state::Extension {
   bool sawReady_ = false;
   // The writer thread's.
   bool wake_ = true;
+  bool everReady_ = false;
 };
 
 }  // namespace tally::controller
