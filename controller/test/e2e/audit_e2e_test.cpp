@@ -269,6 +269,15 @@ TEST(AuditE2e, TheDashboardShowsThePoolsFigures) {
   EXPECT_EQ(v[9], "True");
   EXPECT_EQ(v[10], "Open");
   EXPECT_NE(metricsOf(*replica).find("tally_controller_pool_headroom{pool=\"h200\"} 7"), std::string::npos);
+  // A quiet pool is not rewritten: the auditor's own write, node heartbeats
+  // and the ledger's reads every second audit it again and change nothing.
+  const std::string version = field("{.metadata.resourceVersion}");
+  const std::string audited = field("{.status.lastAuditTime}");
+  std::this_thread::sleep_for(4s);
+  EXPECT_EQ(field("{.metadata.resourceVersion}"), version);
+  EXPECT_EQ(field("{.status.lastAuditTime}"), audited);
+  const std::string metrics = metricsOf(*replica);
+  EXPECT_NE(metrics.find("tally_controller_audits_total"), std::string::npos);
 }
 
 TEST(AuditE2e, LedgerFindingsCloseTheGateUntilTwoPeopleAcknowledge) {
