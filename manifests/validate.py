@@ -239,8 +239,8 @@ EXPECT = {
         "enums": {"spec.workload": ["vm", "pod"],
                   "spec.allocation": ["passthrough", "vgpu", "shared"],
                   "spec.nodeMode": ["vm-passthrough", "vm-vgpu", "pod-hami"]},
-        "columns": ["Allocation", "Resource", "Mode", "Devices", "Reserved", "Quota", "Spare",
-                    "Headroom", "Invariant", "Gate", "Age"],
+        "columns": ["Allocation", "Mode", "Healthy", "Reserved", "Quota", "Spare", "Headroom", "Invariant", "Gate",
+                    "Reason", "Age"],
     },
     "gpudevices.gpu.tally.dev": {
         "scope": "Namespaced", "kind": "GPUDevice", "short": "gdev",
@@ -543,7 +543,8 @@ for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
             check(w.get("failurePolicy") == "Fail", where, "failurePolicy must be Fail")
             check(w.get("matchPolicy") == "Equivalent", where, "matchPolicy must be Equivalent")
             exprs = w.get("namespaceSelector", {}).get("matchExpressions", [])
-            check(any(e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "NotIn"
+            cluster_scoped = all(r.get("scope") == "Cluster" for r in w.get("rules", []))
+            check(cluster_scoped or any(e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "NotIn"
                       and EXCLUDED <= set(e.get("values", [])) for e in exprs), where,
                   f"namespaceSelector must exclude {', '.join(sorted(EXCLUDED))}")
             svc = w.get("clientConfig", {}).get("service", {})
@@ -572,6 +573,7 @@ WANTED = {  # webhook: (configuration kind, path)
     "launcher-pods.mutate.gpu.tally.dev": ("MutatingWebhookConfiguration", "/mutate/launcher-pods"),
     "gpu-pods.validate.gpu.tally.dev": ("ValidatingWebhookConfiguration", "/validate/gpu-pods"),
     "organizations.validate.gpu.tally.dev": ("ValidatingWebhookConfiguration", "/validate/organizations"),
+    "gpudeviceclasses.validate.gpu.tally.dev": ("ValidatingWebhookConfiguration", "/validate/gpudeviceclasses"),
 }
 for wanted, (kind, path) in WANTED.items():
     if check(wanted in names, "webhooks", f"{wanted} missing"):

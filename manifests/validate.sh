@@ -229,6 +229,11 @@ PY
     expect refused-by:organizations.validate.gpu.tally.dev "Organization add-on change sent to Tally" -n "$scratch" \
       patch organization tally-validate-org --dry-run=server --type=merge \
       -p '{"metadata":{"annotations":{"billing.kube-dc.com/addons":"[{\"addonId\":\"a\",\"quantity\":1}]"}}}'
+    expect ok "class update without an acknowledgement change not sent" patch gpudeviceclass tally-validate-class \
+      --dry-run=server --type=merge -p '{"spec":{"maxCount":5}}'
+    expect refused-by:gpudeviceclasses.validate.gpu.tally.dev "acknowledgement sent to Tally" \
+      patch gpudeviceclass tally-validate-class --dry-run=server --type=merge \
+      -p '{"spec":{"gateAcknowledgements":[{"failureId":"f1","role":"sre","identity":"a"}]}}'
     k delete -f "$tmp/probe.yaml" --ignore-not-found >/dev/null
     k -n "$scratch" delete organization tally-validate-org --ignore-not-found >/dev/null
   else

@@ -26,9 +26,10 @@ std::string auditText(const model::Report& report) {
     if (pool.findings.empty() && pool.gate.open) continue;
     out += "\npool " + pool.pool + ":\n";
     for (const auto& f : pool.findings) {
-      out += "  " + std::string(model::toString(f.code)) + (!model::failsClosed(f.code) ? " (informational)"
-                                                                   : f.converging ? " (converging)"
-                                                                                  : "") +
+      out += "  " + std::string(model::toString(f.code)) +
+             (!model::failsClosed(f.code) ? " (informational)"
+              : f.converging              ? " (converging)"
+                                          : "") +
              ": " + f.message + "\n";
       out += "    to clear: " + std::string(model::remedy(f.code)) + "\n";
     }

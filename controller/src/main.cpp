@@ -17,7 +17,10 @@
 
 #include "tally/common/log.hpp"
 #include "tally/controller/catalog_endpoint.hpp"
+#include "tally/controller/alert_source.hpp"
+#include "tally/controller/class_webhook.hpp"
 #include "tally/controller/device_binder.hpp"
+#include "tally/controller/pool_auditor.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/controller/organization_webhook.hpp"
 #include "tally/controller/pod_webhooks.hpp"
@@ -61,7 +64,8 @@ struct Flags {
   std::string tlsCert, tlsKey;
   std::string certSecret = "tally-webhook-tls", certDir = "/tmp/tally-controller-certs";
   std::string serviceName = "tally-controller", serviceNamespace = "tally-system";
-  std::vector<std::string> validatingConfigurations{"tally-gpudevice-validating", "tally-organization-validating"};
+  std::vector<std::string> validatingConfigurations{"tally-gpudevice-validating", "tally-organization-validating",
+                                                    "tally-gpudeviceclass-validating"};
   std::vector<std::string> mutatingConfigurations;
   std::vector<std::string> certDnsNames, certIpAddresses;
   std::string bundlePropagation = "10s";
@@ -85,6 +89,11 @@ struct Flags {
   bool quota = true;
   std::string quotaResync = "5m";
   std::string organizationDecisionTimeout = "3s";
+  bool auditor = true;
+  std::string auditInterval = "24h", auditDebounce = "1s", auditStaleAfter = "300s", releaseStuckAfter = "24h";
+  std::string auditConvergence = "5m";
+  std::string alertmanagerUrl, alertmanagerInterval = "30s", alertmanagerTimeout = "5s";
+  std::string alertmanagerPoolLabel = "gpu_pool";
   std::string logLevel = "info", logFormat = "json";
 };
 
@@ -200,6 +209,39 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--organization-decision-timeout", f.organizationDecisionTimeout,
                  "How long an Organization add-on review waits for its decision on the state writer before it is "
                  "refused closed")
+      ->capture_default_str();
+  app.add_option("--enable-pool-auditor", f.auditor,
+                 "Audit every pool and publish its dashboard, findings and creation gate into the GPUDeviceClass "
+                 "status (on the Lease holder)")
+      ->capture_default_str();
+  app.add_option("--audit-interval", f.auditInterval,
+                 "How often every pool is audited and its status rewritten even when nothing changed")
+      ->capture_default_str();
+  app.add_option("--audit-debounce", f.auditDebounce,
+                 "How long after a change the pools are audited (changes meanwhile are audited once)")
+      ->capture_default_str();
+  app.add_option("--audit-stale-after", f.auditStaleAfter,
+                 "A cache not confirmed current for this long is a StaleCapacity finding")
+      ->capture_default_str();
+  app.add_option("--audit-convergence", f.auditConvergence,
+                 "How long a status lagging its spec (HRQ status.hard, Organization status, plan-quota not yet "
+                 "rewritten) may last: the gate is closed meanwhile and reopens by itself; beyond it the finding is an "
+                 "audit failure to acknowledge")
+      ->capture_default_str();
+  app.add_option("--release-stuck-after", f.releaseStuckAfter,
+                 "A reservation record releasing longer than this raises a ReleaseStuck Event and "
+                 "tally_controller_release_stuck")
+      ->capture_default_str();
+  app.add_option("--alertmanager-url", f.alertmanagerUrl,
+                 "Alertmanager (http://host:port) whose firing alerts with --alertmanager-pool-label close that "
+                 "pool's gate; empty: no alerts are read");
+  app.add_option("--alertmanager-interval", f.alertmanagerInterval, "How often Alertmanager's alerts are read")
+      ->capture_default_str();
+  app.add_option("--alertmanager-timeout", f.alertmanagerTimeout,
+                 "Time one read of Alertmanager may take before it counts as unreachable (every gate closes)")
+      ->capture_default_str();
+  app.add_option("--alertmanager-pool-label", f.alertmanagerPoolLabel,
+                 "Label of an alert that names the pool (GPUDeviceClass) it concerns; alerts without it are ignored")
       ->capture_default_str();
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
   app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
@@ -332,11 +374,31 @@ int main(int argc, char** argv) {
       qo.metrics = &registry;
       quota = std::make_unique<controller::QuotaReconciler>(client, qo);
     }
+    std::unique_ptr<controller::PoolAuditor> auditor;
+    if (f.auditor) {
+      controller::PoolAuditorOptions ao;
+      ao.instance = f.identity;
+      ao.interval = std::chrono::duration_cast<std::chrono::seconds>(
+          runtime::process::durationFlag("--audit-interval", f.auditInterval));
+      ao.debounce = std::chrono::duration_cast<std::chrono::milliseconds>(
+          runtime::process::durationFlag("--audit-debounce", f.auditDebounce));
+      ao.releaseStuckAfter = std::chrono::duration_cast<std::chrono::seconds>(
+          runtime::process::durationFlag("--release-stuck-after", f.releaseStuckAfter));
+      ao.audit.staleAfterSeconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                       runtime::process::durationFlag("--audit-stale-after", f.auditStaleAfter))
+                                       .count();
+      ao.audit.convergenceSeconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                        runtime::process::durationFlag("--audit-convergence", f.auditConvergence))
+                                        .count();
+      ao.metrics = &registry;
+      auditor = std::make_unique<controller::PoolAuditor>(client, ao);
+    }
     state::Writer::Options writerOptions;
     writerOptions.publishInterval = settings->publishInterval;
     writerOptions.watched = state::watchedKinds(sources);
     if (binder) writerOptions.extensions.push_back(binder.get());
     if (quota) writerOptions.extensions.push_back(quota.get());
+    if (auditor) writerOptions.extensions.push_back(auditor.get());
     controller::VmiWebhookOptions vo;
     vo.placementWait = runtime::process::durationFlag("--vmi-placement-wait", f.vmiPlacementWait);
     vo.attachTimeout = std::chrono::duration_cast<std::chrono::seconds>(
@@ -347,6 +409,19 @@ int main(int argc, char** argv) {
     writerOptions.extensions.push_back(&vmiWebhook);
     state::Writer writer(writerOptions);
     vmiWebhook.readFrom(writer.snapshots());
+    std::unique_ptr<controller::AlertSource> alerts;
+    if (!f.alertmanagerUrl.empty()) {
+      controller::AlertSourceOptions so;
+      so.url = f.alertmanagerUrl;
+      so.interval = std::chrono::duration_cast<std::chrono::milliseconds>(
+          runtime::process::durationFlag("--alertmanager-interval", f.alertmanagerInterval));
+      so.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+          runtime::process::durationFlag("--alertmanager-timeout", f.alertmanagerTimeout));
+      so.poolLabel = f.alertmanagerPoolLabel;
+      so.metrics = &registry;
+      if (auditor) so.changed = [a = auditor.get()] { a->wakeAll(); };
+      alerts = std::make_unique<controller::AlertSource>(writer, so);
+    }
     state::Informers watches(client, writer, sources,
                              state::InformerMetrics{informerEvents, informerStaleness, cacheSynced});
 
@@ -361,6 +436,10 @@ int main(int argc, char** argv) {
     if (quota) {
       quota->readFrom(writer.snapshots());
       quota->attach(manager);
+    }
+    if (auditor) {
+      auditor->readFrom(writer.snapshots());
+      auditor->attach(manager);
     }
 
     // VMI reviews wait for the binder: they run here, off the server's threads.
@@ -382,6 +461,7 @@ int main(int argc, char** argv) {
 
     writer.start();
     watches.start();
+    if (alerts) alerts->start();
 
     http::ServerOptions opsOptions;
     opsOptions.address = f.opsAddress;
@@ -438,6 +518,8 @@ int main(int argc, char** argv) {
       addWebhook(webhooks, std::string(controller::kOrganizationWebhookPath),
                  std::string(controller::kOrganizationWebhookName),
                  controller::organizationWebhook(writer.snapshots(), writer, oo), wo);
+      addWebhook(webhooks, std::string(controller::kClassWebhookPath), std::string(controller::kClassWebhookName),
+                 controller::classWebhook(), wo);
       admission::WebhookOptions vmiRoute = wo;
       vmiRoute.run = [&vmiPool](std::function<void()> review) { boost::asio::post(vmiPool, std::move(review)); };
       addWebhook(webhooks, std::string(controller::kVmiWebhookPath), "virtualmachineinstances", vmiWebhook.handler(),
@@ -463,6 +545,7 @@ int main(int argc, char** argv) {
     catalogPool.join();
     managerStop.request_stop();
     managerThread.join();
+    if (alerts) alerts->stop();
     watches.stop();
     writer.stop();
     opsServer.stop();

@@ -1,5 +1,7 @@
 #include "tally/model/vmi.hpp"
 
+#include "tally/model/audit.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -164,6 +166,9 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
                       permitted ? "the KubeVirt CR does not permit" : "no KubeVirt CR permits (there is none)",
                       cls->allocation == Allocation::Passthrough ? "pciHostDevices" : "mediatedDevices"));
     }
+    // A closed gate refuses every new GPU workload, one on held devices too
+    // (a running VMI is never stopped: this is its start).
+    if (!cls->gateOpen) s.decision.refuse(Code::GateClosed, gateClosedMessage(*cls));
     if (count > cls->maxCount) {
       s.decision.refuse(Code::CountAboveMax,
                         fmt::format("{}'s device set takes {} GPU(s) of class {}; one order may take at most {} "

@@ -59,6 +59,21 @@ class VmDoor : public ::testing::Test {
   std::unique_ptr<TotalsCapacityView> totals;
 };
 
+TEST_F(VmDoor, AClosedGateRefusesAStartOnHeldDevicesOnly) {
+  put(c, device("alpha", "held", "h200", 1, DevicePhase::Bound, "gpu-2"));
+  ASSERT_TRUE(plan(vmi("vm", {"held"})).decision.allowed());
+  DeviceClass cls = c.classes.at("h200");
+  cls.gateOpen = false;
+  cls.gateFailureId = "h200-0badf00d-100";
+  put(c, cls);
+  VmiStart s = plan(vmi("vm", {"held"}));
+  ASSERT_FALSE(s.decision.allowed());
+  ASSERT_TRUE(has(s.decision, Code::GateClosed)) << s.decision.summary();
+  EXPECT_NE(s.decision.summary().find("h200-0badf00d-100"), std::string::npos) << s.decision.summary();
+  // The held device itself is untouched by the refusal: nothing to attach or create.
+  EXPECT_TRUE(s.create.empty());
+}
+
 TEST_F(VmDoor, AHeldDeviceAndATemplateGoToTheHeldDevicesNode) {
   put(c, device("alpha", "held", "h200", 1, DevicePhase::Bound, "gpu-2"));
   VmiStart s = plan(vmi("vm", {"held"}, {{"h200", 1}}));

@@ -282,8 +282,19 @@ void Informers::stop() {
 
 void Informers::poll(std::stop_token stop) {
   auto nextLedger = std::chrono::steady_clock::now();
+  // A synced cache whose watch was heard lately is confirmed current again this
+  // often (the audit's StaleCapacity reads when a cache was last confirmed).
+  constexpr auto kConfirmEvery = std::chrono::seconds(15);
+  constexpr double kHeardWithinSeconds = 120;
+  auto nextConfirm = std::chrono::steady_clock::now() + kConfirmEvery;
   while (!stop.stop_requested()) {
+    const bool confirm = std::chrono::steady_clock::now() >= nextConfirm;
+    if (confirm) nextConfirm = std::chrono::steady_clock::now() + kConfirmEvery;
     for (auto& s : sources_) {
+      if (confirm && s->synced && s->informerSynced()) {
+        const double heard = s->stalenessSeconds();
+        if (heard >= 0 && heard < kHeardWithinSeconds) writer_.setSynced(s->kind, true);
+      }
       // Synced once the informer listed AND its handlers handed every listed
       // object to the writer (handlers run just after the store publishes).
       if (!s->synced && s->informerSynced() && s->alive.load() == static_cast<std::int64_t>(s->informerSize())) {

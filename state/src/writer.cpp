@@ -72,6 +72,15 @@ void Writer::setSynced(model::Kind kind, bool synced) { enqueue(Synced{kind, syn
 
 void Writer::post(Task task, bool urgent) { enqueue(std::move(task), urgent); }
 
+void Writer::postObjectsChange(Task task) {
+  // Runs on the writer thread, so it may mark the writer's own state.
+  enqueue(Task([this, task = std::move(task)](model::UsageIndex& index) {
+            task(index);
+            baseDirty_ = true;
+          }),
+          true);
+}
+
 void Writer::start() {
   if (thread_.joinable()) return;
   thread_ = std::jthread([this](std::stop_token st) { run(st); });

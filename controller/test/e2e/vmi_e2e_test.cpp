@@ -46,9 +46,12 @@ constexpr int kAttachTimeoutSeconds = 6;
 
 Replica* replicas[2] = {nullptr, nullptr};
 
-const std::vector<std::string> kReplicaArgs = {std::string("--mutating-webhook-configurations=") + kMutating,
-                                               "--vmi-attach-timeout=" + std::to_string(kAttachTimeoutSeconds) + "s",
-                                               "--binder-retry-interval=1s"};
+// No pool auditor: its gates are audit_e2e_test's; the vGPU pool here has an
+// unhealthy parent on purpose, which the audit reports (DegradedHealth) and
+// which would close that pool's gate.
+const std::vector<std::string> kReplicaArgs = {
+    std::string("--mutating-webhook-configurations=") + kMutating, "--enable-pool-auditor=false",
+    "--vmi-attach-timeout=" + std::to_string(kAttachTimeoutSeconds) + "s", "--binder-retry-interval=1s"};
 
 Replica& leader() {
   const std::string holder = leaseHolder();

@@ -13,8 +13,8 @@ struct GateState {
   std::string failureId;
   std::string transaction;  // the in-flight record (pending or releasing) freezing creation
   bool paused = false;      // spec.creationPaused
-  bool converging = false;  // closed only while convergent findings are younger than their bound
   std::string reason;
+  bool converging = false;  // closed only while convergent findings are younger than their bound
   // Closed by a failed audit: new grants (add-on increases) are refused too.
   bool failed() const { return !open && !failureId.empty(); }
   friend bool operator==(const GateState&, const GateState&) = default;

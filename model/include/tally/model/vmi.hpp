@@ -64,7 +64,9 @@ struct VmiStart {
 };
 // The refusal checks, in order: caches synced; the held devices exist in the
 // VMI's namespace, are not being deleted, Lost or Released, and no other VMI
-// holds them; every class is one for VMs that the KubeVirt CR permits; each
+// holds them; every class is one for VMs that the KubeVirt CR permits and whose
+// creation gate is open (GateClosed, held devices' classes too: a start is a new
+// workload; a running VMI is never stopped by it); each
 // class's GPUs of the whole set within its maxCount; the template order passes
 // checkDeviceOrder; one node holds the whole set (placed members pin it, and
 // it must have room for the rest; else placeDeviceSet finds one for all).

@@ -95,6 +95,10 @@ class Writer {
   void setSynced(model::Kind kind, bool synced);
   // `urgent`: publish as soon as it ran rather than at the next interval.
   void post(Task task, bool urgent);
+  // A task that changes what the cluster holds besides pods and the kinds the
+  // writer applies itself (the alerts): the next snapshot, published at once,
+  // copies the cluster so readers see it.
+  void postObjectsChange(Task task);
 
   // Runs the writer on its own thread; without it, callers drive flush().
   void start();

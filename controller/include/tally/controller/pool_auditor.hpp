@@ -1,0 +1,193 @@
+#pragma once
+// The pool auditor (SPEC 3.4, 3.5; leader only): after every change that can
+// move a term of a pool's capacity invariant (debounced, --audit-debounce) and
+// once a period (--audit-interval), audits each GPUDeviceClass on this
+// replica's snapshot with the model (evaluateInvariant, auditPool,
+// evaluateGate) and publishes the result as the class's status: the pool's
+// dashboard (every term of the invariant, headroom, the in-flight transaction),
+// the findings, the InvariantHolds and CreationOpen conditions and the failure
+// id the doors and the acknowledgements read.
+//
+// The gate is decided on the class as the API server has it now (read before
+// each write: its published failure id and its acknowledgements), and the
+// status is written only when something but lastAuditTime changed, or when the
+// period's audit is due, so a quiet cluster is not rewritten on every event. A
+// condition whose status did not change keeps its lastTransitionTime.
+//
+// Each change of the gate is an Event on the class (Normal CreationOpened,
+// Warning CreationClosed), so is each change of the invariant (Normal
+// InvariantHolds, Warning InvariantBroken), and a reservation record stuck in
+// `releasing` longer than --release-stuck-after (Warning ReleaseStuck). Metrics:
+// tally_controller_pool_units{pool,term}, _pool_headroom{pool},
+// _pool_gate_open{pool}, _audit_findings{pool,code}, _audit_seconds,
+// _audits_total, _release_stuck{pool,record}.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "tally/common/condition.hpp"
+#include "tally/common/snapshot_cell.hpp"
+#include "tally/model/audit.hpp"
+#include "tally/model/pool.hpp"
+#include "tally/observability/metrics.hpp"
+#include "tally/runtime/client.hpp"
+#include "tally/runtime/controller.hpp"
+#include "tally/runtime/manager.hpp"
+#include "tally/state/snapshot.hpp"
+#include "tally/state/writer.hpp"
+
+namespace tally::controller {
+
+inline constexpr std::string_view kInvariantCondition = "InvariantHolds";
+inline constexpr std::string_view kCreationOpenCondition = "CreationOpen";
+inline constexpr std::string_view kAuditFieldManager = "tally-controller";
+// At most this many findings are published (the CRD's maxItems).
+inline constexpr std::size_t kMaxPublishedFindings = 256;
+
+// One pool's audit: what the model says about it.
+struct PoolAudit {
+  model::PoolInvariant invariant;
+  std::vector<model::Finding> findings;
+  model::GateState gate;
+};
+PoolAudit auditOf(const model::Cluster& cluster, const model::DeviceClass& pool,
+                  const model::AuditOptions& options = {});
+
+// The status of a GPUDeviceClass as the auditor writes and reads it.
+struct PoolStatus {
+  struct FindingEntry {
+    std::string code, message, subject;
+    friend bool operator==(const FindingEntry&, const FindingEntry&) = default;
+  };
+  std::string nodeMode;  // the effective node mode of the pool
+  std::int64_t healthySchedulableDevices = 0;
+  std::int64_t healthySchedulableUnits = 0;
+  std::int64_t reservedDevices = 0;
+  std::int64_t nonReservedHardQuota = 0;
+  std::int64_t spareDevices = 0;
+  std::int64_t headroom = 0;
+  std::string inFlightTransaction;
+  std::string gateFailureId;
+  std::string lastAuditTime;
+  std::vector<FindingEntry> findings;
+  std::vector<Condition> conditions;
+  friend bool operator==(const PoolStatus&, const PoolStatus&) = default;
+  // Equal in all but lastAuditTime and the conditions' lastTransitionTime.
+  bool sameAs(const PoolStatus& other) const;
+};
+
+// The status the audit makes, at `now` (RFC 3339); conditions whose status is
+// the one in `current` keep its lastTransitionTime.
+PoolStatus desiredStatus(const PoolAudit& audit, const model::DeviceClass& pool, const PoolStatus* current,
+                         std::string_view now);
+
+// The CreationOpen reason of a gate: Open, AuditFailed, AwaitingAcknowledgement,
+// Converging, Paused or TransactionInFlight.
+std::string gateReason(const model::GateState& gate);
+
+// The merge patch of the status subresource that publishes `status` (empty
+// strings are removed).
+std::string statusPatch(const PoolStatus& status);
+
+// The status of a GPUDeviceClass object (JSON); an absent status is empty.
+runtime::Result<PoolStatus> decodePoolStatus(std::string_view objectJson);
+
+struct PoolEvent {
+  std::string type, reason, message;
+  friend bool operator==(const PoolEvent&, const PoolEvent&) = default;
+};
+// The Events a change of the published status makes: the gate's (status or
+// reason changed) and the invariant's (status changed).
+std::vector<PoolEvent> statusEvents(const std::string& pool, const PoolStatus* before, const PoolStatus& after);
+
+// Records in `releasing` longer than `after`: `firstSeen` holds when this
+// controller first saw each record (by id) in releasing; the record's endsAt
+// counts as its release start when it is earlier. Ids no longer releasing are
+// dropped from `firstSeen`.
+std::vector<std::string> stuckReleases(const model::Cluster& cluster, const std::string& pool,
+                                       std::map<std::string, model::Timestamp>& firstSeen, model::Timestamp now,
+                                       std::int64_t afterSeconds);
+
+struct PoolAuditorOptions {
+  std::string component = "tally-controller";  // Events' reportingComponent
+  std::string instance;                        // Events' reportingInstance
+  // Changes within this long are audited once.
+  std::chrono::milliseconds debounce{1'000};
+  // The status is rewritten at least this often (lastAuditTime moves).
+  std::chrono::seconds interval{24 * 3600};
+  std::chrono::seconds releaseStuckAfter{24 * 3600};
+  model::AuditOptions audit;
+  observability::Registry* metrics = nullptr;
+  // Unix seconds; default: the system clock.
+  std::function<std::int64_t()> clock;
+};
+
+class PoolAuditor final : public state::Extension {
+ public:
+  PoolAuditor(std::shared_ptr<runtime::Client> client, PoolAuditorOptions options);
+  ~PoolAuditor() override;
+
+  void readFrom(const SnapshotCell<state::Snapshot>& cell);
+  // Adds the leader-only controller "pool-auditor" (one worker) to the manager.
+  void attach(runtime::Manager& manager);
+  runtime::ControllerOptions controllerOptions();
+  void enqueueInto(runtime::Controller& controller) { controller_.store(&controller); }
+
+  // One pool, by class name.
+  runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop);
+
+  // Audit every pool again after the next publication (writer thread: the
+  // alert source's task calls it after it changed the alerts).
+  void wakeAll() { wake_ = true; }
+
+  // state::Extension
+  void podChanged(const std::string&, const model::Pod*) override {}
+  void objectChanged(model::Kind kind, const std::string& key) override;
+  bool tick(model::UsageIndex&, Clock::time_point) override { return false; }
+  Clock::time_point nextDeadline() const override { return Clock::time_point::max(); }
+  std::shared_ptr<const void> publish(const model::Cluster&) override { return nullptr; }
+  void published(const state::Snapshot& snapshot) override;
+  void stopped() override {}
+
+ private:
+  struct Metrics;
+  struct Pool {
+    std::optional<PoolStatus> written;  // what this term last wrote or read
+    std::chrono::steady_clock::time_point writtenAt{};
+    std::map<std::string, model::Timestamp> releasingSince;
+    std::set<std::string> stuckReported;
+    std::set<std::string> findingCodes;  // codes whose gauge is set
+    // When this term first saw each current finding (model::findingKey).
+    std::map<std::string, model::Timestamp> findingsSince;
+  };
+
+  std::int64_t now() const;
+  void startTerm();
+  void enqueue(const std::string& key, std::chrono::milliseconds delay);
+  void event(const std::string& pool, const std::string& uid, const PoolEvent& e);
+  void record(const std::string& pool, const PoolAudit& audit, Pool& state, double seconds);
+  void forget(const std::string& pool);
+
+  std::shared_ptr<runtime::Client> client_;
+  PoolAuditorOptions options_;
+  const SnapshotCell<state::Snapshot>* cell_ = nullptr;
+  std::atomic<runtime::Controller*> controller_{nullptr};
+  std::unique_ptr<Metrics> metrics_;
+  // The worker's.
+  std::map<std::string, Pool> pools_;
+  bool sawReady_ = false;
+  // The writer thread's.
+  bool wake_ = true;
+  bool everReady_ = false;
+};
+
+}  // namespace tally::controller

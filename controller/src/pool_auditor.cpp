@@ -1,0 +1,555 @@
+#include "tally/controller/pool_auditor.hpp"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <algorithm>
+
+#include "tally/codec/codecs.hpp"
+#include "tally/codec/json_text.hpp"
+#include "tally/common/json.hpp"
+#include "tally/common/log.hpp"
+#include "tally/common/rfc3339.hpp"
+
+namespace tally::controller {
+
+namespace obs = tally::observability;
+using runtime::ReconcileResult;
+
+namespace {
+
+const runtime::Resource& classesResource() {
+  static const runtime::Resource res = runtime::Resource::of("gpu.tally.dev", "v1alpha1", "gpudeviceclasses");
+  return res;
+}
+
+std::string truncated(std::string text, std::size_t max) {
+  if (text.size() > max) {
+    text.resize(max - 3);
+    text += "...";
+  }
+  return text;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+Condition invariantCondition(const model::PoolInvariant& inv) {
+  Condition c;
+  c.type = std::string(kInvariantCondition);
+  if (!inv.unknown.empty()) {
+    c.status = "Unknown";
+    c.reason = "TermsUnknown";
+    c.message = fmt::format("the invariant of pool {} cannot be evaluated: {}", inv.pool, joined(inv.unknown));
+  } else if (inv.holds()) {
+    c.status = "True";
+    c.reason = "Holds";
+    c.message = inv.equation();
+  } else {
+    c.status = "False";
+    c.reason = "InvariantBroken";
+    c.message = fmt::format("{}: oversold by {} unit(s)", inv.equation(), -inv.headroom);
+  }
+  return c;
+}
+
+}  // namespace
+
+PoolAudit auditOf(const model::Cluster& cluster, const model::DeviceClass& pool, const model::AuditOptions& options) {
+  PoolAudit a;
+  a.invariant = model::evaluateInvariant(cluster, pool);
+  a.findings = model::auditPool(cluster, pool, options);
+  a.gate = model::evaluateGate(cluster, pool, a.findings);
+  return a;
+}
+
+bool PoolStatus::sameAs(const PoolStatus& other) const {
+  PoolStatus a = *this, b = other;
+  a.lastAuditTime.clear();
+  b.lastAuditTime.clear();
+  for (auto* s : {&a, &b}) {
+    for (auto& c : s->conditions) c.lastTransitionTime.clear();
+  }
+  return a == b;
+}
+
+std::string gateReason(const model::GateState& gate) {
+  if (gate.open) return "Open";
+  if (gate.paused) return "Paused";
+  if (!gate.transaction.empty()) return "TransactionInFlight";
+  if (gate.reason.starts_with("findings cleared")) return "AwaitingAcknowledgement";
+  if (gate.converging) return "Converging";
+  return "AuditFailed";
+}
+
+PoolStatus desiredStatus(const PoolAudit& audit, const model::DeviceClass& pool, const PoolStatus* current,
+                         std::string_view now) {
+  const model::PoolInvariant& inv = audit.invariant;
+  const std::int64_t perDevice = std::max<std::int64_t>(1, inv.unitsPerDevice);
+  PoolStatus s;
+  s.nodeMode = std::string(model::toString(pool.nodeMode));
+  s.healthySchedulableDevices = std::max<std::int64_t>(0, inv.healthySchedulableDevices);
+  s.healthySchedulableUnits = std::max<std::int64_t>(0, inv.healthy.units);
+  s.reservedDevices = std::max<std::int64_t>(0, inv.reserved.units / perDevice);
+  s.nonReservedHardQuota = std::max<std::int64_t>(0, inv.nonReservedHard.units);
+  s.spareDevices = std::max<std::int64_t>(0, inv.spare.units / perDevice);
+  s.headroom = inv.headroom;
+  s.inFlightTransaction = audit.gate.transaction;
+  s.gateFailureId = audit.gate.open ? std::string() : audit.gate.failureId;
+  s.lastAuditTime = std::string(now);
+  for (const auto& f : audit.findings) {
+    if (s.findings.size() == kMaxPublishedFindings) break;
+    s.findings.push_back({std::string(model::toString(f.code)), truncated(f.message, 4096), truncated(f.subject, 512)});
+  }
+  if (current) s.conditions = current->conditions;
+  std::erase_if(s.conditions,
+                [](const Condition& c) { return c.type != kInvariantCondition && c.type != kCreationOpenCondition; });
+  setCondition(s.conditions, invariantCondition(inv), now);
+  Condition gate;
+  gate.type = std::string(kCreationOpenCondition);
+  gate.status = audit.gate.open ? "True" : "False";
+  gate.reason = gateReason(audit.gate);
+  gate.message = truncated(audit.gate.reason, 32768);
+  setCondition(s.conditions, std::move(gate), now);
+  std::sort(s.conditions.begin(), s.conditions.end(),
+            [](const Condition& a, const Condition& b) { return a.type < b.type; });
+  return s;
+}
+
+std::string statusPatch(const PoolStatus& s) {
+  // Built by hand: a merge patch removes an empty string field with null.
+  std::string out = "{\"status\":{";
+  auto text = [&](std::string_view name, const std::string& v) {
+    out += jsonString(name) + ":" + (v.empty() ? std::string("null") : jsonString(v)) + ",";
+  };
+  auto number = [&](std::string_view name, std::int64_t v) { out += jsonString(name) + ":" + std::to_string(v) + ","; };
+  text("nodeMode", s.nodeMode);
+  number("healthySchedulableDevices", s.healthySchedulableDevices);
+  number("healthySchedulableUnits", s.healthySchedulableUnits);
+  number("reservedDevices", s.reservedDevices);
+  number("nonReservedHardQuota", s.nonReservedHardQuota);
+  number("spareDevices", s.spareDevices);
+  number("headroom", s.headroom);
+  text("inFlightTransaction", s.inFlightTransaction);
+  text("gateFailureId", s.gateFailureId);
+  text("lastAuditTime", s.lastAuditTime);
+  JsonWriter findings;
+  findings.beginArray();
+  for (const auto& f : s.findings) {
+    findings.beginObject().field("code", f.code).field("message", f.message);
+    if (!f.subject.empty()) findings.field("subject", f.subject);
+    findings.endObject();
+  }
+  findings.endArray();
+  out += "\"findings\":" + findings.str() + ",";
+  JsonWriter conditions;
+  writeConditions(conditions, s.conditions);
+  out += "\"conditions\":" + conditions.str() + "}}";
+  return out;
+}
+
+runtime::Result<PoolStatus> decodePoolStatus(std::string_view objectJson) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  auto bad = [](std::string what) { return runtime::Error(runtime::ErrorCode::kDecode, "GPUDeviceClass " + what); };
+  if (parser.parse(objectJson.data(), objectJson.size()).get(doc)) return bad("is not JSON");
+  PoolStatus s;
+  simdjson::dom::element status;
+  if (doc["status"].get(status)) return s;
+  simdjson::dom::object obj;
+  if (status.get(obj)) return bad("status is not an object");
+  auto str = [](simdjson::dom::element e, std::string& out) {
+    std::string_view v;
+    if (!e.get(v)) out = std::string(v);
+  };
+  auto num = [](simdjson::dom::element e, std::int64_t& out) {
+    std::int64_t v = 0;
+    if (!e.get(v)) out = v;
+  };
+  for (auto [key, value] : obj) {
+    if (key == "nodeMode") str(value, s.nodeMode);
+    if (key == "healthySchedulableDevices") num(value, s.healthySchedulableDevices);
+    if (key == "healthySchedulableUnits") num(value, s.healthySchedulableUnits);
+    if (key == "reservedDevices") num(value, s.reservedDevices);
+    if (key == "nonReservedHardQuota") num(value, s.nonReservedHardQuota);
+    if (key == "spareDevices") num(value, s.spareDevices);
+    if (key == "headroom") num(value, s.headroom);
+    if (key == "inFlightTransaction") str(value, s.inFlightTransaction);
+    if (key == "gateFailureId") str(value, s.gateFailureId);
+    if (key == "lastAuditTime") str(value, s.lastAuditTime);
+    if (key == "findings") {
+      simdjson::dom::array items;
+      if (value.get(items)) return bad("status.findings is not an array");
+      for (auto item : items) {
+        PoolStatus::FindingEntry f;
+        simdjson::dom::element e;
+        if (!item["code"].get(e)) str(e, f.code);
+        if (!item["message"].get(e)) str(e, f.message);
+        if (!item["subject"].get(e)) str(e, f.subject);
+        s.findings.push_back(std::move(f));
+      }
+    }
+    if (key == "conditions") {
+      simdjson::dom::array items;
+      if (value.get(items)) return bad("status.conditions is not an array");
+      for (auto item : items) {
+        Condition c;
+        simdjson::dom::element e;
+        if (!item["type"].get(e)) str(e, c.type);
+        if (!item["status"].get(e)) str(e, c.status);
+        if (!item["reason"].get(e)) str(e, c.reason);
+        if (!item["message"].get(e)) str(e, c.message);
+        if (!item["lastTransitionTime"].get(e)) str(e, c.lastTransitionTime);
+        if (!item["observedGeneration"].get(e)) num(e, c.observedGeneration);
+        s.conditions.push_back(std::move(c));
+      }
+      std::sort(s.conditions.begin(), s.conditions.end(),
+                [](const Condition& a, const Condition& b) { return a.type < b.type; });
+    }
+  }
+  return s;
+}
+
+std::vector<PoolEvent> statusEvents(const std::string& pool, const PoolStatus* before, const PoolStatus& after) {
+  std::vector<PoolEvent> out;
+  auto find = [](const PoolStatus* s, std::string_view type) -> const Condition* {
+    return s ? findCondition(s->conditions, type) : nullptr;
+  };
+  const Condition* gateBefore = find(before, kCreationOpenCondition);
+  const Condition* gateAfter = find(&after, kCreationOpenCondition);
+  if (gateAfter &&
+      (!gateBefore || gateBefore->status != gateAfter->status || gateBefore->reason != gateAfter->reason)) {
+    if (gateAfter->status == "True") {
+      out.push_back(
+          {"Normal", "CreationOpened", fmt::format("creation in pool {} is open: {}", pool, gateAfter->message)});
+    } else {
+      out.push_back(
+          {"Warning", "CreationClosed",
+           fmt::format("creation in pool {} is closed ({}{}): {}", pool, gateAfter->reason,
+                       after.gateFailureId.empty() ? "" : ", failure " + after.gateFailureId, gateAfter->message)});
+    }
+  }
+  const Condition* invBefore = find(before, kInvariantCondition);
+  const Condition* invAfter = find(&after, kInvariantCondition);
+  if (invAfter && (!invBefore || invBefore->status != invAfter->status)) {
+    if (invAfter->status == "True") {
+      out.push_back({"Normal", "InvariantHolds", invAfter->message});
+    } else {
+      out.push_back({"Warning", "InvariantBroken", invAfter->message});
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> stuckReleases(const model::Cluster& cluster, const std::string& pool,
+                                       std::map<std::string, model::Timestamp>& firstSeen, model::Timestamp now,
+                                       std::int64_t afterSeconds) {
+  std::set<std::string> releasing;
+  std::vector<std::string> stuck;
+  for (const auto& r : cluster.ledger.records) {
+    if (r.profileId != pool || r.state != model::ReservationState::Releasing) continue;
+    releasing.insert(r.id);
+    auto [it, added] = firstSeen.emplace(r.id, now);
+    model::Timestamp since = it->second;
+    if (r.endsAt && *r.endsAt < since) since = *r.endsAt;
+    if (now - since > afterSeconds) stuck.push_back(r.id);
+  }
+  std::erase_if(firstSeen, [&](const auto& kv) { return !releasing.contains(kv.first); });
+  return stuck;
+}
+
+// --- The controller ----------------------------------------------------------
+
+struct PoolAuditor::Metrics {
+  explicit Metrics(obs::Registry& r)
+      : units(r.gauge("tally_controller_pool_units",
+                      "Terms of each pool's capacity invariant in the pool's quota unit (healthy, reserved, quota, "
+                      "spare).",
+                      {"pool", "term"})),
+        headroom(r.gauge("tally_controller_pool_headroom",
+                         "Healthy units minus reserved, non-reserved hard quota and spare; negative when oversold.",
+                         {"pool"})),
+        gateOpen(r.gauge("tally_controller_pool_gate_open", "1 when the pool's creation gate is open.", {"pool"})),
+        findings(r.gauge("tally_controller_audit_findings", "Findings of the pool's last audit, by code.",
+                         {"pool", "code"})),
+        seconds(r.histogram("tally_controller_audit_seconds", "Time to audit one pool (model only).",
+                            obs::exponentialBuckets(0.0001, 4, 10))
+                    .with({})),
+        audits(r.counter("tally_controller_audits_total", "Pool audits run.").with({})),
+        stuck(r.gauge("tally_controller_release_stuck",
+                      "1 while a reservation record has been releasing longer than --release-stuck-after.",
+                      {"pool", "record"})) {}
+  obs::Family<obs::Gauge>& units;
+  obs::Family<obs::Gauge>& headroom;
+  obs::Family<obs::Gauge>& gateOpen;
+  obs::Family<obs::Gauge>& findings;
+  obs::Histogram& seconds;
+  obs::Counter& audits;
+  obs::Family<obs::Gauge>& stuck;
+};
+
+PoolAuditor::PoolAuditor(std::shared_ptr<runtime::Client> client, PoolAuditorOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (options_.metrics) metrics_ = std::make_unique<Metrics>(*options_.metrics);
+}
+
+PoolAuditor::~PoolAuditor() = default;
+
+void PoolAuditor::readFrom(const SnapshotCell<state::Snapshot>& cell) { cell_ = &cell; }
+
+std::int64_t PoolAuditor::now() const {
+  return options_.clock ? options_.clock() : toUnixTime(std::chrono::system_clock::now()).seconds;
+}
+
+runtime::ControllerOptions PoolAuditor::controllerOptions() {
+  runtime::ControllerOptions o;
+  o.name = "pool-auditor";
+  o.workers = 1;
+  o.leaderOnly = true;
+  o.onStart = [this] { startTerm(); };
+  return o;
+}
+
+void PoolAuditor::attach(runtime::Manager& manager) {
+  runtime::Controller& c = manager.controller(
+      controllerOptions(), [this](const std::string& key, std::stop_token stop) { return reconcile(key, stop); });
+  enqueueInto(c);
+}
+
+void PoolAuditor::enqueue(const std::string& key, std::chrono::milliseconds delay) {
+  if (runtime::Controller* c = controller_.load()) {
+    if (delay.count() > 0) {
+      c->enqueueAfter(key, delay);
+    } else {
+      c->enqueue(key);
+    }
+  }
+}
+
+// A new term trusts nothing it wrote in the last one: the first audit of each
+// pool reads what the class holds.
+void PoolAuditor::startTerm() {
+  for (auto& [name, p] : pools_) p.written.reset();
+  if (!cell_) return;
+  auto snap = cell_->read();
+  if (!snap) return;
+  for (const auto& [name, cls] : snap->cluster().classes) enqueue(name, std::chrono::milliseconds(0));
+}
+
+void PoolAuditor::objectChanged(model::Kind kind, const std::string&) {
+  // Pods and VMIs move no term of the invariant nor any finding.
+  if (kind != model::Kind::Pod && kind != model::Kind::VirtualMachineInstance) wake_ = true;
+}
+
+void PoolAuditor::published(const state::Snapshot& snapshot) {
+  // Before the caches first synced there is nothing to audit yet; after, a
+  // cache that stops being current is audited too (a StaleCapacity finding).
+  everReady_ = everReady_ || snapshot.ready();
+  if (!wake_ || !everReady_) return;
+  wake_ = false;
+  for (const auto& [name, cls] : snapshot.cluster().classes) enqueue(name, options_.debounce);
+}
+
+void PoolAuditor::event(const std::string& pool, const std::string& uid, const PoolEvent& e) {
+  runtime::EventRecord r;
+  r.involved = {"gpu.tally.dev/v1alpha1", "GPUDeviceClass", "", pool, uid};
+  r.type = e.type;
+  r.reason = e.reason;
+  r.message = truncated(e.message, 1024);
+  r.reportingComponent = options_.component;
+  r.reportingInstance = options_.instance;
+  if (auto st = client_->createEvent(r); !st) {
+    logWarning("pool auditor: event not recorded",
+               {{"pool", pool}, {"reason", e.reason}, {"error", st.error().describe()}});
+  }
+}
+
+void PoolAuditor::record(const std::string& pool, const PoolAudit& audit, Pool& state, double seconds) {
+  if (!metrics_) return;
+  metrics_->audits.inc();
+  metrics_->seconds.observe(seconds);
+  const auto& inv = audit.invariant;
+  metrics_->units.with({pool, "healthy"}).set(static_cast<double>(inv.healthy.units));
+  metrics_->units.with({pool, "reserved"}).set(static_cast<double>(inv.reserved.units));
+  metrics_->units.with({pool, "quota"}).set(static_cast<double>(inv.nonReservedHard.units));
+  metrics_->units.with({pool, "spare"}).set(static_cast<double>(inv.spare.units));
+  metrics_->headroom.with({pool}).set(static_cast<double>(inv.headroom));
+  metrics_->gateOpen.with({pool}).set(audit.gate.open ? 1 : 0);
+  std::map<std::string, int> counts;
+  for (const auto& f : audit.findings) counts[std::string(model::toString(f.code))]++;
+  for (const auto& code : state.findingCodes) {
+    if (!counts.contains(code)) metrics_->findings.with({pool, code}).set(0);
+  }
+  state.findingCodes.clear();
+  for (const auto& [code, n] : counts) {
+    metrics_->findings.with({pool, code}).set(n);
+    state.findingCodes.insert(code);
+  }
+}
+
+void PoolAuditor::forget(const std::string& pool) {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  if (metrics_) {
+    metrics_->gateOpen.with({pool}).set(0);
+    for (const auto& id : it->second.stuckReported) metrics_->stuck.with({pool, id}).set(0);
+  }
+  pools_.erase(it);
+}
+
+runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool, std::stop_token) {
+  using std::chrono::steady_clock;
+  const auto retry = std::max(options_.debounce, std::chrono::milliseconds(1'000));
+  if (!cell_) return ReconcileResult::done();
+  auto snap = cell_->read();
+  // Until every cache synced once, an audit would only find them unsynced and
+  // close every gate at each restart: it waits. A cache that stops being
+  // current later is a finding.
+  if (!sawReady_) {
+    if (!snap || !snap->ready()) return ReconcileResult::requeueAfter(retry);
+    sawReady_ = true;
+  }
+  const model::Cluster& cluster = snap->cluster();
+  auto found = cluster.classes.find(pool);
+  if (found == cluster.classes.end()) {
+    forget(pool);
+    return ReconcileResult::done();
+  }
+  Pool& state = pools_[pool];
+  const std::int64_t unixNow = now();
+  const std::string nowText = formatRfc3339(unixNow);
+  const auto periodDue = [&] { return !state.written || steady_clock::now() - state.writtenAt >= options_.interval; };
+  // Convergent findings are converging for options_.audit.convergenceSeconds
+  // from when this term first saw them (a new leader starts them again: its
+  // gate stays closed meanwhile), then they are failures: the pool is audited
+  // again when the first of them comes due.
+  model::AuditOptions auditOptions = options_.audit;
+  auditOptions.firstSeen = &state.findingsSince;
+  std::optional<model::Timestamp> convergenceDue;
+  const auto settle = [&](const PoolAudit& audit) {
+    std::map<std::string, model::Timestamp> seen;
+    convergenceDue.reset();
+    for (const auto& f : audit.findings) {
+      const std::string key = model::findingKey(f);
+      auto it = state.findingsSince.find(key);
+      const model::Timestamp since = it == state.findingsSince.end() ? unixNow : it->second;
+      seen.emplace(key, since);
+      if (f.converging) {
+        const model::Timestamp due = since + options_.audit.convergenceSeconds;
+        convergenceDue = convergenceDue ? std::min(*convergenceDue, due) : due;
+      }
+    }
+    state.findingsSince = std::move(seen);
+  };
+  const auto nextPeriod = [&] {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(options_.interval -
+                                                                      (steady_clock::now() - state.writtenAt));
+    if (convergenceDue) {
+      left = std::min(left, std::chrono::milliseconds((*convergenceDue - unixNow) * 1'000 + 1'000));
+    }
+    return ReconcileResult::requeueAfter(std::max(left, std::chrono::milliseconds(1'000)));
+  };
+
+  // Reservation records stuck in releasing (on the snapshot's ledger).
+  for (const auto& id :
+       stuckReleases(cluster, pool, state.releasingSince, unixNow, options_.releaseStuckAfter.count())) {
+    if (!state.stuckReported.insert(id).second) continue;
+    event(pool, "",
+          {"Warning", "ReleaseStuck",
+           fmt::format("reservation record {} of pool {} has been releasing for more than {}s "
+                       "(--release-stuck-after): finish or correct the release",
+                       id, pool, options_.releaseStuckAfter.count())});
+    if (metrics_) metrics_->stuck.with({pool, id}).set(1);
+  }
+  for (auto it = state.stuckReported.begin(); it != state.stuckReported.end();) {
+    if (state.releasingSince.contains(*it)) {
+      ++it;
+      continue;
+    }
+    if (metrics_) metrics_->stuck.with({pool, *it}).set(0);
+    it = state.stuckReported.erase(it);
+  }
+
+  // On the snapshot's class first: nothing changed since the last write, and
+  // the period is not due, is the common case and needs no read.
+  const auto started = steady_clock::now();
+  if (state.written && !periodDue()) {
+    PoolAudit quick = auditOf(cluster, found->second, auditOptions);
+    settle(quick);
+    PoolStatus candidate = desiredStatus(quick, found->second, &*state.written, nowText);
+    if (candidate.sameAs(*state.written)) {
+      record(pool, quick, state, std::chrono::duration<double>(steady_clock::now() - started).count());
+      return nextPeriod();
+    }
+  }
+
+  // The class as the API server has it: its published failure id and its
+  // acknowledgements decide the gate.
+  auto body = client_->get(classesResource(), pool);
+  if (!body) {
+    if (body.error().is(runtime::ErrorCode::kNotFound)) {
+      forget(pool);
+      return ReconcileResult::done();
+    }
+    return std::move(body).error().withContext("read gpudeviceclass " + pool);
+  }
+  codec::ObjectMeta meta;
+  auto fresh = codec::decodeText<codec::DeviceClassCodec>(*body);
+  if (!fresh) {
+    return runtime::Error(runtime::ErrorCode::kDecode,
+                          "gpudeviceclass " + pool + " cannot be read: " + fresh.error().describe());
+  }
+  auto current = decodePoolStatus(*body);
+  if (!current) return std::move(current).error();
+  std::string uid;
+  {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view v;
+    if (!parser.parse(body->data(), body->size()).get(doc) && !doc["metadata"]["uid"].get(v)) uid = std::string(v);
+  }
+  const auto auditStarted = steady_clock::now();
+  PoolAudit audit = auditOf(cluster, *fresh, auditOptions);
+  settle(audit);
+  const double seconds = std::chrono::duration<double>(steady_clock::now() - auditStarted).count();
+  PoolStatus desired = desiredStatus(audit, *fresh, &*current, nowText);
+  record(pool, audit, state, seconds);
+  const bool due = periodDue() && (current->lastAuditTime.empty() || [&] {
+                     auto last = parseRfc3339(current->lastAuditTime);
+                     return !last || unixNow - last->seconds >= options_.interval.count();
+                   }());
+  if (desired.sameAs(*current) && !due) {
+    state.written = *current;
+    if (state.writtenAt == steady_clock::time_point{}) state.writtenAt = steady_clock::now();
+    return nextPeriod();
+  }
+  runtime::PatchOptions po;
+  po.fieldManager = std::string(kAuditFieldManager);
+  po.subresource = "status";
+  auto patched = client_->patch(classesResource(), pool, runtime::PatchType::kMerge, statusPatch(desired), po);
+  if (!patched) {
+    if (patched.error().is(runtime::ErrorCode::kNotFound)) {
+      forget(pool);
+      return ReconcileResult::done();
+    }
+    return std::move(patched).error().withContext("status of gpudeviceclass " + pool);
+  }
+  for (const auto& e : statusEvents(pool, &*current, desired)) event(pool, uid, e);
+  if (!desired.sameAs(*current)) {
+    const Condition* gate = findCondition(desired.conditions, kCreationOpenCondition);
+    logInfo("pool audited", {{"pool", pool},
+                             {"gate", gate ? gate->status : ""},
+                             {"reason", gate ? gate->reason : ""},
+                             {"failureId", desired.gateFailureId},
+                             {"findings", static_cast<std::int64_t>(desired.findings.size())},
+                             {"headroom", desired.headroom}});
+  }
+  state.written = desired;
+  state.writtenAt = steady_clock::now();
+  return nextPeriod();
+}
+
+}  // namespace tally::controller
