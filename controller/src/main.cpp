@@ -17,6 +17,7 @@
 
 #include "tally/common/log.hpp"
 #include "tally/controller/device_binder.hpp"
+#include "tally/controller/usage_recorder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/controller/pod_webhooks.hpp"
 #include "tally/controller/readiness.hpp"
@@ -77,6 +78,8 @@ struct Flags {
   std::string vmiPlacementWait = "5s";
   unsigned vmiWorkers = 16;
   std::string vmiAttachTimeout = "60s";
+  bool usageRecorder = true;
+  std::string usageNamespace = "tally-system", usageInterval = "60s", usageCheckInterval = "5s";
   std::string logLevel = "info", logFormat = "json";
 };
 
@@ -175,6 +178,18 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--vmi-attach-timeout", f.vmiAttachTimeout,
                  "How long an attachment of a VMI's devices waits for the VMI to appear before the binder undoes it "
                  "(the VMI's create was refused or failed later in admission)")
+      ->capture_default_str();
+  app.add_option("--enable-usage-recorder", f.usageRecorder,
+                 "Run the usage recorder (leader-only): GPU unit-seconds per holder in tally-usage-YYYYMMDD "
+                 "ConfigMaps, exported at GET /usage on the ops port")
+      ->capture_default_str();
+  app.add_option("--usage-namespace", f.usageNamespace, "Namespace of the tally-usage-YYYYMMDD ConfigMaps")
+      ->capture_default_str();
+  app.add_option("--usage-interval", f.usageInterval,
+                 "Longest time between two usage flushes (a change of the holders flushes sooner)")
+      ->capture_default_str();
+  app.add_option("--usage-check-interval", f.usageCheckInterval,
+                 "How often the usage recorder compares the holders with those of its last flush")
       ->capture_default_str();
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
   app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
@@ -312,6 +327,15 @@ int main(int argc, char** argv) {
     writerOptions.extensions.push_back(&vmiWebhook);
     state::Writer writer(writerOptions);
     vmiWebhook.readFrom(writer.snapshots());
+    std::unique_ptr<controller::UsageRecorder> usage;
+    if (f.usageRecorder) {
+      controller::UsageRecorderOptions uo;
+      uo.ns = f.usageNamespace;
+      uo.interval = runtime::process::durationFlag("--usage-interval", f.usageInterval);
+      uo.checkInterval = runtime::process::durationFlag("--usage-check-interval", f.usageCheckInterval);
+      uo.metrics = &registry;
+      usage = std::make_unique<controller::UsageRecorder>(client, writer, uo);
+    }
     state::Informers watches(client, writer, sources,
                              state::InformerMetrics{informerEvents, informerStaleness, cacheSynced});
 
@@ -323,6 +347,7 @@ int main(int argc, char** argv) {
       binder->readFrom(writer.snapshots());
       binder->attach(manager);
     }
+    if (usage) usage->attach(manager);
 
     // VMI reviews wait for the binder: they run here, off the server's threads.
     boost::asio::thread_pool vmiPool(std::max(1u, f.vmiWorkers));
@@ -349,6 +374,7 @@ int main(int argc, char** argv) {
                                          return controller::readiness(*snap, {keeper.ready(), serving.load()});
                                        },
                                    .metrics = [&registry] { return registry.render(); }});
+    if (usage) controller::addUsageRoute(ops, *usage, writer.snapshots());
     http::Server opsServer(opsOptions, std::move(ops));
     opsServer.start();
 
