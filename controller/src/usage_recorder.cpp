@@ -60,8 +60,8 @@ struct UsageRecorder::Metrics {
                           "day's ConfigMap would pass the object size limit: nothing recorded), error.",
                           {"result"})),
         unitSeconds(r.counter("tally_controller_usage_unit_seconds_total",
-                              "GPU unit-seconds the usage recorder persisted, by device class (\"\": a pod's "
-                              "resource no class serves).",
+                              "GPU unit-seconds the usage recorder persisted, by device class (the class's own "
+                              "resource only).",
                               {"class"})) {}
   obs::Family<obs::Counter>& flushes;
   obs::Family<obs::Counter>& unitSeconds;
@@ -184,8 +184,11 @@ runtime::Status UsageRecorder::flush(model::Timestamp t, const std::vector<model
     }
     count("ok");
     if (metrics_) {
-      for (const auto& b : added)
+      for (const auto& b : added) {
+        // A class's own unit only (a pod's gpumem or gpucores is a record, not GPU units).
+        if (b.holder.className.empty()) continue;
         metrics_->unitSeconds.with({b.holder.className}).inc(static_cast<std::uint64_t>(b.unitSeconds));
+      }
     }
     through_ = until;
     if (until < t) {
