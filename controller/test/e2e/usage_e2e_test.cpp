@@ -116,10 +116,14 @@ TEST(Usage, AHeldDeviceAccruesCountTimesElapsedAcrossALeaderChangeAndTallyctlRea
   Replica* second = first == replicas[0] ? replicas[1] : replicas[0];
   ASSERT_TRUE(eventually([second] { return leaseHolder() == second->identity; }, 30s))
       << "the standby never took the Lease";
+  ASSERT_TRUE(pointAt(kConfiguration, second->webhookPort));  // the webhook of the replica still running
   std::this_thread::sleep_for(6s);
 
-  kubectl("delete gpudevice held -n acme --wait=false", &rc);
-  ASSERT_EQ(rc, 0);
+  std::string deleted;
+  ASSERT_TRUE(eventually([&] {
+    deleted = kubectl("delete gpudevice held -n acme --wait=false", &rc);
+    return rc == 0;
+  })) << deleted;
   ASSERT_TRUE(eventually([] {
     std::string p = phaseOf("acme", "held");
     return p == "<gone>" || p == "Released";
