@@ -269,6 +269,7 @@ class Informers::LedgerSource {
     h.onAdd = [this](Keyed<codec::LedgerConfigMapCodec>&& cm) { revision(std::move(cm.value)); };
     h.onUpdate = [this](const Identity&, Keyed<codec::LedgerConfigMapCodec>&& cm) { revision(std::move(cm.value)); };
     h.onDelete = [this](const Identity&) {
+      absentReported_ = true;  // the deletion says it: the poller need not add "does not exist"
       failed("configmap/" + configMap_.describe(), "the ledger ConfigMap was deleted");
     };
     informer_->addHandlers(std::move(h));
