@@ -51,4 +51,13 @@ struct AuditCommandOptions {
 };
 int runAudit(const AuditCommandOptions& options);
 
+// usage: the usage records and billing windows of [since, until) as JSON lines.
+struct UsageOptions {
+  InputOptions input;  // --snapshot (offline) and --ledger
+  std::string since, until;
+  std::string kubeconfig, context;
+  std::string ns = "tally-system";  // of the tally-usage-* ConfigMaps
+};
+int runUsage(const UsageOptions& options);
+
 }  // namespace tally::cli

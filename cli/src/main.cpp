@@ -48,6 +48,26 @@ int main(int argc, char** argv) {
                               "The same ledger at its previous revision: every record may change only along the "
                               "state machine, and none may disappear");
 
+  UsageOptions usage;
+  auto* usageCommand = app.add_subcommand(
+      "usage",
+      "GPU unit-seconds per holder (hourly UTC buckets) and reservation billing windows (activatedAt to "
+      "releasedAt) of [--since, --until), as JSON lines: from the live cluster's tally-usage-YYYYMMDD ConfigMaps "
+      "(the controller's usage recorder; the same lines as its GET /usage), or, with --snapshot, what the "
+      "snapshot's holders accrue over the period");
+  usageCommand->add_option("--since", usage.since, "Start (RFC 3339, inclusive)")->required();
+  usageCommand->add_option("--until", usage.until, "End (RFC 3339, exclusive; default: now)");
+  usageCommand->add_option("--snapshot", usage.input.snapshotFile,
+                           "Kubernetes List JSON: accrue its holders instead of reading the cluster");
+  usageCommand->add_option("--ledger", usage.input.ledgerDirectory,
+                           "Directory of GPUReservationRecord YAML files: the billing windows");
+  usageCommand->add_option("--now", usage.input.now, "The snapshot's time (RFC 3339; default: now)");
+  usageCommand->add_option("--kubeconfig", usage.kubeconfig,
+                           "Kubeconfig of the live cluster; empty: $KUBECONFIG, in-cluster, then ~/.kube/config");
+  usageCommand->add_option("--context", usage.context, "Kubeconfig context; empty: the current one");
+  usageCommand->add_option("--namespace,-n", usage.ns, "Namespace of the tally-usage-* ConfigMaps")
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -60,5 +80,6 @@ int main(int argc, char** argv) {
   if (*planCommand) return runPlan(plan);
   if (*optionsCommand) return runOptions(options);
   if (*auditCommand) return runAudit(audit);
+  if (*usageCommand) return runUsage(usage);
   return kExitBadInput;
 }

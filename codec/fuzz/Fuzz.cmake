@@ -12,6 +12,13 @@ target_compile_definitions(codec_fuzz_replay PRIVATE TALLY_FUZZ_REPORT)
 set_target_properties(codec_fuzz_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
 add_test(NAME codec_fuzz_replay COMMAND codec_fuzz_replay ${CMAKE_CURRENT_LIST_DIR}/corpus)
 set_tests_properties(codec_fuzz_replay PROPERTIES LABELS codec TIMEOUT 300)
+# The ledger ConfigMap decoder's target (--ledger-configmap), replayed the same way.
+add_executable(codec_ledger_fuzz_replay ${CMAKE_CURRENT_LIST_DIR}/ledger_configmap_fuzzer.cpp
+               ${CMAKE_CURRENT_LIST_DIR}/replay_main.cpp)
+target_link_libraries(codec_ledger_fuzz_replay PRIVATE tally_codec tally_model tally_options)
+set_target_properties(codec_ledger_fuzz_replay PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+add_test(NAME codec_ledger_fuzz_replay COMMAND codec_ledger_fuzz_replay ${CMAKE_CURRENT_LIST_DIR}/ledger-corpus)
+set_tests_properties(codec_ledger_fuzz_replay PROPERTIES LABELS codec TIMEOUT 300)
 
 if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
@@ -35,6 +42,10 @@ if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
     add_test(NAME codec_snapshot_fuzz_smoke
       COMMAND sh -c "mkdir -p '${TALLY_FUZZ_WORK}' && exec '${TALLY_FUZZ_BINARY_DIR}/codec_snapshot_fuzzer' -runs=20000 -max_len=16384 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 '${TALLY_FUZZ_WORK}' '${TALLY_FUZZ_SEEDS}'")
     set_tests_properties(codec_snapshot_fuzz_smoke PROPERTIES LABELS codec TIMEOUT 600)
+    set(TALLY_LEDGER_FUZZ_WORK ${CMAKE_BINARY_DIR}/codec-ledger-fuzz-corpus)
+    add_test(NAME codec_ledger_fuzz_smoke
+      COMMAND sh -c "mkdir -p '${TALLY_LEDGER_FUZZ_WORK}' && exec '${TALLY_FUZZ_BINARY_DIR}/codec_ledger_configmap_fuzzer' -runs=20000 -max_len=8192 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 '${TALLY_LEDGER_FUZZ_WORK}' '${CMAKE_CURRENT_LIST_DIR}/ledger-corpus'")
+    set_tests_properties(codec_ledger_fuzz_smoke PROPERTIES LABELS codec TIMEOUT 600)
   else()
     message(STATUS "codec fuzzers: no clang++ found, not built")
   endif()

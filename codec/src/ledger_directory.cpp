@@ -1,6 +1,9 @@
 #include "tally/codec/ledger_directory.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <fmt/format.h>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -30,16 +33,31 @@ DecodeError ioError(const fs::path& path, const std::string& message) {
   return error;
 }
 
-}  // namespace
+struct RecordFile {
+  fs::path relative;
+  std::string stamp;  // size, modification time, inode
+};
 
-Result<model::Ledger> loadLedgerDirectory(const fs::path& directory) {
+struct Listing {
+  fs::path root;  // the directory named, symlinks resolved
+  std::vector<RecordFile> files;
+};
+
+std::string signatureOf(const Listing& listing) {
+  std::string out = listing.root.string();
+  for (const auto& f : listing.files) out += "\n" + f.relative.generic_string() + " " + f.stamp;
+  return out;
+}
+
+// Every record file below the resolved directory, in path order. Hidden
+// entries (.git, git-sync's worktrees and ..data links) are skipped.
+Result<Listing> listRecordFiles(const fs::path& directory) {
   std::error_code ec;
-  if (!fs::is_directory(directory, ec)) return ioError(directory, "not a directory");
-
-  // Hidden entries (.git, git-sync's ..data links) are skipped; order is by
-  // relative path so the result never depends on the file system.
-  std::vector<fs::path> files;
-  fs::recursive_directory_iterator it(directory, fs::directory_options::none, ec);
+  Listing listing;
+  listing.root = fs::canonical(directory, ec);
+  if (ec) return ioError(directory, "not a directory (" + ec.message() + ")");
+  if (!fs::is_directory(listing.root, ec)) return ioError(directory, "not a directory");
+  fs::recursive_directory_iterator it(listing.root, fs::directory_options::none, ec);
   if (ec) return ioError(directory, ec.message());
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) return ioError(directory, ec.message());
@@ -48,22 +66,59 @@ Result<model::Ledger> loadLedgerDirectory(const fs::path& directory) {
       if (it->is_directory(ec)) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file(ec) && isRecordFile(path)) files.push_back(fs::relative(path, directory, ec));
+    if (!isRecordFile(path) || !it->is_regular_file(ec)) continue;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      return ioError(path,
+                     fmt::format("cannot be read: {}", std::error_code(errno, std::generic_category()).message()));
+    }
+    listing.files.push_back({fs::relative(path, listing.root, ec),
+                             fmt::format("{} {}.{} {}", st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_ino)});
   }
   if (ec) return ioError(directory, ec.message());
-  std::sort(files.begin(), files.end());
+  std::sort(listing.files.begin(), listing.files.end(),
+            [](const RecordFile& a, const RecordFile& b) { return a.relative < b.relative; });
+  return listing;
+}
 
+Result<model::Ledger> readListing(const Listing& listing) {
   model::Ledger ledger;
   ledger.loaded = true;
-  for (const fs::path& relative : files) {
-    std::ifstream in(directory / relative, std::ios::binary);
-    if (!in) return ioError(directory / relative, "cannot be read");
+  for (const RecordFile& file : listing.files) {
+    std::ifstream in(listing.root / file.relative, std::ios::binary);
+    if (!in) return ioError(listing.root / file.relative, "cannot be read");
     std::ostringstream text;
     text << in.rdbuf();
-    if (in.bad()) return ioError(directory / relative, "cannot be read");
-    addLedgerFile(ledger, text.str(), relative.generic_string());
+    if (in.bad()) return ioError(listing.root / file.relative, "cannot be read");
+    addLedgerFile(ledger, text.str(), file.relative.generic_string());
   }
   return ledger;
+}
+
+}  // namespace
+
+Result<model::Ledger> loadLedgerDirectory(const fs::path& directory) {
+  auto listing = listRecordFiles(directory);
+  if (!listing) return std::move(listing).error();
+  return readListing(*listing);
+}
+
+Result<std::string> ledgerDirectorySignature(const fs::path& directory) {
+  auto listing = listRecordFiles(directory);
+  if (!listing) return std::move(listing).error();
+  return signatureOf(*listing);
+}
+
+Result<LedgerDirectoryRead> readLedgerDirectory(const fs::path& directory) {
+  auto before = listRecordFiles(directory);
+  if (!before) return std::move(before).error();
+  auto ledger = readListing(*before);
+  if (!ledger) return std::move(ledger).error();
+  auto after = ledgerDirectorySignature(directory);
+  if (!after) return std::move(after).error();
+  std::string signature = signatureOf(*before);
+  if (*after != signature) return ioError(directory, "changed while it was read (a file being written?)");
+  return LedgerDirectoryRead{std::move(ledger).value(), std::move(signature)};
 }
 
 }  // namespace tally::codec

@@ -46,7 +46,8 @@ class Reader {
   }
 
   std::string string(const YAML::Node& map, std::string_view path, std::string_view key, bool required) {
-    YAML::Node v = map ? map[std::string(key)] : YAML::Node();
+    // A scalar or sequence where a mapping belongs has no fields (yaml-cpp throws on its subscript).
+    YAML::Node v = map && map.IsMap() ? map[std::string(key)] : YAML::Node();
     if (!v || v.IsNull()) {
       if (required) problem(Code::RecordSchema, where(fmt::format("{}.{} is required", path, key)));
       return {};
@@ -215,7 +216,12 @@ void addLedgerFile(model::Ledger& ledger, std::string_view yaml, std::string_vie
     // Each document is checked on its own text so forbidden content is attributed.
     YAML::Emitter emitter;
     emitter << doc;
-    RecordResult parsed = readDocument(doc, emitter.c_str(), where);
+    RecordResult parsed = refused(where, fmt::format("{}: not a record", where));
+    try {
+      parsed = readDocument(doc, emitter.c_str(), where);
+    } catch (const std::exception& e) {  // never thrown past here: the file is an invalid record
+      parsed = refused(where, fmt::format("{}: not a record: {}", where, e.what()));
+    }
     if (parsed) {
       ledger.records.push_back(std::move(parsed).value());
     } else {

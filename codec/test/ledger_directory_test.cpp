@@ -5,6 +5,8 @@
 #include <fstream>
 #include <random>
 
+#include <unistd.h>
+
 namespace tally::codec {
 namespace {
 
@@ -108,6 +110,70 @@ TEST(LedgerDirectoryExample, ExampleLedgerIsValid) {
   EXPECT_EQ(ledger->records[1].state, model::ReservationState::Releasing);  // gpu-res-0990
   EXPECT_EQ(ledger->records[2].state, model::ReservationState::Active);
   EXPECT_EQ(ledger->records[3].state, model::ReservationState::Pending);
+}
+
+// git-sync's layout: <root>/<link> -> <root>/.worktrees/<hash>, swapped per revision.
+TEST_F(LedgerDirectory, FollowsTheGitSyncSymlinkAndItsSwapChangesTheSignature) {
+  write(".worktrees/rev1/gpu-res-1.yaml", record("gpu-res-1"));
+  write(".worktrees/rev2/gpu-res-2.yaml", record("gpu-res-2"));
+  fs::create_directory_symlink(dir_ / ".worktrees/rev1", dir_ / "ledger");
+  auto first = readLedgerDirectory(dir_ / "ledger");
+  ASSERT_TRUE(first) << first.error().describe();
+  ASSERT_EQ(first->ledger.records.size(), 1u);
+  EXPECT_EQ(first->ledger.records[0].source, "gpu-res-1.yaml");
+  EXPECT_EQ(first->ledger.records[0].state, model::ReservationState::Pending);
+  auto unchanged = ledgerDirectorySignature(dir_ / "ledger");
+  ASSERT_TRUE(unchanged);
+  EXPECT_EQ(*unchanged, first->signature);
+  // The swap: a new link renamed over the old one, as git-sync does.
+  fs::create_directory_symlink(dir_ / ".worktrees/rev2", dir_ / "ledger.new");
+  fs::rename(dir_ / "ledger.new", dir_ / "ledger");
+  auto swapped = ledgerDirectorySignature(dir_ / "ledger");
+  ASSERT_TRUE(swapped);
+  EXPECT_NE(*swapped, first->signature);
+  auto second = readLedgerDirectory(dir_ / "ledger");
+  ASSERT_TRUE(second);
+  ASSERT_EQ(second->ledger.records.size(), 1u);
+  EXPECT_EQ(second->ledger.records[0].id, "gpu-res-2");
+  // The root itself: the link is followed, the hidden worktrees are not read twice.
+  auto root = loadLedgerDirectory(dir_ / "ledger");
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->records.size(), 1u);
+}
+
+TEST_F(LedgerDirectory, AnEditedFileChangesTheSignature) {
+  write("gpu-res-1.yaml", record("gpu-res-1"));
+  auto before = ledgerDirectorySignature(dir_);
+  ASSERT_TRUE(before);
+  write("gpu-res-1.yaml", record("gpu-res-1", "active") + "# edited\n");
+  auto after = ledgerDirectorySignature(dir_);
+  ASSERT_TRUE(after);
+  EXPECT_NE(*before, *after);
+  write("gpu-res-2.yaml", record("gpu-res-2"));
+  auto added = ledgerDirectorySignature(dir_);
+  ASSERT_TRUE(added);
+  EXPECT_NE(*after, *added);
+}
+
+TEST_F(LedgerDirectory, AnUnreadableFileIsAnErrorNamingIt) {
+  if (::geteuid() == 0) {
+    // root reads any file: a dangling record symlink is the unreadable file instead.
+    fs::create_symlink(dir_ / "nowhere.yaml", dir_ / "gpu-res-1.yaml");
+    write("gpu-res-2.yaml", record("gpu-res-2"));
+    auto read = readLedgerDirectory(dir_);
+    ASSERT_TRUE(read);  // a dangling link is no regular file: not a record
+    EXPECT_EQ(read->ledger.records.size(), 1u);
+    fs::remove_all(dir_);
+    auto gone = readLedgerDirectory(dir_);
+    ASSERT_FALSE(gone);
+    EXPECT_NE(gone.error().describe().find(dir_.string()), std::string::npos) << gone.error().describe();
+    return;
+  }
+  write("gpu-res-1.yaml", record("gpu-res-1"));
+  fs::permissions(dir_ / "gpu-res-1.yaml", fs::perms::none);
+  auto read = readLedgerDirectory(dir_);
+  ASSERT_FALSE(read);
+  EXPECT_NE(read.error().describe().find("gpu-res-1.yaml"), std::string::npos) << read.error().describe();
 }
 
 }  // namespace

@@ -160,5 +160,16 @@ TEST(LedgerFileYaml, MultipleDocumentsInOneFileAreEachChecked) {
   EXPECT_EQ(ledger.invalid[0].id, "gpu-res-1043");
 }
 
+// Found by the ledger ConfigMap fuzzer: a scalar where a mapping belongs threw out of yaml-cpp.
+TEST(ReservationRecordYaml, ScalarsWhereMappingsBelongAreInvalidNotThrown) {
+  model::Ledger ledger;
+  addLedgerFile(ledger,
+                "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\nmetadata: 5\nspec: [1]\n",
+                "odd.yaml");
+  ASSERT_EQ(ledger.invalid.size(), 1u);
+  EXPECT_TRUE(ledger.records.empty());
+  EXPECT_EQ(ledger.invalid[0].source, "odd.yaml");
+}
+
 }  // namespace
 }  // namespace tally::codec

@@ -21,6 +21,7 @@
 #include "tally/controller/class_webhook.hpp"
 #include "tally/controller/device_binder.hpp"
 #include "tally/controller/pool_auditor.hpp"
+#include "tally/controller/usage_recorder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/controller/organization_webhook.hpp"
 #include "tally/controller/pod_webhooks.hpp"
@@ -94,6 +95,8 @@ struct Flags {
   std::string auditConvergence = "5m";
   std::string alertmanagerUrl, alertmanagerInterval = "30s", alertmanagerTimeout = "5s";
   std::string alertmanagerPoolLabel = "gpu_pool";
+  bool usageRecorder = true;
+  std::string usageNamespace = "tally-system", usageInterval = "60s", usageCheckInterval = "5s";
   std::string logLevel = "info", logFormat = "json";
 };
 
@@ -242,6 +245,18 @@ void addFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--alertmanager-pool-label", f.alertmanagerPoolLabel,
                  "Label of an alert that names the pool (GPUDeviceClass) it concerns; alerts without it are ignored")
+      ->capture_default_str();
+  app.add_option("--enable-usage-recorder", f.usageRecorder,
+                 "Run the usage recorder (leader-only): GPU unit-seconds per holder in tally-usage-YYYYMMDD "
+                 "ConfigMaps, exported at GET /usage on the ops port")
+      ->capture_default_str();
+  app.add_option("--usage-namespace", f.usageNamespace, "Namespace of the tally-usage-YYYYMMDD ConfigMaps")
+      ->capture_default_str();
+  app.add_option("--usage-interval", f.usageInterval,
+                 "Longest time between two usage flushes (a change of the holders flushes sooner)")
+      ->capture_default_str();
+  app.add_option("--usage-check-interval", f.usageCheckInterval,
+                 "How often the usage recorder compares the holders with those of its last flush")
       ->capture_default_str();
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
   app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
@@ -422,6 +437,15 @@ int main(int argc, char** argv) {
       if (auditor) so.changed = [a = auditor.get()] { a->wakeAll(); };
       alerts = std::make_unique<controller::AlertSource>(writer, so);
     }
+    std::unique_ptr<controller::UsageRecorder> usage;
+    if (f.usageRecorder) {
+      controller::UsageRecorderOptions uo;
+      uo.ns = f.usageNamespace;
+      uo.interval = runtime::process::durationFlag("--usage-interval", f.usageInterval);
+      uo.checkInterval = runtime::process::durationFlag("--usage-check-interval", f.usageCheckInterval);
+      uo.metrics = &registry;
+      usage = std::make_unique<controller::UsageRecorder>(client, writer, uo);
+    }
     state::Informers watches(client, writer, sources,
                              state::InformerMetrics{informerEvents, informerStaleness, cacheSynced});
 
@@ -441,6 +465,7 @@ int main(int argc, char** argv) {
       auditor->readFrom(writer.snapshots());
       auditor->attach(manager);
     }
+    if (usage) usage->attach(manager);
 
     // VMI reviews wait for the binder: they run here, off the server's threads.
     boost::asio::thread_pool vmiPool(std::max(1u, f.vmiWorkers));
@@ -475,6 +500,7 @@ int main(int argc, char** argv) {
                                          return controller::readiness(*snap, {keeper.ready(), serving.load()});
                                        },
                                    .metrics = [&registry] { return registry.render(); }});
+    if (usage) controller::addUsageRoute(ops, *usage, writer.snapshots());
     http::Server opsServer(opsOptions, std::move(ops));
     opsServer.start();
 

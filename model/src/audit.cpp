@@ -141,6 +141,29 @@ void ledgerFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
     out.push_back({FindingCode::InvalidRecord, fmt::format("ledger record {} is invalid: {}", inv.source, why),
                    "ledger/" + inv.source});
   }
+  // The ledger's history (the source compares each revision with every record
+  // it saw before): a vanished record is a missing record, a forbidden change an
+  // invalid one. Both name the record and its file; one of no known pool
+  // affects every pool.
+  for (const auto& p : cluster.ledger.history) {
+    if (!p.profileId.empty() && p.profileId != pool.name) continue;
+    if (p.rule == LedgerRule::Disappeared) {
+      out.push_back(
+          {FindingCode::MissingLedgerRecord,
+           fmt::format("ledger record {} ({}) was seen earlier and is missing: {}", p.id, p.source, p.message),
+           "record/" + p.id});
+    } else if (p.rule == LedgerRule::Transition) {
+      out.push_back({FindingCode::InvalidRecord, fmt::format("ledger record {} ({}): {}", p.id, p.source, p.message),
+                     "ledger/" + p.source});
+    }
+  }
+  if (const auto& failed = cluster.ledger.readError) {
+    out.push_back({FindingCode::InvalidRecord,
+                   fmt::format("the reservation ledger cannot be read ({}: {}); the audit holds the last revision "
+                               "read whole",
+                               failed->source, failed->message),
+                   "ledger/" + failed->source});
+  }
   std::vector<std::string> inflight;
   for (const auto& r : cluster.ledger.records) {
     if (r.profileId == pool.name && inFlight(r.state))

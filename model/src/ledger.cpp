@@ -190,11 +190,23 @@ std::map<std::string, std::vector<std::string>> sourcesById(const Ledger& ledger
   return sources;
 }
 
+// The pool the id's first record (valid, else invalid) names.
+std::string poolOf(const Ledger& ledger, const std::string& id) {
+  for (const auto& r : ledger.records) {
+    if (r.id == id) return r.profileId;
+  }
+  for (const auto& inv : ledger.invalid) {
+    if (inv.id == id) return inv.profileId;
+  }
+  return {};
+}
+
 void duplicateIds(const Ledger& ledger, std::vector<LedgerProblem>& out) {
   for (const auto& [id, files] : sourcesById(ledger)) {
     for (std::size_t i = 1; i < files.size(); ++i) {
       out.push_back({files[i], id, LedgerRule::DuplicateId,
-                     fmt::format("id {} is already recorded in {}; each reservation has one record", id, files[0])});
+                     fmt::format("id {} is already recorded in {}; each reservation has one record", id, files[0]),
+                     poolOf(ledger, id)});
     }
   }
 }
@@ -210,7 +222,8 @@ void multipleTransactions(const Ledger& ledger, std::vector<LedgerProblem>& out)
       out.push_back({records[i]->source, records[i]->id, LedgerRule::MultipleTransactions,
                      fmt::format("{} record in pool {} while {} ({}, {}) is still in flight; at most one "
                                  "transaction per pool",
-                                 toString(records[i]->state), pool, first.id, toString(first.state), first.source)});
+                                 toString(records[i]->state), pool, first.id, toString(first.state), first.source),
+                     pool});
     }
   }
 }
@@ -222,7 +235,7 @@ void transitions(const Ledger& current, const Ledger& previous, std::vector<Ledg
     auto it = before.find(r.id);
     if (it == before.end()) continue;
     if (auto refusal = checkRecordTransition(*it->second, r)) {
-      out.push_back({r.source, r.id, LedgerRule::Transition, std::move(refusal->message)});
+      out.push_back({r.source, r.id, LedgerRule::Transition, std::move(refusal->message), r.profileId});
     }
   }
 }
@@ -234,12 +247,13 @@ void disappeared(const Ledger& current, const Ledger& previous, std::vector<Ledg
     if (present.contains(r.id) || !reported.insert(r.id).second) continue;
     out.push_back({r.source, r.id, LedgerRule::Disappeared,
                    fmt::format("the {} record of pool {} is gone; a record is released or canceled, never deleted",
-                               toString(r.state), r.profileId)});
+                               toString(r.state), r.profileId),
+                   r.profileId});
   }
   for (const auto& inv : previous.invalid) {
     if (inv.id.empty() || present.contains(inv.id) || !reported.insert(inv.id).second) continue;
     out.push_back({inv.source, inv.id, LedgerRule::Disappeared,
-                   "the record is gone; a record is released or canceled, never deleted"});
+                   "the record is gone; a record is released or canceled, never deleted", inv.profileId});
   }
 }
 
@@ -254,6 +268,29 @@ std::vector<LedgerProblem> checkLedgerHistory(const Ledger& current, const Ledge
     disappeared(current, *previous, out);
   }
   return out;
+}
+
+LedgerStep advanceLedgerHistory(const LedgerMemory& memory, Ledger current) {
+  Ledger previous;
+  for (const auto& [id, r] : memory.records) previous.records.push_back(r);
+  for (const auto& [id, inv] : memory.invalidOnly) previous.invalid.push_back(inv);
+  std::set<std::string> refused;  // ids whose change the state machine does not allow
+  current.history.clear();
+  for (auto& p : checkLedgerHistory(current, &previous)) {
+    if (p.rule != LedgerRule::Transition && p.rule != LedgerRule::Disappeared) continue;
+    if (p.rule == LedgerRule::Transition) refused.insert(p.id);
+    current.history.push_back(std::move(p));
+  }
+  LedgerStep step{std::move(current), memory};
+  for (const auto& r : step.ledger.records) {
+    if (refused.contains(r.id)) continue;
+    step.memory.records.insert_or_assign(r.id, r);
+    step.memory.invalidOnly.erase(r.id);
+  }
+  for (const auto& inv : step.ledger.invalid) {
+    if (!inv.id.empty() && !step.memory.records.contains(inv.id)) step.memory.invalidOnly.insert_or_assign(inv.id, inv);
+  }
+  return step;
 }
 
 }  // namespace tally::model

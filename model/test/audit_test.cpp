@@ -161,6 +161,35 @@ TEST_F(AuditedPool, InvalidRecordOfThePoolFails) {
   EXPECT_FALSE(has(FindingCode::InvalidRecord));
 }
 
+TEST_F(AuditedPool, VanishedRecordOfThePoolIsAMissingLedgerRecordNamingItAndItsFile) {
+  c.ledger.history.push_back({"acme/gpu-res-0.yaml", "gpu-res-0", LedgerRule::Disappeared, "gone", "h200"});
+  auto findings = auditPool(c, c.classes.at("h200"));
+  auto it = std::find_if(findings.begin(), findings.end(),
+                         [](const Finding& f) { return f.code == FindingCode::MissingLedgerRecord; });
+  ASSERT_NE(it, findings.end());
+  EXPECT_EQ(it->subject, "record/gpu-res-0");
+  EXPECT_NE(it->message.find("acme/gpu-res-0.yaml"), std::string::npos) << it->message;
+  c.ledger.history.back().profileId = "a100-10c";
+  EXPECT_FALSE(has(FindingCode::MissingLedgerRecord));
+  c.ledger.history.back().profileId = "";  // pool unknown: every pool
+  EXPECT_TRUE(has(FindingCode::MissingLedgerRecord));
+}
+
+TEST_F(AuditedPool, ForbiddenTransitionIsAnInvalidRecord) {
+  c.ledger.history.push_back({"gpu-res-1.yaml", "gpu-res-1", LedgerRule::Transition, "active to pending", "h200"});
+  EXPECT_TRUE(has(FindingCode::InvalidRecord));
+}
+
+TEST_F(AuditedPool, FailedLedgerReadFailsClosedOnTheKeptRevision) {
+  c.ledger.readError = LedgerReadError{"/ledger", "changed while it was read"};
+  auto findings = auditPool(c, c.classes.at("h200"));
+  auto it = std::find_if(findings.begin(), findings.end(),
+                         [](const Finding& f) { return f.code == FindingCode::InvalidRecord; });
+  ASSERT_NE(it, findings.end());
+  EXPECT_EQ(it->subject, "ledger//ledger");
+  EXPECT_FALSE(has(FindingCode::MissingLedgerRecord));  // the kept records still hold
+}
+
 Cluster gateCluster(DeviceClass cls, Timestamp now = 1000) {
   Cluster c = syncedCluster(now);
   put(c, std::move(cls));

@@ -212,5 +212,52 @@ TEST(LedgerHistory, RuleNamesAreStable) {
   EXPECT_EQ(toString(LedgerRule::Disappeared), "Disappeared");
 }
 
+TEST(LedgerMemory, AVanishedRecordStaysMissingInTheRevisionsAfter) {
+  using S = ReservationState;
+  auto first = advanceLedgerHistory({}, revision({rec("gpu-res-1", S::Active), rec("gpu-res-2", S::Pending, "a")}));
+  EXPECT_TRUE(first.ledger.history.empty());
+  auto second = advanceLedgerHistory(first.memory, revision({rec("gpu-res-2", S::Active, "a")}));
+  ASSERT_EQ(second.ledger.history.size(), 1u);
+  EXPECT_EQ(second.ledger.history[0].rule, LedgerRule::Disappeared);
+  EXPECT_EQ(second.ledger.history[0].id, "gpu-res-1");
+  EXPECT_EQ(second.ledger.history[0].source, "gpu-res-1.yaml");
+  EXPECT_EQ(second.ledger.history[0].profileId, "h200");
+  // Revision N+1 against revision N alone would see nothing wrong: the memory does.
+  EXPECT_TRUE(checkLedgerHistory(revision({rec("gpu-res-2", S::Active, "a")}), &second.ledger).empty());
+  auto third = advanceLedgerHistory(second.memory, revision({rec("gpu-res-2", S::Active, "a")}));
+  ASSERT_EQ(third.ledger.history.size(), 1u);
+  EXPECT_EQ(third.ledger.history[0].id, "gpu-res-1");
+  // Put back (released, as the runbook asks): missing no more.
+  auto fourth =
+      advanceLedgerHistory(third.memory, revision({rec("gpu-res-1", S::Releasing), rec("gpu-res-2", S::Active, "a")}));
+  EXPECT_TRUE(fourth.ledger.history.empty());
+}
+
+TEST(LedgerMemory, AForbiddenChangeStaysOneUntilTheRecordIsBackOnTheStateMachine) {
+  using S = ReservationState;
+  auto first = advanceLedgerHistory({}, revision({rec("gpu-res-1", S::Active)}));
+  auto second = advanceLedgerHistory(first.memory, revision({rec("gpu-res-1", S::Pending)}));
+  ASSERT_EQ(second.ledger.history.size(), 1u);
+  EXPECT_EQ(second.ledger.history[0].rule, LedgerRule::Transition);
+  EXPECT_EQ(second.memory.records.at("gpu-res-1").state, S::Active);  // the last accepted version
+  auto third = advanceLedgerHistory(second.memory, revision({rec("gpu-res-1", S::Pending)}));
+  ASSERT_EQ(third.ledger.history.size(), 1u);
+  EXPECT_EQ(third.ledger.history[0].rule, LedgerRule::Transition);
+  auto fourth = advanceLedgerHistory(third.memory, revision({rec("gpu-res-1", S::Releasing)}));
+  EXPECT_TRUE(fourth.ledger.history.empty());
+  EXPECT_EQ(fourth.memory.records.at("gpu-res-1").state, S::Releasing);
+}
+
+TEST(LedgerMemory, AnInvalidRecordKeepsItsIdPresentAndDuplicatesAreNotHistory) {
+  using S = ReservationState;
+  auto first = advanceLedgerHistory({}, revision({rec("gpu-res-1", S::Active)}));
+  Ledger broken = revision({});
+  broken.invalid.push_back({"gpu-res-1.yaml", "gpu-res-1", "h200", {{Code::RecordSchema, "broken"}}});
+  auto second = advanceLedgerHistory(first.memory, broken);
+  EXPECT_TRUE(second.ledger.history.empty());
+  auto dup = advanceLedgerHistory(second.memory, revision({rec("gpu-res-1", S::Active), rec("gpu-res-1", S::Active)}));
+  EXPECT_TRUE(dup.ledger.history.empty());  // DuplicateId is the audit's own check, not repeated as history
+}
+
 }  // namespace
 }  // namespace tally::model

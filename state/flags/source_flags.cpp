@@ -17,8 +17,16 @@ void addSourceFlags(CLI::App& app, SourceFlags& f, const std::string& readers) {
                  "List and watch nodes, pods, namespaces and resource quotas as protobuf (cheaper for the API server "
                  "to encode); false: JSON")
       ->capture_default_str();
-  app.add_option("--ledger-dir", f.ledgerDir, "Reservation ledger directory (git-sync volume); empty: no ledger");
-  app.add_option("--ledger-interval", f.ledgerInterval, "How often --ledger-dir is re-read")->capture_default_str();
+  app.add_option("--ledger-dir", f.ledgerDir,
+                 "Reservation ledger directory: a git-sync checkout, the path of its symlink (followed on every read; "
+                 "each *.yaml/*.yml file below it one record). Empty (and no --ledger-configmap): no ledger");
+  app.add_option("--ledger-configmap", f.ledgerConfigMap,
+                 "namespace/name of a ConfigMap holding the reservation ledger instead of --ledger-dir (each data key "
+                 "one record, named by its key), watched");
+  app.add_option("--ledger-interval", f.ledgerInterval,
+                 "How often --ledger-dir is looked at; its files are re-read only when the listing (paths, sizes, "
+                 "modification times, the symlink's target) changed")
+      ->capture_default_str();
   app.add_option("--publish-interval", f.publishInterval,
                  "Longest delay between a watch event and the snapshot " + readers + " decide on (batching)")
       ->capture_default_str();
@@ -36,7 +44,15 @@ Expected<SourceSettings, std::string> sourceSettings(const SourceFlags& f) {
   s.source.organizations = f.watchOrganizations;
   s.source.kubevirt = f.watchKubevirt;
   s.source.protobuf = f.protobufWatches;
+  if (!f.ledgerDir.empty() && !f.ledgerConfigMap.empty()) {
+    return std::string("--ledger-dir and --ledger-configmap both set: the ledger has one source, give one of them");
+  }
   s.source.ledgerDir = f.ledgerDir;
+  if (!f.ledgerConfigMap.empty()) {
+    auto parsed = codec::parseBillingPlansLocation(f.ledgerConfigMap);
+    if (!parsed) return "--ledger-configmap: " + parsed.error().message;
+    s.source.ledgerConfigMap = std::move(parsed).value();
+  }
   auto ledgerInterval = runtime::process::parseDuration(f.ledgerInterval);
   if (!ledgerInterval) return "--ledger-interval: " + ledgerInterval.error().message;
   s.source.ledgerInterval = *ledgerInterval;

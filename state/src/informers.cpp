@@ -1,9 +1,11 @@
 #include "tally/state/informers.hpp"
 
 #include <atomic>
+#include <mutex>
 #include <string>
 
 #include "tally/codec/json_text.hpp"
+#include "tally/codec/ledger_configmap.hpp"
 #include "tally/codec/ledger_directory.hpp"
 #include "tally/common/thread_name.hpp"
 #include "tally/model/usage.hpp"
@@ -246,9 +248,119 @@ runtime::InformerOptions informerOptions(const KindInfo& info, const SourceOptio
 
 }  // namespace
 
+// The reservation ledger's source, whichever it is: hands each revision read
+// whole to the writer with its history (checked against every record seen
+// before it in this process), and on a failed read keeps the last revision,
+// marked with the error. Before any revision was read the ledger stays not
+// synced (the audit's StaleCapacity).
+class Informers::LedgerSource {
+ public:
+  LedgerSource(std::shared_ptr<runtime::Client> client, Writer& writer, const SourceOptions& options,
+               observability::Gauge* synced)
+      : writer_(writer), dir_(options.ledgerDir), synced_(synced) {
+    if (!options.ledgerConfigMap) return;
+    configMap_ = *options.ledgerConfigMap;
+    runtime::InformerOptions o;
+    o.resource = runtime::Resource::of("", "v1", "configmaps");
+    o.resource.namespace_ = configMap_.ns;
+    o.fieldSelector = "metadata.name=" + configMap_.name;
+    informer_.emplace(std::move(client), std::move(o));
+    typename runtime::Store<Watch>::Handlers h;
+    h.onAdd = [this](Keyed<codec::LedgerConfigMapCodec>&& cm) { revision(std::move(cm.value)); };
+    h.onUpdate = [this](const Identity&, Keyed<codec::LedgerConfigMapCodec>&& cm) { revision(std::move(cm.value)); };
+    h.onDelete = [this](const Identity&) {
+      absentReported_ = true;  // the deletion says it: the poller need not add "does not exist"
+      failed("configmap/" + configMap_.describe(), "the ledger ConfigMap was deleted");
+    };
+    informer_->addHandlers(std::move(h));
+  }
+
+  void start() {
+    if (informer_) informer_->start();
+  }
+  void stop() {
+    if (informer_) informer_->stop();
+  }
+
+  // On the poller: the directory, when its signature changed (or the last
+  // read failed); the ConfigMap's absence once its informer listed.
+  void poll() {
+    if (informer_) {
+      if (informer_->hasSynced() && informer_->snapshot()->size() == 0 && !absentReported_) {
+        absentReported_ = true;
+        failed("configmap/" + configMap_.describe(), "the ledger ConfigMap does not exist");
+      }
+      return;
+    }
+    auto signature = codec::ledgerDirectorySignature(dir_);
+    if (signature && *signature == signature_) return;  // nothing changed since the last revision read whole
+    signature_.clear();                                 // until a read succeeds, every poll reads again
+    if (!signature) {
+      failed(dir_.string(), signature.error().describe());
+      return;
+    }
+    auto read = codec::readLedgerDirectory(dir_);
+    if (!read) {
+      failed(dir_.string(), read.error().describe());
+      return;
+    }
+    signature_ = std::move(read->signature);
+    revision(std::move(read->ledger));
+  }
+
+ private:
+  using Watch = WatchCodec<codec::LedgerConfigMapCodec>;
+
+  void revision(model::Ledger ledger) {
+    std::lock_guard lock(mu_);
+    absentReported_ = false;
+    lastError_.reset();
+    auto step = model::advanceLedgerHistory(memory_, std::move(ledger));
+    memory_ = std::move(step.memory);
+    for (const auto& p : step.ledger.history) {
+      logWarning("reservation ledger history", {{"record", p.id},
+                                                {"source", p.source},
+                                                {"rule", std::string(model::toString(p.rule))},
+                                                {"problem", p.message}});
+    }
+    lastGood_ = step.ledger;
+    writer_.upsert(std::move(step.ledger));
+    writer_.setSynced(model::Kind::Ledger, true);
+    if (synced_) synced_->set(1);
+  }
+
+  void failed(const std::string& source, const std::string& message) {
+    std::lock_guard lock(mu_);
+    if (synced_) synced_->set(0);
+    if (lastError_ == model::LedgerReadError{source, message}) return;  // reported already
+    lastError_ = model::LedgerReadError{source, message};
+    logWarning("cannot read the reservation ledger; keeping the last revision read whole",
+               {{"source", source}, {"error", message}, {"kept", lastGood_.has_value()}});
+    if (!lastGood_) return;  // nothing read yet: the ledger stays unknown
+    model::Ledger kept = *lastGood_;
+    kept.readError = lastError_;
+    writer_.upsert(std::move(kept));
+  }
+
+  Writer& writer_;
+  std::filesystem::path dir_;
+  codec::BillingPlansLocation configMap_;
+  observability::Gauge* synced_;
+  std::optional<runtime::Informer<Watch>> informer_;
+  std::string signature_;  // of the directory's last revision read whole (poller only)
+  std::atomic<bool> absentReported_{false};
+  std::mutex mu_;
+  model::LedgerMemory memory_;
+  std::optional<model::Ledger> lastGood_;
+  std::optional<model::LedgerReadError> lastError_;
+};
+
 Informers::Informers(std::shared_ptr<runtime::Client> client, Writer& writer, SourceOptions options,
                      InformerMetrics metrics)
     : options_(std::move(options)), writer_(writer), metrics_(metrics) {
+  if (enabled(kindInfo(model::Kind::Ledger), options_)) {
+    ledger_ = std::make_unique<LedgerSource>(client, writer, options_, seriesOf(metrics_.synced, model::Kind::Ledger));
+  }
   forEachKind([&](auto k) {
     constexpr model::Kind kind = decltype(k)::value;
     using Codec = typename KindCodec<kind>::type;
@@ -268,6 +380,7 @@ Informers::~Informers() { stop(); }
 
 void Informers::start() {
   for (auto& s : sources_) s->start();
+  if (ledger_) ledger_->start();
   poller_ = std::jthread([this](std::stop_token st) { poll(st); });
   nameThread(poller_.native_handle(), "tally-poll");
 }
@@ -278,6 +391,7 @@ void Informers::stop() {
     poller_.join();
   }
   for (auto& s : sources_) s->stop();
+  if (ledger_) ledger_->stop();
 }
 
 void Informers::poll(std::stop_token stop) {
@@ -305,17 +419,9 @@ void Informers::poll(std::stop_token stop) {
       if (auto* g = seriesOf(metrics_.synced, s->kind)) g->set(s->synced ? 1 : 0);
       if (auto* g = seriesOf(metrics_.staleness, s->kind)) g->set(s->stalenessSeconds());
     }
-    if (enabled(kindInfo(model::Kind::Ledger), options_) && std::chrono::steady_clock::now() >= nextLedger) {
+    if (ledger_ && std::chrono::steady_clock::now() >= nextLedger) {
       nextLedger = std::chrono::steady_clock::now() + options_.ledgerInterval;
-      auto ledger = codec::loadLedgerDirectory(options_.ledgerDir);
-      if (ledger) {
-        writer_.upsert(std::move(ledger).value());
-        writer_.setSynced(model::Kind::Ledger, true);
-      } else {
-        logWarning("cannot read the reservation ledger",
-                   {{"dir", options_.ledgerDir.string()}, {"error", ledger.error().describe()}});
-      }
-      if (auto* g = seriesOf(metrics_.synced, model::Kind::Ledger)) g->set(ledger ? 1 : 0);
+      ledger_->poll();
     }
     std::this_thread::sleep_for(options_.pollInterval);
   }

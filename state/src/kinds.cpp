@@ -8,7 +8,7 @@ bool enabled(const KindInfo& info, const SourceOptions& options) {
     case Gate::Organizations: return options.organizations;
     case Gate::BillingPlans: return options.billingPlans.has_value();
     case Gate::KubeVirt: return options.kubevirt;
-    case Gate::Ledger: return !options.ledgerDir.empty();
+    case Gate::Ledger: return !options.ledgerDir.empty() || options.ledgerConfigMap.has_value();
   }
   return false;
 }

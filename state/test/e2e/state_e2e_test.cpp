@@ -176,5 +176,61 @@ TEST(StateE2E, PodsThatAskForNoGpuCountForTheSyncButOnlyGpuPodsAreHeld) {
   writer.stop();
 }
 
+// A ledger record as a JSON string (for a ConfigMap's data).
+std::string recordValue(const std::string& id, const std::string& state) {
+  return "\"apiVersion: operations.kube-dc.com/v1alpha1\\nkind: GPUReservationRecord\\nmetadata:\\n  id: " + id +
+         "\\nspec:\\n  organization: acme\\n  project: \\\"\\\"\\n  profileId: h200\\n  devices: 1\\n  state: " +
+         state +
+         "\\n  requestedAt: \\\"2026-09-20T09:00:00Z\\\"\\n  startsAt: \\\"2026-10-01T00:00:00Z\\\"\\n"
+         "  addonId: gpu-h200-reserved\\n  billingReference: OPS-1\\n\"";
+}
+
+std::string ledgerConfigMap(const std::string& data, const std::string& resourceVersion = "") {
+  return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ledger","namespace":"state-e2e-ledger")" +
+         (resourceVersion.empty() ? std::string() : R"(,"resourceVersion":")" + resourceVersion + "\"") +
+         R"(},"data":{)" + data + "}}";
+}
+
+TEST(StateE2E, TheLedgerConfigMapIsWatchedWithItsHistoryAndItsDeletionKeepsTheLastRevision) {
+  auto client = Cluster::instance().client();
+  ASSERT_NE(client, nullptr);
+  const auto configMaps = runtime::Resource::core("configmaps", "state-e2e-ledger");
+  ASSERT_TRUE(client->create(runtime::Resource::core("namespaces"),
+                             R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"state-e2e-ledger"}})"));
+  ASSERT_TRUE(
+      client->create(configMaps, ledgerConfigMap(R"("gpu-res-1.yaml":)" + recordValue("gpu-res-1", "pending") +
+                                                 R"(,"gpu-res-2.yaml":)" + recordValue("gpu-res-2", "pending"))));
+
+  SourceOptions sources;
+  sources.ledgerConfigMap = codec::BillingPlansLocation{"state-e2e-ledger", "ledger"};
+  Writer::Options wo;
+  wo.watched = {model::Kind::Ledger};
+  Writer writer(wo);
+  Informers informers(client, writer, sources);
+  writer.start();
+  informers.start();
+  auto ledger = [&] { return writer.snapshots().read()->cluster().ledger; };
+  ASSERT_TRUE(eventually([&] { return ledger().records.size() == 2; })) << ledger().records.size();
+  EXPECT_EQ(ledger().records[0].source, "gpu-res-1.yaml");
+
+  // gpu-res-1 deleted from the ConfigMap: a vanished record, in the model.
+  ASSERT_TRUE(client->update(configMaps, "ledger",
+                             ledgerConfigMap(R"("gpu-res-2.yaml":)" + recordValue("gpu-res-2", "pending"))));
+  ASSERT_TRUE(eventually([&] { return ledger().records.size() == 1; }));
+  ASSERT_EQ(ledger().history.size(), 1u);
+  EXPECT_EQ(ledger().history[0].id, "gpu-res-1");
+  EXPECT_EQ(ledger().history[0].source, "gpu-res-1.yaml");
+
+  // The ConfigMap deleted: the last revision stays, with the error.
+  ASSERT_TRUE(client->remove(configMaps, "ledger"));
+  ASSERT_TRUE(eventually([&] { return ledger().readError.has_value(); }));
+  EXPECT_EQ(ledger().records.size(), 1u);
+  EXPECT_EQ(ledger().history.size(), 1u);
+  EXPECT_NE(ledger().readError->message.find("deleted"), std::string::npos) << ledger().readError->message;
+
+  informers.stop();
+  writer.stop();
+}
+
 }  // namespace
 }  // namespace tally::state

@@ -3,6 +3,7 @@
 // reviewed by people. Tally validates them and checks their history; it never
 // writes them. Reading the YAML is the codec's (tally/codec/reservation_record.hpp).
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,20 +57,6 @@ struct InvalidRecord {
   friend bool operator==(const InvalidRecord&, const InvalidRecord&) = default;
 };
 
-struct Ledger {
-  std::vector<ReservationRecord> records;
-  std::vector<InvalidRecord> invalid;
-  bool loaded = false;  // a ledger source was configured and read
-  friend bool operator==(const Ledger&, const Ledger&) = default;
-};
-
-// Validation of an already-built record; empty when valid.
-std::vector<Refusal> validateRecord(const ReservationRecord& r);
-
-// Checks a change of one record between two revisions of the ledger: the state
-// machine, and the fields that are fixed once recorded.
-std::optional<Refusal> checkRecordTransition(const ReservationRecord& before, const ReservationRecord& after);
-
 // A problem of one revision of the ledger as a whole, or of its change from
 // the revision before: the file and record it concerns and the rule broken.
 enum class LedgerRule {
@@ -85,8 +72,36 @@ struct LedgerProblem {
   std::string id;
   LedgerRule rule;
   std::string message;
+  std::string profileId;  // the record's pool; empty when it could not be read
   friend bool operator==(const LedgerProblem&, const LedgerProblem&) = default;
 };
+
+// Why the ledger's source could not be read whole (an unreadable directory or
+// file, a ConfigMap that is gone). The ledger then keeps the last revision
+// read whole, and the audit fails closed on the error.
+struct LedgerReadError {
+  std::string source;  // the directory, file or ConfigMap
+  std::string message;
+  friend bool operator==(const LedgerReadError&, const LedgerReadError&) = default;
+};
+
+struct Ledger {
+  std::vector<ReservationRecord> records;
+  std::vector<InvalidRecord> invalid;
+  bool loaded = false;  // a ledger source was configured and read
+  // The Transition and Disappeared problems of this revision against every
+  // record seen before it in this process (advanceLedgerHistory).
+  std::vector<LedgerProblem> history;
+  std::optional<LedgerReadError> readError;  // the last read failed: these records are the revision before it
+  friend bool operator==(const Ledger&, const Ledger&) = default;
+};
+
+// Validation of an already-built record; empty when valid.
+std::vector<Refusal> validateRecord(const ReservationRecord& r);
+
+// Checks a change of one record between two revisions of the ledger: the state
+// machine, and the fields that are fixed once recorded.
+std::optional<Refusal> checkRecordTransition(const ReservationRecord& before, const ReservationRecord& after);
 
 // Checks a revision of the ledger: ids are unique and at most one transaction
 // is in flight per profile pool. Given the revision before it, also that every
@@ -94,6 +109,28 @@ struct LedgerProblem {
 // (records are released or canceled, never deleted). Invalid records count for
 // ids and presence; their own problems are in Ledger::invalid, not repeated.
 std::vector<LedgerProblem> checkLedgerHistory(const Ledger& current, const Ledger* previous = nullptr);
+
+// What a ledger source remembers between revisions: the last accepted version
+// of every record it has seen (by id), so that a record that vanished in one
+// revision is still missing in the next, and a forbidden change stays one
+// until the record is put back on the state machine.
+struct LedgerMemory {
+  std::map<std::string, ReservationRecord> records;
+  std::map<std::string, InvalidRecord> invalidOnly;  // ids seen only as invalid records
+  friend bool operator==(const LedgerMemory&, const LedgerMemory&) = default;
+};
+
+struct LedgerStep {
+  Ledger ledger;  // the revision, its history filled
+  LedgerMemory memory;
+};
+
+// Checks a new revision against the memory (checkLedgerHistory with the
+// remembered records as the revision before): its Transition and Disappeared
+// problems go to Ledger::history. The memory takes every record whose change
+// was allowed; a record with a forbidden change keeps its last accepted
+// version, a vanished record stays remembered.
+LedgerStep advanceLedgerHistory(const LedgerMemory& memory, Ledger current);
 
 // Detects content that must never be in a ledger record: device UUIDs, PCI
 // addresses, secrets, payment data, raw HAMi annotations. Returns a description.

@@ -2,7 +2,11 @@
 // The sources that feed a Writer: one runtime informer per kind the registry
 // (kinds.hpp) serves from the API server and the options enable, each
 // decoding an event once, with the codec the rest of Tally uses, straight into
-// the model's value; and the reservation ledger, polled from its directory.
+// the model's value; and the reservation ledger, polled from its directory
+// (re-read only when its listing changed) or watched in its ConfigMap. Each
+// revision of the ledger is checked against every record seen before it
+// (model::advanceLedgerHistory); a revision that cannot be read whole keeps
+// the last one that could, marked with the error (fail closed).
 // A poller marks each kind synced once its informer listed and the writer was
 // handed every listed object, and reports sync and staleness by kind.
 
@@ -36,6 +40,7 @@ class Informers {
   void stop();
 
   struct Source;
+  class LedgerSource;
 
  private:
   void poll(std::stop_token stop);
@@ -44,6 +49,7 @@ class Informers {
   Writer& writer_;
   InformerMetrics metrics_;
   std::vector<std::unique_ptr<Source>> sources_;
+  std::unique_ptr<LedgerSource> ledger_;
   std::jthread poller_;
 };
 

@@ -49,7 +49,8 @@ inline constexpr std::array<KindInfo, 12> kKinds{{
     // One ConfigMap (--billing-plans names it); read as JSON: its codec reads the catalogue's text.
     {model::Kind::BillingPlans, "", "v1", "configmaps", false, Gate::BillingPlans},
     {model::Kind::KubeVirt, "kubevirt.io", "v1", "kubevirts", false, Gate::KubeVirt},
-    // A directory of reservation records, polled (not an API resource).
+    // The reservation records: a directory, polled, or one ConfigMap, watched
+    // (neither is one API resource of its own: the ledger source reads them).
     {model::Kind::Ledger, "", "", "", false, Gate::Ledger},
 }};
 
@@ -133,7 +134,11 @@ struct SourceOptions {
   std::optional<codec::BillingPlansLocation> billingPlans = codec::BillingPlansLocation{};
   bool organizations = true;
   bool kubevirt = false;
-  std::filesystem::path ledgerDir;  // empty: no ledger (no reservation holds)
+  // The ledger's source: a directory (a git-sync checkout) polled every
+  // ledgerInterval, or one ConfigMap (each data key a record) watched. At most
+  // one of the two; neither: no ledger (no reservation holds).
+  std::filesystem::path ledgerDir;
+  std::optional<codec::BillingPlansLocation> ledgerConfigMap;  // namespace/name
   std::chrono::milliseconds ledgerInterval{30'000};
   std::chrono::milliseconds pollInterval{100};
   // Ask for the built-in kinds (KindInfo::protobuf) as protobuf; CRDs are always JSON.

@@ -18,12 +18,13 @@ struct SourceFlags {
   bool watchKubevirt = false;
   bool protobufWatches = true;
   std::string ledgerDir;
+  std::string ledgerConfigMap;
   std::string ledgerInterval = "30s";
   std::string publishInterval = "5ms";
 };
 
 // --billing-plans, --watch-organizations, --watch-kubevirt, --protobuf-watches,
-// --ledger-dir, --ledger-interval, --publish-interval; `readers` ends the
+// --ledger-dir, --ledger-configmap, --ledger-interval, --publish-interval; `readers` ends the
 // publish interval's help ("the verbs", "the webhooks").
 void addSourceFlags(CLI::App& app, SourceFlags& flags, const std::string& readers);
 

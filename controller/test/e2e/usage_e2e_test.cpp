@@ -1,0 +1,171 @@
+// The usage recorder of the real tally-controller binary, two replicas,
+// against a real kube-apiserver; a kwok node. A held device Bound for a while
+// accrues count x elapsed unit-seconds; the leader is killed mid-way and the
+// standby continues from the last `through` it finds, so the total is neither
+// lost nor doubled; tallyctl usage reads the same lines as GET /usage.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+#include "harness.hpp"
+#include "tally/codec/usage_records.hpp"
+#include "tally/common/rfc3339.hpp"
+
+namespace tally::runtime::e2e {
+namespace {
+
+constexpr const char* kConfiguration = "tally-usage-e2e";
+constexpr int kUnits = 2;
+constexpr auto kCheck = 500ms;  // --usage-check-interval
+constexpr auto kFlush = 2s;     // --usage-interval
+
+const std::vector<std::string> kUsageFlags = {"--binder-retry-interval=1s", "--usage-interval=2s",
+                                              "--usage-check-interval=500ms"};
+
+Replica* replicas[2] = {nullptr, nullptr};
+
+Replica* leader() {
+  const std::string holder = leaseHolder();
+  for (Replica* r : replicas) {
+    if (r && r->pid > 0 && r->identity == holder) return r;
+  }
+  return nullptr;
+}
+
+std::string phaseOf(const std::string& ns, const std::string& name) {
+  int rc = 0;
+  std::string out = kubectl("get gpudevice " + name + " -n " + ns + " -o jsonpath='{.status.phase}'", &rc);
+  return rc == 0 ? out : "<gone>";
+}
+
+double wallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::int64_t unitSecondsOf(const std::string& lines, const std::string& name) {
+  auto buckets = codec::decodeUsageLines([&] {
+    std::string usage;  // the usage lines only (windows are another type)
+    std::istringstream in(lines);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.find("\"type\":\"usage\"") != std::string::npos) usage += line + "\n";
+    }
+    return usage;
+  }());
+  EXPECT_TRUE(buckets) << buckets.error().describe();
+  std::int64_t total = 0;
+  if (!buckets) return total;
+  for (const auto& b : *buckets) {
+    if (b.holder.name == name) total += b.unitSeconds;
+  }
+  return total;
+}
+
+class UsageEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const std::string name = "usage-e2e-" + std::to_string(::getpid());
+    ASSERT_TRUE(cluster().up(name)) << "e2e/cluster/up --name " << name << " failed";
+    int rc = 0;
+    for (const char* ns : {"tally-system", "acme"}) {
+      kubectl(std::string("create namespace ") + ns, &rc);
+      ASSERT_EQ(rc, 0) << ns;
+    }
+    ASSERT_TRUE(gpuNodes("use-", 1, 4));
+    applyYaml(gpuClass("h200", kH200, 4), &rc);
+    ASSERT_EQ(rc, 0);
+    replicas[0] = new Replica(startReplica("usage-a", kConfiguration, kUsageFlags));
+    ASSERT_TRUE(eventually([] { return leaseHolder() == "usage-a"; })) << "usage-a never took the Lease";
+    replicas[1] = new Replica(startReplica("usage-b", kConfiguration, kUsageFlags));
+    applyYaml(webhookConfiguration(kConfiguration, replicas[0]->webhookPort), &rc);
+    ASSERT_EQ(rc, 0);
+    for (Replica* r : replicas) {
+      ASSERT_TRUE(eventually([r] {
+        return httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/readyz") == 200;
+      })) << r->identity
+          << " never became ready; log: " << r->log;
+    }
+  }
+  void TearDown() override {
+    for (Replica* r : replicas) {
+      if (r) stopReplica(*r, SIGTERM);
+    }
+    cluster().down();
+  }
+};
+
+::testing::Environment* const kEnvironment = ::testing::AddGlobalTestEnvironment(new UsageEnvironment);
+
+TEST(Usage, AHeldDeviceAccruesCountTimesElapsedAcrossALeaderChangeAndTallyctlReadsTheSame) {
+  const double started = wallSeconds();
+  int rc = 0;
+  applyYaml(device("acme", "held", "h200", kUnits), &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(eventually([] { return phaseOf("acme", "held") == "Bound"; })) << phaseOf("acme", "held");
+  const double bound = wallSeconds();
+
+  std::this_thread::sleep_for(8s);
+  Replica* first = leader();
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(stopReplica(*first, SIGKILL) != -1, true);
+  Replica* second = first == replicas[0] ? replicas[1] : replicas[0];
+  ASSERT_TRUE(eventually([second] { return leaseHolder() == second->identity; }, 30s))
+      << "the standby never took the Lease";
+  ASSERT_TRUE(pointAt(kConfiguration, second->webhookPort));  // the webhook of the replica still running
+  std::this_thread::sleep_for(6s);
+
+  std::string deleted;
+  ASSERT_TRUE(eventually([&] {
+    deleted = kubectl("delete gpudevice held -n acme --wait=false", &rc);
+    return rc == 0;
+  })) << deleted;
+  ASSERT_TRUE(eventually([] {
+    std::string p = phaseOf("acme", "held");
+    return p == "<gone>" || p == "Released";
+  })) << phaseOf("acme", "held");
+  const double released = wallSeconds();
+  // The release is seen within a check; the flush that records it follows.
+  std::this_thread::sleep_for(kFlush + 2 * kCheck + 1s);
+
+  const std::string since = formatRfc3339(static_cast<std::int64_t>(started) - 7200);
+  const std::string until = formatRfc3339(static_cast<std::int64_t>(released) + 7200);
+  const std::string url =
+      "http://127.0.0.1:" + std::to_string(second->opsPort) + "/usage?since=" + since + "&until=" + until;
+  const std::string endpoint = runCommand("curl -s --max-time 5 '" + url + "'", &rc);
+  ASSERT_EQ(rc, 0) << endpoint;
+  const std::int64_t recorded = unitSecondsOf(endpoint, "held");
+
+  // count x the wall-clock time it was held. Each end is seen within a check
+  // (plus a publication and the observer's own polling), timestamps are whole
+  // seconds: that bounds the error, independent of how long the test ran.
+  const double expected = kUnits * (released - bound);
+  const double slack = kUnits * 2 * (std::chrono::duration<double>(kCheck).count() + 1.5);
+  EXPECT_NEAR(static_cast<double>(recorded), expected, slack) << endpoint;
+  // Not doubled across the leader change, not lost in it (either would be off by ~the gap or the total).
+  EXPECT_LT(static_cast<double>(recorded), expected * 1.5);
+
+  const std::string ctl = runCommand(std::string(TALLYCTL_BINARY) + " usage --kubeconfig=" + cluster().kubeconfig() +
+                                         " --since=" + since + " --until=" + until,
+                                     &rc);
+  EXPECT_EQ(rc, 0) << ctl;
+  EXPECT_EQ(ctl, endpoint);
+
+  const std::string metrics = metricsOf(*second);
+  EXPECT_NE(metrics.find("tally_controller_usage_flushes_total{result=\"ok\"}"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("tally_controller_usage_unit_seconds_total{class=\"h200\"}"), std::string::npos);
+}
+
+TEST(Usage, TheEndpointRefusesABadPeriod) {
+  Replica* r = leader();
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/usage?since=yesterday"), 400);
+  EXPECT_EQ(httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/usage"), 400);
+}
+
+}  // namespace
+}  // namespace tally::runtime::e2e
