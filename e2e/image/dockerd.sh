@@ -122,6 +122,14 @@ JSON
   dockerd --config-file "$TALLY_DOCKERD_RUN/daemon.json" >"$TALLY_DOCKERD_RUN/dockerd.log" 2>&1 &
   TALLY_DOCKERD_PID=$!
   export DOCKER_HOST="unix://$TALLY_DOCKERD_RUN/docker.sock"
+  # Tools that run `docker` themselves (kind) get Debian's client, which
+  # matches the engine's API.
+  if [[ -x /usr/bin/docker ]]; then
+    mkdir -p "$TALLY_DOCKERD_RUN/bin"
+    ln -sf /usr/bin/docker "$TALLY_DOCKERD_RUN/bin/docker"
+    TALLY_DOCKERD_OLD_PATH="$PATH"
+    export PATH="$TALLY_DOCKERD_RUN/bin:$PATH"
+  fi
   local i
   for ((i = 0; i < 120; i++)); do
     if tally_docker version >/dev/null 2>&1; then
@@ -165,5 +173,6 @@ tally_dockerd_stop() {
   rm -rf "$TALLY_DOCKERD_RUN"
   TALLY_DOCKERD_RUN="" TALLY_DOCKERD_PID=""
   unset DOCKER_HOST
+  [[ -z "${TALLY_DOCKERD_OLD_PATH:-}" ]] || export PATH="$TALLY_DOCKERD_OLD_PATH"
   flock -u 8 2>/dev/null || true
 }

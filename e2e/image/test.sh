@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The image test: builds the project's Dockerfile on a private Docker engine
-# (e2e/image/dockerd.sh) with base images made offline (base-images.sh), then
+# (e2e/image/dockerd.sh) with base images made offline (lib.sh), then
 # checks the image as the manifests run it: a numeric non-root user, a
 # read-only root filesystem with every capability dropped, and the three
 # programs answering --help. Stops everything it started; the engine's data
 # root (images, build cache) and the base tarball stay as caches outside the
 # repository.
 #
-#   e2e/image/test.sh [--from-source] [--keep-engine] [--prebuilt DIR]
+#   e2e/image/test.sh [--from-source] [--prebuilt DIR]
 #
 # --prebuilt DIR: DIR holds tally-extender, tally-controller and tallyctl
 # compiled on this (bookworm) host, e.g. build/bin; they go into the image
@@ -21,8 +21,8 @@ root="$(cd "$here/../.." && pwd)"
 TALLY_LOG_TAG=image-test
 # shellcheck source=dockerd.sh
 source "$here/dockerd.sh"
-# shellcheck source=base-images.sh
-source "$here/base-images.sh"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 image="${TALLY_IMAGE:-tally:dev}"
 prebuilt="" from_source=0
@@ -35,46 +35,19 @@ while (($#)); do
   esac
   shift
 done
-release="$(sed -n 's/^ARG DEBIAN_RELEASE=//p' "$root/Dockerfile")"
-if [[ -n "$prebuilt" ]] && ((!from_source)); then
-  host_release="$(. /etc/os-release && echo "${VERSION_CODENAME:-}")"
-  if [[ "$host_release" != "$release" ]]; then
-    tally_log "host is '$host_release', the image is $release: compiling from source instead"
-    prebuilt=""
-  fi
-else
-  prebuilt=""
-fi
+((from_source)) && prebuilt=""
 
-ctx=""
 cleanup() {
   local rc=$?
   tally_dockerd_stop
-  [[ -z "$ctx" ]] || rm -rf "$ctx"
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 start=$(date +%s)
-tally_dockerd_start image-test
-tally_base_images "$release"
-
-if [[ -n "$prebuilt" ]]; then
-  ctx="$(mktemp -d /tmp/tally-image-ctx.XXXXXX)"
-  mkdir "$ctx/prebuilt"
-  for b in tally-extender tally-controller tallyctl; do
-    [[ -x "$prebuilt/$b" ]] || { tally_log "missing $prebuilt/$b"; exit 1; }
-    cp "$prebuilt/$b" "$ctx/prebuilt/"
-  done
-  tally_log "building $image from the Dockerfile with the binaries of $prebuilt"
-  tally_docker build -q -t "$image" -f "$root/Dockerfile" --build-arg TALLY_BINARIES=prebuilt "$ctx" >/dev/null \
-    || { tally_log "docker build failed"; exit 1; }
-else
-  tally_log "building $image from the Dockerfile (compiling the repository)"
-  tally_docker build -t "$image" "$root" >&2 || { tally_log "docker build failed"; exit 1; }
-fi
-tally_log "built $image in $(($(date +%s) - start)) s"
+tally_dockerd_start tally
+tally_build_image "$root" "$image" "$prebuilt"
 
 fails=0
 ok() { tally_log "ok: $*"; }

@@ -12,6 +12,7 @@
 #
 # Sourced by e2e/kind/run.sh --offline after tally_dockerd_start. Sets
 #   TALLY_KIND_BIN          the kind binary
+#   TALLY_OFFLINE_BIN       the pinned Kubernetes binaries (kubectl among them)
 #   TALLY_OFFLINE_NODE      the node image tag (reused when present; keyed by
 #                           versions and the hash of this folder)
 #   TALLY_OFFLINE_IMAGES    tags of the images loaded into the node
@@ -37,12 +38,13 @@ tally_offline_build() {
     tally_log "go install sigs.k8s.io/kind@${KIND_VERSION}"
     GOBIN="$kind_dir" GOTOOLCHAIN=local GOFLAGS=-mod=mod go install "sigs.k8s.io/kind@${KIND_VERSION}"
   fi
+  local bin; bin="$(TALLY_BINARIES=node "$root/e2e/cluster/build-binaries.sh" | tail -n 1)"
+  TALLY_OFFLINE_BIN="$bin"
   if tally_docker image inspect "$TALLY_OFFLINE_NODE" >/dev/null 2>&1; then
     tally_log "node image $TALLY_OFFLINE_NODE cached"
     return 0
   fi
   local start; start=$(date +%s)
-  local bin; bin="$(TALLY_BINARIES=node "$root/e2e/cluster/build-binaries.sh" | tail -n 1)"
   local kind_mod k8s_mod
   kind_mod="$(cd "$cache" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kind@${KIND_VERSION}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   k8s_mod="$(cd "$cache" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
