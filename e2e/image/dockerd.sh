@@ -61,22 +61,33 @@ tally_write_runc_wrapper() { # path caps...
 import json, os, sys
 DROP = set("${*}".split())
 args = sys.argv[1:]
-bundle = None
-for i, a in enumerate(args):
-    if a in ("--bundle", "-b") and i + 1 < len(args):
-        bundle = args[i + 1]
-    elif a.startswith("--bundle="):
-        bundle = a.split("=", 1)[1]
-if bundle and any(a in ("create", "run") for a in args):
-    p = os.path.join(bundle, "config.json")
-    with open(p) as f:
+def value(names):
+    for i, a in enumerate(args):
+        if a in names and i + 1 < len(args):
+            return args[i + 1]
+        for n in names:
+            if a.startswith(n + "="):
+                return a.split("=", 1)[1]
+    return None
+def strip(path, process_key):
+    with open(path) as f:
         spec = json.load(f)
-    caps = spec.get("process", {}).get("capabilities") or {}
+    proc = spec.get("process", {}) if process_key else spec
+    caps = proc.get("capabilities") or {}
     for k, v in caps.items():
         if isinstance(v, list):
             caps[k] = [c for c in v if c not in DROP]
-    with open(p, "w") as f:
+    with open(path, "w") as f:
         json.dump(spec, f)
+# create/run read the bundle's config.json; exec (docker exec) a process file.
+if any(a in ("create", "run") for a in args):
+    bundle = value(("--bundle", "-b"))
+    if bundle:
+        strip(os.path.join(bundle, "config.json"), True)
+if "exec" in args:
+    process = value(("--process", "-p"))
+    if process:
+        strip(process, False)
 os.execv("$(command -v runc)", ["runc"] + args)
 WRAP
   chmod 755 "$path"

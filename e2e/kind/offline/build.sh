@@ -26,7 +26,7 @@ tally_offline_build() {
   # shellcheck source=/dev/null
   source "$root/e2e/cluster/versions.env"
   local cache; cache="$(tally_cache_dir)"
-  local key; key="$(cat "$offline_dir"/* "$root/e2e/cluster/versions.env" | sha256sum | cut -c1-12)"
+  local key; key="$(find "$offline_dir" "$root/e2e/cluster/versions.env" -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)"
   TALLY_OFFLINE_NODE="tally.local/kind-node:${K8S_VERSION}-${key}"
   TALLY_OFFLINE_SCHEDULER="tally.local/kube-scheduler:${K8S_VERSION}"
   TALLY_OFFLINE_KWOK="tally.local/kwok:${KWOK_VERSION}"
@@ -93,6 +93,7 @@ tally_offline_build() {
   rm -f "$ctx/kind-base/etc/containerd/config.toml"
   cp "$bin/kubelet" "$bin/kubeadm" "$bin/kubectl" "$ctx/bin/"
   cp -r "$offline_dir/node/." "$ctx/node/"
+  mkdir -p "$ctx/node/etc/containerd" "$ctx/node/kind"
   # containerd inside the node: restrict_oom_score_adj only where a process
   # cannot lower its oom_score_adj (without CAP_SYS_RESOURCE in the bounding
   # set, as in some sandboxes); the node inherits this host's bounding set.
@@ -100,6 +101,8 @@ tally_offline_build() {
   if ! (echo -999 >/proc/self/oom_score_adj) 2>/dev/null; then
     restrict=true
     tally_log "oom_score_adj cannot be lowered here: containerd in the node gets restrict_oom_score_adj = true"
+    # and systemd could not apply kind's OOMScoreAdjust=-999 to containerd.
+    sed -i '/^OOMScoreAdjust=/d' "$ctx/kind-base/etc/systemd/system/containerd.service"
   fi
   sed -e "s|@PAUSE_IMAGE@|tally.local/pause:$PAUSE_TAG|" -e "s|@RESTRICT_OOM@|$restrict|" \
     "$offline_dir/containerd-config.toml.in" >"$ctx/node/etc/containerd/config.toml"
