@@ -111,6 +111,17 @@ tally_dockerd_start() { # name
   ip addr flush dev "$TALLY_DOCKERD_BRIDGE"
   ip addr add "$net.0.1/24" dev "$TALLY_DOCKERD_BRIDGE"
   ip link set "$TALLY_DOCKERD_BRIDGE" up
+  # dockerd's own iptables rules and chains outlive it; it runs with
+  # "iptables": false, and the only rules are these, tagged with a comment and
+  # removed by tally_dockerd_stop: containers of the default bridge reach the
+  # Debian archive (apt-get in the Dockerfile) through NAT. Published ports
+  # (kind's API server on 127.0.0.1) go through docker-proxy.
+  TALLY_DOCKERD_TAG="tally-dockerd-$name"
+  TALLY_DOCKERD_FORWARD="$(cat /proc/sys/net/ipv4/ip_forward)"
+  echo 1 >/proc/sys/net/ipv4/ip_forward
+  iptables -t nat -A POSTROUTING -s "$net.0.0/24" ! -o "$TALLY_DOCKERD_BRIDGE" -j MASQUERADE -m comment --comment "$TALLY_DOCKERD_TAG"
+  iptables -I FORWARD -i "$TALLY_DOCKERD_BRIDGE" -j ACCEPT -m comment --comment "$TALLY_DOCKERD_TAG"
+  iptables -I FORWARD -o "$TALLY_DOCKERD_BRIDGE" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT -m comment --comment "$TALLY_DOCKERD_TAG"
   local runtime_json=""
   local caps; caps="$(tally_missing_caps | tr '\n' ' ')"
   if [[ -n "${caps// /}" ]]; then
@@ -125,6 +136,9 @@ tally_dockerd_start() { # name
   "pidfile": "$TALLY_DOCKERD_RUN/docker.pid",
   "hosts": ["unix://$TALLY_DOCKERD_RUN/docker.sock"],
   "bridge": "$TALLY_DOCKERD_BRIDGE",
+  "iptables": false,
+  "ip-forward": false,
+  "ip-masq": false,
   "default-address-pools": [{"base": "$net.16.0/20", "size": 24}],
   "features": {"buildkit": true}$runtime_json
 }
@@ -165,10 +179,13 @@ tally_docker() {
 tally_dockerd_stop() {
   [[ -n "${TALLY_DOCKERD_RUN:-}" ]] || return 0
   if [[ -n "${TALLY_DOCKERD_PID:-}" ]] && kill -0 "$TALLY_DOCKERD_PID" 2>/dev/null; then
-    # Containers first (dockerd would leave them to its containerd otherwise).
+    # Containers first (dockerd would leave them to its containerd otherwise),
+    # then user networks (kind's), whose bridges would outlive the engine.
     local ids
     ids="$(tally_docker ps -aq 2>/dev/null || true)"
+    # shellcheck disable=SC2086
     [[ -z "$ids" ]] || tally_docker rm -f $ids >/dev/null 2>&1 || true
+    tally_docker network prune -f >/dev/null 2>&1 || true
     kill "$TALLY_DOCKERD_PID" 2>/dev/null || true
     local i
     for ((i = 0; i < 60; i++)); do
@@ -179,6 +196,12 @@ tally_dockerd_stop() {
     wait "$TALLY_DOCKERD_PID" 2>/dev/null || true
   fi
   ip link del "$TALLY_DOCKERD_BRIDGE" 2>/dev/null || true
+  local t rule
+  for t in nat filter; do
+    iptables -t "$t" -S 2>/dev/null | grep -F -- "--comment $TALLY_DOCKERD_TAG" | sed 's/^-A //' \
+      | while read -r rule; do eval "iptables -t $t -D $rule" || true; done
+  done
+  [[ -z "${TALLY_DOCKERD_FORWARD:-}" ]] || echo "$TALLY_DOCKERD_FORWARD" >/proc/sys/net/ipv4/ip_forward
   # Mounts left under the exec root (netns files) would keep the folder busy.
   grep -o " $TALLY_DOCKERD_RUN[^ ]*" /proc/mounts 2>/dev/null | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   rm -rf "$TALLY_DOCKERD_RUN"
