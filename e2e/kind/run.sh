@@ -190,6 +190,8 @@ k apply --server-side -f "$crds"
 k wait --for=condition=Established crd --all --timeout=120s
 # Tally's controller reads billing-plans in the platform namespace kube-dc.
 k create namespace kube-dc --dry-run=client -o yaml | k apply -f -
+# The KubeVirt CR that Tally's VMI webhook reads (permitted host devices).
+k apply --server-side -f "$here/platform/kubevirt.yaml"
 
 # 4. kwok in the cluster, from its release manifests (needs network access).
 #    kwok.yaml: CRDs + controller in kube-system, managing nodes annotated
@@ -216,6 +218,14 @@ if ! k -n kube-system rollout status deployment/kwok-controller --timeout=180s; 
   dump_diagnostics
   die "kwok-controller did not become ready"
 fi
+
+# DaemonSets of the cluster itself (kube-proxy, kindnet) would get a pod on
+# every fake node, which kwok "runs": tests counting pods on a node would see
+# them. They stay on real nodes (kwok's nodes carry type=kwok).
+for ds in $(k -n kube-system get daemonsets -o name); do
+  k -n kube-system patch "$ds" --type=merge -p \
+    '{"spec":{"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"type","operator":"NotIn","values":["kwok"]}]}]}}}}}}}' >&2
+done
 
 # 5. Tally: the base manifests through the kind overlay.
 log "applying manifests/ (kind overlay)"
@@ -304,7 +314,7 @@ if (( run_tests )); then
     cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DTALLY_E2E=ON -DTALLY_BENCH=OFF
   fi
-  cmake --build "$build_dir"
+  cmake --build "$build_dir" --target tally-extender tally-controller tallyctl
   # The tests that take the cluster from TALLY_E2E_KUBECONFIG: the suite's
   # scenarios and the smoke test (the other e2e tests start local control planes).
   log "running ctest -L e2e -R '^e2e_(cluster_binaries|smoke|suite_)'"
