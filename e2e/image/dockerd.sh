@@ -126,6 +126,7 @@ tally_dockerd_start() { # name
   local caps; caps="$(tally_missing_caps | tr '\n' ' ')"
   if [[ -n "${caps// /}" ]]; then
     tally_log "capability bounding set lacks: $caps— runc wrapper as the default runtime"
+    # shellcheck disable=SC2086 # one argument per capability
     tally_write_runc_wrapper "$TALLY_DOCKERD_RUN/runc-wrapper" $caps
     runtime_json=", \"runtimes\": {\"tally-runc\": {\"path\": \"$TALLY_DOCKERD_RUN/runc-wrapper\"}}, \"default-runtime\": \"tally-runc\""
   fi
@@ -203,7 +204,7 @@ tally_dockerd_stop() {
   done
   [[ -z "${TALLY_DOCKERD_FORWARD:-}" ]] || echo "$TALLY_DOCKERD_FORWARD" >/proc/sys/net/ipv4/ip_forward
   # Mounts left under the exec root (netns files) would keep the folder busy.
-  grep -o " $TALLY_DOCKERD_RUN[^ ]*" /proc/mounts 2>/dev/null | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  grep -o " ${TALLY_DOCKERD_RUN}[^ ]*" /proc/mounts 2>/dev/null | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
   rm -rf "$TALLY_DOCKERD_RUN"
   TALLY_DOCKERD_RUN="" TALLY_DOCKERD_PID=""
   unset DOCKER_HOST

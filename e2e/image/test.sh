@@ -18,7 +18,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-TALLY_LOG_TAG=image-test
+export TALLY_LOG_TAG="image-test"
 # shellcheck source=dockerd.sh
 source "$here/dockerd.sh"
 # shellcheck source=lib.sh
@@ -60,7 +60,7 @@ if [[ "$user" =~ ^[1-9][0-9]*(:[0-9]+)?$ ]]; then ok "image user $user"; else ba
 # As the manifests run it: read-only root, no capabilities, no privilege gain.
 run() { tally_docker run --rm --read-only --cap-drop ALL --security-opt no-new-privileges --network none "$@"; }
 uid="$(run --entrypoint /bin/sh "$image" -c 'id -u')"
-[[ "$uid" != 0 && -n "$uid" ]] && ok "runs as uid $uid" || bad "runs as uid '$uid'"
+if [[ "$uid" != 0 && -n "$uid" ]]; then ok "runs as uid $uid"; else bad "runs as uid '$uid'"; fi
 if run --entrypoint /bin/sh "$image" -c 'touch /usr/local/bin/x 2>/dev/null || touch /x 2>/dev/null'; then
   bad "the root filesystem is writable under --read-only"
 else
@@ -75,7 +75,7 @@ for b in tally-extender tally-controller tallyctl; do
   fi
 done
 # The default entrypoint is the extender (manifests choose with command:).
-run "$image" >/dev/null 2>&1 && ok "default entrypoint" || bad "default entrypoint (tally-extender --help) failed"
+if run "$image" >/dev/null 2>&1; then ok "default entrypoint"; else bad "default entrypoint (tally-extender --help) failed"; fi
 # Every shared library resolves in the runtime stage.
 if missing="$(run --entrypoint /bin/sh "$image" -c 'for b in /usr/local/bin/*; do ldd "$b" | grep "not found"; done; true')" && [[ -z "$missing" ]]; then
   ok "shared libraries resolve"

@@ -72,7 +72,7 @@ need() { command -v "$1" >/dev/null 2>&1 || die "$1 not found in PATH ($2)"; }
 # Everything started is removed on exit; caches stay outside the repository.
 if ((offline)); then
   [[ "$action" == up ]] || die "--offline removes its cluster at the end; there is nothing to take down"
-  TALLY_LOG_TAG=kind-e2e
+  export TALLY_LOG_TAG=kind-e2e
   # shellcheck source=../image/dockerd.sh
   source "$root/e2e/image/dockerd.sh"
   # shellcheck source=../image/lib.sh
