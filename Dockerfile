@@ -12,7 +12,6 @@ ARG DEBIAN_RELEASE=bookworm
 
 FROM debian:${DEBIAN_RELEASE} AS build
 ARG EXTRA_BUILD_PACKAGES=""
-ARG TALLY_BINARIES=source
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -24,6 +23,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# Declared after the toolchain's layer, so that both modes share it.
+ARG TALLY_BINARIES=source
 # RelWithDebInfo is the configuration `make build` tests; symbols are stripped
 # below. Only the shipped targets are built (no tests, e2e or benches).
 RUN set -eu; \
