@@ -187,6 +187,9 @@ tally_dockerd_stop() {
     # shellcheck disable=SC2086
     [[ -z "$ids" ]] || tally_docker rm -f $ids >/dev/null 2>&1 || true
     tally_docker network prune -f >/dev/null 2>&1 || true
+    # The build cache is a cache, bounded (TALLY_DOCKER_BUILD_CACHE, default 4GB).
+    tally_docker builder prune -f --keep-storage "${TALLY_DOCKER_BUILD_CACHE:-4GB}" >/dev/null 2>&1 || true
+    tally_docker image prune -f >/dev/null 2>&1 || true
     kill "$TALLY_DOCKERD_PID" 2>/dev/null || true
     local i
     for ((i = 0; i < 60; i++)); do
