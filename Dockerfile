@@ -1,5 +1,9 @@
 # Tally image: tally-extender, tally-controller and tallyctl on Debian bookworm.
 #   docker build -t tally:dev .
+# TALLY_BINARIES=prebuilt takes the three binaries from the build context's
+# prebuilt/ folder instead of compiling them (the image test does this with the
+# binaries `make build` already compiled on a bookworm host; the context is then
+# a folder holding only prebuilt/). The default, source, compiles the repository.
 # The build stage installs the same Debian -dev packages as `make deps` (keep the
 # two lists in step; manifests/validate.sh checks it). The runtime stage gets only
 # the shared libraries the three binaries link, found with ldd + dpkg -S, so a
@@ -19,11 +23,21 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# Declared after the toolchain's layer, so that both modes share it.
+ARG TALLY_BINARIES=source
 # RelWithDebInfo is the configuration `make build` tests; symbols are stripped
 # below. Only the shipped targets are built (no tests, e2e or benches).
-RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DTALLY_E2E=OFF -DTALLY_BENCH=OFF \
- && cmake --build build --target tally-extender tally-controller tallyctl
+RUN set -eu; \
+    case "$TALLY_BINARIES" in \
+      source) \
+        cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+          -DTALLY_E2E=OFF -DTALLY_BENCH=OFF; \
+        cmake --build build --target tally-extender tally-controller tallyctl ;; \
+      prebuilt) \
+        test -d prebuilt || { echo "TALLY_BINARIES=prebuilt: no prebuilt/ in the build context" >&2; exit 1; }; \
+        mkdir -p build/bin; cp prebuilt/* build/bin/ ;; \
+      *) echo "TALLY_BINARIES must be source or prebuilt, not '$TALLY_BINARIES'" >&2; exit 1 ;; \
+    esac
 RUN set -eu; \
     mkdir -p /out/bin; \
     for b in tally-extender tally-controller tallyctl; do \

@@ -16,7 +16,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config curl ca-certificate
   libssl-dev libyaml-cpp-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev \
   libbenchmark-dev prometheus-cpp-dev lcov clang libclang-rt-14-dev openssl python3-yaml ccache golang-go
 
-.PHONY: deps build test test-unit test-sanitizers test-e2e demo demo-down bench coverage cluster-binaries clean format format-check
+.PHONY: deps build test test-unit test-sanitizers test-e2e test-image test-kind demo demo-down bench coverage cluster-binaries clean format format-check
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -55,6 +55,17 @@ test-unit: build
 
 test-e2e: cluster-binaries build
 	cd $(BUILD) && ctest --output-on-failure -L e2e
+
+# The container image alone (also in `make test`: CTest label image).
+test-image: build
+	cd $(BUILD) && ctest --output-on-failure -L image
+
+# Tally on kind without any registry (e2e/kind/README.md): a private Docker
+# engine, the node image built from the pinned sources and Debian packages, the
+# image of the Dockerfile with this build's binaries, manifests/ applied, the
+# e2e suite against the cluster; everything it started is removed at the end.
+test-kind: deps cluster-binaries build
+	TALLY_BUILD_DIR=$(CURDIR)/$(BUILD) TALLY_PREBUILT_BIN=$(CURDIR)/$(BUILD)/bin ./e2e/kind/run.sh --offline
 
 # ASan+UBSan over everything but e2e; TSan over the concurrent parts.
 test-sanitizers: deps

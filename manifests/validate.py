@@ -497,6 +497,32 @@ for kind in ("Role", "ClusterRole"):
             check("*" not in rule.get("verbs", []) and "*" not in rule.get("resources", []),
                   f"{kind}/{r['metadata']['name']}", "wildcards are not least privilege")
 
+
+# 6b. What each account's informers list and watch is granted (the first
+# rollout on kind found the extender unready on 403s: organizations and the
+# billing-plans ConfigMap in kube-dc were missing).
+def granted(account, group, resource, verb, namespace=None):
+    for kind in ("RoleBinding", "ClusterRoleBinding"):
+        for b in by_kind.get(kind, []):
+            if kind == "RoleBinding" and namespace is not None and b["metadata"].get("namespace") != namespace:
+                continue
+            if not any(sb.get("kind") == "ServiceAccount" and sb.get("name") == account for sb in b.get("subjects", [])):
+                continue
+            ref = b["roleRef"]
+            role = named(ref["kind"], ref["name"], b["metadata"].get("namespace") if ref["kind"] == "Role" else None)
+            for rule in (role or {}).get("rules", []):
+                if group in rule.get("apiGroups", []) and resource in rule.get("resources", []) \
+                        and verb in rule.get("verbs", []):
+                    return True
+    return False
+
+
+for account in ("tally-extender", "tally-scheduler"):
+    for group, resource, ns in (("kube-dc.com", "organizations", None), ("", "configmaps", "kube-dc")):
+        for verb in ("list", "watch"):
+            check(granted(account, group, resource, verb, ns), f"ServiceAccount/{account}",
+                  f"cannot {verb} {resource}{' in ' + ns if ns else ''} (the extender's informers need it)")
+
 # 7. Webhook configurations.
 EXCLUDED = {"kube-system", "kube-public", "kube-node-lease", "tally-system"}
 # Fields a matchCondition may meet missing: every access to one must be guarded by has().

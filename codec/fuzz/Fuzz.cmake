@@ -44,7 +44,7 @@ if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
     set_tests_properties(codec_snapshot_fuzz_smoke PROPERTIES LABELS codec TIMEOUT 600)
     set(TALLY_LEDGER_FUZZ_WORK ${CMAKE_BINARY_DIR}/codec-ledger-fuzz-corpus)
     add_test(NAME codec_ledger_fuzz_smoke
-      COMMAND sh -c "mkdir -p '${TALLY_LEDGER_FUZZ_WORK}' && exec '${TALLY_FUZZ_BINARY_DIR}/codec_ledger_configmap_fuzzer' -runs=20000 -max_len=8192 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 '${TALLY_LEDGER_FUZZ_WORK}' '${CMAKE_CURRENT_LIST_DIR}/ledger-corpus'")
+      COMMAND sh -c "mkdir -p '${TALLY_LEDGER_FUZZ_WORK}' && exec '${TALLY_FUZZ_BINARY_DIR}/codec_ledger_configmap_fuzzer' -seed=1 -runs=20000 -max_total_time=120 -max_len=8192 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 '${TALLY_LEDGER_FUZZ_WORK}' '${CMAKE_CURRENT_LIST_DIR}/ledger-corpus'")
     set_tests_properties(codec_ledger_fuzz_smoke PROPERTIES LABELS codec TIMEOUT 600)
   else()
     message(STATUS "codec fuzzers: no clang++ found, not built")

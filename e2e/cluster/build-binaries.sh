@@ -100,12 +100,16 @@ build_fixtures() {
 
 # TALLY_BINARIES=tools builds only what tests need against an external cluster
 # (kubectl, tally-fixtures); it is the default when TALLY_E2E_KUBECONFIG is set
-# (the kind path). e2e/cluster/up always asks for all.
+# (the kind path). e2e/cluster/up always asks for all; node adds kubelet,
+# kubeadm and kube-proxy for the offline kind node image.
 what="${TALLY_BINARIES:-$([[ -n "${TALLY_E2E_KUBECONFIG:-}" ]] && echo tools || echo all)}"
 case "$what" in
   all) wanted=(etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok) ;;
   tools) wanted=(kubectl) ;;
-  *) log "TALLY_BINARIES must be all or tools, not '$what'"; exit 2 ;;
+  # The offline kind node (e2e/kind/offline): the node's own binaries and the
+  # control plane's component images.
+  node) wanted=(etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok kubelet kubeadm kube-proxy) ;;
+  *) log "TALLY_BINARIES must be all, tools or node, not '$what'"; exit 2 ;;
 esac
 start=$(date +%s)
 missing=()

@@ -8,9 +8,16 @@
 #   e2e/kind/run.sh            everything above; the cluster is kept
 #   e2e/kind/run.sh --no-tests the same without the suite
 #   e2e/kind/run.sh down       delete the cluster and its state
+#   e2e/kind/run.sh --offline  no registry: a private Docker engine, a node
+#                              image and component images built from the pinned
+#                              sources and Debian packages (cached outside the
+#                              repository), then the same steps; the cluster
+#                              and the engine are removed at the end
 #
 # Needs docker (a running engine), kind, kubectl, and for the suite the
-# project's build dependencies (`make deps`) with cmake/ctest.
+# project's build dependencies (`make deps`) with cmake/ctest. --offline needs
+# root, go and the Debian archive (it installs docker.io and debootstrap), and
+# builds kind itself.
 #
 # Environment:
 #   TALLY_KIND_NAME        cluster name (default tally-e2e)
@@ -21,6 +28,11 @@
 #                          suite for exploring (default 2; 0 = none)
 #   TALLY_BUILD_DIR        build tree for the suite (default <repo>/build-kind)
 #   KWOK_MANIFEST_BASE     where kwok's release manifests are fetched from
+#   TALLY_PREBUILT_BIN     --offline: a folder with tally-extender,
+#                          tally-controller and tallyctl compiled on this
+#                          (bookworm) host, put into the image instead of
+#                          compiling the Dockerfile's build stage
+#   TALLY_KIND_KEEP=1      --offline: keep the engine and cluster running
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -42,17 +54,58 @@ die() { log "error: $*"; exit 1; }
 
 run_tests=1
 action=up
+offline="${TALLY_KIND_OFFLINE:-0}"
 for arg in "$@"; do
   case "$arg" in
     down) action=down ;;
     --no-tests) run_tests=0 ;;
+    --offline) offline=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $arg" ;;
   esac
 done
 
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 not found in PATH ($2)"; }
-need kind "https://kind.sigs.k8s.io"
+
+# Offline: a private engine (e2e/image/dockerd.sh), the base and node images
+# built here (e2e/image/lib.sh, offline/build.sh), kind from the Go module proxy.
+# Everything started is removed on exit; caches stay outside the repository.
+if ((offline)); then
+  [[ "$action" == up ]] || die "--offline removes its cluster at the end; there is nothing to take down"
+  export TALLY_LOG_TAG=kind-e2e
+  # shellcheck source=../image/dockerd.sh
+  source "$root/e2e/image/dockerd.sh"
+  # shellcheck source=../image/lib.sh
+  source "$root/e2e/image/lib.sh"
+  # shellcheck source=offline/build.sh
+  source "$here/offline/build.sh"
+  offline_started=$(date +%s)
+  offline_cleanup() {
+    local rc=$?
+    if [[ "${TALLY_KIND_KEEP:-0}" == 1 ]]; then
+      log "kept: DOCKER_HOST=$DOCKER_HOST (dockerd pid $TALLY_DOCKERD_PID), kubeconfig $kubeconfig"
+      exit "$rc"
+    fi
+    if [[ -n "${TALLY_KIND_BIN:-}" ]] && "$TALLY_KIND_BIN" get clusters 2>/dev/null | grep -qx "$name"; then
+      "$TALLY_KIND_BIN" delete cluster --name "$name" >&2 || true
+    fi
+    tally_dockerd_stop
+    rm -rf "$state"
+    log "offline run removed its cluster and engine after $(($(date +%s) - offline_started)) s"
+    exit "$rc"
+  }
+  trap offline_cleanup EXIT
+  trap 'exit 130' INT TERM
+  tally_dockerd_start tally
+  tally_offline_build
+  kind() { "$TALLY_KIND_BIN" "$@"; }
+  docker() { tally_docker "$@"; }
+  node_image="${TALLY_KIND_NODE_IMAGE:-$TALLY_OFFLINE_NODE}"
+  # The pinned kubectl (a fresh machine has none).
+  export PATH="$PATH:$TALLY_OFFLINE_BIN"
+else
+  need kind "https://kind.sigs.k8s.io"
+fi
 need kubectl "a client within one minor version of ${K8S_VERSION}"
 
 if [[ "$action" == down ]]; then
@@ -79,9 +132,10 @@ dump_diagnostics() {
   k get pods -A -o wide >&2 || true
   k -n tally-system get events --sort-by=.lastTimestamp >&2 || true
   local c
-  for c in deploy/tally-extender; do
+  for c in deploy/tally-extender deploy/tally-controller; do
     k -n tally-system logs "$c" --all-containers --tail=200 >&2 || true
   done
+  k -n tally-system describe pods >&2 || true
   k -n tally-system logs deploy/tally-scheduler -c kube-scheduler --tail=200 >&2 || true
   k -n tally-system logs deploy/tally-scheduler -c tally-extender --tail=200 >&2 || true
 }
@@ -99,16 +153,33 @@ if kind get clusters 2>/dev/null | grep -qx "$name"; then
   kind get kubeconfig --name "$name" > "$kubeconfig"
 else
   log "creating kind cluster $name ($node_image)"
+  config="$here/kind-config.yaml"
+  if ((offline)); then
+    config="$state/kind-config.yaml"
+    sed "s/@ETCD_VERSION@/${ETCD_VERSION}/" "$here/kind-config.offline.yaml" >"$config"
+  fi
   kind create cluster --name "$name" --image "$node_image" \
-    --config "$here/kind-config.yaml" --kubeconfig "$kubeconfig" --wait 180s
+    --config "$config" --kubeconfig "$kubeconfig" --wait 300s
 fi
 chmod 600 "$kubeconfig"
 
 # 2. Image.
-log "building $image"
-docker build -t "$image" "$root"
-log "loading $image into $name"
-kind load docker-image "$image" --name "$name"
+if ((offline)); then
+  tally_build_image "$root" "$image" "${TALLY_PREBUILT_BIN:-}" || die "building $image failed"
+  # The node has no crictl (kind load needs it): containerd's own client.
+  log "loading $image into $name"
+  docker save "$image" | docker exec -i "$name-control-plane" ctr -n k8s.io images import - >&2
+  # The scheduler Deployment names upstream's kube-scheduler image; the node has
+  # the same binary as tally.local/kube-scheduler: tag it with that name.
+  sched_image="$(k kustomize "$here" | sed -n 's/^[[:space:]]*image:[[:space:]]*\(.*kube-scheduler:.*\)$/\1/p' | head -n 1)"
+  [[ -n "$sched_image" ]] || die "no kube-scheduler image in the manifests"
+  docker exec "$name-control-plane" ctr -n k8s.io images tag --force "$TALLY_OFFLINE_SCHEDULER" "$sched_image" >&2
+else
+  log "building $image"
+  docker build -t "$image" "$root"
+  log "loading $image into $name"
+  kind load docker-image "$image" --name "$name"
+fi
 
 # 3. Platform CRDs (KubeVirt, HNC, kube-dc) that Tally reads; same files as the
 #    local control plane of e2e/cluster.
@@ -119,17 +190,42 @@ k apply --server-side -f "$crds"
 k wait --for=condition=Established crd --all --timeout=120s
 # Tally's controller reads billing-plans in the platform namespace kube-dc.
 k create namespace kube-dc --dry-run=client -o yaml | k apply -f -
+# The KubeVirt CR that Tally's VMI webhook reads (permitted host devices).
+k apply --server-side -f "$here/platform/kubevirt.yaml"
 
 # 4. kwok in the cluster, from its release manifests (needs network access).
 #    kwok.yaml: CRDs + controller in kube-system, managing nodes annotated
 #    kwok.x-k8s.io/node=fake; stage-fast.yaml: node and pod lifecycle stages.
-log "installing kwok ${KWOK_VERSION} from ${kwok_base}"
-k apply --server-side -f "${kwok_base}/kwok.yaml"
-k wait --for=condition=Established crd/stages.kwok.x-k8s.io --timeout=120s
-k apply --server-side -f "${kwok_base}/stage-fast.yaml"
-k -n kube-system patch deployment kwok-controller --type=merge \
-  -p '{"spec":{"template":{"spec":{"nodeSelector":{"tally.dev/e2e-host":"true"}}}}}'
-k -n kube-system rollout status deployment/kwok-controller --timeout=180s
+if ((offline)); then
+  # The pinned kwok binary (image tally.local/kwok) with the local control
+  # plane's stages, configured from files (no kwok CRDs needed).
+  log "installing kwok ${KWOK_VERSION} (offline image)"
+  k -n kube-system create configmap kwok-config --dry-run=client -o yaml \
+    --from-file="$here/kwok-offline-config.yaml" \
+    --from-file="$root/e2e/cluster/kwok/stage-node-ready.yaml" \
+    --from-file="$root/e2e/cluster/kwok/stage-pod-running.yaml" \
+    --from-file="$root/e2e/cluster/kwok/stage-pod-delete.yaml" | k apply --server-side -f -
+  sed "s/@KWOK_VERSION@/${KWOK_VERSION}/" "$here/kwok-offline.yaml" | k apply --server-side -f -
+else
+  log "installing kwok ${KWOK_VERSION} from ${kwok_base}"
+  k apply --server-side -f "${kwok_base}/kwok.yaml"
+  k wait --for=condition=Established crd/stages.kwok.x-k8s.io --timeout=120s
+  k apply --server-side -f "${kwok_base}/stage-fast.yaml"
+  k -n kube-system patch deployment kwok-controller --type=merge \
+    -p '{"spec":{"template":{"spec":{"nodeSelector":{"tally.dev/e2e-host":"true"}}}}}'
+fi
+if ! k -n kube-system rollout status deployment/kwok-controller --timeout=180s; then
+  dump_diagnostics
+  die "kwok-controller did not become ready"
+fi
+
+# DaemonSets of the cluster itself (kube-proxy, kindnet) would get a pod on
+# every fake node, which kwok "runs": tests counting pods on a node would see
+# them. They stay on real nodes (kwok's nodes carry type=kwok).
+for ds in $(k -n kube-system get daemonsets -o name); do
+  k -n kube-system patch "$ds" --type=merge -p \
+    '{"spec":{"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"type","operator":"NotIn","values":["kwok"]}]}]}}}}}}}' >&2
+done
 
 # 5. Tally: the base manifests through the kind overlay.
 log "applying manifests/ (kind overlay)"
@@ -139,12 +235,27 @@ k wait --for=condition=Established crd/gpudeviceclasses.gpu.tally.dev crd/gpudev
 if (( reused )); then
   k -n tally-system rollout restart deployment -l app.kubernetes.io/name=tally
 fi
-for d in tally-extender tally-scheduler; do  # tally-controller: not built yet
+for d in tally-extender tally-scheduler tally-controller; do
   if ! k -n tally-system rollout status "deployment/$d" --timeout=300s; then
     dump_diagnostics
     die "deployment $d did not become ready"
   fi
 done
+# Every Tally Deployment Available, and the leader injected its CA into every
+# webhook configuration of the base (none ships a caBundle).
+k -n tally-system wait --for=condition=Available deployment -l app.kubernetes.io/name=tally --timeout=120s
+ca_ok=0
+for ((i = 0; i < 60; i++)); do
+  missing="$(k get validatingwebhookconfigurations,mutatingwebhookconfigurations -l app.kubernetes.io/name=tally \
+    -o jsonpath='{range .items[*]}{range .webhooks[*]}{.name}{"="}{.clientConfig.caBundle}{"\n"}{end}{end}' | awk -F= '$2 == "" {print $1}')"
+  if [[ -z "$missing" ]]; then ca_ok=1; break; fi
+  sleep 2
+done
+if ((!ca_ok)); then
+  dump_diagnostics
+  die "webhooks without an injected caBundle: $missing"
+fi
+log "Tally is running: extender, scheduler and controller Available; webhook CAs injected"
 
 # 6. kwok works: a canary fake node (no GPUs) must become Ready, then goes away
 #    so the suite starts from the same empty fleet as on the local control plane.
@@ -197,16 +308,22 @@ k delete node tally-kwok-canary --wait=true
 rc=0
 if (( run_tests )); then
   log "building the e2e suite in $build_dir"
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTALLY_E2E=ON -DTALLY_BENCH=OFF
-  cmake --build "$build_dir"
-  log "running ctest -L e2e"
+  # An existing build tree (TALLY_BUILD_DIR=build after `make build`) is only
+  # brought up to date, not reconfigured.
+  if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+    cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DTALLY_E2E=ON -DTALLY_BENCH=OFF
+  fi
+  cmake --build "$build_dir" --target tally-extender tally-controller tallyctl
+  # The tests that take the cluster from TALLY_E2E_KUBECONFIG: the suite's
+  # scenarios and the smoke test (the other e2e tests start local control planes).
+  log "running ctest -L e2e -R '^e2e_(cluster_binaries|smoke|suite_)'"
   (
     cd "$build_dir"
     TALLY_E2E_KUBECONFIG="$kubeconfig" \
     TALLY_E2E_SCHEDULER_NAME=tally-scheduler \
     TALLY_E2E_IN_CLUSTER=1 \
-      ctest -L e2e --output-on-failure
+      ctest -L e2e -R '^e2e_(cluster_binaries|smoke|suite_)' --output-on-failure
   ) || rc=$?
   if (( rc != 0 )); then
     dump_diagnostics

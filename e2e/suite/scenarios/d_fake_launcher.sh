@@ -8,12 +8,22 @@
 # fake-4 (asks 4) fits both nodes for kube-scheduler but must stay Pending;
 # fake-2 (asks 2) lands on h200-0 and is charged there: a raw pod asking 1
 # then finds h200-0 full by Tally (kube-scheduler still sees 2 free).
+if [[ "${TALLY_E2E_IN_CLUSTER:-0}" == 1 ]]; then
+  # Where Tally's launcher webhook runs (the kind path) it pins every GPU pod
+  # owned by VMI vm1 to the node of vm1's devices at creation, so a fake
+  # launcher never reaches the extender as raw usage on another node.
+  skip "Tally's launcher webhook pins a pod naming a VMI to that VMI's devices' node"
+fi
 class_h200
 nodes h200- 2 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=4
 namespace vms
 namespace other
 N="$(ns vms)"
 gpudevice "$(ns other)" parked "$(cls h200)" 2 Bound "$ID-h200-0"
+# The device exists (held on h200-1) before its VM: Tally's VMI webhook, where
+# it runs (the kind path), refuses a VM naming a device that does not exist.
+# It is attached once the VMI has a uid.
+gpudevice "$N" vm1-gpus "$(cls h200)" 4 Bound "$ID-h200-1"
 uid="$(vmi "$N" vm1 nvidia.com/GH100_H200_SXM_141GB 4 '["vm1-gpus"]')"
 [[ -n "$uid" ]] || fatal "VMI vm1 has no uid"
 gpudevice "$N" vm1-gpus "$(cls h200)" 4 Attached "$ID-h200-1" vm1 "$uid"
