@@ -33,6 +33,7 @@ die() { log "error: $*"; exit 1; }
 
 extender_pidfile="$state/pids/demo-tally-extender.pid"
 controller_pidfile="$state/pids/demo-tally-controller.pid"
+hnc_pidfile="$state/pids/demo-hnc-standin.pid"
 
 stop_process() { # pidfile binary-name
   [[ -f "$1" ]] || return 0
@@ -50,6 +51,7 @@ stop_process() { # pidfile binary-name
 stop_tally() {
   stop_process "$controller_pidfile" tally-controller
   stop_process "$extender_pidfile" tally-extender
+  stop_process "$hnc_pidfile" hnc-standin
 }
 
 case "${1:-up}" in
@@ -167,7 +169,7 @@ metadata:
   name: acme
   namespace: acme
   annotations:
-    billing.kube-dc.com/addons: '[{"addonId":"gpu-h200-dedicated","quantity":4},{"addonId":"gpu-h200-reserved","quantity":4},{"addonId":"gpu-a100-10c","quantity":4},{"addonId":"gpu-v100-share","quantity":4}]'
+    billing.kube-dc.com/addons: '[{"addonId":"gpu-h200-dedicated","quantity":4},{"addonId":"gpu-a100-10c","quantity":4},{"addonId":"gpu-v100-share","quantity":4}]'
 spec: {displayName: Acme}
 ---
 apiVersion: kube-dc.com/v1
@@ -179,22 +181,15 @@ metadata:
     billing.kube-dc.com/addons: '[{"addonId":"gpu-h200-dedicated","quantity":4},{"addonId":"gpu-a100-10c","quantity":4},{"addonId":"gpu-v100-share","quantity":4}]'
 spec: {displayName: Globex}
 EOF
-hrq() { # namespace h200 a100 shares
-  local hard="{\"requests.nvidia.com/GH100_H200_SXM_141GB\":\"$2\",\"requests.nvidia.com/A100-10C\":\"$3\",\"requests.nvidia.com/gpu\":\"$4\",\"requests.nvidia.com/gpumem\":\"$(($4 * 8192))\",\"requests.nvidia.com/gpucores\":\"$(($4 * 25))\"}"
-  k apply -f - >/dev/null <<EOF
-apiVersion: hnc.x-k8s.io/v1alpha2
-kind: HierarchicalResourceQuota
-metadata: {name: plan-quota, namespace: $1}
-spec: {hard: $hard}
-EOF
-  # HNC's controller is not running here: the demo writes status.hard itself.
-  k patch hrq -n "$1" plan-quota --subresource=status --type=merge -p "{\"status\":{\"hard\":$hard}}" >/dev/null
-}
-hrq acme 8 4 4     # 4 dedicated + 4 reserved H200
-hrq globex 4 4 4
+# plan-quota is Tally's to write: tally-controller's quota controller applies
+# every organization's add-on grants into its HRQ plan-quota. HNC does not run
+# here: a stand-in copies each HRQ's spec.hard into status.hard, as HNC would.
+nohup setsid "$here/hnc-standin.sh" "$BIN/kubectl" "$state/kubeconfig" >>"$state/logs/hnc-standin.log" 2>&1 </dev/null &
+echo $! >"$hnc_pidfile"
 
-log "reservation ledger ($ledger): gpu-res-demo-1, 4 H200 reserved for acme, active"
-cat >"$ledger/gpu-res-demo-1.yaml" <<'EOF'
+log "reservation ledger ($ledger): gpu-res-demo-1, 4 H200 for acme, committed pending (the runbook's step 4)"
+record() { # state activatedAt
+  cat >"$ledger/.gpu-res-demo-1.yaml" <<EOF
 apiVersion: operations.kube-dc.com/v1alpha1
 kind: GPUReservationRecord
 metadata:
@@ -204,7 +199,7 @@ spec:
   project: acme-research
   profileId: nvidia-h200-passthrough
   devices: 4
-  state: active
+  state: $1
   requestedAt: "2026-01-05T09:00:00Z"
   startsAt: "2026-01-10T00:00:00Z"
   endsAt: "2027-01-10T00:00:00Z"
@@ -214,10 +209,14 @@ spec:
     product: product@example.com
     sre: sre@example.com
 status:
-  activatedAt: "2026-01-10T00:00:00Z"
+  activatedAt: "$2"
   evidenceRevision: evidence/ops-demo-1-r1
   reason: dedicated training capacity (demo)
 EOF
+  # As git-sync publishes a revision: whole, never half written.
+  mv "$ledger/.gpu-res-demo-1.yaml" "$ledger/gpu-res-demo-1.yaml"
+}
+record pending ""
 
 # Waits for NAME's /readyz on 127.0.0.1:PORT while the process in PIDFILE lives;
 # a process that died or never got ready ends the demo with its log's tail.
@@ -339,6 +338,36 @@ webhooks:
   sideEffects: NoneOnDryRun
   timeoutSeconds: 10
   admissionReviewVersions: [v1]
+---
+# Add-on changes of an Organization: a reduction under holders, an increase
+# that breaks a pool's invariant or lands in a closed pool, refused.
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: tally-organization-validating}
+webhooks:
+- name: organizations.validate.gpu.tally.dev
+  clientConfig: {url: "$webhook_url/validate/organizations"}
+  rules:
+  - {apiGroups: [kube-dc.com], apiVersions: [v1], operations: [UPDATE], resources: [organizations], scope: Namespaced}
+  namespaceSelector: $not_system
+  failurePolicy: Fail
+  sideEffects: NoneOnDryRun
+  timeoutSeconds: 10
+  admissionReviewVersions: [v1]
+---
+# Acknowledgements of a failed audit on a GPUDeviceClass: each in its own name.
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: tally-gpudeviceclass-validating}
+webhooks:
+- name: gpudeviceclasses.validate.gpu.tally.dev
+  clientConfig: {url: "$webhook_url/validate/gpudeviceclasses"}
+  rules:
+  - {apiGroups: [gpu.tally.dev], apiVersions: [v1alpha1], operations: [UPDATE], resources: [gpudeviceclasses], scope: Cluster}
+  failurePolicy: Fail
+  sideEffects: None
+  timeoutSeconds: 10
+  admissionReviewVersions: [v1]
 EOF
 log "starting tally-controller (webhooks $webhook_url, ops :$ops_port, log $state/logs/tally-controller.log)"
 # It writes with the demo's admin kubeconfig, so the admin is the identity
@@ -346,7 +375,8 @@ log "starting tally-controller (webhooks $webhook_url, ops :$ops_port, log $stat
 nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-address 127.0.0.1 --webhook-port "$webhook_port" \
   --ops-bind-address 127.0.0.1 --ops-port "$ops_port" --cert-dir "$state/controller-certs" \
   --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
-  --webhook-configurations tally-gpudevice-validating,tally-gpu-pod-validating \
+  --webhook-configurations tally-gpudevice-validating,tally-gpu-pod-validating,tally-organization-validating,tally-gpudeviceclass-validating \
+  --ledger-interval 1s --audit-debounce 500ms \
   --mutating-webhook-configurations tally-vmi-mutating,tally-launcher-pod-mutating \
   --vmi-placement-wait 5s --vmi-attach-timeout 60s --watch-kubevirt=true \
   --leader-election-namespace tally-system --controller-identity tally-e2e-admin --ledger-dir "$ledger" \
@@ -355,6 +385,7 @@ echo $! >"$controller_pidfile"
 wait_ready tally-controller "$ops_port" "$controller_pidfile"
 # The keeper injects the caBundles asynchronously: wait until the API server can verify every webhook.
 webhook_configurations=(validatingwebhookconfiguration/tally-gpudevice-validating validatingwebhookconfiguration/tally-gpu-pod-validating
+  validatingwebhookconfiguration/tally-organization-validating validatingwebhookconfiguration/tally-gpudeviceclass-validating
   mutatingwebhookconfiguration/tally-vmi-mutating mutatingwebhookconfiguration/tally-launcher-pod-mutating)
 unbundled() {
   local cfg
@@ -368,6 +399,53 @@ for _ in $(seq 1 60); do
 done
 [[ -z "$(unbundled)" ]] || die "tally-controller did not inject its CA into $(unbundled | tr '\n' ' '); see $state/logs/tally-controller.log"
 log "tally-controller ready; GPUDevice orders, VMIs with Tally devices and GPU pods now pass its webhooks"
+
+# ------------------------------------------------------------ reservation
+# The runbook's assignment procedure, with Tally doing the bookkeeping: the
+# pending record freezes creation in the H200 pool, the operator assigns the
+# reservation add-on, Tally writes plan-quota and the Organization's status,
+# the record is committed active, and the gate reopens by itself.
+h200=nvidia-h200-passthrough
+gate_of() { k get gpudeviceclass "$1" -o jsonpath='{.status.conditions[?(@.type=="CreationOpen")].reason}'; }
+hrq_h200() { k get hrq -n acme plan-quota -o jsonpath='{.status.hard.requests\.nvidia\.com/GH100_H200_SXM_141GB}' 2>/dev/null; }
+org_h200() { k get organization -n acme acme -o jsonpath="{.status.quotaUsage.accelerators.$h200.devices.hard}"; }
+wait_for() { # description command...
+  local what="$1"
+  shift
+  for _ in $(seq 1 120); do
+    "$@" && return 0
+    sleep 0.5
+  done
+  k get gpudeviceclasses -o wide >&2 || true
+  die "$what (see $state/logs/tally-controller.log)"
+}
+is() { [[ "$("$1" "${@:3}")" == "$2" ]]; } # is FUNCTION VALUE ARGS...
+dashboard() {
+  echo
+  echo "=== $1 (kubectl get gpudeviceclasses)"
+  k get gpudeviceclasses
+}
+wait_for "the H200 pool's gate never closed for the pending reservation" is gate_of TransactionInFlight "$h200"
+{
+  dashboard "gpu-res-demo-1 pending: creation frozen in the H200 pool"
+  echo "  CreationOpen: $(k get gpudeviceclass $h200 -o jsonpath='{.status.conditions[?(@.type=="CreationOpen")].message}')"
+} >&1
+log "assigning the operator-only add-on gpu-h200-reserved x4 to acme (Manage add-ons); the Organization webhook admits it for the pending record"
+k annotate --overwrite organization -n acme acme \
+  'billing.kube-dc.com/addons=[{"addonId":"gpu-h200-dedicated","quantity":4},{"addonId":"gpu-h200-reserved","quantity":4},{"addonId":"gpu-a100-10c","quantity":4},{"addonId":"gpu-v100-share","quantity":4}]' >/dev/null
+wait_for "plan-quota of acme never reached 8 H200" is hrq_h200 8
+wait_for "acme's Organization status never showed 8 H200" is org_h200 8
+activated="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+log "HRQ and Organization status show 8 H200 for acme; committing gpu-res-demo-1 active at $activated (billing starts there)"
+record active "$activated"
+for pool in "$h200" nvidia-a100-10c nvidia-v100-shared; do
+  wait_for "the gate of $pool did not open" is gate_of Open "$pool"
+done
+dashboard "gpu-res-demo-1 active: every pool audited, the invariant holds, every gate open" >&1
+{
+  echo "  billing window (GET http://127.0.0.1:$ops_port/usage, the same JSON lines as tallyctl usage):"
+  curl -s "http://127.0.0.1:$ops_port/usage?since=$activated&until=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" | grep '"window"' | sed 's/^/  /'
+} >&1
 
 # --------------------------------------------------------------- workload
 log "demo workload"
@@ -538,6 +616,8 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
   kubectl get pods -A -o wide
   kubectl get hrq -A; kubectl get org -A
   curl -s http://127.0.0.1:$port/metrics | grep '^tally_'
+  curl -s 'http://127.0.0.1:$ops_port/usage?since=$activated&until=2099-01-01T00:00:00Z'   # usage records, billing windows
+  $tallyctl audit; $tallyctl plan --help; $tallyctl options -n acme-research   # live, against this cluster
   $tallyctl report --snapshot $snapshot --ledger $ledger
   kubectl is $BIN/kubectl; logs: $state/logs/tally-extender.log, $state/logs/tally-controller.log
   kubectl get vmi -n acme-research train-vm -o yaml   # the gpus entries and the gpu.tally.dev/attachment Tally added
