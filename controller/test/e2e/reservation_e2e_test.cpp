@@ -1,0 +1,374 @@
+// The runbook's two procedures end to end, as operators run them, against a
+// real kube-apiserver calling two replicas of the real tally-controller over
+// HTTPS. The test plays HNC (it copies each HRQ's spec.hard into status.hard
+// and writes status.used from the holders it created) and plays the people
+// who commit ledger records (files in the ledger directory) and assign
+// add-ons (the Organization annotation). Tally does the rest by itself:
+// plan-quota, Organization status, the pool's dashboard and creation gate,
+// billing windows.
+//
+// (c) assignment: pending record -> gate closed while the transaction is in
+//     flight -> add-on assigned -> HRQ and Organization status converge ->
+//     record active -> gate reopens, invariant holds, billing from activatedAt;
+// (d) release: releasing -> capacity kept while a holder remains, the add-on
+//     removal refused naming it -> holder gone -> removal accepted, HRQ
+//     shrinks -> released -> gate reopens, billing stops at releasedAt;
+// (f) the leader is killed during each procedure: the standby finishes it,
+//     with the same end state, and usage is neither lost nor doubled.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "harness.hpp"
+
+namespace tally::runtime::e2e {
+namespace {
+
+constexpr const char* kValidating = "tally-e2e-gpudevices,tally-e2e-organizations";
+constexpr const char* kPool = "h200";
+const std::string kKey = std::string("requests.") + kH200;
+
+std::filesystem::path ledgerDir;
+Replica replicas[2];
+std::atomic<bool> hncRunning{false};
+std::thread hncThread;
+std::mutex usedMu;
+std::string hncUsed = "0";  // status.used of acme's plan-quota, as HNC would count the holders
+
+std::string jsonpath(const std::string& what, const std::string& path) {
+  return kubectl("get " + what + " -o jsonpath='" + path + "'");
+}
+std::string condition(const std::string& type) {
+  return jsonpath(std::string("gpudeviceclass ") + kPool, "{.status.conditions[?(@.type==\"" + type + "\")].status}");
+}
+std::string classStatus(const std::string& field) {
+  return jsonpath(std::string("gpudeviceclass ") + kPool, "{.status." + field + "}");
+}
+std::string planQuotaHard() {
+  return jsonpath("hrq -n acme plan-quota",
+                  "{.spec.hard." + std::string("requests\\.nvidia\\.com/GH100_H200_SXM_141GB") + "}");
+}
+std::string orgStatusDevicesHard() {
+  return jsonpath("organization -n acme acme",
+                  std::string("{.status.quotaUsage.accelerators.") + kPool + ".devices.hard}");
+}
+
+// HNC's part: status.hard follows spec.hard, status.used is what the test holds.
+void playHnc() {
+  while (hncRunning) {
+    std::string hard = kubectl("get hrq -n acme plan-quota -o jsonpath='{.spec.hard}'");
+    if (!hard.empty() && hard.front() == '{') {
+      std::string used;
+      {
+        std::lock_guard lock(usedMu);
+        used = hncUsed;
+      }
+      kubectl("patch hrq -n acme plan-quota --subresource=status --type=merge -p '{\"status\":{\"hard\":" + hard +
+              ",\"used\":{\"" + kKey + "\":\"" + used + "\"}}}'");
+    }
+    std::this_thread::sleep_for(300ms);
+  }
+}
+void holdersUsed(int n) {
+  std::lock_guard lock(usedMu);
+  hncUsed = std::to_string(n);
+}
+
+std::string record(const std::string& state, const std::string& status) {
+  return "apiVersion: operations.kube-dc.com/v1alpha1\nkind: GPUReservationRecord\nmetadata:\n  id: gpu-res-e2e-1\n"
+         "spec:\n  organization: acme\n  project: \"\"\n  profileId: h200\n  devices: 2\n  state: " +
+         state +
+         "\n  requestedAt: \"2026-11-30T09:00:00Z\"\n  startsAt: \"2026-12-01T00:00:00Z\"\n  endsAt: \"\"\n"
+         "  addonId: gpu-h200-reserved\n  billingReference: OPS-E2E-1\n  approvedBy:\n    product: "
+         "product@example.com\n    sre: sre@example.com\nstatus:\n" +
+         status + "  evidenceRevision: evidence-1\n  reason: e2e\n";
+}
+void commit(const std::string& yaml) {
+  // As git-sync does: the new revision appears whole (write, then rename).
+  auto tmp = ledgerDir / ".gpu-res-e2e-1.yaml.tmp";
+  std::ofstream(tmp) << yaml;
+  std::filesystem::rename(tmp, ledgerDir / "gpu-res-e2e-1.yaml");
+}
+std::string rfc3339Now();
+std::string addons(int dedicated, int reserved) {
+  std::string a = "[{\"addonId\":\"gpu-h200-dedicated\",\"quantity\":" + std::to_string(dedicated) + "}";
+  if (reserved > 0) a += ",{\"addonId\":\"gpu-h200-reserved\",\"quantity\":" + std::to_string(reserved) + "}";
+  return a + "]";
+}
+std::string assignAddons(const std::string& value, int* rc) {
+  return kubectl("annotate --overwrite organization -n acme acme 'billing.kube-dc.com/addons=" + value + "'", rc);
+}
+std::vector<std::string> replicaArgs;
+
+std::string organizationWebhookConfiguration(const std::string& name, std::uint16_t port) {
+  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
+         "metadata: {name: " + name + "}\nwebhooks:\n- name: organizations.validate.gpu.tally.dev\n" +
+         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/organizations\"}\n" +
+         "  rules:\n  - apiGroups: [kube-dc.com]\n    apiVersions: [v1]\n" +
+         "    operations: [UPDATE]\n    resources: [organizations]\n" +
+         "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 10\n" +
+         "  admissionReviewVersions: [v1]\n";
+}
+
+int leaderIndex() {
+  std::string holder = leaseHolder();
+  for (int i = 0; i < 2; ++i) {
+    if (replicas[i].identity == holder) return i;
+  }
+  return -1;
+}
+// Points both webhook configurations at replica i (as the Service would drop
+// a dead endpoint).
+void serveFrom(int i) {
+  ASSERT_TRUE(pointAt("tally-e2e-gpudevices", replicas[i].webhookPort));
+  int rc = 0;
+  kubectl(
+      "patch validatingwebhookconfiguration tally-e2e-organizations --type=json -p "
+      "'[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":"
+      "\"https://127.0.0.1:" +
+          std::to_string(replicas[i].webhookPort) + "/validate/organizations\"}]'",
+      &rc);
+  ASSERT_EQ(rc, 0);
+}
+
+// Kills the leader; the standby takes the Lease and the webhooks; the killed
+// one starts again as the new standby, so two replicas run on.
+void killLeader() {
+  int i = leaderIndex();
+  ASSERT_GE(i, 0) << "no replica holds the Lease";
+  std::string identity = replicas[i].identity;
+  stopReplica(replicas[i], SIGKILL);
+  serveFrom(1 - i);
+  ASSERT_TRUE(eventually([&] { return !leaseHolder().empty() && leaseHolder() != identity; }, 30s))
+      << "the standby never took the Lease";
+  replicas[i] = startReplica(identity, kValidating, replicaArgs);
+  ASSERT_GT(replicas[i].pid, 0);
+}
+
+std::string rfc3339(std::time_t t) {
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+// The last and the next hour: the recorder reads one ConfigMap per day of the period.
+std::string usageOf(const Replica& r) {
+  const std::time_t now = std::time(nullptr);
+  return runCommand("curl -s --max-time 5 'http://127.0.0.1:" + std::to_string(r.opsPort) +
+                    "/usage?since=" + rfc3339(now - 3600) + "&until=" + rfc3339(now + 3600) + "'");
+}
+// The usage export's line that names `needle`.
+std::string usageLine(const std::string& needle) {
+  int i = leaderIndex();
+  if (i < 0) return "";
+  std::string all = usageOf(replicas[i]);
+  std::size_t at = all.find(needle);
+  if (at == std::string::npos) return "";
+  std::size_t begin = all.rfind('\n', at);
+  std::size_t end = all.find('\n', at);
+  return all.substr(begin == std::string::npos ? 0 : begin + 1,
+                    end == std::string::npos ? std::string::npos : end - begin - 1);
+}
+
+std::string rfc3339Now() { return rfc3339(std::time(nullptr)); }
+
+bool gateIs(const std::string& status) { return condition("CreationOpen") == status; }
+
+void expectOrderRefused(const std::string& name, const std::string& code) {
+  int rc = 0;
+  std::string out = applyYaml(device("acme", name, kPool, 1), &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("[" + code + "]"), std::string::npos) << out;
+}
+
+class ReservationEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const std::string name = "res-e2e-" + std::to_string(::getpid());
+    ASSERT_TRUE(cluster().up(name)) << "e2e/cluster/up --name " << name << " failed";
+    int rc = 0;
+    for (const char* ns : {"tally-system", "kube-dc", "acme"}) {
+      kubectl(std::string("create namespace ") + ns, &rc);
+      ASSERT_EQ(rc, 0);
+    }
+    // 2 nodes x 4 H200 = 8 devices, spare 1 by default.
+    ASSERT_TRUE(gpuNodes("res-gpu-", 2, 4));
+    applyYaml(gpuClass(kPool, kH200, 4), &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(std::string("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: billing-plans, namespace: kube-dc}\n") +
+                  "data:\n  plans.yaml: |\n    addons:\n      gpu-h200-dedicated:\n        selfService: true\n" +
+                  "        gpu: {h200: {devices: 1}}\n      gpu-h200-reserved:\n        selfService: false\n" +
+                  "        gpu: {h200: {devices: 1}}\n",
+              &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(
+        "apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata:\n  name: acme\n  namespace: acme\n"
+        "  annotations:\n    billing.kube-dc.com/addons: '" +
+            addons(2, 0) + "'\nspec: {}\n",
+        &rc);
+    ASSERT_EQ(rc, 0);
+    ledgerDir = std::filesystem::temp_directory_path() / ("res-e2e-ledger-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(ledgerDir);
+
+    replicaArgs = {"--ledger-dir=" + ledgerDir.string(), "--ledger-interval=300ms", "--audit-interval=1h",
+                   "--usage-interval=1s"};
+    replicas[0] = startReplica("res-a", kValidating, replicaArgs);
+    ASSERT_GT(replicas[0].pid, 0);
+    ASSERT_TRUE(eventually([] { return leaseHolder() == "res-a"; })) << "res-a never took the Lease";
+    replicas[1] = startReplica("res-b", kValidating, replicaArgs);
+    ASSERT_GT(replicas[1].pid, 0);
+    applyYaml(webhookConfiguration("tally-e2e-gpudevices", replicas[0].webhookPort), &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(organizationWebhookConfiguration("tally-e2e-organizations", replicas[0].webhookPort), &rc);
+    ASSERT_EQ(rc, 0);
+    for (Replica& r : replicas) {
+      ASSERT_TRUE(eventually([&r] {
+        return httpStatus("http://127.0.0.1:" + std::to_string(r.opsPort) + "/readyz") == 200;
+      })) << r.identity
+          << " never became ready; log: " << r.log;
+    }
+    hncRunning = true;
+    hncThread = std::thread(playHnc);
+  }
+
+  void TearDown() override {
+    hncRunning = false;
+    if (hncThread.joinable()) hncThread.join();
+    for (Replica& r : replicas) stopReplica(r, SIGTERM);
+    cluster().down();
+    std::filesystem::remove_all(ledgerDir);
+  }
+};
+
+::testing::Environment* const kEnvironment = ::testing::AddGlobalTestEnvironment(new ReservationEnvironment);
+
+const std::string kNoTimes = "  activatedAt: \"\"\n  releasedAt: \"\"\n";
+std::string activatedAt, releasedAt;
+
+TEST(Reservation, AssignmentProcedureConvergesWithTheGateClosedDuringTheTransaction) {
+  // Before: 2 dedicated H200 for acme; 8 >= 0 + 2 + 1.
+  ASSERT_TRUE(eventually([] { return planQuotaHard() == "2"; })) << "plan-quota: " << planQuotaHard();
+  ASSERT_TRUE(eventually([] { return orgStatusDevicesHard() == "2"; })) << "Organization status never converged";
+  ASSERT_TRUE(eventually([] { return gateIs("True") && condition("InvariantHolds") == "True"; }))
+      << kubectl(std::string("get gpudeviceclass ") + kPool + " -o yaml");
+  EXPECT_EQ(classStatus("healthySchedulableDevices"), "8");
+  EXPECT_EQ(classStatus("nonReservedHardQuota"), "2");
+  EXPECT_EQ(classStatus("spareDevices"), "1");
+
+  // 4. Commit a pending ledger record first: creation freezes in the pool.
+  commit(record("pending", kNoTimes));
+  ASSERT_TRUE(eventually([] { return gateIs("False") && classStatus("inFlightTransaction") == "gpu-res-e2e-1"; }))
+      << kubectl(std::string("get gpudeviceclass ") + kPool + " -o yaml");
+  EXPECT_EQ(classStatus("reservedDevices"), "2");
+  EXPECT_EQ(condition("InvariantHolds"), "True");  // 8 >= 2 + 2 + 1
+  expectOrderRefused("during-transaction", "GateClosed");
+
+  // (f) the leader dies in the middle of the transaction.
+  killLeader();
+
+  // 4.1 assign the exact operator-only add-on; 4.2 HRQ and status converge.
+  int rc = 0;
+  std::string out;
+  ASSERT_TRUE(eventually([&] {
+    out = assignAddons(addons(2, 2), &rc);
+    return rc == 0;
+  })) << out;
+  ASSERT_TRUE(eventually([] { return planQuotaHard() == "4"; })) << "plan-quota: " << planQuotaHard();
+  ASSERT_TRUE(eventually([] { return orgStatusDevicesHard() == "4"; }));
+  ASSERT_TRUE(eventually([] { return classStatus("nonReservedHardQuota") == "2"; }));  // 4 hard - 2 reserved
+  EXPECT_TRUE(gateIs("False"));                                                        // still pending
+
+  // 4.6 commit active with its activation time: the gate reopens by itself.
+  activatedAt = rfc3339Now();
+  commit(record("active", "  activatedAt: \"" + activatedAt + "\"\n  releasedAt: \"\"\n"));
+  ASSERT_TRUE(eventually([] { return gateIs("True") && classStatus("inFlightTransaction").empty(); }))
+      << kubectl(std::string("get gpudeviceclass ") + kPool + " -o yaml");
+  EXPECT_EQ(condition("InvariantHolds"), "True");
+  EXPECT_EQ(classStatus("reservedDevices"), "2");
+  // Billing starts at activatedAt, never at the request or the pending record.
+  ASSERT_TRUE(eventually([] { return !usageLine("gpu-res-e2e-1").empty(); })) << usageOf(replicas[0]);
+  std::string window = usageLine("gpu-res-e2e-1");
+  EXPECT_NE(window.find(activatedAt), std::string::npos) << window;
+  EXPECT_EQ(window.find("2026-11-30T09:00:00Z"), std::string::npos) << window;
+}
+
+TEST(Reservation, ReleaseKeepsCapacityWhileAHolderRemainsAndBillingStopsAtReleasedAt) {
+  ASSERT_FALSE(activatedAt.empty()) << "runs after the assignment procedure";
+  // A holder of acme: 3 devices, more than the dedicated add-on alone grants.
+  int rc = 0;
+  std::string out;
+  ASSERT_TRUE(eventually([&] {
+    out = applyYaml(device("acme", "holder", kPool, 3), &rc);
+    return rc == 0;
+  })) << out;
+  ASSERT_TRUE(eventually([] { return jsonpath("gpudevice -n acme holder", "{.status.phase}") == "Bound"; }));
+  holdersUsed(3);
+  auto heldSince = std::chrono::steady_clock::now();
+  // Long enough that a count lost or doubled across the leader change below
+  // falls outside the tolerance.
+  std::this_thread::sleep_for(15s);
+
+  // 1. releasing: creation closes, the capacity stays held.
+  commit(record("releasing", "  activatedAt: \"" + activatedAt + "\"\n  releasedAt: \"\"\n"));
+  ASSERT_TRUE(eventually([] { return gateIs("False") && classStatus("inFlightTransaction") == "gpu-res-e2e-1"; }));
+  EXPECT_EQ(classStatus("reservedDevices"), "2");
+  EXPECT_EQ(condition("InvariantHolds"), "True");
+
+  killLeader();
+
+  // 4. the removal is refused while the holder remains, naming it.
+  ASSERT_TRUE(eventually([&] {
+    out = assignAddons(addons(2, 0), &rc);
+    return rc != 0 && out.find("holder") != std::string::npos;
+  })) << out;
+  EXPECT_NE(out.find("AddonReductionBlocked"), std::string::npos) << out;
+  EXPECT_EQ(planQuotaHard(), "4");
+  EXPECT_EQ(jsonpath("gpudevice -n acme holder", "{.status.phase}"), "Bound");  // never touched
+
+  // 3. the owner stops it; 4. the removal goes through; 5. HRQ shrinks.
+  kubectl("delete gpudevice -n acme holder --wait=true --timeout=60s", &rc);
+  ASSERT_EQ(rc, 0);
+  double heldSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - heldSince).count();
+  holdersUsed(0);
+  ASSERT_TRUE(eventually([&] {
+    out = assignAddons(addons(2, 0), &rc);
+    return rc == 0;
+  })) << out;
+  ASSERT_TRUE(eventually([] { return planQuotaHard() == "2"; })) << "plan-quota: " << planQuotaHard();
+  ASSERT_TRUE(eventually([] { return orgStatusDevicesHard() == "2"; }));
+
+  // 6. released with its time: the gate reopens, the reservation is gone.
+  releasedAt = rfc3339Now();
+  commit(record("released", "  activatedAt: \"" + activatedAt + "\"\n  releasedAt: \"" + releasedAt + "\"\n"));
+  ASSERT_TRUE(eventually([] { return gateIs("True") && classStatus("reservedDevices") == "0"; }))
+      << kubectl(std::string("get gpudeviceclass ") + kPool + " -o yaml");
+  EXPECT_EQ(condition("InvariantHolds"), "True");
+  std::string window;
+  ASSERT_TRUE(eventually([&] {
+    window = usageLine("gpu-res-e2e-1");
+    return window.find(releasedAt) != std::string::npos;
+  })) << window;
+
+  // (f) the holder's unit-seconds across a leader change: not lost, not doubled.
+  std::string held;
+  ASSERT_TRUE(eventually([&] {
+    held = usageLine("\"holder\"");
+    return !held.empty();
+  })) << usageOf(replicas[leaderIndex()]);
+  auto at = held.find("\"unitSeconds\":");
+  ASSERT_NE(at, std::string::npos) << held;
+  double unitSeconds = std::stod(held.substr(at + 14));
+  // 3 units for heldSeconds, give or take the recorder's interval and the
+  // watch delays on either side (a double count would be ~2x).
+  EXPECT_GT(unitSeconds, 3 * (heldSeconds - 6)) << held;
+  EXPECT_LT(unitSeconds, 3 * (heldSeconds + 6)) << held;
+}
+
+}  // namespace
+}  // namespace tally::runtime::e2e
