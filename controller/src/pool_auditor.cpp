@@ -450,6 +450,12 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
     if (convergenceDue) {
       left = std::min(left, std::chrono::milliseconds((*convergenceDue - unixNow) * 1'000 + 1'000));
     }
+    // A release not yet reported stuck is looked at again when it would be.
+    for (const auto& [id, since] : state.releasingSince) {
+      if (state.stuckReported.contains(id)) continue;
+      const model::Timestamp due = since + options_.releaseStuckAfter.count();
+      left = std::min(left, std::chrono::milliseconds((due - unixNow) * 1'000 + 1'000));
+    }
     return ReconcileResult::requeueAfter(std::max(left, std::chrono::milliseconds(1'000)));
   };
 

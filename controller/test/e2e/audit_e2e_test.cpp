@@ -25,6 +25,8 @@
 #include <boost/asio/write.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -184,8 +186,27 @@ std::string record(const std::string& id, const std::string& state, const std::s
          extra;
 }
 
+// Ends every transaction in the ledger the way people do: records are
+// canceled or released, never deleted (a record that vanishes from the
+// ledger is a finding for as long as the controller remembers it). Each id
+// ever committed stays, in one file, in its final state.
+std::map<std::string, std::string> endedRecords;  // id -> its final document
 void clearLedger() {
+  for (const auto& e : fs::directory_iterator(ledgerDir)) {
+    std::ifstream in(e.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto idAt = text.find("  id: ");
+    if (idAt == std::string::npos) continue;
+    std::string id = text.substr(idAt + 6, text.find('\n', idAt) - idAt - 6);
+    const bool releasing = text.find("state: releasing") != std::string::npos;
+    endedRecords[id] = releasing ? record(id, "released",
+                                          "  approvedBy: {product: pat@x, sre: sam@x}\nstatus:\n  activatedAt: "
+                                          "\"2026-10-01T00:00:00Z\"\n  releasedAt: \"2026-11-01T00:00:00Z\"\n"
+                                          "  evidenceRevision: ev-2\n")
+                                 : record(id, "canceled");
+  }
   for (const auto& e : fs::directory_iterator(ledgerDir)) fs::remove_all(e.path());
+  for (const auto& [id, text] : endedRecords) writeFile(ledgerDir / (id + ".yaml"), text);
 }
 
 class AuditEnvironment : public ::testing::Environment {
@@ -293,8 +314,8 @@ TEST(AuditE2e, LedgerFindingsCloseTheGateUntilTwoPeopleAcknowledge) {
   const std::string first = failureId();
   EXPECT_TRUE(first.starts_with("h200-")) << first;
   clearLedger();
-  writeFile(ledgerDir / "a.yaml", record("gpu-res-1", "pending"));
-  writeFile(ledgerDir / "b.yaml", record("gpu-res-2", "pending"));
+  writeFile(ledgerDir / "a.yaml", record("gpu-res-3", "pending"));
+  writeFile(ledgerDir / "b.yaml", record("gpu-res-4", "pending"));
   ASSERT_TRUE(closedWith("MultipleTransactions", "DuplicateReservationId"));
   // Another failure: another id, so an acknowledgement of the first cannot reopen it.
   EXPECT_NE(failureId(), first);
@@ -422,7 +443,7 @@ TEST(AuditE2e, AReleaseInFlightFreezesCreationAndIsReportedWhenStuck) {
                .find("gpu-res-7") != std::string::npos;
   }));
   // The release ends: creation reopens by itself.
-  fs::remove(ledgerDir / "releasing.yaml");
+  clearLedger();
   ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gateReason() << " " << findingCodes();
   EXPECT_TRUE(eventually([] {
     return metricsOf(*replica).find("tally_controller_release_stuck{pool=\"h200\",record=\"gpu-res-7\"} 0") !=
