@@ -14,7 +14,7 @@ LAUNCHER = $$(command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAU
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config curl ca-certificates git \
   libsimdjson-dev libprotobuf-dev protobuf-compiler libboost-dev libboost-system-dev \
   libssl-dev libyaml-cpp-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev \
-  libbenchmark-dev prometheus-cpp-dev lcov clang libclang-rt-14-dev openssl python3-yaml ccache golang-go
+  libbenchmark-dev prometheus-cpp-dev lcov clang clang-format-14 libclang-rt-14-dev openssl python3-yaml ccache golang-go
 
 .PHONY: deps build test test-unit test-sanitizers test-e2e test-image test-kind demo demo-down bench coverage cluster-binaries clean format format-check
 
@@ -38,10 +38,12 @@ CLANG_FORMAT ?= clang-format-14
 FORMATTED = $$(git ls-files '*.cpp' '*.hpp')
 
 format: deps
+	@command -v $(CLANG_FORMAT) >/dev/null || { echo "format: $(CLANG_FORMAT) not found (make deps installs it)"; exit 1; }
 	$(CLANG_FORMAT) --style=file -i $(FORMATTED)
 
 # Fails naming every file clang-format would change (run `make format`).
 format-check: deps
+	@command -v $(CLANG_FORMAT) >/dev/null || { echo "format-check: $(CLANG_FORMAT) not found (make deps installs it)"; exit 1; }
 	@bad=$$(for f in $(FORMATTED); do $(CLANG_FORMAT) --style=file "$$f" | cmp -s "$$f" - || echo "$$f"; done); \
 	if [ -n "$$bad" ]; then echo "not formatted (make format):"; echo "$$bad"; exit 1; else echo "format-check: all C++ sources formatted"; fi
 
