@@ -30,11 +30,14 @@ void writePool(JsonWriter& json, const model::PoolReport& pool) {
   const model::PoolInvariant& inv = pool.invariant;
   json.beginObject()
       .field("pool", std::string_view(pool.pool))
+      .field("quotaUnit", std::string_view(inv.quotaUnit))
       .field("healthySchedulableDevices", inv.healthySchedulableDevices)
       .field("healthySchedulableUnits", inv.healthy.units)
       .field("reservedDevices", inDevices(inv.reserved, inv))
+      .field("reservedUnits", inv.reserved.units)
       .field("nonReservedHardQuota", inv.nonReservedHard.units)
       .field("spareDevices", inDevices(inv.spare, inv))
+      .field("spareUnits", inv.spare.units)
       .field("headroom", inv.headroom)
       .field("invariantHolds", inv.holds());
   json.key("findings").beginArray();

@@ -146,6 +146,11 @@ TEST_F(Tallyctl, ReportOnTheExampleShowsEachPoolsInvariant) {
   EXPECT_EQ(number(shared, "healthySchedulableDevices"), 2);
   EXPECT_EQ(number(shared, "healthySchedulableUnits"), 8);
   EXPECT_EQ(number(shared, "spareDevices"), 1);
+  // Every figure of a shared pool's equation in one unit: shares.
+  EXPECT_EQ(std::string_view(shared["quotaUnit"].get_string()), "shares");
+  EXPECT_EQ(number(shared, "spareUnits"), 4);
+  EXPECT_EQ(number(shared, "reservedUnits"), 0);
+  EXPECT_EQ(std::string_view(a100["quotaUnit"].get_string()), "devices");
   EXPECT_TRUE(flag(shared, "invariantHolds"));
   EXPECT_TRUE(flag(shared["gate"], "open"));
 }
@@ -155,9 +160,9 @@ TEST_F(Tallyctl, ReportPoolsCarryEveryPromisedField) {
   ASSERT_EQ(r.exitCode, 0) << r.err;
   ReportJson report(r.out);
   for (simdjson::dom::element pool : report.root()["pools"].get_array()) {
-    for (const char* key :
-         {"pool", "healthySchedulableDevices", "healthySchedulableUnits", "reservedDevices", "nonReservedHardQuota",
-          "spareDevices", "headroom", "invariantHolds", "findings", "gate", "equation"}) {
+    for (const char* key : {"pool", "quotaUnit", "healthySchedulableDevices", "healthySchedulableUnits",
+                            "reservedDevices", "reservedUnits", "nonReservedHardQuota", "spareDevices", "spareUnits",
+                            "headroom", "invariantHolds", "findings", "gate", "equation"}) {
       EXPECT_FALSE(pool[key].error()) << key;
     }
   }

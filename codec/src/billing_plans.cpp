@@ -5,6 +5,7 @@
 #include "metadata.hpp"
 #include "tally/codec/objects.hpp"
 #include "tally/common/quantity.hpp"
+#include "yaml_guard.hpp"
 
 namespace tally::codec {
 namespace {
@@ -110,10 +111,11 @@ Result<BillingPlansLocation> parseBillingPlansLocation(std::string_view namespac
 
 Result<model::BillingPlans> decodeBillingPlansYaml(std::string_view yaml) {
   model::BillingPlans plans;
+  if (auto why = yamlExpansionRefusal(yaml)) return fieldError("", *why);
   try {
     YAML::Node root = YAML::Load(std::string(yaml));
     if (auto status = yamlPlans(root, plans); !status) return std::move(status).error();
-  } catch (const YAML::Exception& e) {
+  } catch (const std::exception& e) {
     return fieldError("", std::string("malformed YAML: ") + e.what());
   }
   return plans;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tally/common/rfc3339.hpp"
+#include "yaml_guard.hpp"
 
 namespace tally::codec {
 
@@ -187,6 +188,7 @@ RecordResult decodeReservationRecord(std::string_view yaml, std::string_view sou
     return refused(source, fmt::format("{}: {} bytes is larger than a record may be ({} bytes)", source, yaml.size(),
                                        kMaxRecordBytes));
   }
+  if (auto why = yamlExpansionRefusal(yaml)) return refused(source, fmt::format("{}: {}", source, *why));
   try {
     YAML::Node doc = YAML::Load(std::string(yaml));
     return readDocument(doc, yaml, source);
@@ -199,6 +201,10 @@ void addLedgerFile(model::Ledger& ledger, std::string_view yaml, std::string_vie
   ledger.loaded = true;
   if (yaml.size() > kMaxRecordBytes * 16) {
     ledger.invalid.push_back(refused(source, fmt::format("{}: file of {} bytes is too large", source, yaml.size())));
+    return;
+  }
+  if (auto why = yamlExpansionRefusal(yaml)) {
+    ledger.invalid.push_back(refused(source, fmt::format("{}: {}", source, *why)));
     return;
   }
   std::vector<YAML::Node> docs;

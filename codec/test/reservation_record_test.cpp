@@ -1,11 +1,13 @@
 // GPUReservationRecord YAML into the model's records: the seed's format, and
 // every way a document can be refused while it is read.
 
+#include "../src/yaml_guard.hpp"
 #include "tally/codec/reservation_record.hpp"
 #include "tally/common/rfc3339.hpp"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -169,6 +171,61 @@ TEST(ReservationRecordYaml, ScalarsWhereMappingsBelongAreInvalidNotThrown) {
   ASSERT_EQ(ledger.invalid.size(), 1u);
   EXPECT_TRUE(ledger.records.empty());
   EXPECT_EQ(ledger.invalid[0].source, "odd.yaml");
+}
+
+// Anchors of anchors: a few hundred bytes that expand to 10^9 nodes once loaded
+// (what made a ledger fuzz run last past its time limit). Refused on the parser's
+// events, naming the limit, before anything is expanded.
+std::string aliasBomb(std::string_view head) {
+  std::string text(head);
+  text += "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    text += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) text += (j ? ", *l" : "*l") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  return text;
+}
+
+TEST(LedgerFileYaml, AnAliasBombIsRefusedNamingTheLimit) {
+  model::Ledger ledger;
+  const auto started = std::chrono::steady_clock::now();
+  addLedgerFile(ledger, aliasBomb(activeRecord() + "---\n"), "bomb.yaml");
+  ASSERT_EQ(ledger.invalid.size(), 1u);
+  EXPECT_TRUE(ledger.records.empty());  // the whole file: which of its documents to trust is not known
+  EXPECT_EQ(ledger.invalid[0].source, "bomb.yaml");
+  ASSERT_FALSE(ledger.invalid[0].problems.empty());
+  EXPECT_NE(ledger.invalid[0].problems[0].message.find("more than 100000 nodes"), std::string::npos)
+      << ledger.invalid[0].problems[0].message;
+  auto record = decodeReservationRecord(aliasBomb(""), "one.yaml");
+  ASSERT_FALSE(record);
+  ASSERT_FALSE(record.error().problems.empty());
+  EXPECT_NE(record.error().problems[0].message.find("aliases included"), std::string::npos)
+      << record.error().problems[0].message;
+  // Not a timing assertion on the machine: 10^9 nodes would take minutes, the
+  // refusal takes the parse of 600 bytes; a generous bound tells them apart.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+}
+
+TEST(LedgerFileYaml, AnchorsWithinTheLimitAreRead) {
+  // An anchor and its alias in a record: the same value twice, read as written.
+  std::string text = activeRecord();
+  text.replace(text.find("organization: acme"), 18, "organization: &org acme");
+  text.replace(text.find("billingReference: OPS-1042"), 26, "billingReference: *org");
+  model::Ledger ledger;
+  addLedgerFile(ledger, text, "anchored.yaml");
+  ASSERT_TRUE(ledger.invalid.empty()) << ledger.invalid[0].problems[0].message;
+  ASSERT_EQ(ledger.records.size(), 1u);
+  EXPECT_EQ(ledger.records[0].billingReference, "acme");
+  EXPECT_TRUE(yamlExpansionRefusal("a: &a [1, 2, 3]\nb: *a\nc: *a\n") == std::nullopt);
+  YamlLimits tight;
+  tight.maxNodes = 10;
+  EXPECT_TRUE(yamlExpansionRefusal("a: &a [1, 2, 3]\nb: *a\nc: *a\n", tight).has_value());
+  tight = {};
+  tight.maxDepth = 3;
+  auto deep = yamlExpansionRefusal("a: {b: {c: {d: 1}}}\n", tight);
+  ASSERT_TRUE(deep.has_value());
+  EXPECT_NE(deep->find("4 levels deep"), std::string::npos) << *deep;
 }
 
 }  // namespace

@@ -164,6 +164,18 @@ TEST(BillingPlansDecode, BadBooleanNamesThePath) {
   EXPECT_EQ(plans.error().field, "addons.a.selfService");
 }
 
+TEST(BillingPlansDecode, AnAliasBombIsRefusedNotExpanded) {
+  std::string text = "addons:\n  a: &a0 {gpu: {}}\n";
+  for (int i = 1; i < 9; ++i) {
+    text += "  b" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) text += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    text += "]\n";
+  }
+  auto plans = decodeBillingPlansYaml(text);
+  ASSERT_FALSE(plans);
+  EXPECT_NE(plans.error().message.find("more than 100000 nodes"), std::string::npos) << plans.error().message;
+}
+
 TEST(BillingPlansDecode, MalformedYamlIsAnError) {
   auto plans = decodeBillingPlansYaml("addons: [unclosed\n");
   ASSERT_FALSE(plans);

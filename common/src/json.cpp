@@ -109,4 +109,12 @@ JsonWriter& JsonWriter::value(bool flag) {
   return *this;
 }
 
+std::string truncatedText(std::string text, std::size_t maxBytes) {
+  if (text.size() <= maxBytes) return text;
+  std::size_t end = maxBytes < 3 ? 0 : maxBytes - 3;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  text.resize(end);
+  return text + "...";
+}
+
 }  // namespace tally

@@ -113,3 +113,27 @@ TEST(JsonWriter, TopLevelArrayOfObjects) {
   json.beginArray().beginObject().field("k", "v").endObject().beginObject().endObject().endArray();
   EXPECT_EQ(json.str(), R"([{"k":"v"},{}])");
 }
+
+namespace tally {
+namespace {
+
+TEST(TruncatedText, CutsOnACharacterBoundaryAndMarksTheCut) {
+  EXPECT_EQ(truncatedText("short", 10), "short");
+  EXPECT_EQ(truncatedText("exactly10!", 10), "exactly10!");
+  EXPECT_EQ(truncatedText("0123456789abc", 10), "0123456...");
+  // "é" is two bytes: a cut between them would leave half a character.
+  const std::string accents = "ab\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
+  std::string cut = truncatedText(accents, 7);
+  EXPECT_EQ(cut, "ab\xc3\xa9...");
+  EXPECT_LE(cut.size(), 7u);
+  for (std::size_t max = 4; max < accents.size(); ++max) {
+    std::string t = truncatedText(accents, max);
+    EXPECT_LE(t.size(), max);
+    // Never ends inside a character: the byte before "..." is not a lead byte.
+    const unsigned char last = static_cast<unsigned char>(t[t.size() - 4]);
+    EXPECT_NE(last & 0xE0, 0xC0) << max;
+  }
+}
+
+}  // namespace
+}  // namespace tally

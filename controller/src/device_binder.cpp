@@ -85,14 +85,14 @@ struct DeviceBinder::Metrics {
 };
 
 DeviceBinder::DeviceBinder(std::shared_ptr<runtime::Client> client, DeviceBinderOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
+    : LeaderController(std::move(client), {"device-binder", options.component, options.instance}),
+      options_(std::move(options)) {
   if (options_.metrics) metrics_ = std::make_unique<Metrics>(*options_.metrics);
 }
 
 DeviceBinder::~DeviceBinder() = default;
 
-void DeviceBinder::readFrom(const SnapshotCell<state::Snapshot>& cell) {
-  cell_ = &cell;
+void DeviceBinder::snapshotsSet() {
   if (!options_.metrics) return;
   options_.metrics->onScrape([this] {
     auto snap = cell_->read();
@@ -110,30 +110,11 @@ void DeviceBinder::readFrom(const SnapshotCell<state::Snapshot>& cell) {
   });
 }
 
-runtime::ControllerOptions DeviceBinder::controllerOptions() {
-  runtime::ControllerOptions o;
-  o.name = "device-binder";
-  o.workers = 1;
-  o.leaderOnly = true;
-  o.onStart = [this] { startTerm(); };
-  return o;
-}
-
-void DeviceBinder::attach(runtime::Manager& manager) {
-  runtime::Controller& c = manager.controller(
-      controllerOptions(), [this](const std::string& key, std::stop_token stop) { return reconcile(key, stop); });
-  enqueueInto(c);
-}
-
 model::AttachWindow DeviceBinder::attachWindow() const { return {unixNow(), options_.attachTimeout.count()}; }
 
 std::size_t DeviceBinder::heldAhead() const {
   std::lock_guard lock(aheadMu_);
   return ahead_.size();
-}
-
-void DeviceBinder::enqueue(const std::string& key) {
-  if (runtime::Controller* c = controller_.load()) c->enqueue(key);
 }
 
 // A new term trusts nothing of the last one: what it held ahead may have been
@@ -569,17 +550,8 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
 
 void DeviceBinder::event(const model::GpuDevice& device, const std::string& type, const std::string& reason,
                          const std::string& message) {
-  runtime::EventRecord e;
-  e.involved = {"gpu.tally.dev/v1alpha1", "GPUDevice", device.ns, device.name, device.uid};
-  e.type = type;
-  e.reason = reason;
-  e.message = message;
-  e.reportingComponent = options_.component;
-  e.reportingInstance = options_.instance;
-  if (auto st = client_->createEvent(e); !st) {
-    logWarning("binder: event not recorded",
-               {{"device", device.ns + "/" + device.name}, {"reason", reason}, {"error", st.error().describe()}});
-  }
+  LeaderController::event({"gpu.tally.dev/v1alpha1", "GPUDevice", device.ns, device.name, device.uid}, type, reason,
+                          message);
 }
 
 }  // namespace tally::controller

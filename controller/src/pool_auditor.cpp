@@ -23,14 +23,6 @@ const runtime::Resource& classesResource() {
   return res;
 }
 
-std::string truncated(std::string text, std::size_t max) {
-  if (text.size() > max) {
-    text.resize(max - 3);
-    text += "...";
-  }
-  return text;
-}
-
 std::string joined(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
@@ -91,18 +83,22 @@ PoolStatus desiredStatus(const PoolAudit& audit, const model::DeviceClass& pool,
   const std::int64_t perDevice = std::max<std::int64_t>(1, inv.unitsPerDevice);
   PoolStatus s;
   s.nodeMode = std::string(model::toString(pool.nodeMode));
+  s.quotaUnit = inv.quotaUnit;
   s.healthySchedulableDevices = std::max<std::int64_t>(0, inv.healthySchedulableDevices);
   s.healthySchedulableUnits = std::max<std::int64_t>(0, inv.healthy.units);
   s.reservedDevices = std::max<std::int64_t>(0, inv.reserved.units / perDevice);
+  s.reservedUnits = std::max<std::int64_t>(0, inv.reserved.units);
   s.nonReservedHardQuota = std::max<std::int64_t>(0, inv.nonReservedHard.units);
   s.spareDevices = std::max<std::int64_t>(0, inv.spare.units / perDevice);
+  s.spareUnits = std::max<std::int64_t>(0, inv.spare.units);
   s.headroom = inv.headroom;
   s.inFlightTransaction = audit.gate.transaction;
   s.gateFailureId = audit.gate.open ? std::string() : audit.gate.failureId;
   s.lastAuditTime = std::string(now);
   for (const auto& f : audit.findings) {
     if (s.findings.size() == kMaxPublishedFindings) break;
-    s.findings.push_back({std::string(model::toString(f.code)), truncated(f.message, 4096), truncated(f.subject, 512)});
+    s.findings.push_back(
+        {std::string(model::toString(f.code)), truncatedText(f.message, 4096), truncatedText(f.subject, 512)});
   }
   if (current) s.conditions = current->conditions;
   std::erase_if(s.conditions,
@@ -112,7 +108,7 @@ PoolStatus desiredStatus(const PoolAudit& audit, const model::DeviceClass& pool,
   gate.type = std::string(kCreationOpenCondition);
   gate.status = audit.gate.open ? "True" : "False";
   gate.reason = gateReason(audit.gate);
-  gate.message = truncated(audit.gate.reason, 32768);
+  gate.message = truncatedText(audit.gate.reason, 32768);
   setCondition(s.conditions, std::move(gate), now);
   std::sort(s.conditions.begin(), s.conditions.end(),
             [](const Condition& a, const Condition& b) { return a.type < b.type; });
@@ -127,11 +123,14 @@ std::string statusPatch(const PoolStatus& s) {
   };
   auto number = [&](std::string_view name, std::int64_t v) { out += jsonString(name) + ":" + std::to_string(v) + ","; };
   text("nodeMode", s.nodeMode);
+  text("quotaUnit", s.quotaUnit);
   number("healthySchedulableDevices", s.healthySchedulableDevices);
   number("healthySchedulableUnits", s.healthySchedulableUnits);
   number("reservedDevices", s.reservedDevices);
+  number("reservedUnits", s.reservedUnits);
   number("nonReservedHardQuota", s.nonReservedHardQuota);
   number("spareDevices", s.spareDevices);
+  number("spareUnits", s.spareUnits);
   number("headroom", s.headroom);
   text("inFlightTransaction", s.inFlightTransaction);
   text("gateFailureId", s.gateFailureId);
@@ -171,6 +170,9 @@ runtime::Result<PoolStatus> decodePoolStatus(std::string_view objectJson) {
   };
   for (auto [key, value] : obj) {
     if (key == "nodeMode") str(value, s.nodeMode);
+    if (key == "quotaUnit") str(value, s.quotaUnit);
+    if (key == "reservedUnits") num(value, s.reservedUnits);
+    if (key == "spareUnits") num(value, s.spareUnits);
     if (key == "healthySchedulableDevices") num(value, s.healthySchedulableDevices);
     if (key == "healthySchedulableUnits") num(value, s.healthySchedulableUnits);
     if (key == "reservedDevices") num(value, s.reservedDevices);
@@ -292,41 +294,15 @@ struct PoolAuditor::Metrics {
 };
 
 PoolAuditor::PoolAuditor(std::shared_ptr<runtime::Client> client, PoolAuditorOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
+    : LeaderController(std::move(client), {"pool-auditor", options.component, options.instance}),
+      options_(std::move(options)) {
   if (options_.metrics) metrics_ = std::make_unique<Metrics>(*options_.metrics);
 }
 
 PoolAuditor::~PoolAuditor() = default;
 
-void PoolAuditor::readFrom(const SnapshotCell<state::Snapshot>& cell) { cell_ = &cell; }
-
 std::int64_t PoolAuditor::now() const {
   return options_.clock ? options_.clock() : toUnixTime(std::chrono::system_clock::now()).seconds;
-}
-
-runtime::ControllerOptions PoolAuditor::controllerOptions() {
-  runtime::ControllerOptions o;
-  o.name = "pool-auditor";
-  o.workers = 1;
-  o.leaderOnly = true;
-  o.onStart = [this] { startTerm(); };
-  return o;
-}
-
-void PoolAuditor::attach(runtime::Manager& manager) {
-  runtime::Controller& c = manager.controller(
-      controllerOptions(), [this](const std::string& key, std::stop_token stop) { return reconcile(key, stop); });
-  enqueueInto(c);
-}
-
-void PoolAuditor::enqueue(const std::string& key, std::chrono::milliseconds delay) {
-  if (runtime::Controller* c = controller_.load()) {
-    if (delay.count() > 0) {
-      c->enqueueAfter(key, delay);
-    } else {
-      c->enqueue(key);
-    }
-  }
 }
 
 // A new term trusts nothing it wrote in the last one: the first audit of each
@@ -354,17 +330,7 @@ void PoolAuditor::published(const state::Snapshot& snapshot) {
 }
 
 void PoolAuditor::event(const std::string& pool, const std::string& uid, const PoolEvent& e) {
-  runtime::EventRecord r;
-  r.involved = {"gpu.tally.dev/v1alpha1", "GPUDeviceClass", "", pool, uid};
-  r.type = e.type;
-  r.reason = e.reason;
-  r.message = truncated(e.message, 1024);
-  r.reportingComponent = options_.component;
-  r.reportingInstance = options_.instance;
-  if (auto st = client_->createEvent(r); !st) {
-    logWarning("pool auditor: event not recorded",
-               {{"pool", pool}, {"reason", e.reason}, {"error", st.error().describe()}});
-  }
+  LeaderController::event({"gpu.tally.dev/v1alpha1", "GPUDeviceClass", "", pool, uid}, e.type, e.reason, e.message);
 }
 
 void PoolAuditor::record(const std::string& pool, const PoolAudit& audit, Pool& state, double seconds) {

@@ -191,32 +191,12 @@ struct QuotaReconciler::Metrics {
 };
 
 QuotaReconciler::QuotaReconciler(std::shared_ptr<runtime::Client> client, QuotaReconcilerOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
+    : LeaderController(std::move(client), {"quota", options.component, options.instance}),
+      options_(std::move(options)) {
   if (options_.metrics) metrics_ = std::make_unique<Metrics>(*options_.metrics);
 }
 
 QuotaReconciler::~QuotaReconciler() = default;
-
-void QuotaReconciler::readFrom(const SnapshotCell<state::Snapshot>& cell) { cell_ = &cell; }
-
-runtime::ControllerOptions QuotaReconciler::controllerOptions() {
-  runtime::ControllerOptions o;
-  o.name = "quota";
-  o.workers = 1;
-  o.leaderOnly = true;
-  o.onStart = [this] { startTerm(); };
-  return o;
-}
-
-void QuotaReconciler::attach(runtime::Manager& manager) {
-  runtime::Controller& c = manager.controller(
-      controllerOptions(), [this](const std::string& key, std::stop_token stop) { return reconcile(key, stop); });
-  enqueueInto(c);
-}
-
-void QuotaReconciler::enqueue(const std::string& key) {
-  if (runtime::Controller* c = controller_.load()) c->enqueue(key);
-}
 
 void QuotaReconciler::startTerm() {
   {
@@ -296,17 +276,7 @@ void QuotaReconciler::event(const model::Organization& org, const std::string& t
     std::lock_guard lock(mu_);
     lastProblem_.erase(key);
   }
-  runtime::EventRecord e;
-  e.involved = {"kube-dc.com/v1", "Organization", org.ns, org.name, ""};
-  e.type = type;
-  e.reason = reason;
-  e.message = message;
-  e.reportingComponent = options_.component;
-  e.reportingInstance = options_.instance;
-  if (auto st = client_->createEvent(e); !st) {
-    logWarning("quota: event not recorded",
-               {{"organization", key}, {"reason", reason}, {"error", st.error().describe()}});
-  }
+  LeaderController::event({"kube-dc.com/v1", "Organization", org.ns, org.name, ""}, type, reason, message);
 }
 
 QuotaReconciler::Outcome QuotaReconciler::reconcilePlanQuota(const model::Cluster& cluster,

@@ -95,6 +95,36 @@ TEST(PoolStatusTest, AHealthyPoolPublishesEveryTermAndAnOpenGate) {
   EXPECT_EQ(decoded->gateReason, condition(s, kCreationOpenCondition).message);
 }
 
+// A shared pool's row is all in shares, so that the dashboard's figures add up:
+// healthy 6 >= reserved 0 + quota 3 + spare 2 (headroom 1), never a device count
+// beside share counts. The device counts stay beside them, named as such.
+TEST(PoolStatusTest, ASharedPoolPublishesEveryFigureInShares) {
+  model::Cluster c = syncedCluster();
+  put(c, sharedClass("v100-8g", 16384, 8192, 25, 4));  // 2 shares per GPU
+  auto n = gpuNode("hami-1", model::NodeMode::PodHami, kHamiGpu, 20);
+  n.inventory = std::vector{parent("g0", true, kHamiGpu), parent("g1", true, kHamiGpu), parent("g2", true, kHamiGpu)};
+  put(c, n);
+  put(c, org("acme"));
+  put(c, hrq("acme", "plan-quota", model::quotaKey(kHamiGpu), 3));
+  const model::DeviceClass& cls = c.classes.at("v100-8g");
+  PoolStatus s = desiredStatus(auditOf(c, cls), cls, nullptr, kT1);
+  EXPECT_EQ(s.quotaUnit, "shares");
+  EXPECT_EQ(s.healthySchedulableUnits, 6);
+  EXPECT_EQ(s.reservedUnits, 0);
+  EXPECT_EQ(s.nonReservedHardQuota, 3);
+  EXPECT_EQ(s.spareUnits, 2);
+  EXPECT_EQ(s.headroom, s.healthySchedulableUnits - s.reservedUnits - s.nonReservedHardQuota - s.spareUnits);
+  EXPECT_EQ(s.healthySchedulableDevices, 3);
+  EXPECT_EQ(s.spareDevices, 1);
+  EXPECT_EQ(reread(s), s);
+  // A passthrough pool's unit is the device.
+  model::Cluster d = twoNodes();
+  PoolStatus p = desiredStatus(auditOf(d, d.classes.at("h200")), d.classes.at("h200"), nullptr, kT1);
+  EXPECT_EQ(p.quotaUnit, "devices");
+  EXPECT_EQ(p.spareUnits, p.spareDevices);
+  EXPECT_EQ(p.healthySchedulableUnits, p.healthySchedulableDevices);
+}
+
 TEST(PoolStatusTest, ADuplicateReservationIdIsAFindingWithItsSubject) {
   model::Cluster c = twoNodes();
   c.ledger.records.push_back(record("gpu-res-1", "acme", "h200", 1, model::ReservationState::Active));

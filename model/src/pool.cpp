@@ -152,6 +152,7 @@ PoolInvariant evaluateInvariant(const Cluster& cluster, const DeviceClass& pool)
   inv.pool = pool.name;
   inv.quotaKey = quotaKey(pool.resourceName);
   inv.unitsPerDevice = unitsPerDevice(pool);
+  inv.quotaUnit = std::string(quotaUnitName(pool));
   for (const auto& [name, node] : cluster.nodes) {
     if (!inPool(node, pool)) continue;
     NodeUnits served = unitsServed(node, pool);

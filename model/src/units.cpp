@@ -33,6 +33,10 @@ std::int64_t unitsPerDevice(const DeviceClass& cls) {
   return cls.allocation == Allocation::Shared ? sharesPerDevice(cls) : 1;
 }
 
+std::string_view quotaUnitName(const DeviceClass& cls) {
+  return cls.allocation == Allocation::Shared ? "shares" : "devices";
+}
+
 bool inPool(const Node& node, const DeviceClass& cls) {
   return poolMode(node) == cls.nodeMode && advertises(node, cls);
 }

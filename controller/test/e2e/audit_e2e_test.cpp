@@ -266,7 +266,7 @@ TEST(AuditE2e, TheDashboardShowsThePoolsFigures) {
   ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gate() << " " << gateReason();
   std::string table = kubectl("get gpudeviceclasses h200");
   for (const char* column :
-       {"MODE", "HEALTHY", "RESERVED", "QUOTA", "SPARE", "HEADROOM", "INVARIANT", "GATE", "REASON"}) {
+       {"MODE", "UNIT", "HEALTHY", "RESERVED", "QUOTA", "SPARE", "HEADROOM", "INVARIANT", "GATE", "REASON"}) {
     EXPECT_NE(table.find(column), std::string::npos) << column << " in\n" << table;
   }
   std::istringstream lines(table);
@@ -276,19 +276,20 @@ TEST(AuditE2e, TheDashboardShowsThePoolsFigures) {
   std::istringstream cells(row);
   std::vector<std::string> v;
   for (std::string c; cells >> c;) v.push_back(c);
-  // NAME ALLOCATION MODE HEALTHY RESERVED QUOTA SPARE HEADROOM INVARIANT GATE REASON AGE
-  ASSERT_GE(v.size(), 12u) << table;
+  // NAME ALLOCATION MODE UNIT HEALTHY RESERVED QUOTA SPARE HEADROOM INVARIANT GATE REASON AGE
+  ASSERT_GE(v.size(), 13u) << table;
   EXPECT_EQ(v[0], "h200");
   EXPECT_EQ(v[1], "passthrough");
   EXPECT_EQ(v[2], "vm-passthrough");
-  EXPECT_EQ(v[3], "8");
-  EXPECT_EQ(v[4], "0");
+  EXPECT_EQ(v[3], "devices");
+  EXPECT_EQ(v[4], "8");
   EXPECT_EQ(v[5], "0");
-  EXPECT_EQ(v[6], "1");
-  EXPECT_EQ(v[7], "7");
-  EXPECT_EQ(v[8], "True");
+  EXPECT_EQ(v[6], "0");
+  EXPECT_EQ(v[7], "1");
+  EXPECT_EQ(v[8], "7");
   EXPECT_EQ(v[9], "True");
-  EXPECT_EQ(v[10], "Open");
+  EXPECT_EQ(v[10], "True");
+  EXPECT_EQ(v[11], "Open");
   EXPECT_NE(metricsOf(*replica).find("tally_controller_pool_headroom{pool=\"h200\"} 7"), std::string::npos);
   // A quiet pool is not rewritten: the auditor's own write, node heartbeats
   // and the ledger's reads every second audit it again and change nothing.

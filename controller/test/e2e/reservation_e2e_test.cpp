@@ -268,6 +268,15 @@ TEST(Reservation, AssignmentProcedureConvergesWithTheGateClosedDuringTheTransact
   EXPECT_EQ(classStatus("reservedDevices"), "2");
   EXPECT_EQ(condition("InvariantHolds"), "True");  // 8 >= 2 + 2 + 1
   expectOrderRefused("during-transaction", "GateClosed");
+  // The Organization door in the same moment: a grant other than the record's
+  // own (one more dedicated device) is refused while the transaction is open.
+  {
+    int rc = 0;
+    const std::string out = assignAddons(addons(3, 0), &rc);
+    EXPECT_NE(rc, 0) << out;
+    EXPECT_NE(out.find("[TransactionInFlight]"), std::string::npos) << out;
+    EXPECT_NE(out.find("gpu-res-e2e-1"), std::string::npos) << out;
+  }
 
   // (f) the leader dies in the middle of the transaction.
   killLeader();

@@ -49,6 +49,11 @@ void appendJsonString(std::string& out, std::string_view s);
 // s as a JSON string literal, quotes included.
 std::string jsonString(std::string_view s);
 
+// `text` cut to at most `maxBytes` (>= 4) for a field the API server limits
+// (an Event's message, a condition's): "..." marks the cut, which falls on a
+// UTF-8 character boundary so the result stays valid text.
+std::string truncatedText(std::string text, std::size_t maxBytes);
+
 // A streaming writer: keys in the order written, strings escaped, commas
 // between elements. The caller balances begin and end.
 class JsonWriter {

@@ -36,15 +36,10 @@
 #include <vector>
 
 #include "tally/codec/objects.hpp"
-#include "tally/common/snapshot_cell.hpp"
+#include "tally/controller/leader_controller.hpp"
 #include "tally/model/placement.hpp"
 #include "tally/model/vmi.hpp"
 #include "tally/observability/metrics.hpp"
-#include "tally/runtime/client.hpp"
-#include "tally/runtime/controller.hpp"
-#include "tally/runtime/manager.hpp"
-#include "tally/state/snapshot.hpp"
-#include "tally/state/writer.hpp"
 
 namespace tally::controller {
 
@@ -70,35 +65,22 @@ struct DeviceBinderOptions {
   std::function<void(const std::string& key)> beforeWrite;
 };
 
-class DeviceBinder final : public state::Extension {
+// The leader-only controller "device-binder" (leader_controller.hpp; one
+// worker: placements are decided one at a time).
+class DeviceBinder final : public LeaderController {
  public:
   DeviceBinder(std::shared_ptr<runtime::Client> client, DeviceBinderOptions options);
   ~DeviceBinder() override;
 
-  // The snapshots it decides on (the writer it is an extension of). Before attach().
-  void readFrom(const SnapshotCell<state::Snapshot>& cell);
-  // Adds the leader-only controller "device-binder" (one worker: placements
-  // are decided one at a time) to the manager.
-  void attach(runtime::Manager& manager);
-  // The same controller's options (its onStart begins a term) and where the
-  // binder's wake-ups go, for a controller run without a manager (tests).
-  runtime::ControllerOptions controllerOptions();
-  void enqueueInto(runtime::Controller& controller) { controller_.store(&controller); }
-
   // One device, "namespace/name".
-  runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop);
+  runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop) override;
 
   // Placements written and not yet seen in the snapshot (tests).
   std::size_t heldAhead() const;
 
   // state::Extension: device and node changes enqueue the devices they concern.
-  void podChanged(const std::string&, const model::Pod*) override {}
   void objectChanged(model::Kind kind, const std::string& key) override;
-  bool tick(model::UsageIndex&, Clock::time_point) override { return false; }
-  Clock::time_point nextDeadline() const override { return Clock::time_point::max(); }
-  std::shared_ptr<const void> publish(const model::Cluster&) override { return nullptr; }
   void published(const state::Snapshot& snapshot) override;
-  void stopped() override {}
 
  private:
   struct Ahead {
@@ -112,16 +94,13 @@ class DeviceBinder final : public state::Extension {
   model::HeldAheadView aheadView(const state::Snapshot& snapshot) const;
   runtime::Result<runtime::ReconcileResult> decideAndWrite(const state::Snapshot& snapshot, const std::string& key,
                                                            std::stop_token stop);
-  void startTerm();
+  void startTerm() override;
+  void snapshotsSet() override;
   model::AttachWindow attachWindow() const;
-  void enqueue(const std::string& key);
   void event(const model::GpuDevice& device, const std::string& type, const std::string& reason,
              const std::string& message);
 
-  std::shared_ptr<runtime::Client> client_;
   DeviceBinderOptions options_;
-  const SnapshotCell<state::Snapshot>* cell_ = nullptr;
-  std::atomic<runtime::Controller*> controller_{nullptr};
   std::unique_ptr<Metrics> metrics_;
 
   // The worker's (one at a time; startTerm runs before it in each term).

@@ -35,15 +35,10 @@
 #include <vector>
 
 #include "tally/common/condition.hpp"
-#include "tally/common/snapshot_cell.hpp"
+#include "tally/controller/leader_controller.hpp"
 #include "tally/model/audit.hpp"
 #include "tally/model/pool.hpp"
 #include "tally/observability/metrics.hpp"
-#include "tally/runtime/client.hpp"
-#include "tally/runtime/controller.hpp"
-#include "tally/runtime/manager.hpp"
-#include "tally/state/snapshot.hpp"
-#include "tally/state/writer.hpp"
 
 namespace tally::controller {
 
@@ -68,13 +63,16 @@ struct PoolStatus {
     std::string code, message, subject;
     friend bool operator==(const FindingEntry&, const FindingEntry&) = default;
   };
-  std::string nodeMode;  // the effective node mode of the pool
+  std::string nodeMode;   // the effective node mode of the pool
+  std::string quotaUnit;  // "devices" or "shares": the unit of every *Units figure and of the equation
   std::int64_t healthySchedulableDevices = 0;
   std::int64_t healthySchedulableUnits = 0;
   std::int64_t reservedDevices = 0;
-  std::int64_t nonReservedHardQuota = 0;
+  std::int64_t reservedUnits = 0;
+  std::int64_t nonReservedHardQuota = 0;  // in quotaUnit
   std::int64_t spareDevices = 0;
-  std::int64_t headroom = 0;
+  std::int64_t spareUnits = 0;
+  std::int64_t headroom = 0;  // in quotaUnit
   std::string inFlightTransaction;
   std::string gateFailureId;
   std::string lastAuditTime;
@@ -131,32 +129,22 @@ struct PoolAuditorOptions {
   std::function<std::int64_t()> clock;
 };
 
-class PoolAuditor final : public state::Extension {
+// The leader-only controller "pool-auditor" (leader_controller.hpp).
+class PoolAuditor final : public LeaderController {
  public:
   PoolAuditor(std::shared_ptr<runtime::Client> client, PoolAuditorOptions options);
   ~PoolAuditor() override;
 
-  void readFrom(const SnapshotCell<state::Snapshot>& cell);
-  // Adds the leader-only controller "pool-auditor" (one worker) to the manager.
-  void attach(runtime::Manager& manager);
-  runtime::ControllerOptions controllerOptions();
-  void enqueueInto(runtime::Controller& controller) { controller_.store(&controller); }
-
   // One pool, by class name.
-  runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop);
+  runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop) override;
 
   // Audit every pool again after the next publication (writer thread: the
   // alert source's task calls it after it changed the alerts).
   void wakeAll() { wake_ = true; }
 
   // state::Extension
-  void podChanged(const std::string&, const model::Pod*) override {}
   void objectChanged(model::Kind kind, const std::string& key) override;
-  bool tick(model::UsageIndex&, Clock::time_point) override { return false; }
-  Clock::time_point nextDeadline() const override { return Clock::time_point::max(); }
-  std::shared_ptr<const void> publish(const model::Cluster&) override { return nullptr; }
   void published(const state::Snapshot& snapshot) override;
-  void stopped() override {}
 
  private:
   struct Metrics;
@@ -171,16 +159,12 @@ class PoolAuditor final : public state::Extension {
   };
 
   std::int64_t now() const;
-  void startTerm();
-  void enqueue(const std::string& key, std::chrono::milliseconds delay);
+  void startTerm() override;
   void event(const std::string& pool, const std::string& uid, const PoolEvent& e);
   void record(const std::string& pool, const PoolAudit& audit, Pool& state, double seconds);
   void forget(const std::string& pool);
 
-  std::shared_ptr<runtime::Client> client_;
   PoolAuditorOptions options_;
-  const SnapshotCell<state::Snapshot>* cell_ = nullptr;
-  std::atomic<runtime::Controller*> controller_{nullptr};
   std::unique_ptr<Metrics> metrics_;
   // The worker's.
   std::map<std::string, Pool> pools_;

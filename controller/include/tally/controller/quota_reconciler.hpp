@@ -33,14 +33,9 @@
 #include <stop_token>
 #include <string>
 
-#include "tally/common/snapshot_cell.hpp"
+#include "tally/controller/leader_controller.hpp"
 #include "tally/model/quota.hpp"
 #include "tally/observability/metrics.hpp"
-#include "tally/runtime/client.hpp"
-#include "tally/runtime/controller.hpp"
-#include "tally/runtime/manager.hpp"
-#include "tally/state/snapshot.hpp"
-#include "tally/state/writer.hpp"
 
 namespace tally::controller {
 
@@ -80,30 +75,19 @@ std::string resourceQuotaApplyBody(std::string_view ns, const model::ResourceLis
 std::string acceleratorStatusPatch(const std::map<std::string, model::AcceleratorUsage>& observed,
                                    const std::map<std::string, model::AcceleratorUsage>& desired);
 
-class QuotaReconciler final : public state::Extension {
+// The leader-only controller "quota" (leader_controller.hpp).
+class QuotaReconciler final : public LeaderController {
  public:
   QuotaReconciler(std::shared_ptr<runtime::Client> client, QuotaReconcilerOptions options);
   ~QuotaReconciler() override;
 
-  // The snapshots it decides on (the writer it is an extension of). Before attach().
-  void readFrom(const SnapshotCell<state::Snapshot>& cell);
-  // Adds the leader-only controller "quota" to the manager.
-  void attach(runtime::Manager& manager);
-  runtime::ControllerOptions controllerOptions();
-  void enqueueInto(runtime::Controller& controller) { controller_.store(&controller); }
-
   // One Organization, "namespace/name".
-  runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop);
+  runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop) override;
 
   // state::Extension: organizations, HRQs, quotas, classes, billing plans and
   // the ledger wake the organizations they concern.
-  void podChanged(const std::string&, const model::Pod*) override {}
   void objectChanged(model::Kind kind, const std::string& key) override;
-  bool tick(model::UsageIndex&, Clock::time_point) override { return false; }
-  Clock::time_point nextDeadline() const override { return Clock::time_point::max(); }
-  std::shared_ptr<const void> publish(const model::Cluster&) override { return nullptr; }
   void published(const state::Snapshot& snapshot) override;
-  void stopped() override {}
 
  private:
   struct Metrics;
@@ -113,16 +97,12 @@ class QuotaReconciler final : public state::Extension {
   Outcome reconcileProjectCaps(const model::Cluster& cluster, const model::Organization& org, std::string& error);
   Outcome reconcileStatus(const model::Cluster& cluster, const model::Organization& org, std::string& error);
   void count(std::string_view target, Outcome outcome);
-  void startTerm();
-  void enqueue(const std::string& key);
+  void startTerm() override;
   void event(const model::Organization& org, const std::string& type, const std::string& reason,
              const std::string& message);
   void setConverged(const std::string& key, bool converged);
 
-  std::shared_ptr<runtime::Client> client_;
   QuotaReconcilerOptions options_;
-  const SnapshotCell<state::Snapshot>* cell_ = nullptr;
-  std::atomic<runtime::Controller*> controller_{nullptr};
   std::unique_ptr<Metrics> metrics_;
 
   std::mutex mu_;

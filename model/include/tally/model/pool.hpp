@@ -37,6 +37,7 @@ struct PoolInvariant {
   std::string pool;
   std::string quotaKey;
   std::int64_t unitsPerDevice = 1;
+  std::string quotaUnit = "devices";  // the unit of every term: "devices", or "shares" for shared pools
   std::int64_t healthySchedulableDevices = 0;
   Term healthy;               // units of eligible nodes of the pool
   Term reserved;              // pending + active + releasing records

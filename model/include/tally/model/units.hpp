@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "tally/model/cluster.hpp"
 #include "tally/model/refusal.hpp"
@@ -17,6 +18,10 @@ std::int64_t sharesPerDevice(const DeviceClass& cls);
 // Units one device of the class is worth in the pool's quota unit
 // (1 for passthrough and vGPU, sharesPerDevice for shared).
 std::int64_t unitsPerDevice(const DeviceClass& cls);
+
+// The name of the pool's quota unit, for every figure of its equation:
+// "shares" for a shared class, "devices" otherwise.
+std::string_view quotaUnitName(const DeviceClass& cls);
 
 // The mode whose pool the node belongs to: its expected mode, or its active mode
 // when no expectation is set.
