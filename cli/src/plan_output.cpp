@@ -22,6 +22,7 @@ void writeInvariant(JsonWriter& json, const model::PoolInvariant& inv) {
   json.beginObject()
       .field("pool", std::string_view(inv.pool))
       .field("quotaKey", std::string_view(inv.quotaKey))
+      .field("unitsPerDevice", inv.unitsPerDevice)
       .field("healthySchedulableDevices", inv.healthySchedulableDevices)
       .field("headroom", inv.headroom)
       .field("invariantHolds", inv.holds())

@@ -394,6 +394,7 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
   // again when the first of them comes due.
   model::AuditOptions auditOptions = options_.audit;
   auditOptions.firstSeen = &state.findingsSince;
+  auditOptions.now = unixNow;
   std::optional<model::Timestamp> convergenceDue;
   const auto settle = [&](const PoolAudit& audit) {
     std::map<std::string, model::Timestamp> seen;
@@ -415,6 +416,13 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
                                                                       (steady_clock::now() - state.writtenAt));
     if (convergenceDue) {
       left = std::min(left, std::chrono::milliseconds((*convergenceDue - unixNow) * 1'000 + 1'000));
+    }
+    // A cache is looked at again when it would become stale (no event says
+    // that nothing was heard); it is confirmed current long before while its
+    // source is.
+    for (const auto& [kind, cache] : cluster.caches) {
+      const model::Timestamp due = cache.lastSynced + options_.audit.staleAfterSeconds + 1;
+      if (cache.synced && due > unixNow) left = std::min(left, std::chrono::milliseconds((due - unixNow) * 1'000));
     }
     // A release not yet reported stuck is looked at again when it would be.
     for (const auto& [id, since] : state.releasingSince) {

@@ -101,6 +101,7 @@ std::string joined(const std::vector<std::string>& items) {
 }
 
 void staleCapacity(const Cluster& cluster, const AuditOptions& options, std::vector<Finding>& out) {
+  const Timestamp now = options.now.value_or(cluster.now);
   for (Kind kind : {Kind::Node, Kind::Pod, Kind::Namespace, Kind::DeviceClass, Kind::GpuDevice,
                     Kind::HierarchicalResourceQuota, Kind::Organization, Kind::BillingPlans, Kind::Ledger}) {
     std::string subject = fmt::format("cache/{}", toString(kind));
@@ -111,10 +112,10 @@ void staleCapacity(const Cluster& cluster, const AuditOptions& options, std::vec
                                "pending and active records cannot be seen"
                              : fmt::format("the {} cache is not synced", toString(kind));
       out.push_back({FindingCode::StaleCapacity, what, subject});
-    } else if (cluster.now - it->second.lastSynced > options.staleAfterSeconds) {
+    } else if (now - it->second.lastSynced > options.staleAfterSeconds) {
       out.push_back({FindingCode::StaleCapacity,
                      fmt::format("the {} cache was last confirmed {}s ago (bound {}s)", toString(kind),
-                                 cluster.now - it->second.lastSynced, options.staleAfterSeconds),
+                                 now - it->second.lastSynced, options.staleAfterSeconds),
                      subject});
     }
   }
@@ -451,14 +452,15 @@ std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, 
     }
   }
   statusFindings(cluster, pool, out);
+  const Timestamp now = options.now.value_or(cluster.now);
   for (auto& f : out) {
     if (!convergent(f.code)) continue;
-    Timestamp since = cluster.now;
+    Timestamp since = now;
     if (options.firstSeen) {
       auto it = options.firstSeen->find(findingKey(f));
       if (it != options.firstSeen->end()) since = it->second;
     }
-    f.converging = !options.firstSeen || cluster.now - since < options.convergenceSeconds;
+    f.converging = !options.firstSeen || now - since < options.convergenceSeconds;
   }
   return out;
 }

@@ -107,6 +107,34 @@ TEST_F(AuditedPool, OldCacheIsStaleCapacity) {
   EXPECT_TRUE(has(FindingCode::StaleCapacity));
 }
 
+// An audit of an unchanged snapshot later on (a periodic one, or when a
+// cache is due to become stale) is dated by the auditor's clock, not by when
+// the snapshot was copied: what has not been confirmed since is stale, and a
+// lag first seen then has lasted since.
+TEST_F(AuditedPool, TheAuditsOwnTimeDatesStalenessAndConvergence) {
+  AuditOptions options;
+  options.staleAfterSeconds = 20;
+  options.now = c.now + 21;
+  auto stale = auditPool(c, c.classes.at("h200"), options);
+  EXPECT_TRUE(
+      std::any_of(stale.begin(), stale.end(), [](const Finding& f) { return f.code == FindingCode::StaleCapacity; }));
+  options.now = c.now + 19;
+  auto fresh = auditPool(c, c.classes.at("h200"), options);
+  EXPECT_TRUE(
+      std::none_of(fresh.begin(), fresh.end(), [](const Finding& f) { return f.code == FindingCode::StaleCapacity; }));
+
+  c.hrqs.at("acme/plan-quota").statusHard.set(key, 1);
+  options.staleAfterSeconds = 3600;
+  options.convergenceSeconds = 60;
+  std::map<std::string, Timestamp> firstSeen;
+  options.firstSeen = &firstSeen;
+  options.now = c.now + 1000;
+  for (const auto& f : auditPool(c, c.classes.at("h200"), options)) firstSeen[findingKey(f)] = c.now + 1000;
+  options.now = c.now + 1061;  // the snapshot's own time is still c.now
+  auto findings = auditPool(c, c.classes.at("h200"), options);
+  EXPECT_TRUE(evaluateGate(c, c.classes.at("h200"), findings).failed());
+}
+
 TEST_F(AuditedPool, HardQuotaAboveTheEquationFails) {
   put(c, org("beta"));
   put(c, hrq("beta", "plan-quota", key, 6));

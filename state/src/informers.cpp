@@ -283,18 +283,26 @@ class Informers::LedgerSource {
   }
 
   // On the poller: the directory, when its signature changed (or the last
-  // read failed); the ConfigMap's absence once its informer listed.
+  // read failed); the ConfigMap's absence once its informer listed. A source
+  // found unchanged and readable confirms the ledger current (the audit's
+  // StaleCapacity reads when it was last confirmed), so a quiet ledger is
+  // never stale and one that cannot be read becomes stale.
   void poll() {
     if (informer_) {
       if (informer_->hasSynced() && informer_->snapshot()->size() == 0 && !absentReported_) {
         absentReported_ = true;
         failed("configmap/" + configMap_.describe(), "the ledger ConfigMap does not exist");
       }
+      const auto heard = informer_->staleness();
+      if (informer_->hasSynced() && informer_->snapshot()->size() > 0 && heard < kConfigMapHeardWithin) confirm();
       return;
     }
     auto signature = codec::ledgerDirectorySignature(dir_);
-    if (signature && *signature == signature_) return;  // nothing changed since the last revision read whole
-    signature_.clear();                                 // until a read succeeds, every poll reads again
+    if (signature && *signature == signature_) {
+      confirm();
+      return;  // nothing changed since the last revision read whole
+    }
+    signature_.clear();  // until a read succeeds, every poll reads again
     if (!signature) {
       failed(dir_.string(), signature.error().describe());
       return;
@@ -310,6 +318,8 @@ class Informers::LedgerSource {
 
  private:
   using Watch = WatchCodec<codec::LedgerConfigMapCodec>;
+  static constexpr auto kConfirmEvery = std::chrono::seconds(5);
+  static constexpr std::chrono::milliseconds kConfigMapHeardWithin{120'000};
 
   void revision(model::Ledger ledger) {
     std::lock_guard lock(mu_);
@@ -327,6 +337,19 @@ class Informers::LedgerSource {
     writer_.upsert(std::move(step.ledger));
     writer_.setSynced(model::Kind::Ledger, true);
     if (synced_) synced_->set(1);
+  }
+
+  // The ledger is current as last read, at most every kConfirmEvery (each
+  // confirmation makes the writer copy the cluster).
+  void confirm() {
+    {
+      std::lock_guard lock(mu_);
+      if (!lastGood_ || lastError_) return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - lastConfirmed_ < kConfirmEvery) return;
+    lastConfirmed_ = now;
+    writer_.setSynced(model::Kind::Ledger, true);
   }
 
   void failed(const std::string& source, const std::string& message) {
@@ -347,7 +370,8 @@ class Informers::LedgerSource {
   codec::BillingPlansLocation configMap_;
   observability::Gauge* synced_;
   std::optional<runtime::Informer<Watch>> informer_;
-  std::string signature_;  // of the directory's last revision read whole (poller only)
+  std::string signature_;                                  // of the directory's last revision read whole (poller only)
+  std::chrono::steady_clock::time_point lastConfirmed_{};  // poller only
   std::atomic<bool> absentReported_{false};
   std::mutex mu_;
   model::LedgerMemory memory_;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -96,6 +97,57 @@ TEST(LedgerSource, RereadsOnChangeRemembersVanishedRecordsAndKeepsTheLastRevisio
   fs::remove(root / "ledger");
   fs::create_directory_symlink(root / ".worktrees/b", root / "ledger");
   ASSERT_TRUE(eventually([&] { return !ledger().readError.has_value(); }));
+
+  informers.stop();
+  writer.stop();
+  fs::remove_all(root);
+  setLogLevel(LogLevel::kInfo);
+}
+
+// The audit's StaleCapacity reads when the ledger was last confirmed: a
+// ledger nobody changes is confirmed current while it can be read, and no
+// longer once it cannot.
+TEST(LedgerSource, AQuietReadableLedgerIsConfirmedCurrentAndAnUnreadableOneIsNot) {
+  std::random_device random;
+  const fs::path root = fs::temp_directory_path() / ("tally-ledger-quiet-" + std::to_string(random()));
+  fs::create_directories(root / "ledger");
+  std::ofstream(root / "ledger/gpu-res-1.yaml") << record("gpu-res-1");
+
+  setLogLevel(LogLevel::kError);
+  runtime::ClusterConfig config;
+  config.host = "127.0.0.1";
+  config.port = "1";
+  config.connectTimeout = 100ms;
+  auto client = runtime::Client::create(config);
+  ASSERT_TRUE(client) << client.error().describe();
+  SourceOptions options;
+  options.billingPlans.reset();
+  options.organizations = false;
+  options.ledgerDir = root / "ledger";
+  options.ledgerInterval = 50ms;
+  options.pollInterval = 10ms;
+  std::atomic<model::Timestamp> now{1000};
+  Writer writer(
+      Writer::Options{.publishInterval = 1ms, .watched = {model::Kind::Ledger}, .clock = [&] { return now.load(); }});
+  writer.start();
+  Informers informers(*client, writer, options);
+  informers.start();
+  auto confirmed = [&]() -> model::Timestamp {
+    const auto& caches = writer.snapshots().read()->cluster().caches;
+    auto it = caches.find(model::Kind::Ledger);
+    return it == caches.end() || !it->second.synced ? -1 : it->second.lastSynced;
+  };
+  ASSERT_TRUE(eventually([&] { return confirmed() == 1000; }));
+  now = 2000;
+  EXPECT_TRUE(eventually([&] { return confirmed() == 2000; }, 15s)) << "the unchanged ledger was never confirmed";
+
+  fs::rename(root / "ledger", root / "gone");
+  ASSERT_TRUE(eventually([&] { return writer.snapshots().read()->cluster().ledger.readError.has_value(); }));
+  now = 3000;
+  std::this_thread::sleep_for(7s);  // longer than the source confirms a readable ledger
+  EXPECT_EQ(confirmed(), 2000) << "an unreadable ledger was confirmed current";
+  fs::rename(root / "gone", root / "ledger");
+  EXPECT_TRUE(eventually([&] { return confirmed() == 3000; }, 15s));
 
   informers.stop();
   writer.stop();

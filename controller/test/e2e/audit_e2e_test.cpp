@@ -12,7 +12,15 @@
 // pool is refused by the real webhook with GateClosed and a Bound device stays
 // Bound; cleared findings wait for two acknowledgements by two identities (one
 // identity in both roles is refused by the webhook), then the gate reopens;
-// Events record each change.
+// Events record each change. Quota and capacity (the test plays HNC, writing
+// the HRQ's status): a node cordoned under sold quota (HardQuotaAboveCapacity;
+// a raw GPU pod and a VMI are refused too, a running pod and a Bound device
+// are untouched), HNC lagging Tally's plan-quota (StatusDisagreement of the
+// HRQ and of the Organization: Converging first, a failure beyond
+// --audit-convergence; within it the gate reopens by itself), the ledger's
+// directory gone (InvalidRecord at once, StaleCapacity beyond
+// --audit-stale-after). (g) `tallyctl plan` live starts from the figures the
+// auditor publishes.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -28,6 +36,8 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <simdjson.h>
 #include <sstream>
 #include <thread>
 
@@ -40,6 +50,8 @@ namespace fs = std::filesystem;
 
 constexpr const char* kDeviceConfiguration = "tally-audit-e2e";
 constexpr const char* kClassConfiguration = "tally-audit-class-e2e";
+constexpr const char* kVmiConfiguration = "tally-audit-vmis-e2e";
+const std::string kKey = std::string("requests.") + kH200;
 
 // A stand-in Alertmanager: answers every request with the body set last.
 class AlertmanagerStandIn {
@@ -104,6 +116,32 @@ std::string classWebhookConfiguration(std::uint16_t port) {
          "      (has(oldObject.spec.gateAcknowledgements) ? oldObject.spec.gateAcknowledgements : [])\n" +
          "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
          "  admissionReviewVersions: [v1]\n";
+}
+
+// The GPUDevice webhook and the raw GPU pod webhook (pods of namespace acme).
+std::string deviceAndPodWebhookConfiguration(std::uint16_t port) {
+  return webhookConfiguration(kDeviceConfiguration, port) + "- name: gpu-pods.validate.gpu.tally.dev\n" +
+         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpu-pods\"}\n" +
+         "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
+         "    resources: [pods]\n    scope: Namespaced\n" +
+         "  failurePolicy: Fail\n  sideEffects: None\n  timeoutSeconds: 5\n  admissionReviewVersions: [v1]\n" +
+         "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: "
+         "[acme]}]}\n";
+}
+
+// The VM door: VMIs naming GPUDevices.
+std::string vmiWebhookConfiguration(std::uint16_t port) {
+  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n") +
+         "metadata: {name: " + kVmiConfiguration + "}\nwebhooks:\n" +
+         "- name: virtualmachineinstances.mutate.gpu.tally.dev\n" +
+         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/virtualmachineinstances\"}\n" +
+         "  rules:\n  - apiGroups: [kubevirt.io]\n    apiVersions: [v1]\n" +
+         "    operations: [CREATE]\n    resources: [virtualmachineinstances]\n    scope: Namespaced\n" +
+         "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 15\n" +
+         "  reinvocationPolicy: IfNeeded\n  admissionReviewVersions: [v1]\n" +
+         "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
+         "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations"
+         " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n";
 }
 
 std::string field(const std::string& jsonpath) {
@@ -198,6 +236,10 @@ void clearLedger() {
     auto idAt = text.find("  id: ");
     if (idAt == std::string::npos) continue;
     std::string id = text.substr(idAt + 6, text.find('\n', idAt) - idAt - 6);
+    if (text.find("state: released") != std::string::npos || text.find("state: canceled") != std::string::npos) {
+      endedRecords[id] = text;  // ended already: it stays as it is
+      continue;
+    }
     const bool releasing = text.find("state: releasing") != std::string::npos;
     endedRecords[id] = releasing ? record(id, "released",
                                           "  approvedBy: {product: pat@x, sre: sam@x}\nstatus:\n  activatedAt: "
@@ -225,21 +267,37 @@ class AuditEnvironment : public ::testing::Environment {
     applyYaml(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: billing-plans, namespace: kube-dc}\n"
         "data:\n  plans.yaml: |\n    addons:\n      h200-reserved:\n        selfService: false\n"
+        "        gpu:\n          h200: {devices: 1}\n      h200-quota:\n        selfService: true\n"
         "        gpu:\n          h200: {devices: 1}\n",
         &rc);
     ASSERT_EQ(rc, 0);
     ledgerDir = fs::temp_directory_path() / ("audit-e2e-ledger-" + std::to_string(::getpid()));
     fs::create_directories(ledgerDir);
     alertmanager = new AlertmanagerStandIn();
+    // KubeVirt permits the pool's host device (the VM door refuses a VMI by the gate alone).
+    applyYaml(std::string("apiVersion: v1\nkind: Namespace\nmetadata: {name: kubevirt}\n---\n") +
+                  "apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata: {name: kubevirt, namespace: kubevirt}\n" +
+                  "spec:\n  configuration:\n    permittedHostDevices:\n      pciHostDevices:\n" +
+                  "      - {pciVendorSelector: \"10DE:2335\", resourceName: " + kH200 +
+                  ", externalResourceProvider: true}\n",
+              &rc);
+    ASSERT_EQ(rc, 0);
+    // A status lagging its spec converges for 4 s, then it is a failure; a
+    // cache not confirmed for 20 s is stale (the informers confirm live
+    // caches every 15 s, the ledger source every 5 s).
     replica = new Replica(startReplica(
         "audit-a", kDeviceConfiguration,
-        {std::string("--webhook-configurations=") + kClassConfiguration, "--audit-debounce=200ms",
-         "--audit-interval=1h", "--ledger-dir=" + ledgerDir.string(), "--ledger-interval=1s",
-         "--billing-plans=kube-dc/billing-plans", "--alertmanager-interval=1s",
-         "--alertmanager-url=http://127.0.0.1:" + std::to_string(alertmanager->port()), "--release-stuck-after=2s"}));
-    applyYaml(webhookConfiguration(kDeviceConfiguration, replica->webhookPort), &rc);
+        {std::string("--webhook-configurations=") + kClassConfiguration,
+         std::string("--mutating-webhook-configurations=") + kVmiConfiguration, "--audit-debounce=200ms",
+         "--audit-convergence=4s", "--audit-stale-after=20s", "--audit-interval=1h",
+         "--ledger-dir=" + ledgerDir.string(), "--ledger-interval=1s", "--billing-plans=kube-dc/billing-plans",
+         "--alertmanager-interval=1s", "--alertmanager-url=http://127.0.0.1:" + std::to_string(alertmanager->port()),
+         "--release-stuck-after=2s"}));
+    applyYaml(deviceAndPodWebhookConfiguration(replica->webhookPort), &rc);
     ASSERT_EQ(rc, 0);
     applyYaml(classWebhookConfiguration(replica->webhookPort), &rc);
+    ASSERT_EQ(rc, 0);
+    applyYaml(vmiWebhookConfiguration(replica->webhookPort), &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_TRUE(eventually([] {
       return httpStatus("http://127.0.0.1:" + std::to_string(replica->opsPort) + "/readyz") == 200;
@@ -450,6 +508,354 @@ TEST(AuditE2e, AReleaseInFlightFreezesCreationAndIsReportedWhenStuck) {
     return metricsOf(*replica).find("tally_controller_release_stuck{pool=\"h200\",record=\"gpu-res-7\"} 0") !=
            std::string::npos;
   }));
+}
+
+}  // namespace
+}  // namespace tally::runtime::e2e
+
+// --- (e) quota and capacity findings, (g) tallyctl plan live -----------------
+//
+// The test plays HNC: it reports the HRQ plan-quota's status.hard and
+// status.used, as HNC does once it enforces what Tally wrote into spec.hard.
+
+namespace tally::runtime::e2e {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Organization acme's add-on assignments.
+std::string assignAddons(const std::string& addons, int* rc) {
+  return applyYaml(
+      "apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata:\n  name: acme\n  namespace: acme\n"
+      "  annotations:\n    billing.kube-dc.com/addons: '" +
+          addons + "'\n",
+      rc);
+}
+std::string quotaAddon(int quantity) {
+  return R"([{"addonId":"h200-quota","quantity":)" + std::to_string(quantity) + "}]";
+}
+
+std::string planQuota(const std::string& jsonpath) {
+  return kubectl("get hrq -n acme plan-quota -o go-template='" + jsonpath + "'");
+}
+std::string specHard() { return planQuota("{{index .spec.hard \"" + kKey + "\"}}"); }
+std::string organizationHard() {
+  return kubectl("get organization -n acme acme -o jsonpath={.status.quotaUsage.accelerators.h200.devices.hard}");
+}
+
+// What HNC writes once it enforces the hard quota.
+bool hncReports(int hard, int used) {
+  int rc = 0;
+  kubectl("patch hrq -n acme plan-quota --subresource=status --type=merge -p '{\"status\":{\"hard\":{\"" + kKey +
+              "\":\"" + std::to_string(hard) + "\"},\"used\":{\"" + kKey + "\":\"" + std::to_string(used) + "\"}}}'",
+          &rc);
+  return rc == 0;
+}
+
+// acme holds `quantity` of h200-quota: Tally wrote it into plan-quota, HNC
+// reports it, Tally wrote the Organization's status from that, the gate is open.
+::testing::AssertionResult converged(int quantity) {
+  int rc = 0;
+  std::string out = assignAddons(quotaAddon(quantity), &rc);
+  if (rc != 0) return ::testing::AssertionFailure() << "add-ons not assigned: " << out;
+  const std::string want = std::to_string(quantity);
+  if (!eventually([&] { return specHard() == want; }, 30s)) {
+    return ::testing::AssertionFailure() << "plan-quota hard " << specHard() << ", wanted " << want;
+  }
+  if (!hncReports(quantity, 1)) return ::testing::AssertionFailure() << "HNC's report not written";
+  if (!eventually([&] { return organizationHard() == want && gate() == "True"; }, 30s)) {
+    return ::testing::AssertionFailure() << "organization status " << organizationHard() << ", gate " << gate() << " ("
+                                         << gateReason() << ") findings " << findingCodes();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A new GPUDevice order in the pool; the webhook's answer.
+std::string order(const std::string& name, int* rc) { return applyYaml(device("acme", name, "h200", 1), rc); }
+
+std::string rawGpuPod(const std::string& name, const std::string& node = "") {
+  return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: acme}\nspec:\n" +
+         (node.empty() ? "" : "  nodeName: " + node + "\n") +
+         "  tolerations: [{operator: Exists}]\n  containers:\n  - name: c\n    image: trainer\n" +
+         "    resources:\n      requests: {" + kH200 + ": 1}\n      limits: {" + kH200 + ": 1}\n";
+}
+
+// A VMI starting on the held GPUDevice `held` and one more device from a template.
+std::string vmiOn(const std::string& name, const std::string& held) {
+  return R"({"apiVersion":"kubevirt.io/v1","kind":"VirtualMachineInstance","metadata":{"name":")" + name +
+         R"(","namespace":"acme","annotations":{"gpu.tally.dev/devices":")" + held +
+         R"(","gpu.tally.dev/device-templates":"[{\"class\":\"h200\",\"count\":1}]"}},)" +
+         R"("spec":{"domain":{"devices":{"disks":[]},"resources":{"requests":{"memory":"1Gi"}}}}})";
+}
+
+std::string deviceField(const std::string& name, const std::string& jsonpath) {
+  return kubectl("get gpudevice -n acme " + name + " -o jsonpath='" + jsonpath + "'");
+}
+
+// HardQuotaAboveCapacity: quota sold on two nodes, one of them cordoned
+// (drained for maintenance without a plan): the capacity equation fails.
+// Every door refuses new GPU work; what runs keeps running.
+TEST(AuditE2e, CapacityLostUnderSoldQuotaClosesEveryDoorAndTouchesNothingRunning) {
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gateReason() << " " << findingCodes();
+  int rc = 0;
+  kubectl("label namespace acme acme.tree.hnc.x-k8s.io/depth=0 --overwrite", &rc);
+  ASSERT_EQ(rc, 0);
+  // 8 healthy devices >= 0 reserved + 6 quota + 1 spare: headroom 1.
+  ASSERT_TRUE(converged(6));
+  ASSERT_TRUE(eventually([] { return field("{.status.headroom}") == "1"; })) << field("{.status.headroom}");
+  ASSERT_EQ(deviceField("held", "{.status.phase}"), "Bound");
+  const std::string heldNode = deviceField("held", "{.status.node}");
+  // A raw GPU pod admitted while the gate is open, running on au-0.
+  std::string out = applyYaml(rawGpuPod("running", "au-0"), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(eventually([] { return kubectl("get pod -n acme running -o jsonpath={.status.phase}") == "Running"; }))
+      << kubectl("get pod -n acme running -o yaml");
+  const std::string podUid = kubectl("get pod -n acme running -o jsonpath={.metadata.uid}");
+
+  kubectl("cordon au-1", &rc);
+  ASSERT_EQ(rc, 0);
+  const auto cordoned = Clock::now();
+  ASSERT_TRUE(closedWith("HardQuotaAboveCapacity"));
+  const double closeSeconds = secondsSince(cordoned);
+  EXPECT_EQ(gateReason(), "AuditFailed");
+  EXPECT_FALSE(failureId().empty());
+  const std::string messages = field("{.status.findings[*].message}");
+  EXPECT_NE(messages.find("healthy 4 >= reserved 0 + non-reserved hard quota 6 + spare 1 (headroom -3)"),
+            std::string::npos)
+      << messages;
+  EXPECT_EQ(field("{.status.conditions[?(@.type==\"InvariantHolds\")].status}"), "False");
+
+  // The doors: a GPUDevice order, a raw GPU pod, a VMI (on the held device).
+  const std::string refusedOrder = order("after-cordon", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(refusedOrder.find("[GateClosed]"), std::string::npos) << refusedOrder;
+  const std::string refusedPod = applyYaml(rawGpuPod("after-cordon"), &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(refusedPod.find("[GateClosed]"), std::string::npos) << refusedPod;
+  std::string refusedVmi;
+  EXPECT_TRUE(eventually(
+      [&] {
+        refusedVmi = applyYaml(vmiOn("vm-after-cordon", "held"), &rc);
+        return rc != 0 && refusedVmi.find("[GateClosed]") != std::string::npos;
+      },
+      20s))
+      << refusedVmi;
+  EXPECT_EQ(refusedVmi.find("[NotPermitted]"), std::string::npos) << refusedVmi;
+  EXPECT_EQ(kubectl("get gpudevice -n acme after-cordon --ignore-not-found -o name"), "");
+  EXPECT_EQ(kubectl("get vmi -n acme -o name"), "");
+  std::printf("HardQuotaAboveCapacity: closed %.1f s after the cordon, failure %s\n  order: %s  pod: %s  vmi: %s",
+              closeSeconds, failureId().c_str(), refusedOrder.c_str(), refusedPod.c_str(), refusedVmi.c_str());
+  // Nothing running is touched.
+  EXPECT_EQ(deviceField("held", "{.status.phase}"), "Bound");
+  EXPECT_EQ(deviceField("held", "{.status.node}"), heldNode);
+  EXPECT_TRUE(deviceField("held", "{.status.attachedTo}").empty());
+  EXPECT_EQ(kubectl("get pod -n acme running -o jsonpath={.metadata.uid}/{.spec.nodeName}/{.status.phase}"),
+            podUid + "/au-0/Running");
+
+  kubectl("uncordon au-1", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(acknowledgeAndReopen());
+  EXPECT_EQ(kubectl("get pod -n acme running -o jsonpath={.metadata.uid}/{.spec.nodeName}"), podUid + "/au-0");
+  EXPECT_EQ(deviceField("held", "{.status.phase}"), "Bound");
+  kubectl("delete pod -n acme running --grace-period=0 --force", &rc);
+}
+
+// StatusDisagreement: the add-on grows, Tally rewrites plan-quota, HNC does
+// not report it. Within --audit-convergence the gate is closed as converging
+// (no failure to acknowledge); beyond it the lag is an audit failure. The
+// Organization's status (written from what HNC reports) disagrees with the
+// HRQ too: its own finding.
+TEST(AuditE2e, HncLaggingBeyondTheConvergenceBoundIsAFailure) {
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gateReason() << " " << findingCodes();
+  ASSERT_TRUE(converged(3));
+  int rc = 0;
+  std::string out = assignAddons(quotaAddon(4), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const auto grown = Clock::now();
+  ASSERT_TRUE(eventually([] { return gate() == "False"; }, 30s)) << gateReason();
+  const double closeSeconds = secondsSince(grown);
+  // First converging: closed, no failure id.
+  EXPECT_EQ(gateReason(), "Converging") << findingCodes();
+  EXPECT_EQ(failureId(), "");
+  EXPECT_NE(findingCodes().find("StatusDisagreement"), std::string::npos) << findingCodes();
+  const std::string whileConverging = order("while-converging", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(whileConverging.find("[GateClosed]"), std::string::npos) << whileConverging;
+  // Beyond the bound: a failure with an id.
+  ASSERT_TRUE(eventually([] { return gateReason() == "AuditFailed"; }, 30s)) << gateReason() << " " << findingCodes();
+  const double failSeconds = secondsSince(grown);
+  const std::string id = failureId();
+  EXPECT_TRUE(id.starts_with("h200-")) << id;
+  const std::string subjects = field("{.status.findings[*].subject}");
+  EXPECT_NE(subjects.find("hrq/acme/plan-quota/status"), std::string::npos) << subjects;
+  EXPECT_NE(subjects.find("organization/acme/status"), std::string::npos) << subjects;
+  const std::string messages = field("{.status.findings[*].message}");
+  EXPECT_NE(messages.find("has spec.hard 4 " + kKey + " but status.hard 3"), std::string::npos) << messages;
+  EXPECT_NE(messages.find("organization acme status reports hard 3 for h200 but HRQ acme/plan-quota has 4"),
+            std::string::npos)
+      << messages;
+  const std::string afterBound = order("after-bound", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(afterBound.find("[GateClosed]"), std::string::npos) << afterBound;
+  EXPECT_NE(afterBound.find(id), std::string::npos) << afterBound;
+  std::printf(
+      "StatusDisagreement: closed (Converging) %.1f s after the add-on grew, AuditFailed %.1f s after "
+      "(--audit-convergence=4s), failure %s\n  converging: %s  failed: %s",
+      closeSeconds, failSeconds, id.c_str(), whileConverging.c_str(), afterBound.c_str());
+  EXPECT_EQ(deviceField("held", "{.status.phase}"), "Bound");
+
+  // HNC catches up; Tally writes the Organization's status from it.
+  ASSERT_TRUE(hncReports(4, 1));
+  ASSERT_TRUE(eventually([] { return organizationHard() == "4"; }, 30s)) << organizationHard();
+  ASSERT_TRUE(acknowledgeAndReopen());
+}
+
+// A status lag the convergence bound covers reopens by itself: nothing to acknowledge.
+TEST(AuditE2e, HncCatchingUpWithinTheBoundReopensByItself) {
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gateReason() << " " << findingCodes();
+  ASSERT_TRUE(converged(4));
+  int rc = 0;
+  std::string out = assignAddons(quotaAddon(3), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(eventually([] { return specHard() == "3"; }, 30s)) << specHard();
+  ASSERT_TRUE(eventually([] { return gateReason() == "Converging"; }, 30s)) << gateReason() << " " << findingCodes();
+  ASSERT_TRUE(hncReports(3, 1));
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gateReason() << " " << findingCodes();
+  EXPECT_EQ(failureId(), "");
+}
+
+// StaleCapacity: the ledger's directory vanishes (its volume lost, git-sync
+// gone): at once the ledger cannot be read; once it has not been confirmed
+// for --audit-stale-after, what it reserves is stale.
+TEST(AuditE2e, ALedgerThatCannotBeReadBecomesStale) {
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gateReason() << " " << findingCodes();
+  const fs::path away = ledgerDir.string() + ".away";
+  fs::rename(ledgerDir, away);
+  const auto lost = Clock::now();
+  ASSERT_TRUE(closedWith("InvalidRecord"));
+  const double unreadableSeconds = secondsSince(lost);
+  EXPECT_EQ(findingCodes().find("StaleCapacity"), std::string::npos) << "stale before the bound";
+  ASSERT_TRUE(eventually([] { return findingCodes().find("StaleCapacity") != std::string::npos; }, 40s))
+      << findingCodes();
+  const double staleSeconds = secondsSince(lost);
+  EXPECT_EQ(gate(), "False");
+  EXPECT_EQ(gateReason(), "AuditFailed");
+  const std::string subjects = field("{.status.findings[*].subject}");
+  EXPECT_NE(subjects.find("cache/Ledger"), std::string::npos) << subjects;
+  const std::string messages = field("{.status.findings[*].message}");
+  EXPECT_NE(messages.find("the Ledger cache was last confirmed"), std::string::npos) << messages;
+  EXPECT_NE(messages.find("(bound 20s)"), std::string::npos) << messages;
+  int rc = 0;
+  const std::string refused = order("ledger-stale", &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(refused.find("[GateClosed]"), std::string::npos) << refused;
+  std::printf("StaleCapacity: InvalidRecord (unreadable) %.1f s, StaleCapacity %.1f s after the ledger vanished\n  %s",
+              unreadableSeconds, staleSeconds, refused.c_str());
+  EXPECT_EQ(deviceField("held", "{.status.phase}"), "Bound");
+  fs::rename(away, ledgerDir);
+  ASSERT_TRUE(acknowledgeAndReopen());
+}
+
+struct PlanFigures {
+  std::int64_t devices = -1, units = -1, reserved = -1, quota = -1, spare = -1, headroom = -99;
+  std::string equation;
+};
+
+// The first pool of `side` ("before" or "after") of `tallyctl plan -o json`.
+std::optional<PlanFigures> planFigures(const std::string& json, const char* side) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc, pool;
+  if (parser.parse(json).get(doc) || doc[side].at(0).get(pool)) return std::nullopt;
+  PlanFigures f;
+  std::int64_t perDevice = 0;
+  std::string_view equation;
+  if (pool["unitsPerDevice"].get(perDevice) || perDevice <= 0 || pool["healthySchedulableDevices"].get(f.devices) ||
+      pool["terms"]["healthy"]["units"].get(f.units) || pool["terms"]["reserved"]["units"].get(f.reserved) ||
+      pool["terms"]["nonReservedHard"]["units"].get(f.quota) || pool["terms"]["spare"]["units"].get(f.spare) ||
+      pool["headroom"].get(f.headroom) || pool["equation"].get(equation)) {
+    return std::nullopt;
+  }
+  f.reserved /= perDevice;
+  f.spare /= perDevice;
+  f.equation = std::string(equation);
+  return f;
+}
+
+PlanFigures published() {
+  PlanFigures f;
+  auto number = [](const std::string& name) {
+    const std::string v = field("{.status." + name + "}");
+    return v.empty() ? -1 : std::stoll(v);
+  };
+  f.devices = number("healthySchedulableDevices");
+  f.units = number("healthySchedulableUnits");
+  f.reserved = number("reservedDevices");
+  f.quota = number("nonReservedHardQuota");
+  f.spare = number("spareDevices");
+  f.headroom = number("headroom");
+  f.equation = field("{.status.conditions[?(@.type==\"InvariantHolds\")].message}");
+  return f;
+}
+
+::testing::AssertionResult sameFigures(const PlanFigures& plan, const PlanFigures& status) {
+  if (plan.devices == status.devices && plan.units == status.units && plan.reserved == status.reserved &&
+      plan.quota == status.quota && plan.spare == status.spare && plan.headroom == status.headroom &&
+      plan.equation == status.equation) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "tallyctl plan: devices " << plan.devices << " units " << plan.units
+                                       << " reserved " << plan.reserved << " quota " << plan.quota << " spare "
+                                       << plan.spare << " headroom " << plan.headroom << " (" << plan.equation
+                                       << ")\nclass status: devices " << status.devices << " units " << status.units
+                                       << " reserved " << status.reserved << " quota " << status.quota << " spare "
+                                       << status.spare << " headroom " << status.headroom << " (" << status.equation
+                                       << ")";
+}
+
+std::string tallyctlPlan(const std::string& change, int* rc) {
+  return runCommand(std::string(TALLYCTL_BINARY) + " plan --kubeconfig " + cluster().kubeconfig() + " --ledger " +
+                        ledgerDir.string() + " " + change + " 2>/dev/null",
+                    rc);
+}
+
+// (g) `tallyctl plan` against the live cluster starts from the figures the
+// auditor publishes on the class (one model, one equation): with a pending
+// reservation holding a device, and once it is canceled.
+TEST(AuditE2e, TallyctlPlanLiveStartsFromTheFiguresTheAuditorPublishes) {
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gateReason() << " " << findingCodes();
+  ASSERT_TRUE(converged(2));
+  writeFile(ledgerDir / "gpu-res-9.yaml", record("gpu-res-9", "pending"));
+  ASSERT_TRUE(eventually(
+      [] { return gateReason() == "TransactionInFlight" && field("{.status.reservedDevices}") == "1"; }, 30s))
+      << gateReason() << " " << findingCodes();
+  for (int round = 0; round < 2; ++round) {
+    int rc = 0;
+    const std::string json = tallyctlPlan("--addon acme/h200-quota=3 -o json", &rc);
+    auto before = planFigures(json, "before");
+    auto after = planFigures(json, "after");
+    ASSERT_TRUE(before && after) << json;
+    const PlanFigures status = published();
+    EXPECT_TRUE(sameFigures(*before, status)) << json;
+    EXPECT_EQ(status.devices, 8);
+    EXPECT_EQ(status.reserved, round == 0 ? 1 : 0);
+    EXPECT_EQ(status.quota, 2);
+    EXPECT_EQ(status.spare, 1);
+    // One more add-on: one more unit of quota, one less of headroom.
+    EXPECT_EQ(after->quota, before->quota + 1);
+    EXPECT_EQ(after->headroom, before->headroom - 1);
+    const std::string text = tallyctlPlan("--addon acme/h200-quota=3", &rc);
+    EXPECT_NE(text.find("before  " + status.equation + "\n"), std::string::npos) << text << "\n" << status.equation;
+    std::printf("round %d: class status %s; tallyctl plan:\n%s", round, status.equation.c_str(), text.c_str());
+    if (round == 0) {
+      // The transaction ends (canceled): creation reopens by itself.
+      clearLedger();
+      ASSERT_TRUE(eventually([] { return gate() == "True" && field("{.status.reservedDevices}") == "0"; }, 30s))
+          << gateReason() << " " << findingCodes();
+    }
+  }
+  ASSERT_TRUE(converged(0));
 }
 
 }  // namespace

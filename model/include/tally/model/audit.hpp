@@ -3,6 +3,7 @@
 // closes the pool's creation gate until findings clear and two people ack.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,10 @@ struct AuditOptions {
   // audits; a finding it does not hold is first seen now. Null: no history
   // (an offline snapshot), every convergent finding is converging.
   const std::map<std::string, Timestamp>* firstSeen = nullptr;
+  // The time of the audit, on the clock firstSeen and the caches' lastSynced
+  // are on; unset: the cluster's (a snapshot's `now` is when it was copied,
+  // which can be long before a periodic audit of an unchanged cluster).
+  std::optional<Timestamp> now;
 };
 
 std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, const AuditOptions& options = {});
