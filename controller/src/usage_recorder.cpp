@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <future>
 
 #include "tally/common/json.hpp"
@@ -98,7 +99,11 @@ runtime::Status UsageRecorder::flush(model::Timestamp t, const std::vector<model
   };
   const model::Timestamp today = model::dayOf(t);
   for (int attempt = 0; attempt < std::max(1, options_.maxConflicts); ++attempt) {
-    auto days = readUsageDays(*client_, options_.ns, today - options_.lookbackDays * model::kSecondsPerDay, today);
+    // Where the record stands: today's parts; when today has no `through` yet, the days before too.
+    auto days = readUsageDays(*client_, options_.ns, today, today);
+    if (days && std::none_of(days->begin(), days->end(), [](const UsageDay& d) { return d.through().has_value(); })) {
+      days = readUsageDays(*client_, options_.ns, today - options_.lookbackDays * model::kSecondsPerDay, today);
+    }
     if (!days) {
       count("error");
       return std::move(days).error();

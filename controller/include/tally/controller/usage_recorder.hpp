@@ -6,18 +6,19 @@
 // kMaxUsageBytes, further parts tally-usage-YYYYMMDD-1, -2, ... each labelled
 // with its day (codec/usage_records.hpp). The decisions are usage_plan.hpp's.
 //
-// Restart-safe: every flush reads the days of the lookback window with one
-// LIST (a label selector on the day) and makes one write per step: an update
-// of the day's highest part, pinned to its resourceVersion, that adds the
-// buckets of [through, now) and moves data.through to now in the same write;
-// or, when that part is full, its seal (pinned; data unchanged) and then the
-// create of the next part with the buckets and the new `through`. A new
-// leader (or a restarted one) continues from the last `through` it finds, so
-// the gap between the old leader's last flush and its own first one is
-// accrued once, with the holders it sees then. A 409 (or a create that finds
-// the part existing) re-reads and starts from the `through` it finds: nothing
-// is added twice. Stored data that does not decode fails the flush naming the
-// ConfigMap, `through` unmoved: nothing is dropped or overwritten.
+// Restart-safe: every flush reads today's parts with one LIST (a label
+// selector on the day; the lookback window's when today has no `through` yet)
+// and makes one write per step: an update of the day's highest part, pinned
+// to its resourceVersion, that adds the buckets of [through, now) and moves
+// data.through to now in the same write; or, when that part is full, its seal
+// (pinned; data unchanged) and then the create of the next part with the
+// buckets and the new `through`. A new leader (or a restarted one) continues
+// from the last `through` it finds, so the gap between the old leader's last
+// flush and its own first one is accrued once, with the holders it sees then.
+// A 409 (or a create that finds the part existing) re-reads and starts from
+// the `through` it finds: nothing is added twice. Stored data that does not
+// decode fails the flush naming the ConfigMap, `through` unmoved: nothing is
+// dropped or overwritten.
 
 #include <chrono>
 #include <functional>
