@@ -166,7 +166,7 @@ std::optional<UsagePeriod> parseUsagePeriod(std::optional<std::string_view> sinc
   };
   auto from = timeOf(since, std::nullopt);
   auto to = timeOf(until, now);
-  if (!from || !to || *to <= *from) return std::nullopt;
+  if (!from || !to || *from < 0 || *to <= *from) return std::nullopt;
   return UsagePeriod{*from, *to};
 }
 

@@ -370,6 +370,7 @@ TEST(UsageAnswer, APeriodNeedsSinceAndAnUntilAfterItDefaultingToNow) {
   EXPECT_EQ(p->until, now);
   EXPECT_FALSE(parseUsagePeriod(std::nullopt, std::nullopt, now));
   EXPECT_FALSE(parseUsagePeriod("yesterday", std::nullopt, now));
+  EXPECT_FALSE(parseUsagePeriod("1969-12-31T00:00:00Z", std::nullopt, now));
   EXPECT_FALSE(parseUsagePeriod("2027-01-15T10:00:00Z", "2027-01-15T10:00:00Z", now));
   EXPECT_FALSE(parseUsagePeriod("2027-01-15T10:00:00Z", "later", now));
 }
