@@ -22,6 +22,22 @@ runtime::Resource configMaps(const std::string& ns) { return runtime::Resource::
 // One page of parts at a time: each is up to ~1 MiB.
 constexpr std::int64_t kPartsPerPage = 8;
 
+// Today's first part by its name: one written before parts carried the day
+// label is not listed by it (the recorder's next update labels it); without
+// this a create would find it existing at every attempt.
+runtime::Result<std::optional<codec::UsageCheckpoint>> unlabelledPart(runtime::Client& client, const std::string& ns,
+                                                                      model::Timestamp day) {
+  const std::string name = codec::usageConfigMapName(day);
+  auto got = client.get(configMaps(ns), name);
+  if (!got) {
+    if (got.error().is(runtime::ErrorCode::kNotFound)) return std::optional<codec::UsageCheckpoint>();
+    return std::move(got).error().withContext("configmap " + ns + "/" + name);
+  }
+  auto cp = codec::decodeUsageConfigMap(*got);
+  if (!cp) return runtime::Error(runtime::ErrorCode::kDecode, cp.error().describe());
+  return std::optional<codec::UsageCheckpoint>(std::move(cp).value());
+}
+
 }  // namespace
 
 struct UsageRecorder::Metrics {
@@ -101,6 +117,14 @@ runtime::Status UsageRecorder::flush(model::Timestamp t, const std::vector<model
   for (int attempt = 0; attempt < std::max(1, options_.maxConflicts); ++attempt) {
     // Where the record stands: today's parts; when today has no `through` yet, the days before too.
     auto days = readUsageDays(*client_, options_.ns, today, today);
+    if (days && days->empty()) {
+      auto unlabelled = unlabelledPart(*client_, options_.ns, today);
+      if (!unlabelled) {
+        days = std::move(unlabelled).error();
+      } else if (*unlabelled) {
+        days->push_back(UsageDay{today, {std::move(**unlabelled)}});
+      }
+    }
     if (days && std::none_of(days->begin(), days->end(), [](const UsageDay& d) { return d.through().has_value(); })) {
       days = readUsageDays(*client_, options_.ns, today - options_.lookbackDays * model::kSecondsPerDay, today);
     }
