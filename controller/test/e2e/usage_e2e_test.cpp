@@ -243,8 +243,8 @@ TEST(Usage, ADayPastTheSizeOfOneConfigMapIsSealedAndContinuesInItsNextPartReadBa
   ASSERT_TRUE(eventually([&] {
     parts = partsOf(today);
     return parts.size() == 2 && !parts[1].buckets.empty();
-  })) << parts.size()
-      << " parts";
+  })) << parts.size() << " parts, the first of " << (parts.empty() ? 0 : parts[0].bytes) << " bytes (filled "
+         << filled << " unit-seconds); the leader's metrics: " << (leader() ? metricsOf(*leader()) : "no leader");
   EXPECT_EQ(parts[0].name, codec::usageConfigMapName(today));
   EXPECT_TRUE(parts[0].sealed);
   EXPECT_EQ(parts[1].name, codec::usageConfigMapName(today) + "-1");
