@@ -205,17 +205,22 @@ TEST(Usage, ADayPastTheSizeOfOneConfigMapIsSealedAndContinuesInItsNextPartReadBa
     if (parts.size() != 1) return false;
     const codec::UsageCheckpoint& part = parts[0];
     std::string usage = codec::usageLines(part.buckets);
-    const std::size_t room = controller::kMaxUsageBytes - 100;  // less than one more line
+    // Exactly `room`: less than one more line short of what a part holds.
+    const std::size_t room = controller::kMaxUsageBytes - 100;
+    auto filler = [&](const std::string& name) {
+      return codec::usageLine({today, {model::HolderKind::Pod, "acme", name, "uid-filler", "h200", kH200, 1}, 3600}) +
+             "\n";
+    };
     std::int64_t lines = 0;
     for (;; ++lines) {
-      std::string line = codec::usageLine({today,
-                                           {model::HolderKind::Pod, "acme", fmt::format("filler-{:06}", lines),
-                                            "uid-filler", "h200", kH200, 1},
-                                           3600}) +
-                         "\n";
-      if (usage.size() + line.size() > room) break;
+      std::string line = filler(fmt::format("filler-{:06}", lines));
+      if (usage.size() + 2 * line.size() > room) break;
       usage += line;
     }
+    const std::size_t pad = room - usage.size() - filler("filler-pad-").size();
+    usage += filler("filler-pad-" + std::string(pad, 'x'));
+    ++lines;
+    if (usage.size() != room) return false;
     controller::UsageWrite w;
     w.name = part.name;
     w.day = part.day;
@@ -243,8 +248,9 @@ TEST(Usage, ADayPastTheSizeOfOneConfigMapIsSealedAndContinuesInItsNextPartReadBa
   ASSERT_TRUE(eventually([&] {
     parts = partsOf(today);
     return parts.size() == 2 && !parts[1].buckets.empty();
-  })) << parts.size() << " parts, the first of " << (parts.empty() ? 0 : parts[0].bytes) << " bytes (filled "
-         << filled << " unit-seconds); the leader's metrics: " << (leader() ? metricsOf(*leader()) : "no leader");
+  })) << parts.size()
+      << " parts, the first of " << (parts.empty() ? 0 : parts[0].bytes) << " bytes (filled " << filled
+      << " unit-seconds); the leader's metrics: " << (leader() ? metricsOf(*leader()) : "no leader");
   EXPECT_EQ(parts[0].name, codec::usageConfigMapName(today));
   EXPECT_TRUE(parts[0].sealed);
   EXPECT_EQ(parts[1].name, codec::usageConfigMapName(today) + "-1");
