@@ -306,6 +306,7 @@ PY
     can no tally-controller get secrets/someone-else -n tally-system
     can yes tally-controller watch configmaps -n kube-dc
     can yes tally-controller update configmaps/tally-usage-20270101 -n tally-system
+    can yes tally-controller list configmaps -n tally-system
     can no tally-controller watch configmaps -n "$scratch"
     # Tenants (tally-gpudevice-tenant, aggregated into edit and admin; bound
     # here directly): order and release devices, never write their status.

@@ -1,10 +1,12 @@
 // tallyctl usage: GPU usage records and reservation billing windows as JSON
 // lines, the format of the controller's GET /usage (codec/usage_records.hpp).
-//  * live (no --snapshot): the tally-usage-YYYYMMDD ConfigMaps the controller's
-//    usage recorder keeps, read through the same function the endpoint uses;
-//    the billing windows from --ledger when given.
+//  * live (no --snapshot): the tally-usage-YYYYMMDD[-N] ConfigMaps the
+//    controller's usage recorder keeps, read through the same function the
+//    endpoint uses (one LIST by the day label); the billing windows from
+//    --ledger when given.
 //  * --snapshot: what the holders of the snapshot's moment accrue over
 //    [since, until), and the billing windows of its --ledger.
+// Open billing windows end at now (the moment of the answer), as the endpoint's do.
 
 #include <chrono>
 #include <iostream>
@@ -50,9 +52,12 @@ int runUsage(const UsageOptions& options) {
       std::cerr << inputs.error().describe() << "\n";
       return kExitBadInput;
     }
+    // The snapshot's moment (--now) is the answer's: open windows end there.
+    auto at = timeOption("--now", options.input.now, now);
+    if (!at) return kExitBadInput;
     const model::Cluster& cluster = inputs->cluster;
     auto buckets = model::accrue(model::holdersAt(cluster), *since, *until);
-    std::cout << controller::usageExport(buckets, model::billingWindows(cluster.ledger, *since, *until));
+    std::cout << controller::usageExport(buckets, model::billingWindows(cluster.ledger, *since, *until, *at));
     return kExitOk;
   }
   model::Ledger ledger;
@@ -75,7 +80,7 @@ int runUsage(const UsageOptions& options) {
     std::cerr << "cannot read the usage records in " << options.ns << ": " << buckets.error().describe() << "\n";
     return kExitBadInput;
   }
-  std::cout << controller::usageExport(*buckets, model::billingWindows(ledger, *since, *until));
+  std::cout << controller::usageExport(*buckets, model::billingWindows(ledger, *since, *until, now));
   return kExitOk;
 }
 

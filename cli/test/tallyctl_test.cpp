@@ -281,6 +281,26 @@ TEST_F(Tallyctl, BadFlagsExitTwo) {
 
 TEST_F(Tallyctl, HelpExitsZero) { EXPECT_EQ(run("--help").exitCode, 0); }
 
+TEST_F(Tallyctl, UsageOfASnapshotEndsOpenBillingWindowsAtItsMomentNotAtAFutureUntil) {
+  Outcome r = run("usage --snapshot " + kExamples + "/snapshot.json --ledger " + kExamples + "/ledger " + kNow +
+                  " --since 2026-11-29T00:00:00Z --until 2026-12-31T00:00:00Z");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  int open = 0;
+  while (std::getline(lines, line)) {
+    if (line.find(R"("type":"window")") == std::string::npos || line.find(R"("open":true)") == std::string::npos) {
+      continue;
+    }
+    ++open;
+    EXPECT_NE(line.find(R"("until":"2026-11-30T00:00:00Z")"), std::string::npos) << line;
+  }
+  // gpu-res-1042 (active, 2 devices) and gpu-res-0990 (releasing, no releasedAt): one day each since 2026-11-29.
+  EXPECT_EQ(open, 2) << r.out;
+  EXPECT_NE(r.out.find(R"("id":"gpu-res-1042")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("deviceSeconds":172800)"), std::string::npos) << r.out;
+}
+
 TEST_F(Tallyctl, LedgerValidateOfTheExampleNamesItsTwoTransactionsInFlight) {
   // Every record of the example is valid, but a pending and a releasing record
   // share the H200 pool: the one ledger problem the example is there to show.

@@ -129,41 +129,128 @@ Result<std::vector<model::UsageBucket>> decodeUsageLines(std::string_view text) 
   return out;
 }
 
-Result<UsageCheckpoint> decodeUsageConfigMap(std::string_view json) {
-  UsageCheckpoint cp;
+namespace {
+
+Status decodeCheckpoint(od::value root, UsageCheckpoint& cp) {
   Metadata meta;
   std::string usage;
-  std::optional<std::string> through;
-  Status status = withJsonValue(json, "", [&](od::value root) -> Status {
-    return forEachField(root, "", [&](std::string_view key, od::value field) -> Status {
-      if (key == "metadata") return readMetadata(field, meta);
-      if (key != "data") return {};
-      return forEachField(field, key, [&](std::string_view dataKey, od::value entry) -> Status {
-        if (dataKey == kUsageKey) return readString(entry, keyField(dataKey), usage);
-        if (dataKey == kUsageThroughKey) return readString(entry, keyField(dataKey), through.emplace());
-        return {};
-      });
+  std::optional<std::string> through, sealed;
+  Status status = forEachField(root, "", [&](std::string_view key, od::value field) -> Status {
+    if (key == "metadata") return readMetadata(field, meta);
+    if (key != "data") return {};
+    return forEachField(field, key, [&](std::string_view dataKey, od::value entry) -> Status {
+      if (dataKey == kUsageKey) return readString(entry, keyField(dataKey), usage);
+      if (dataKey == kUsageThroughKey) return readString(entry, keyField(dataKey), through.emplace());
+      if (dataKey == kUsageSealedKey) return readString(entry, keyField(dataKey), sealed.emplace());
+      return {};
     });
   });
-  if (auto done = finished(std::move(status), "ConfigMap", meta); !done) return std::move(done).error();
+  if (auto done = finished(std::move(status), "ConfigMap", meta); !done) return done;
   cp.name = meta.name;
   cp.resourceVersion = meta.resourceVersion;
+  auto named = parseUsageConfigMapName(meta.name);
+  if (!named) {
+    return inObject(fieldError("metadata.name", "not tally-usage-YYYYMMDD or tally-usage-YYYYMMDD-N"), "ConfigMap",
+                    meta);
+  }
+  cp.day = named->day;
+  cp.part = named->part;
   if (through) {
     auto t = parseRfc3339(*through);
     if (!t)
       return inObject(fieldError("data.through", "'" + *through + "' is not an RFC 3339 time"), "ConfigMap", meta);
+    // The day's end itself is its own: a closed day is accrued through midnight.
+    if (t->seconds < cp.day || t->seconds > cp.day + model::kSecondsPerDay) {
+      return inObject(fieldError("data.through", "'" + *through + "' is outside the ConfigMap's day"), "ConfigMap",
+                      meta);
+    }
     cp.through = t->seconds;
+  }
+  if (sealed) {
+    if (*sealed != "true")
+      return inObject(fieldError("data.sealed", "'" + *sealed + "' is not true"), "ConfigMap", meta);
+    cp.sealed = true;
   }
   auto buckets = decodeUsageLines(usage);
   if (!buckets) return inObject(std::move(buckets).error().under("data[usage.jsonl]"), "ConfigMap", meta);
+  for (const auto& b : *buckets) {
+    if (model::dayOf(b.hour) != cp.day) {
+      return inObject(fieldError("data[usage.jsonl]", "a bucket of " + formatRfc3339(b.hour) + ", not of its day"),
+                      "ConfigMap", meta);
+    }
+  }
+  cp.bytes = usage.size();
   cp.buckets = std::move(buckets).value();
+  return {};
+}
+
+}  // namespace
+
+Result<UsageCheckpoint> decodeUsageConfigMap(std::string_view json) {
+  UsageCheckpoint cp;
+  Status status = withJsonValue(json, "", [&](od::value root) { return decodeCheckpoint(root, cp); });
+  if (!status) return std::move(status).error();
   return cp;
 }
 
-std::string usageConfigMapName(model::Timestamp t) {
+Result<UsageCheckpointPage> decodeUsageConfigMapList(std::string_view json) {
+  UsageCheckpointPage page;
+  Status status = withJsonValue(json, "", [&](od::value root) -> Status {
+    return forEachField(root, "", [&](std::string_view key, od::value field) -> Status {
+      if (key == "metadata") {
+        return forEachField(field, key, [&](std::string_view metaKey, od::value entry) -> Status {
+          if (metaKey == "continue") return readString(entry, metaKey, page.continueToken);
+          return {};
+        });
+      }
+      if (key != "items") return {};
+      return forEachElement(field, key, [&](std::size_t index, od::value item) -> Status {
+        Status decoded = decodeCheckpoint(item, page.items.emplace_back());
+        if (!decoded) return std::move(decoded).error().within(fmt::format("items[{}]", index));
+        return {};
+      });
+    });
+  });
+  if (!status) return std::move(status).error();
+  return page;
+}
+
+std::string usageDayLabel(model::Timestamp t) {
   std::string day = formatRfc3339(model::dayOf(t)).substr(0, 10);  // YYYY-MM-DD
   day.erase(std::remove(day.begin(), day.end(), '-'), day.end());
-  return "tally-usage-" + day;
+  return day;
+}
+
+std::string usageConfigMapName(model::Timestamp t, int part) {
+  std::string name = "tally-usage-" + usageDayLabel(t);
+  if (part > 0) name += "-" + std::to_string(part);
+  return name;
+}
+
+std::optional<UsagePartName> parseUsageConfigMapName(std::string_view name) {
+  constexpr std::string_view kPrefix = "tally-usage-";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  const std::string_view day = name.substr(0, 8);
+  if (day.size() != 8 || day.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  auto t = parseRfc3339(fmt::format("{}-{}-{}T00:00:00Z", day.substr(0, 4), day.substr(4, 2), day.substr(6, 2)));
+  if (!t || usageDayLabel(t->seconds) != day) return std::nullopt;  // 20270230 is no day
+  UsagePartName out{t->seconds, 0};
+  std::string_view rest = name.substr(8);
+  if (rest.empty()) return out;
+  if (rest.size() < 2 || rest.size() > 5 || rest[0] != '-' || rest[1] == '0' ||
+      rest.substr(1).find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  out.part = std::stoi(std::string(rest.substr(1)));
+  return out;
+}
+
+std::string usageDaysSelector(model::Timestamp first, model::Timestamp last) {
+  // YYYYMMDD orders as an integer: the day before `first` and the one after `last` bound it.
+  const long from = std::stol(usageDayLabel(first)) - 1;
+  const long to = std::stol(usageDayLabel(last)) + 1;
+  return fmt::format("{0}>{1},{0}<{2}", kUsageDayLabel, from, to);
 }
 
 }  // namespace tally::codec

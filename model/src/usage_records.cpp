@@ -89,8 +89,9 @@ std::vector<UsageBucket> bucketsIn(const std::vector<UsageBucket>& buckets, Time
   return out;
 }
 
-std::vector<BillingWindow> billingWindows(const Ledger& ledger, Timestamp since, Timestamp until) {
+std::vector<BillingWindow> billingWindows(const Ledger& ledger, Timestamp since, Timestamp until, Timestamp now) {
   std::vector<BillingWindow> out;
+  const Timestamp end = std::min(until, now);
   for (const ReservationRecord& r : ledger.records) {
     if (r.state == ReservationState::Pending || r.state == ReservationState::Canceled) continue;
     if (!r.activatedAt) continue;  // validation requires it past pending; without it nothing is billable
@@ -105,7 +106,7 @@ std::vector<BillingWindow> billingWindows(const Ledger& ledger, Timestamp since,
     w.devices = r.devices;
     w.open = !r.releasedAt.has_value();
     w.from = std::max(*r.activatedAt, since);
-    w.until = r.releasedAt ? std::min(*r.releasedAt, until) : until;
+    w.until = r.releasedAt ? std::min(*r.releasedAt, end) : end;
     if (w.until <= w.from) continue;
     w.deviceSeconds = w.devices * (w.until - w.from);
     w.source = r.source;

@@ -80,6 +80,8 @@ TEST(Accrue, MergingSumsTheSameHourAndHolderOnce) {
   EXPECT_EQ(dayOf(86400 + 5), 86400);
 }
 
+constexpr Timestamp kLater = 1'800'000'000;  // a `now` past every period below
+
 TEST(BillingWindows, FromActivatedAtToReleasedAtClippedAndNothingForPendingOrCanceled) {
   Ledger ledger;
   ledger.records.push_back(record("pending", "acme", "h200", 1, ReservationState::Pending));
@@ -87,7 +89,7 @@ TEST(BillingWindows, FromActivatedAtToReleasedAtClippedAndNothingForPendingOrCan
   ledger.records.push_back(
       record("released", "acme", "h200", 2, ReservationState::Released));  // 1'700'000'100..1'700'100'000
   ledger.records.push_back(record("active", "acme", "h200", 3, ReservationState::Active));
-  auto all = billingWindows(ledger, 0, 1'700'200'000);
+  auto all = billingWindows(ledger, 0, 1'700'200'000, kLater);
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].id, "active");  // same activatedAt: by id
   EXPECT_TRUE(all[0].open);
@@ -96,12 +98,37 @@ TEST(BillingWindows, FromActivatedAtToReleasedAtClippedAndNothingForPendingOrCan
   EXPECT_EQ(all[1].id, "released");
   EXPECT_FALSE(all[1].open);
   EXPECT_EQ(all[1].deviceSeconds, 2 * (1'700'100'000 - 1'700'000'100));
-  auto clipped = billingWindows(ledger, 1'700'050'000, 1'700'060'000);
+  auto clipped = billingWindows(ledger, 1'700'050'000, 1'700'060'000, kLater);
   ASSERT_EQ(clipped.size(), 2u);
   EXPECT_EQ(clipped[1].from, 1'700'050'000);
   EXPECT_EQ(clipped[1].deviceSeconds, 2 * 10'000);
-  EXPECT_EQ(billingWindows(ledger, 1'700'100'000, 1'700'200'000).size(), 1u);  // released at the start: nothing
-  EXPECT_TRUE(billingWindows(ledger, 0, 1'700'000'100).empty());               // before activation
+  EXPECT_EQ(billingWindows(ledger, 1'700'100'000, 1'700'200'000, kLater).size(), 1u);  // released at the start: nothing
+  EXPECT_TRUE(billingWindows(ledger, 0, 1'700'000'100, kLater).empty());               // before activation
+}
+
+TEST(BillingWindows, AnOpenWindowAskedAboutUntilAFutureMomentEndsAtNow) {
+  Ledger ledger;
+  ledger.records.push_back(record("active", "acme", "h200", 3, ReservationState::Active));  // activated 1'700'000'100
+  const Timestamp now = 1'700'003'700;
+  auto windows = billingWindows(ledger, 1'700'000'000, 1'700'086'400, now);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_TRUE(windows[0].open);
+  EXPECT_EQ(windows[0].until, now);
+  EXPECT_EQ(windows[0].deviceSeconds, 3 * 3600);
+  // A period that ends before now is not stretched to it.
+  EXPECT_EQ(billingWindows(ledger, 1'700'000'000, 1'700'001'900, now)[0].until, 1'700'001'900);
+  // A period wholly ahead of now bills nothing yet.
+  EXPECT_TRUE(billingWindows(ledger, now + 60, now + 3600, now).empty());
+}
+
+TEST(BillingWindows, AReleaseRecordedAheadOfTheClockBillsOnlyUpToNow) {
+  Ledger ledger;
+  ledger.records.push_back(
+      record("released", "acme", "h200", 2, ReservationState::Released));  // 1'700'000'100..1'700'100'000
+  auto windows = billingWindows(ledger, 0, 1'800'000'000, 1'700'000'200);
+  ASSERT_EQ(windows.size(), 1u);
+  EXPECT_FALSE(windows[0].open);
+  EXPECT_EQ(windows[0].deviceSeconds, 2 * 100);
 }
 
 }  // namespace

@@ -2,8 +2,11 @@
 // against a real kube-apiserver; a kwok node. A held device Bound for a while
 // accrues count x elapsed unit-seconds; the leader is killed mid-way and the
 // standby continues from the last `through` it finds, so the total is neither
-// lost nor doubled; tallyctl usage reads the same lines as GET /usage.
+// lost nor doubled; tallyctl usage reads the same lines as GET /usage. A day
+// whose records pass the size of one ConfigMap is sealed and continues in its
+// next part, found by the day label and read back as one.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -12,9 +15,13 @@
 #include <sstream>
 #include <thread>
 
+#include <filesystem>
+#include <fstream>
+
 #include "harness.hpp"
 #include "tally/codec/usage_records.hpp"
 #include "tally/common/rfc3339.hpp"
+#include "tally/controller/usage_plan.hpp"
 
 namespace tally::runtime::e2e {
 namespace {
@@ -47,6 +54,7 @@ double wallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The unit-seconds of the holders whose name starts with `name`.
 std::int64_t unitSecondsOf(const std::string& lines, const std::string& name) {
   auto buckets = codec::decodeUsageLines([&] {
     std::string usage;  // the usage lines only (windows are another type)
@@ -61,7 +69,7 @@ std::int64_t unitSecondsOf(const std::string& lines, const std::string& name) {
   std::int64_t total = 0;
   if (!buckets) return total;
   for (const auto& b : *buckets) {
-    if (b.holder.name == name) total += b.unitSeconds;
+    if (b.holder.name.starts_with(name)) total += b.unitSeconds;
   }
   return total;
 }
@@ -158,6 +166,118 @@ TEST(Usage, AHeldDeviceAccruesCountTimesElapsedAcrossALeaderChangeAndTallyctlRea
   const std::string metrics = metricsOf(*second);
   EXPECT_NE(metrics.find("tally_controller_usage_flushes_total{result=\"ok\"}"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("tally_controller_usage_unit_seconds_total{class=\"h200\"}"), std::string::npos);
+}
+
+// Today's parts as the API server holds them, found by the day label.
+std::vector<codec::UsageCheckpoint> partsOf(model::Timestamp day) {
+  int rc = 0;
+  const std::string out = kubectl("get configmaps -n tally-system -l " + std::string(codec::kUsageDayLabel) + "=" +
+                                      codec::usageDayLabel(day) + " -o json",
+                                  &rc);
+  EXPECT_EQ(rc, 0) << out;
+  auto page = codec::decodeUsageConfigMapList(out);
+  EXPECT_TRUE(page) << page.error().describe();
+  if (!page) return {};
+  std::sort(page->items.begin(), page->items.end(), [](const auto& a, const auto& b) { return a.part < b.part; });
+  return std::move(page->items);
+}
+
+std::string usageOf(const Replica& r, model::Timestamp since, model::Timestamp until, int* rc) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(r.opsPort) + "/usage?since=" + formatRfc3339(since) +
+                          "&until=" + formatRfc3339(until);
+  return runCommand("curl -s --max-time 5 '" + url + "'", rc);
+}
+
+TEST(Usage, ADayPastTheSizeOfOneConfigMapIsSealedAndContinuesInItsNextPartReadBackAsOne) {
+  // The day must not end between the fill and the flush that finds it full: close to midnight (UTC), wait for it.
+  if (auto t = static_cast<model::Timestamp>(wallSeconds()); model::dayOf(t + 120) != model::dayOf(t)) {
+    std::this_thread::sleep_for(std::chrono::seconds(model::dayOf(t + 120) - t + 5));
+    std::this_thread::sleep_for(kFlush + 2 * kCheck);  // the first flush of the new day creates its part
+  }
+  const auto now = static_cast<model::Timestamp>(wallSeconds());
+  const model::Timestamp today = model::dayOf(now);
+  // Fill today's part up to just under what one holds, as a day of many holders
+  // would; pinned to the version read (a flush in between: read again).
+  std::int64_t filled = 0;
+  std::string replaced;
+  ASSERT_TRUE(eventually([&] {
+    auto parts = partsOf(today);
+    if (parts.size() != 1) return false;
+    const codec::UsageCheckpoint& part = parts[0];
+    std::string usage = codec::usageLines(part.buckets);
+    // Exactly `room`: less than one more line short of what a part holds.
+    const std::size_t room = controller::kMaxUsageBytes - 100;
+    auto filler = [&](const std::string& name) {
+      return codec::usageLine({today, {model::HolderKind::Pod, "acme", name, "uid-filler", "h200", kH200, 1}, 3600}) +
+             "\n";
+    };
+    std::int64_t lines = 0;
+    for (;; ++lines) {
+      std::string line = filler(fmt::format("filler-{:06}", lines));
+      if (usage.size() + 2 * line.size() > room) break;
+      usage += line;
+    }
+    const std::size_t pad = room - usage.size() - filler("filler-pad-").size();
+    usage += filler("filler-pad-" + std::string(pad, 'x'));
+    ++lines;
+    if (usage.size() != room) return false;
+    controller::UsageWrite w;
+    w.name = part.name;
+    w.day = part.day;
+    w.part = part.part;
+    w.resourceVersion = part.resourceVersion;
+    w.through = part.through;
+    w.usage = usage;
+    const auto path =
+        std::filesystem::temp_directory_path() / ("usage-e2e-fill-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << controller::usageConfigMapBody("tally-system", w);
+    int rc = 0;
+    replaced = kubectl("replace -f " + path.string(), &rc);
+    std::filesystem::remove(path);
+    filled = lines * 3600;
+    return rc == 0;
+  })) << replaced;
+  ASSERT_GT(filled, 0);
+
+  // A new holder: the next flush adds its line, which the full part cannot take.
+  int rc = 0;
+  applyYaml(device("acme", "grower", "h200", kUnits), &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(eventually([] { return phaseOf("acme", "grower") == "Bound"; })) << phaseOf("acme", "grower");
+  std::vector<codec::UsageCheckpoint> parts;
+  ASSERT_TRUE(eventually([&] {
+    parts = partsOf(today);
+    return parts.size() == 2 && !parts[1].buckets.empty();
+  })) << parts.size()
+      << " parts, the first of " << (parts.empty() ? 0 : parts[0].bytes) << " bytes (filled " << filled
+      << " unit-seconds); the leader's metrics: " << (leader() ? metricsOf(*leader()) : "no leader");
+  EXPECT_EQ(parts[0].name, codec::usageConfigMapName(today));
+  EXPECT_TRUE(parts[0].sealed);
+  EXPECT_EQ(parts[1].name, codec::usageConfigMapName(today) + "-1");
+  EXPECT_FALSE(parts[1].sealed);
+  EXPECT_LE(parts[0].bytes, controller::kMaxUsageBytes);
+  EXPECT_GT(parts[1].through.value_or(0), parts[0].through.value_or(0));
+
+  // Read back as one, by the endpoint and by tallyctl alike.
+  Replica* r = leader();
+  ASSERT_NE(r, nullptr);
+  const model::Timestamp since = today - model::kSecondsPerDay, until = now + 7200;
+  const std::string endpoint = usageOf(*r, since, until, &rc);
+  ASSERT_EQ(rc, 0) << endpoint;
+  EXPECT_EQ(unitSecondsOf(endpoint, "filler-"), filled);
+  EXPECT_GT(unitSecondsOf(endpoint, "grower"), 0);
+  EXPECT_GT(unitSecondsOf(endpoint, "held"), 0);  // the first test's
+  const std::string ctl = runCommand(std::string(TALLYCTL_BINARY) + " usage --kubeconfig=" + cluster().kubeconfig() +
+                                         " --since=" + formatRfc3339(since) + " --until=" + formatRfc3339(until),
+                                     &rc);
+  EXPECT_EQ(rc, 0) << ctl;
+  // The recorder may flush between the two reads: compare what is sealed, and the grower only to be there.
+  EXPECT_EQ(unitSecondsOf(ctl, "filler-"), filled);
+  EXPECT_EQ(unitSecondsOf(ctl, "held"), unitSecondsOf(endpoint, "held"));
+  EXPECT_GT(unitSecondsOf(ctl, "grower"), 0);
+  const std::string metrics = metricsOf(*r);
+  EXPECT_NE(metrics.find("tally_controller_usage_flushes_total{result=\"sealed\"}"), std::string::npos) << metrics;
+  kubectl("delete gpudevice grower -n acme --wait=false");
 }
 
 TEST(Usage, TheEndpointRefusesABadPeriod) {

@@ -68,9 +68,11 @@ void mergeBuckets(std::vector<UsageBucket>& into, const std::vector<UsageBucket>
 // The buckets whose hour starts in [since, until).
 std::vector<UsageBucket> bucketsIn(const std::vector<UsageBucket>& buckets, Timestamp since, Timestamp until);
 
-// A reservation's billing window, clipped to the period asked for: billing
-// starts at activatedAt (never at the request or the pending record) and ends
-// at releasedAt; an active or releasing record without releasedAt is open.
+// A reservation's billing window, clipped to the period asked for and to
+// `now` (the moment of the answer: nothing is billed ahead of the clock, so an
+// open window asked about until a future moment ends at now): billing starts
+// at activatedAt (never at the request or the pending record) and ends at
+// releasedAt; an active or releasing record without releasedAt is open.
 // Pending and canceled records bill nothing.
 struct BillingWindow {
   std::string id;
@@ -82,12 +84,12 @@ struct BillingWindow {
   ReservationState state = ReservationState::Active;
   std::int64_t devices = 0;
   Timestamp from = 0;              // max(activatedAt, since)
-  Timestamp until = 0;             // min(releasedAt, until)
+  Timestamp until = 0;             // min(releasedAt, until, now)
   bool open = false;               // the record has no releasedAt yet
   std::int64_t deviceSeconds = 0;  // devices x (until - from)
   std::string source;
   friend bool operator==(const BillingWindow&, const BillingWindow&) = default;
 };
-std::vector<BillingWindow> billingWindows(const Ledger& ledger, Timestamp since, Timestamp until);
+std::vector<BillingWindow> billingWindows(const Ledger& ledger, Timestamp since, Timestamp until, Timestamp now);
 
 }  // namespace tally::model

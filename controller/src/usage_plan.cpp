@@ -1,0 +1,196 @@
+#include "tally/controller/usage_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "tally/common/json.hpp"
+#include "tally/common/rfc3339.hpp"
+
+namespace tally::controller {
+
+std::optional<model::Timestamp> UsageDay::through() const {
+  std::optional<model::Timestamp> out;
+  for (const auto& p : parts) {
+    if (p.through && (!out || *p.through > *out)) out = p.through;
+  }
+  return out;
+}
+
+std::vector<model::UsageBucket> UsageDay::buckets() const {
+  std::vector<model::UsageBucket> out;
+  for (const auto& p : parts) model::mergeBuckets(out, p.buckets);
+  return out;
+}
+
+std::vector<UsageDay> assembleUsageDays(std::vector<codec::UsageCheckpoint> parts, model::Timestamp first,
+                                        model::Timestamp last) {
+  std::map<model::Timestamp, UsageDay> days;
+  for (auto& p : parts) {
+    if (p.day < model::dayOf(first) || p.day > model::dayOf(last)) continue;
+    UsageDay& d = days[p.day];
+    d.day = p.day;
+    d.parts.push_back(std::move(p));
+  }
+  std::vector<UsageDay> out;
+  out.reserve(days.size());
+  for (auto& [day, d] : days) {
+    std::sort(d.parts.begin(), d.parts.end(), [](const auto& a, const auto& b) { return a.part < b.part; });
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+namespace {
+
+const UsageDay* dayAt(const std::vector<UsageDay>& days, model::Timestamp day) {
+  for (const auto& d : days) {
+    if (d.day == day) return &d;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+UsageWrite planUsageWrite(const std::vector<UsageDay>& days, model::Timestamp now, const UsageTerm& term,
+                          const std::vector<model::Holder>& current, std::size_t maxBytes) {
+  UsageWrite w;
+  // Where the record stands: the latest day with a `through`; with none at all, now.
+  std::optional<model::Timestamp> found;
+  for (const auto& d : days) {
+    if (auto t = d.through(); t && (!found || *t > *found)) found = t;
+  }
+  const model::Timestamp from = found.value_or(now);
+  if (from > now) return w;  // a record ahead of this clock: nothing to add until the clock passes it
+  w.from = from;
+  w.day = model::dayOf(from);  // a day closed at midnight continues in the next
+  w.held = (term.through && *term.through == from) ? term.holders : current;
+  w.until = std::min(now, w.day + model::kSecondsPerDay);
+  w.added = model::accrue(w.held, w.from, w.until);
+  std::string addedLines = codec::usageLines(w.added);
+  if (addedLines.size() > maxBytes && w.until > model::hourOf(from) + model::kSecondsPerHour) {
+    // A long gap with many holders: one hour at a time, each write its own part's worth.
+    w.until = model::hourOf(from) + model::kSecondsPerHour;
+    w.added = model::accrue(w.held, w.from, w.until);
+    addedLines = codec::usageLines(w.added);
+  }
+  const UsageDay* day = dayAt(days, w.day);
+  const codec::UsageCheckpoint* last = (day && !day->parts.empty()) ? &day->parts.back() : nullptr;
+  w.part = last ? last->part : 0;
+  w.name = codec::usageConfigMapName(w.day, w.part);
+  if (last && !last->sealed) {
+    std::vector<model::UsageBucket> merged = last->buckets;
+    model::mergeBuckets(merged, w.added);
+    std::string usage = codec::usageLines(merged);
+    w.resourceVersion = last->resourceVersion;
+    if (usage.size() <= maxBytes) {
+      w.action = UsageWrite::Action::kUpdate;
+      w.usage = std::move(usage);
+      w.through = w.until;
+      return w;
+    }
+    if (!last->buckets.empty()) {
+      // Full: sealed first, so that no writer pinned to what it read adds to it again.
+      w.action = UsageWrite::Action::kSeal;
+      w.usage = codec::usageLines(last->buckets);
+      w.through = last->through;
+      w.sealed = true;
+      w.added.clear();
+      return w;
+    }
+    // An empty part that cannot take even this write: no new part would either.
+  }
+  if (addedLines.size() > maxBytes) {
+    w.action = UsageWrite::Action::kTooLarge;
+    w.error = fmt::format("configmap {}: one hour of usage from {} is {} bytes, more than a part holds ({} bytes)",
+                          w.name, formatRfc3339(w.from), addedLines.size(), maxBytes);
+    return w;
+  }
+  if (last) {
+    w.part = last->part + 1;
+    w.name = codec::usageConfigMapName(w.day, w.part);
+    w.resourceVersion.clear();
+  }
+  w.action = UsageWrite::Action::kCreate;
+  w.usage = std::move(addedLines);
+  w.through = w.until;
+  return w;
+}
+
+UsageTerm termAfter(const UsageWrite& write, const UsageTerm& before, model::Timestamp now,
+                    const std::vector<model::Holder>& current) {
+  if (write.action != UsageWrite::Action::kCreate && write.action != UsageWrite::Action::kUpdate) return before;
+  return UsageTerm{write.until, write.until < now ? write.held : current};
+}
+
+bool flushDone(const UsageWrite& write, model::Timestamp now) {
+  switch (write.action) {
+    case UsageWrite::Action::kNone:
+    case UsageWrite::Action::kTooLarge: return true;
+    case UsageWrite::Action::kSeal: return false;
+    case UsageWrite::Action::kCreate:
+    case UsageWrite::Action::kUpdate: return write.until >= now;
+  }
+  return true;
+}
+
+std::string usageConfigMapBody(const std::string& ns, const UsageWrite& write) {
+  JsonWriter w;
+  w.beginObject().field("apiVersion", "v1").field("kind", "ConfigMap").key("metadata").beginObject();
+  w.field("name", write.name).field("namespace", ns);
+  if (!write.resourceVersion.empty()) w.field("resourceVersion", write.resourceVersion);
+  w.key("labels")
+      .beginObject()
+      .field("app.kubernetes.io/managed-by", "tally-controller")
+      .field(codec::kUsageLabel, "true")
+      .field(codec::kUsageDayLabel, codec::usageDayLabel(write.day))
+      .field(codec::kUsagePartLabel, std::to_string(write.part));
+  w.endObject().endObject();
+  w.key("data").beginObject();
+  if (write.through) w.field(codec::kUsageThroughKey, formatRfc3339(*write.through));
+  if (write.sealed) w.field(codec::kUsageSealedKey, "true");
+  w.field(codec::kUsageKey, write.usage);
+  w.endObject().endObject();
+  return w.str();
+}
+
+std::optional<UsagePeriod> parseUsagePeriod(std::optional<std::string_view> since,
+                                            std::optional<std::string_view> until, model::Timestamp now) {
+  auto timeOf = [](std::optional<std::string_view> text,
+                   std::optional<model::Timestamp> fallback) -> std::optional<model::Timestamp> {
+    if (!text || text->empty()) return fallback;
+    auto t = parseRfc3339(*text);
+    if (!t) return std::nullopt;
+    return t->seconds;
+  };
+  auto from = timeOf(since, std::nullopt);
+  auto to = timeOf(until, now);
+  if (!from || !to || *from < 0 || *to <= *from) return std::nullopt;
+  return UsagePeriod{*from, *to};
+}
+
+std::vector<model::UsageBucket> usageIn(const std::vector<UsageDay>& days, model::Timestamp since,
+                                        model::Timestamp until) {
+  std::vector<model::UsageBucket> all;
+  for (const auto& d : days) {
+    if (d.day + model::kSecondsPerDay <= since || d.day >= until) continue;
+    model::mergeBuckets(all, d.buckets());
+  }
+  return model::bucketsIn(all, since, until);
+}
+
+std::string usageExport(const std::vector<model::UsageBucket>& buckets,
+                        const std::vector<model::BillingWindow>& windows) {
+  std::string out = codec::usageLines(buckets);
+  for (const auto& w : windows) out += codec::windowLine(w) + "\n";
+  return out;
+}
+
+std::string usageAnswer(const std::vector<UsageDay>& days, const UsagePeriod& period, const model::Ledger& ledger,
+                        model::Timestamp now) {
+  return usageExport(usageIn(days, period.since, period.until),
+                     model::billingWindows(ledger, period.since, period.until, now));
+}
+
+}  // namespace tally::controller
