@@ -188,7 +188,8 @@ crds="$root/e2e/cluster/crds"
 log "installing platform CRDs from $crds"
 k apply --server-side -f "$crds"
 k wait --for=condition=Established crd --all --timeout=120s
-# Tally's controller reads billing-plans in the platform namespace kube-dc.
+# Tally reads billing-plans and (kind overlay) its reservation ledger ConfigMap
+# in the platform namespace kube-dc.
 k create namespace kube-dc --dry-run=client -o yaml | k apply -f -
 # The KubeVirt CR that Tally's VMI webhook reads (permitted host devices).
 k apply --server-side -f "$here/platform/kubevirt.yaml"
@@ -323,6 +324,7 @@ if (( run_tests )); then
     TALLY_E2E_KUBECONFIG="$kubeconfig" \
     TALLY_E2E_SCHEDULER_NAME=tally-scheduler \
     TALLY_E2E_IN_CLUSTER=1 \
+    TALLY_E2E_LEDGER_CONFIGMAP=kube-dc/gpu-reservation-ledger \
       ctest -L e2e -R '^e2e_(cluster_binaries|smoke|suite_)' --output-on-failure
   ) || rc=$?
   if (( rc != 0 )); then
