@@ -28,7 +28,12 @@ namespace org-a-proj org-a
 namespace org-b
 namespace org-b-proj org-b
 organization org-a
-organization org-b
+# In the cluster the quota controller gives every Organization a plan-quota
+# (0 for keys no add-on grants), and the audit keeps every plan-quota within
+# the pool beside the reservations (the capacity invariant): an Organization
+# "B" would meet its own quota before the reservation. There org B's tree is a
+# tenant outside any Organization, whose usage only the reservation limits.
+if ! in_cluster; then organization org-b; fi
 
 C="$(cls h200)"
 ORG_A="$(ns org-a)"
@@ -69,7 +74,7 @@ if in_cluster; then
     plans_addon "$ADDON" || true
     ledger_drop "$R"
   }
-  plans_addon "$ADDON" "$C" 1
+  plans_addon "$ADDON" "$C" 1 || fatal "adding the reservation add-on $ADDON to kube-dc/billing-plans"
   # 1. A pending record: creation freezes in the pool while it is in flight.
   ledger_record "$R" "$ORG_A" "$C" 4 pending "" "$ADDON"
   wait_until 60 in_flight_is "$R" || say "class status: $(k get gpudeviceclass "$C" -o jsonpath='{.status}')"
@@ -79,9 +84,12 @@ if in_cluster; then
   check_eq "the pool counts the reserved devices" 4 "$(class_status reservedDevices)"
   # 2. The exact operator-only add-on, assigned (the Organization webhook
   #    checks the change).
-  k annotate --overwrite organization -n "$ORG_A" "$ORG_A" \
-    "billing.kube-dc.com/addons=[{\"addonId\":\"$ADDON\",\"quantity\":4}]" >/dev/null ||
-    fatal "assigning add-on $ADDON to $ORG_A"
+  #    A replica that has not seen the Organization yet refuses (CacheNotSynced): retried.
+  assign() {
+    k annotate --overwrite organization -n "$ORG_A" "$ORG_A" \
+      "billing.kube-dc.com/addons=[{\"addonId\":\"$ADDON\",\"quantity\":4}]" >"$STATE/assign.out" 2>&1
+  }
+  wait_until 30 assign || fatal "assigning add-on $ADDON to $ORG_A: $(cat "$STATE/assign.out")"
   # 3. Tally's quota controller writes plan-quota; HNC (played here) reports it.
   plan_is_4() { [[ "$(plan_hard)" == 4 ]]; }
   wait_until 60 plan_is_4 || say "plan-quota: $(k get hrq -n "$ORG_A" plan-quota -o jsonpath='{.spec}' 2>&1)"
