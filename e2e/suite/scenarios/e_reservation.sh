@@ -61,7 +61,7 @@ org_status_hard() {
 }
 
 if in_cluster; then
-  R="$ID-res"
+  R="gpu-res-$ID" # the ledger's id pattern: gpu-res-<ticket>
   ADDON="$ID-reserved"
   in_flight_is() { [[ "$(class_status inFlightTransaction)" == "$1" ]]; }
   gate_is() { [[ "$(class_condition CreationOpen)" == "$1" ]]; }
