@@ -60,7 +60,25 @@ org_status_hard() {
   json_at organization "$ORG_A" "$ORG_A" "o['status']['quotaUsage']['accelerators']['$C']['devices']['hard']"
 }
 
+# HNC's part: plan-quota's status.hard follows its spec.hard.
+hnc_reports() {
+  local hard
+  hard="$(k get hrq -n "$ORG_A" plan-quota -o jsonpath='{.spec.hard}')"
+  [[ -n "$hard" ]] || hard='{}'
+  k patch hrq -n "$ORG_A" plan-quota --subresource=status --type=merge -p "{\"status\":{\"hard\":$hard}}" >/dev/null ||
+    fatal "reporting plan-quota's status.hard as HNC"
+}
+
 if in_cluster; then
+  # kube-dc gives every Organization its HRQ plan-quota; Tally's quota
+  # controller only applies its own keys there (and its Organization webhook
+  # refuses a grant while the organization's hard quota is unknown).
+  k apply -f - >/dev/null <<EOF2 || fatal "creating the HRQ plan-quota of $ORG_A"
+apiVersion: hnc.x-k8s.io/v1alpha2
+kind: HierarchicalResourceQuota
+metadata: {name: plan-quota, namespace: $ORG_A, labels: {tally.dev/e2e: "$ID"}}
+spec: {hard: {}}
+EOF2
   R="gpu-res-$ID" # the ledger's id pattern: gpu-res-<ticket>
   ADDON="$ID-reserved"
   in_flight_is() { [[ "$(class_status inFlightTransaction)" == "$1" ]]; }
@@ -94,9 +112,7 @@ if in_cluster; then
   plan_is_4() { [[ "$(plan_hard)" == 4 ]]; }
   wait_until 60 plan_is_4 || say "plan-quota: $(k get hrq -n "$ORG_A" plan-quota -o jsonpath='{.spec}' 2>&1)"
   check_eq "the quota controller writes plan-quota for the add-on" 4 "$(plan_hard)"
-  hard="$(k get hrq -n "$ORG_A" plan-quota -o jsonpath='{.spec.hard}')"
-  k patch hrq -n "$ORG_A" plan-quota --subresource=status --type=merge -p "{\"status\":{\"hard\":$hard}}" >/dev/null ||
-    fatal "reporting plan-quota's status.hard as HNC"
+  hnc_reports
   org_is_4() { [[ "$(org_status_hard)" == 4 ]]; }
   wait_until 60 org_is_4 || true
   check_eq "the Organization's status reports the reserved devices" 4 "$(org_status_hard)"
