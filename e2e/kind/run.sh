@@ -33,6 +33,9 @@
 #                          (bookworm) host, put into the image instead of
 #                          compiling the Dockerfile's build stage
 #   TALLY_KIND_KEEP=1      --offline: keep the engine and cluster running
+#   TALLY_KIND_CTEST_FLAGS more ctest flags for the suite, split at spaces
+#                          (e.g. -V: every scenario's PASS lines, not only a
+#                          failed one's)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -325,7 +328,7 @@ if (( run_tests )); then
     TALLY_E2E_SCHEDULER_NAME=tally-scheduler \
     TALLY_E2E_IN_CLUSTER=1 \
     TALLY_E2E_LEDGER_CONFIGMAP=kube-dc/gpu-reservation-ledger \
-      ctest -L e2e -R '^e2e_(cluster_binaries|smoke|suite_)' --output-on-failure
+      ctest -L e2e -R '^e2e_(cluster_binaries|smoke|suite_)' --output-on-failure ${TALLY_KIND_CTEST_FLAGS:-}
   ) || rc=$?
   if (( rc != 0 )); then
     dump_diagnostics
