@@ -9,8 +9,8 @@
 # In the cluster (the kind path) the extender is the sidecar of the
 # tally-scheduler pod: that pod is deleted (kube-scheduler and the extender stop
 # together, the Deployment starts a new pod whose extender lists everything
-# again before its kube-scheduler starts), and the 50 are created while no
-# scheduler runs.
+# again before its kube-scheduler starts), and the 50 are created right after
+# the deletion, while the pod is being replaced.
 if ((EXTERNAL)) && ! in_cluster; then
   skip "restarting the extender needs the local control plane or Tally's Deployments in the cluster (TALLY_E2E_IN_CLUSTER=1)"
 fi
@@ -56,7 +56,7 @@ if in_cluster; then
   t1=$SECONDS
   wait_until 240 replaced || fatal "no new tally-scheduler pod became ready after $old_pod was deleted"
   new_pod="$(scheduler_pod)"
-  say "new tally-scheduler pod $new_pod ready in $((SECONDS - t1))s"
+  say "new tally-scheduler pod $new_pod ready (waited $((SECONDS - t1))s after the second wave)"
   check_has "a new extender process (a new pod, restarted by the Deployment)" "yes" \
     "$([[ -n "$new_pod" && "$new_pod" != "$old_pod" ]] && echo yes)"
   check_eq "the new extender has not restarted since it started" 0 \
