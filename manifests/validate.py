@@ -666,6 +666,32 @@ if RENDERED_KIND:
     for d in [o for o in load_all(RENDERED_KIND) if o.get("kind") == "Deployment"]:
         check(d["spec"]["template"]["spec"].get("nodeSelector", {}).get("tally.dev/e2e-host") == "true",
               f"e2e/kind Deployment/{d['metadata']['name']}", "not pinned to the real kind node")
+    # One reservation ledger for every Tally binary of the overlay (the
+    # scheduler's sidecar, the standalone extender, the controller): the same
+    # --ledger-configmap, a ConfigMap the overlay creates, readable by each
+    # binary's account (an unreadable source keeps the extender unready).
+    rendered_kind = load_all(RENDERED_KIND)
+    ledger_sources = {}
+    for d in [o for o in rendered_kind if o.get("kind") == "Deployment"]:
+        spec = d["spec"]["template"]["spec"]
+        for c in spec.get("initContainers", []) + spec.get("containers", []):
+            if not any(b in c.get("command", [""])[0] for b in ("tally-extender", "tally-controller")):
+                continue
+            where = f"e2e/kind Deployment/{d['metadata']['name']}/{c['name']}"
+            source = [a.split("=", 1)[1] for a in c.get("args", []) if a.startswith("--ledger-configmap=")]
+            check(len(source) == 1, where, "does not read the reservation ledger ConfigMap (--ledger-configmap)")
+            if source:
+                ledger_sources[where] = (source[0], spec.get("serviceAccountName"))
+    check(len({s for s, _ in ledger_sources.values()}) == 1, "e2e/kind",
+          f"Tally's binaries read different ledgers: {sorted(set(ledger_sources.values()))}")
+    for where, (source, account) in ledger_sources.items():
+        ns, _, name = source.partition("/")
+        check(any(o.get("kind") == "ConfigMap" and o["metadata"].get("name") == name and
+                  o["metadata"].get("namespace") == ns for o in rendered_kind), where,
+              f"the ledger ConfigMap {source} is not created by the overlay")
+        for verb in ("list", "watch"):
+            check(granted(account, "", "configmaps", verb, ns), where,
+                  f"ServiceAccount/{account} cannot {verb} configmaps in {ns} (the ledger {source})")
 kcfg = os.path.join(ROOT, "e2e", "kind", "kind-config.yaml")
 if os.path.isfile(kcfg):
     k = load_all(kcfg)[0]

@@ -33,6 +33,9 @@
 #                          (bookworm) host, put into the image instead of
 #                          compiling the Dockerfile's build stage
 #   TALLY_KIND_KEEP=1      --offline: keep the engine and cluster running
+#   TALLY_KIND_CTEST_FLAGS more ctest flags for the suite, split at spaces
+#                          (e.g. -V: every scenario's PASS lines, not only a
+#                          failed one's)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -188,7 +191,8 @@ crds="$root/e2e/cluster/crds"
 log "installing platform CRDs from $crds"
 k apply --server-side -f "$crds"
 k wait --for=condition=Established crd --all --timeout=120s
-# Tally's controller reads billing-plans in the platform namespace kube-dc.
+# Tally reads billing-plans and (kind overlay) its reservation ledger ConfigMap
+# in the platform namespace kube-dc.
 k create namespace kube-dc --dry-run=client -o yaml | k apply -f -
 # The KubeVirt CR that Tally's VMI webhook reads (permitted host devices).
 k apply --server-side -f "$here/platform/kubevirt.yaml"
@@ -323,7 +327,8 @@ if (( run_tests )); then
     TALLY_E2E_KUBECONFIG="$kubeconfig" \
     TALLY_E2E_SCHEDULER_NAME=tally-scheduler \
     TALLY_E2E_IN_CLUSTER=1 \
-      ctest -L e2e -R '^e2e_(cluster_binaries|smoke|suite_)' --output-on-failure
+    TALLY_E2E_LEDGER_CONFIGMAP=kube-dc/gpu-reservation-ledger \
+      ctest -L e2e -R '^e2e_(cluster_binaries|smoke|suite_)' --output-on-failure ${TALLY_KIND_CTEST_FLAGS:-}
   ) || rc=$?
   if (( rc != 0 )); then
     dump_diagnostics

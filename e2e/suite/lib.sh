@@ -11,8 +11,12 @@
 # External cluster: TALLY_E2E_KUBECONFIG names a cluster where Tally already
 # runs (e2e/kind/run.sh); pods then use TALLY_E2E_SCHEDULER_NAME, nodes and
 # namespaces carry the scenario's unique id and are deleted at the end.
-# Scenarios that need to control the extender process (its ledger folder, a
-# restart) exit 77 there, which CTest reports as skipped.
+# Where Tally runs in that cluster (TALLY_E2E_IN_CLUSTER=1, the kind path) the
+# scenarios act on its Deployments instead of local processes: records are
+# committed to the ledger ConfigMap its extenders and controller watch
+# (TALLY_E2E_LEDGER_CONFIGMAP), the extender is restarted by deleting the
+# scheduler's pod, the device binder is the controller leader's. A scenario
+# that cannot run there exits 77, which CTest reports as skipped.
 #
 # Checks print PASS/FAIL lines; any FAIL makes the scenario exit 1.
 
@@ -235,22 +239,42 @@ print(" ".join(found))
 EOF2
 }
 
-# On an external cluster, delete what the scenario created (by its id label).
+# On an external cluster, delete what the scenario created (by its id label);
+# a scenario's own scenario_cleanup (if it defines one) runs first. Nodes are
+# waited for: the next scenario's pools must not see them (the binder places
+# devices on any node of a pool, not only on the scenario's).
 external_cleanup() {
+  if declare -F scenario_cleanup >/dev/null; then scenario_cleanup; fi
   k delete pods -A -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
   k delete gpudevices -A -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
   k delete virtualmachineinstances -A -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
   k delete organizations -A -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
   k delete namespaces -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
   k delete gpudeviceclasses -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
-  k delete nodes -l "tally.dev/e2e=$ID" --wait=false >/dev/null 2>&1 || true
+  k delete nodes -l "tally.dev/e2e=$ID" --wait=true --timeout=60s >/dev/null 2>&1 || true
 }
 
-# needs_local WHAT: scenarios that control the extender process skip on
-# external clusters (exit 77: CTest shows them as skipped, never as passed).
+# needs_local WHAT: a scenario that controls local processes skips on
+# external clusters (exit 77: CTest shows it as skipped, never as passed).
 needs_local() {
   ((EXTERNAL)) && skip "$1 needs the local control plane (the extender runs in the cluster here)"
   return 0
+}
+# in_cluster: Tally's Deployments run in the external cluster (the kind path).
+in_cluster() { ((EXTERNAL)) && [[ "${TALLY_E2E_IN_CLUSTER:-0}" == 1 ]]; }
+TALLY_NS=tally-system
+
+# scheduler_pod: the tally-scheduler pod (kube-scheduler and its tally-extender
+# sidecar) that is not being deleted.
+scheduler_pod() {
+  k -n "$TALLY_NS" get pods -l app.kubernetes.io/name=tally,app.kubernetes.io/component=scheduler \
+    -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}' 2>/dev/null |
+    awk 'NF == 1 {print $1; exit}'
+}
+# scheduler_pod_ready POD: both containers of POD ready (the sidecar's
+# readiness is the extender's /readyz: every informer synced).
+scheduler_pod_ready() {
+  [[ "$(k -n "$TALLY_NS" get pod "$1" -o jsonpath='{.status.initContainerStatuses[?(@.name=="tally-extender")].ready} {.status.containerStatuses[?(@.name=="kube-scheduler")].ready}' 2>/dev/null)" == "true true" ]]
 }
 
 # ------------------------------------------------------------ objects
@@ -504,10 +528,41 @@ spec: {displayName: $name}
 EOF2
 }
 
-# ledger_record ID ORG CLASS DEVICES: an active GPUReservationRecord file in
-# the extender's ledger folder (the format of examples/ledger/).
+# ledger_commit ID TEXT: commit one record file, as people commit to the
+# ledger's Git repository. Local path: the file ID.yaml of the extender's
+# ledger folder, written whole and renamed in (as git-sync swaps revisions).
+# External cluster: the key ID.yaml of the ledger ConfigMap that the in-cluster
+# extenders and controller watch (TALLY_E2E_LEDGER_CONFIGMAP=namespace/name).
+ledger_commit() {
+  if ((EXTERNAL)); then
+    local cm="${TALLY_E2E_LEDGER_CONFIGMAP:-}"
+    [[ -n "$cm" ]] || fatal "no ledger ConfigMap of the cluster (TALLY_E2E_LEDGER_CONFIGMAP) to commit record $1 to"
+    python3 -c 'import json, sys; print(json.dumps({"data": {sys.argv[1] + ".yaml": sys.stdin.read()}}))' "$1" \
+      <<<"$2" >"$STATE/ledger-commit.json"
+    k -n "${cm%%/*}" patch configmap "${cm#*/}" --type=merge --patch-file "$STATE/ledger-commit.json" >/dev/null ||
+      fatal "committing record $1 to the ledger ConfigMap $cm"
+  else
+    printf '%s\n' "$2" >"$LEDGER/.$1.tmp" && mv "$LEDGER/.$1.tmp" "$LEDGER/$1.yaml" || fatal "writing record $1"
+  fi
+}
+# ledger_drop ID: remove record ID from the ledger ConfigMap (cleanup of an
+# external cluster, once its pool is gone: a record that vanishes is an audit
+# finding of its own pool).
+ledger_drop() {
+  local cm="${TALLY_E2E_LEDGER_CONFIGMAP:-}"
+  [[ -n "$cm" ]] || return 0
+  k -n "${cm%%/*}" patch configmap "${cm#*/}" --type=json -p "[{\"op\":\"remove\",\"path\":\"/data/$1.yaml\"}]" \
+    >/dev/null 2>&1 || true
+}
+
+# ledger_record ID ORG CLASS DEVICES [STATE [ACTIVATED-AT [ADDON]]]: a
+# GPUReservationRecord (the format of examples/ledger/) committed with
+# ledger_commit; by default active since 2026-01-10 under gpu-h200-reserved
+# (an empty ACTIVATED-AT for a pending record).
 ledger_record() {
-  cat >"$LEDGER/$1.yaml" <<EOF2
+  local state="${5:-active}" activated="${6-2026-01-10T00:00:00Z}" addon="${7:-gpu-h200-reserved}"
+  ledger_commit "$1" "$(
+    cat <<EOF2
 apiVersion: operations.kube-dc.com/v1alpha1
 kind: GPUReservationRecord
 metadata:
@@ -516,18 +571,50 @@ spec:
   organization: $2
   profileId: $3
   devices: $4
-  state: active
+  state: $state
   requestedAt: "2026-01-05T09:00:00Z"
   startsAt: "2026-01-10T00:00:00Z"
   endsAt: "2036-01-10T00:00:00Z"
-  addonId: gpu-h200-reserved
+  addonId: $addon
   billingReference: OPS-E2E-$1
   approvedBy:
     product: product@example.com
     sre: sre@example.com
 status:
-  activatedAt: "2026-01-10T00:00:00Z"
+  activatedAt: "$activated"
+  releasedAt: ""
   evidenceRevision: evidence/e2e-$1
   reason: e2e reservation
 EOF2
+  )"
+}
+
+# plans_addon ID PROFILE DEVICES | plans_addon ID: an operator-only
+# reservation add-on granting DEVICES of PROFILE per unit, merged into
+# plans.yaml of kube-dc/billing-plans (created when missing); without PROFILE
+# the add-on is removed again. Fails (status 1) when it cannot.
+plans_addon() {
+  k -n kube-dc get configmap billing-plans -o json >"$STATE/billing-plans.in.json" 2>/dev/null ||
+    : >"$STATE/billing-plans.in.json"
+  python3 - "$STATE/billing-plans.in.json" "$@" >"$STATE/billing-plans.json" <<'EOF2' ||
+import json, sys
+import yaml
+with open(sys.argv.pop(1)) as f:
+    text = f.read().strip()
+cm = json.loads(text) if text else {"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": "billing-plans", "namespace": "kube-dc"}}
+plans = yaml.safe_load((cm.get("data") or {}).get("plans.yaml") or "") or {}
+addons = plans.setdefault("addons", {}) or {}
+plans["addons"] = addons
+if len(sys.argv) > 2:
+    addons[sys.argv[1]] = {"selfService": False, "gpu": {sys.argv[2]: {"devices": int(sys.argv[3])}}}
+else:
+    addons.pop(sys.argv[1], None)
+cm.setdefault("data", {})["plans.yaml"] = yaml.safe_dump(plans, sort_keys=True)
+for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields"):
+    cm["metadata"].pop(k, None)
+print(json.dumps(cm))
+EOF2
+    return 1
+  k apply -f "$STATE/billing-plans.json" >/dev/null
 }

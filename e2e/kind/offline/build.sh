@@ -51,6 +51,11 @@ tally_offline_build() {
   [[ -d "$kind_mod/images/base/files" ]] || { tally_log "kind module has no images/base/files ($kind_mod)"; return 1; }
   [[ -f "$k8s_mod/build/pause/linux/pause.c" ]] || { tally_log "kubernetes module has no build/pause/linux/pause.c"; return 1; }
 
+  # The Debian base images the component and node images start FROM, made
+  # without a registry (e2e/image/lib.sh). Nothing else may have made them yet:
+  # on a cold cache the kind run is the first user of this engine.
+  tally_base_images bookworm || { tally_log "no Debian base images for the node image"; return 1; }
+
   local ctx; ctx="$(mktemp -d /tmp/tally-kind-node.XXXXXX)"
   # shellcheck disable=SC2064
   trap "rm -rf '$ctx'" RETURN

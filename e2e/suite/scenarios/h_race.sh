@@ -6,7 +6,14 @@
 # Waves: 50 pods; once some are bound the extender is stopped; 50 more are
 # created while it is down (kube-scheduler gets errors and backs off); the
 # extender starts again (relists) and the last 100 are created at once.
-needs_local "restarting the extender"
+# In the cluster (the kind path) the extender is the sidecar of the
+# tally-scheduler pod: that pod is deleted (kube-scheduler and the extender stop
+# together, the Deployment starts a new pod whose extender lists everything
+# again before its kube-scheduler starts), and the 50 are created right after
+# the deletion, while the pod is being replaced.
+if ((EXTERNAL)) && ! in_cluster; then
+  skip "restarting the extender needs the local control plane or Tally's Deployments in the cluster (TALLY_E2E_IN_CLUSTER=1)"
+fi
 class_h200
 nodes h200- 25 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=8
 namespace holders
@@ -25,15 +32,39 @@ t0=$SECONDS
 wave 0 49 1
 some_bound() { (($(count_bound "$N" race=1) > 0)); }
 wait_until 60 some_bound || fail "no pod of the first wave was bound"
-old_pid="$EXT_PID"
-extender_stop
-at_stop="$(count_bound "$N" race=1)"
-say "extender (pid $old_pid) stopped with $at_stop pod(s) bound"
+if in_cluster; then
+  old_pod="$(scheduler_pod)"
+  [[ -n "$old_pod" ]] || fatal "no tally-scheduler pod in $TALLY_NS"
+  k -n "$TALLY_NS" delete pod "$old_pod" --wait=false >/dev/null || fatal "deleting pod $old_pod"
+  at_stop="$(count_bound "$N" race=1)"
+  say "tally-scheduler pod $old_pod (kube-scheduler + tally-extender) deleted with $at_stop pod(s) bound"
+else
+  old_pid="$EXT_PID"
+  extender_stop
+  at_stop="$(count_bound "$N" race=1)"
+  say "extender (pid $old_pid) stopped with $at_stop pod(s) bound"
+fi
 check_le "restart happens mid-run (fewer than 100 bound)" 99 "$at_stop"
 wave 50 99 2
 sleep 2
-extender_start
-check_has "a new extender process" "yes" "$([[ "$EXT_PID" != "$old_pid" ]] && echo yes)"
+if in_cluster; then
+  replaced() {
+    local p
+    p="$(scheduler_pod)"
+    [[ -n "$p" && "$p" != "$old_pod" ]] && scheduler_pod_ready "$p"
+  }
+  t1=$SECONDS
+  wait_until 240 replaced || fatal "no new tally-scheduler pod became ready after $old_pod was deleted"
+  new_pod="$(scheduler_pod)"
+  say "new tally-scheduler pod $new_pod ready (waited $((SECONDS - t1))s after the second wave)"
+  check_has "a new extender process (a new pod, restarted by the Deployment)" "yes" \
+    "$([[ -n "$new_pod" && "$new_pod" != "$old_pod" ]] && echo yes)"
+  check_eq "the new extender has not restarted since it started" 0 \
+    "$(k -n "$TALLY_NS" get pod "$new_pod" -o jsonpath='{.status.initContainerStatuses[?(@.name=="tally-extender")].restartCount}')"
+else
+  extender_start
+  check_has "a new extender process" "yes" "$([[ "$EXT_PID" != "$old_pid" ]] && echo yes)"
+fi
 wave 100 199 3
 wait_settled "$N" race=1 200 240
 say "settled in $((SECONDS - t0))s"
