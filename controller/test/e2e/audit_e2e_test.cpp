@@ -51,6 +51,7 @@ namespace fs = std::filesystem;
 constexpr const char* kDeviceConfiguration = "tally-audit-e2e";
 constexpr const char* kClassConfiguration = "tally-audit-class-e2e";
 constexpr const char* kVmiConfiguration = "tally-audit-vmis-e2e";
+constexpr const char* kOrganizationConfiguration = "tally-audit-organizations-e2e";
 const std::string kKey = std::string("requests.") + kH200;
 
 // A stand-in Alertmanager: answers every request with the body set last.
@@ -288,6 +289,7 @@ class AuditEnvironment : public ::testing::Environment {
     replica = new Replica(startReplica(
         "audit-a", kDeviceConfiguration,
         {std::string("--webhook-configurations=") + kClassConfiguration,
+         std::string("--webhook-configurations=") + kOrganizationConfiguration,
          std::string("--mutating-webhook-configurations=") + kVmiConfiguration, "--audit-debounce=200ms",
          "--audit-convergence=4s", "--audit-stale-after=20s", "--audit-interval=1h",
          "--ledger-dir=" + ledgerDir.string(), "--ledger-interval=1s", "--billing-plans=kube-dc/billing-plans",
@@ -643,10 +645,27 @@ TEST(AuditE2e, CapacityLostUnderSoldQuotaClosesEveryDoorAndTouchesNothingRunning
       20s))
       << refusedVmi;
   EXPECT_EQ(refusedVmi.find("[NotPermitted]"), std::string::npos) << refusedVmi;
+  // The Organization door ("disable new grants"), registered for this test only
+  // (the others write add-ons the door would refuse, to see the audit's findings).
+  applyYaml(organizationWebhookConfiguration(kOrganizationConfiguration, replica->webhookPort), &rc);
+  ASSERT_EQ(rc, 0);
+  std::string refusedGrant;
+  EXPECT_TRUE(eventually(
+      [&] {
+        refusedGrant = assignAddons(quotaAddon(7), &rc);
+        return rc != 0 && refusedGrant.find("[GateClosed]") != std::string::npos;
+      },
+      20s))
+      << refusedGrant;
+  EXPECT_NE(refusedGrant.find("no new grants"), std::string::npos) << refusedGrant;
+  EXPECT_EQ(specHard(), "6");
+  kubectl(std::string("delete validatingwebhookconfiguration ") + kOrganizationConfiguration, &rc);
   EXPECT_EQ(kubectl("get gpudevice -n acme after-cordon --ignore-not-found -o name"), "");
   EXPECT_EQ(kubectl("get vmi -n acme -o name"), "");
-  std::printf("HardQuotaAboveCapacity: closed %.1f s after the cordon, failure %s\n  order: %s  pod: %s  vmi: %s",
-              closeSeconds, failureId().c_str(), refusedOrder.c_str(), refusedPod.c_str(), refusedVmi.c_str());
+  std::printf(
+      "HardQuotaAboveCapacity: closed %.1f s after the cordon, failure %s\n  order: %s  pod: %s  vmi: %s  grant: %s",
+      closeSeconds, failureId().c_str(), refusedOrder.c_str(), refusedPod.c_str(), refusedVmi.c_str(),
+      refusedGrant.c_str());
   // Nothing running is touched.
   EXPECT_EQ(deviceField("held", "{.status.phase}"), "Bound");
   EXPECT_EQ(deviceField("held", "{.status.node}"), heldNode);

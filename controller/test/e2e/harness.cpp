@@ -122,6 +122,16 @@ std::string webhookConfiguration(const std::string& name, std::uint16_t port) {
          "  admissionReviewVersions: [v1]\n";
 }
 
+std::string organizationWebhookConfiguration(const std::string& name, std::uint16_t port) {
+  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
+         "metadata: {name: " + name + "}\nwebhooks:\n- name: organizations.validate.gpu.tally.dev\n" +
+         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/organizations\"}\n" +
+         "  rules:\n  - apiGroups: [kube-dc.com]\n    apiVersions: [v1]\n" +
+         "    operations: [UPDATE]\n    resources: [organizations]\n" +
+         "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 10\n" +
+         "  admissionReviewVersions: [v1]\n";
+}
+
 bool pointAt(const std::string& name, std::uint16_t port) {
   int rc = 0;
   kubectl("patch validatingwebhookconfiguration " + name +

@@ -58,6 +58,8 @@ std::string metricsOf(const Replica& r);
 
 // A ValidatingWebhookConfiguration for GPUDevices with a url clientConfig.
 std::string webhookConfiguration(const std::string& name, std::uint16_t port);
+// The same for Organization UPDATEs (/validate/organizations).
+std::string organizationWebhookConfiguration(const std::string& name, std::uint16_t port);
 // Repoints it (as a Service dropping a dead endpoint would) without touching
 // the caBundle the keeper injected.
 bool pointAt(const std::string& name, std::uint16_t port);

@@ -107,16 +107,6 @@ std::string assignAddons(const std::string& value, int* rc) {
 }
 std::vector<std::string> replicaArgs;
 
-std::string organizationWebhookConfiguration(const std::string& name, std::uint16_t port) {
-  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
-         "metadata: {name: " + name + "}\nwebhooks:\n- name: organizations.validate.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/organizations\"}\n" +
-         "  rules:\n  - apiGroups: [kube-dc.com]\n    apiVersions: [v1]\n" +
-         "    operations: [UPDATE]\n    resources: [organizations]\n" +
-         "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 10\n" +
-         "  admissionReviewVersions: [v1]\n";
-}
-
 int leaderIndex() {
   std::string holder = leaseHolder();
   for (int i = 0; i < 2; ++i) {
