@@ -121,28 +121,7 @@ std::string classWebhookConfiguration(std::uint16_t port) {
 
 // The GPUDevice webhook and the raw GPU pod webhook (pods of namespace acme).
 std::string deviceAndPodWebhookConfiguration(std::uint16_t port) {
-  return webhookConfiguration(kDeviceConfiguration, port) + "- name: gpu-pods.validate.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpu-pods\"}\n" +
-         "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
-         "    resources: [pods]\n    scope: Namespaced\n" +
-         "  failurePolicy: Fail\n  sideEffects: None\n  timeoutSeconds: 5\n  admissionReviewVersions: [v1]\n" +
-         "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: "
-         "[acme]}]}\n";
-}
-
-// The VM door: VMIs naming GPUDevices.
-std::string vmiWebhookConfiguration(std::uint16_t port) {
-  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n") +
-         "metadata: {name: " + kVmiConfiguration + "}\nwebhooks:\n" +
-         "- name: virtualmachineinstances.mutate.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/virtualmachineinstances\"}\n" +
-         "  rules:\n  - apiGroups: [kubevirt.io]\n    apiVersions: [v1]\n" +
-         "    operations: [CREATE]\n    resources: [virtualmachineinstances]\n    scope: Namespaced\n" +
-         "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 15\n" +
-         "  reinvocationPolicy: IfNeeded\n  admissionReviewVersions: [v1]\n" +
-         "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
-         "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations"
-         " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n";
+  return webhookConfiguration(kDeviceConfiguration, port) + gpuPodWebhookEntry(port, "acme");
 }
 
 std::string field(const std::string& jsonpath) {
@@ -299,7 +278,7 @@ class AuditEnvironment : public ::testing::Environment {
     ASSERT_EQ(rc, 0);
     applyYaml(classWebhookConfiguration(replica->webhookPort), &rc);
     ASSERT_EQ(rc, 0);
-    applyYaml(vmiWebhookConfiguration(replica->webhookPort), &rc);
+    applyYaml(vmiWebhookConfiguration(kVmiConfiguration, replica->webhookPort), &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_TRUE(eventually([] {
       return httpStatus("http://127.0.0.1:" + std::to_string(replica->opsPort) + "/readyz") == 200;

@@ -132,6 +132,29 @@ std::string organizationWebhookConfiguration(const std::string& name, std::uint1
          "  admissionReviewVersions: [v1]\n";
 }
 
+std::string gpuPodWebhookEntry(std::uint16_t port, const std::string& namespaces) {
+  return std::string("- name: gpu-pods.validate.gpu.tally.dev\n") +
+         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpu-pods\"}\n" +
+         "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
+         "    resources: [pods]\n    scope: Namespaced\n" +
+         "  failurePolicy: Fail\n  sideEffects: None\n  timeoutSeconds: 5\n  admissionReviewVersions: [v1]\n" +
+         "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [" +
+         namespaces + "]}]}\n";
+}
+
+std::string vmiWebhookConfiguration(const std::string& name, std::uint16_t port) {
+  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n") +
+         "metadata: {name: " + name + "}\nwebhooks:\n" + "- name: virtualmachineinstances.mutate.gpu.tally.dev\n" +
+         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/virtualmachineinstances\"}\n" +
+         "  rules:\n  - apiGroups: [kubevirt.io]\n    apiVersions: [v1]\n" +
+         "    operations: [CREATE]\n    resources: [virtualmachineinstances]\n    scope: Namespaced\n" +
+         "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 15\n" +
+         "  reinvocationPolicy: IfNeeded\n  admissionReviewVersions: [v1]\n" +
+         "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
+         "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations" +
+         " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n";
+}
+
 bool pointAt(const std::string& name, std::uint16_t port) {
   int rc = 0;
   kubectl("patch validatingwebhookconfiguration " + name +

@@ -58,6 +58,12 @@ std::string metricsOf(const Replica& r);
 
 // A ValidatingWebhookConfiguration for GPUDevices with a url clientConfig.
 std::string webhookConfiguration(const std::string& name, std::uint16_t port);
+// The raw GPU pod webhook (/validate/gpu-pods), as one more entry of a
+// ValidatingWebhookConfiguration, for the pods of `namespaces` ("a, b").
+std::string gpuPodWebhookEntry(std::uint16_t port, const std::string& namespaces);
+// A MutatingWebhookConfiguration `name` whose first webhook is the VM door
+// (/mutate/virtualmachineinstances, for VMIs naming GPUDevices); more entries may follow.
+std::string vmiWebhookConfiguration(const std::string& name, std::uint16_t port);
 // The same for Organization UPDATEs (/validate/organizations).
 std::string organizationWebhookConfiguration(const std::string& name, std::uint16_t port);
 // Repoints it (as a Service dropping a dead endpoint would) without touching

@@ -63,40 +63,23 @@ Replica& leader() {
 
 // The VMI webhook (and, when `extra` names one, a second mutator after it).
 std::string mutatingConfiguration(std::uint16_t port, const std::string& extra = "") {
-  std::string out =
-      std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n") +
-      "metadata: {name: " + kMutating + "}\nwebhooks:\n" + "- name: virtualmachineinstances.mutate.gpu.tally.dev\n" +
-      "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/virtualmachineinstances\"}\n" +
-      "  rules:\n  - apiGroups: [kubevirt.io]\n    apiVersions: [v1]\n" +
-      "    operations: [CREATE]\n    resources: [virtualmachineinstances]\n    scope: Namespaced\n" +
-      "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 15\n" +
-      "  reinvocationPolicy: IfNeeded\n  admissionReviewVersions: [v1]\n" +
-      "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
-      "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations"
-      " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n" +
-      "- name: launcher-pods.mutate.gpu.tally.dev\n" +
-      "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/launcher-pods\"}\n" +
-      "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
-      "    resources: [pods]\n    scope: Namespaced\n" +
-      "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
-      "  reinvocationPolicy: Never\n  admissionReviewVersions: [v1]\n" +
-      "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: "
-      "[vm, raw]}]}\n" +
-      "  matchConditions:\n  - name: vmi-owned\n    expression: >-\n" +
-      "      has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, o.kind == "
-      "'VirtualMachineInstance')\n";
+  std::string out = vmiWebhookConfiguration(kMutating, port) + "- name: launcher-pods.mutate.gpu.tally.dev\n" +
+                    "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/launcher-pods\"}\n" +
+                    "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
+                    "    resources: [pods]\n    scope: Namespaced\n" +
+                    "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
+                    "  reinvocationPolicy: Never\n  admissionReviewVersions: [v1]\n" +
+                    "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: "
+                    "[vm, raw]}]}\n" +
+                    "  matchConditions:\n  - name: vmi-owned\n    expression: >-\n" +
+                    "      has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, o.kind == "
+                    "'VirtualMachineInstance')\n";
   return out + extra;
 }
 
 // The GPUDevice webhook and the raw GPU pod webhook.
 std::string validatingConfiguration(std::uint16_t port) {
-  return webhookConfiguration(kValidating, port) + "- name: gpu-pods.validate.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpu-pods\"}\n" +
-         "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
-         "    resources: [pods]\n    scope: Namespaced\n" +
-         "  failurePolicy: Fail\n  sideEffects: None\n  timeoutSeconds: 5\n  admissionReviewVersions: [v1]\n" +
-         "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: "
-         "[vm, raw]}]}\n";
+  return webhookConfiguration(kValidating, port) + gpuPodWebhookEntry(port, "vm, raw");
 }
 
 bool pointBothAt(std::uint16_t port) {
