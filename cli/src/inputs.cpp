@@ -1,5 +1,7 @@
 #include "inputs.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>

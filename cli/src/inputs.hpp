@@ -4,13 +4,18 @@
 // the clock (the CLI is the shell; the model never reads one). The add-on
 // catalogue is the ConfigMap --billing-plans names, as in the extender.
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "tally/codec/result.hpp"
 #include "tally/codec/snapshot.hpp"
+
+// CLI11 is header-only and costs seconds per translation unit: only the
+// files that build flags include it.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace tally::cli {
 

@@ -1,5 +1,7 @@
 #include "tally/state/source_flags.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include "tally/runtime/process.hpp"
 
 namespace tally::state {

@@ -3,12 +3,17 @@
 // optional kinds, the wire format, the ledger, how often snapshots publish),
 // spelled and documented once for tally-extender and tally-controller.
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <string>
 
 #include "tally/common/expected.hpp"
 #include "tally/state/kinds.hpp"
+
+// CLI11 is header-only and costs seconds per translation unit: only the
+// files that build flags include it.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace tally::state {
 
