@@ -1,13 +1,14 @@
 // The ledger directory source of state::Informers, on the poller: re-read when
 // the directory changes, the history carried in the model, and a failed read
-// keeping the last revision read whole. The API server is unreachable here
-// (the other informers retry in the background): the ledger needs none.
+// keeping the last revision read whole. The ledger needs no API server.
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -42,9 +43,62 @@ bool eventually(F&& f, std::chrono::milliseconds timeout = 10s) {
   return f();
 }
 
-TEST(LedgerSource, RereadsOnChangeRemembersVanishedRecordsAndKeepsTheLastRevisionOnAFailedRead) {
-  std::random_device random;
-  const fs::path root = fs::temp_directory_path() / ("tally-ledger-source-" + std::to_string(random()));
+// The API server is unreachable (nothing listens on port 1; the other
+// informers retry in the background) and each test has its own ledger folder.
+// TearDown stops what a test started and removes the folder, also after a
+// failed ASSERT.
+class LedgerSource : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::random_device random;
+    root_ = fs::temp_directory_path() / ("tally-ledger-source-" + std::to_string(random()));
+    fs::create_directories(root_);
+    setLogLevel(LogLevel::kError);  // the unreachable server's retries
+    runtime::ClusterConfig config;
+    config.host = "127.0.0.1";
+    config.port = "1";
+    config.connectTimeout = 100ms;
+    auto client = runtime::Client::create(config);
+    ASSERT_TRUE(client) << client.error().describe();
+    client_ = std::move(*client);
+    options_.billingPlans.reset();
+    options_.organizations = false;
+    options_.ledgerDir = root_ / "ledger";
+    options_.ledgerInterval = 50ms;
+    options_.pollInterval = 10ms;
+  }
+
+  void TearDown() override {
+    if (informers_) informers_->stop();
+    if (writer_) writer_->stop();
+    informers_.reset();
+    writer_.reset();
+    fs::remove_all(root_);
+    setLogLevel(LogLevel::kInfo);
+  }
+
+  // The writer (watching only the ledger) and the informers, started.
+  Writer& start(std::function<model::Timestamp()> clock = {}) {
+    Writer::Options writerOptions{.publishInterval = 1ms, .watched = {model::Kind::Ledger}};
+    if (clock) writerOptions.clock = std::move(clock);
+    writer_ = std::make_unique<Writer>(std::move(writerOptions));
+    writer_->start();
+    informers_ = std::make_unique<Informers>(client_, *writer_, options_);
+    informers_->start();
+    return *writer_;
+  }
+
+  fs::path root_;
+
+ private:
+  std::shared_ptr<runtime::Client> client_;
+  SourceOptions options_;
+  std::unique_ptr<Writer> writer_;
+  std::unique_ptr<Informers> informers_;
+};
+
+TEST_F(LedgerSource, RereadsOnChangeRemembersVanishedRecordsAndKeepsTheLastRevisionOnAFailedRead) {
+  const fs::path& root = root_;
   fs::create_directories(root / ".worktrees/a");
   fs::create_directories(root / ".worktrees/b");
   std::ofstream(root / ".worktrees/a/gpu-res-1.yaml") << record("gpu-res-1");
@@ -52,23 +106,7 @@ TEST(LedgerSource, RereadsOnChangeRemembersVanishedRecordsAndKeepsTheLastRevisio
   std::ofstream(root / ".worktrees/b/gpu-res-2.yaml") << record("gpu-res-2");
   fs::create_directory_symlink(root / ".worktrees/a", root / "ledger");
 
-  setLogLevel(LogLevel::kError);  // the unreachable server's retries
-  runtime::ClusterConfig config;
-  config.host = "127.0.0.1";
-  config.port = "1";  // nothing listens
-  config.connectTimeout = 100ms;
-  auto client = runtime::Client::create(config);
-  ASSERT_TRUE(client) << client.error().describe();
-  SourceOptions options;
-  options.billingPlans.reset();
-  options.organizations = false;
-  options.ledgerDir = root / "ledger";
-  options.ledgerInterval = 50ms;
-  options.pollInterval = 10ms;
-  Writer writer(Writer::Options{.publishInterval = 1ms, .watched = {model::Kind::Ledger}});
-  writer.start();
-  Informers informers(*client, writer, options);
-  informers.start();
+  Writer& writer = start();
   auto ledger = [&] { return writer.snapshots().read()->cluster().ledger; };
 
   ASSERT_TRUE(eventually([&] { return ledger().records.size() == 2; }));
@@ -97,41 +135,18 @@ TEST(LedgerSource, RereadsOnChangeRemembersVanishedRecordsAndKeepsTheLastRevisio
   fs::remove(root / "ledger");
   fs::create_directory_symlink(root / ".worktrees/b", root / "ledger");
   ASSERT_TRUE(eventually([&] { return !ledger().readError.has_value(); }));
-
-  informers.stop();
-  writer.stop();
-  fs::remove_all(root);
-  setLogLevel(LogLevel::kInfo);
 }
 
 // The audit's StaleCapacity reads when the ledger was last confirmed: a
 // ledger nobody changes is confirmed current while it can be read, and no
 // longer once it cannot.
-TEST(LedgerSource, AQuietReadableLedgerIsConfirmedCurrentAndAnUnreadableOneIsNot) {
-  std::random_device random;
-  const fs::path root = fs::temp_directory_path() / ("tally-ledger-quiet-" + std::to_string(random()));
+TEST_F(LedgerSource, AQuietReadableLedgerIsConfirmedCurrentAndAnUnreadableOneIsNot) {
+  const fs::path& root = root_;
   fs::create_directories(root / "ledger");
   std::ofstream(root / "ledger/gpu-res-1.yaml") << record("gpu-res-1");
 
-  setLogLevel(LogLevel::kError);
-  runtime::ClusterConfig config;
-  config.host = "127.0.0.1";
-  config.port = "1";
-  config.connectTimeout = 100ms;
-  auto client = runtime::Client::create(config);
-  ASSERT_TRUE(client) << client.error().describe();
-  SourceOptions options;
-  options.billingPlans.reset();
-  options.organizations = false;
-  options.ledgerDir = root / "ledger";
-  options.ledgerInterval = 50ms;
-  options.pollInterval = 10ms;
   std::atomic<model::Timestamp> now{1000};
-  Writer writer(
-      Writer::Options{.publishInterval = 1ms, .watched = {model::Kind::Ledger}, .clock = [&] { return now.load(); }});
-  writer.start();
-  Informers informers(*client, writer, options);
-  informers.start();
+  Writer& writer = start([&] { return now.load(); });
   auto confirmed = [&]() -> model::Timestamp {
     const auto& caches = writer.snapshots().read()->cluster().caches;
     auto it = caches.find(model::Kind::Ledger);
@@ -148,11 +163,6 @@ TEST(LedgerSource, AQuietReadableLedgerIsConfirmedCurrentAndAnUnreadableOneIsNot
   EXPECT_EQ(confirmed(), 2000) << "an unreadable ledger was confirmed current";
   fs::rename(root / "gone", root / "ledger");
   EXPECT_TRUE(eventually([&] { return confirmed() == 3000; }, 15s));
-
-  informers.stop();
-  writer.stop();
-  fs::remove_all(root);
-  setLogLevel(LogLevel::kInfo);
 }
 
 }  // namespace
