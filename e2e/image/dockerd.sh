@@ -99,9 +99,16 @@ tally_dockerd_start() { # name
   local cache; cache="$(tally_cache_dir)"
   TALLY_DOCKERD_ROOT="$cache/docker/$name"
   mkdir -p "$TALLY_DOCKERD_ROOT"
-  # One engine per data root: a second run waits for the first.
+  # One engine per data root, and one per machine: the bridge, its address
+  # pool and the tagged iptables rules are the machine's, whatever $HOME the
+  # cache is under. A second run waits for the first.
   exec 8>"$cache/docker/$name.lock"
   flock 8
+  exec 9>"${TALLY_DOCKERD_LOCK_DIR:-/run/lock}/tally-dockerd.lock"
+  if ! flock -n 9; then
+    tally_log "another Tally engine runs on this machine; waiting for it"
+    flock 9
+  fi
   TALLY_DOCKERD_RUN="$(mktemp -d /tmp/tally-dockerd.XXXXXX)"
   # A bridge of our own (names are at most 15 characters).
   TALLY_DOCKERD_BRIDGE="tly$(echo "$name" | sha256sum | cut -c1-8)"
@@ -212,5 +219,6 @@ tally_dockerd_stop() {
   TALLY_DOCKERD_RUN="" TALLY_DOCKERD_PID=""
   unset DOCKER_HOST
   [[ -z "${TALLY_DOCKERD_OLD_PATH:-}" ]] || export PATH="$TALLY_DOCKERD_OLD_PATH"
+  flock -u 9 2>/dev/null || true
   flock -u 8 2>/dev/null || true
 }

@@ -49,8 +49,8 @@ start=$(date +%s)
 tally_dockerd_start tally
 tally_build_image "$root" "$image" "$prebuilt"
 
-fails=0
-ok() { tally_log "ok: $*"; }
+fails=0 passes=0
+ok() { tally_log "ok: $*"; passes=$((passes + 1)); }
 bad() { tally_log "FAIL: $*"; fails=$((fails + 1)); }
 
 # The image's user is numeric and not root (runAsNonRoot needs a number).
@@ -83,5 +83,5 @@ else
   bad "unresolved libraries: $missing"
 fi
 
-tally_log "image test: $((fails == 0 ? 1 : 0)) passed, $fails failed checks in $(($(date +%s) - start)) s"
+tally_log "image test: $passes checks passed, $fails failed in $(($(date +%s) - start)) s"
 ((fails == 0))
