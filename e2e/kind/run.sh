@@ -322,14 +322,15 @@ if (( run_tests )); then
   # The tests that take the cluster from TALLY_E2E_KUBECONFIG: the suite's
   # scenarios (e2e_smoke and the other e2e tests check or start local control
   # planes; e2e_smoke skips itself with exit 77 when handed a cluster).
-  log "running ctest -L e2e -R '^e2e_(cluster_binaries|suite_)'"
+  suite_tests='^e2e_(cluster_binaries|suite_)'
+  log "running ctest -L e2e -R '$suite_tests'"
   (
     cd "$build_dir"
     TALLY_E2E_KUBECONFIG="$kubeconfig" \
     TALLY_E2E_SCHEDULER_NAME=tally-scheduler \
     TALLY_E2E_IN_CLUSTER=1 \
     TALLY_E2E_LEDGER_CONFIGMAP=kube-dc/gpu-reservation-ledger \
-      ctest -L e2e -R '^e2e_(cluster_binaries|suite_)' --output-on-failure ${TALLY_KIND_CTEST_FLAGS:-}
+      ctest -L e2e -R "$suite_tests" --output-on-failure ${TALLY_KIND_CTEST_FLAGS:-}
   ) || rc=$?
   if (( rc != 0 )); then
     dump_diagnostics
