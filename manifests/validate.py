@@ -589,8 +589,10 @@ for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
                               f"matchCondition {mc.get('name')}: .{field} is used without has()")
             if w.get("rules") and any("pods" in r.get("resources", []) for r in w["rules"]):
                 text = " ".join(mc.get("expression", "") for mc in w.get("matchConditions", []))
-                check("requests" in text and "initContainers" in text and "nvidia.com/" in text, where,
-                      "a pod webhook must send only pods requesting a GPU vendor resource (containers and init containers)")
+                check("requests" in text and "initContainers" in text and "k.contains('/')" in text
+                      and "nvidia.com/" not in text, where,
+                      "a pod webhook must send every pod requesting an extended resource of any vendor "
+                      "(containers and init containers): the model decides which are GPUs")
 names = {w["name"]: (c, w) for k in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
          for c in by_kind.get(k, []) for w in c["webhooks"]}
 WANTED = {  # webhook: (configuration kind, path)
@@ -598,6 +600,7 @@ WANTED = {  # webhook: (configuration kind, path)
     "virtualmachineinstances.mutate.gpu.tally.dev": ("MutatingWebhookConfiguration", "/mutate/virtualmachineinstances"),
     "launcher-pods.mutate.gpu.tally.dev": ("MutatingWebhookConfiguration", "/mutate/launcher-pods"),
     "gpu-pods.validate.gpu.tally.dev": ("ValidatingWebhookConfiguration", "/validate/gpu-pods"),
+    "gpu-pods.mutate.gpu.tally.dev": ("MutatingWebhookConfiguration", "/mutate/gpu-pods"),
     "organizations.validate.gpu.tally.dev": ("ValidatingWebhookConfiguration", "/validate/organizations"),
     "gpudeviceclasses.validate.gpu.tally.dev": ("ValidatingWebhookConfiguration", "/validate/gpudeviceclasses"),
 }

@@ -206,9 +206,12 @@ PY
     expect ok "pod without resources not sent" create --dry-run=server -f "$tmp/obj.yaml"
     # Limits only: defaulting copies them into requests before admission.
     pod gpu '[]' '{"limits":{"nvidia.com/gpu":"1"}}'
-    expect refused-by:gpu-pods.validate.gpu.tally.dev "GPU pod sent to Tally (fail closed)" create --dry-run=server -f "$tmp/obj.yaml"
+    expect refused-by:gpu-pods.mutate.gpu.tally.dev "GPU pod sent to Tally's placement door (fail closed)" create --dry-run=server -f "$tmp/obj.yaml"
+    # Any vendor a class may sell, not a list of three.
+    pod gaudi '[]' '{"limits":{"habana.ai/gaudi2":"1"}}'
+    expect refused-by:gpu-pods.mutate.gpu.tally.dev "another vendor's GPU pod sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
     pod vgpu '[]' '{"requests":{"cpu":"1"}}' '{"requests":{"nvidia.com/A100-10C":"1"},"limits":{"nvidia.com/A100-10C":"1"}}'
-    expect refused-by:gpu-pods.validate.gpu.tally.dev "GPU in an init container sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
+    expect refused-by:gpu-pods.mutate.gpu.tally.dev "GPU in an init container sent to Tally" create --dry-run=server -f "$tmp/obj.yaml"
     pod launcher "$vmi_owner" '{"requests":{"memory":"1Gi"}}'
     expect ok "launcher pod without GPUs not sent" create --dry-run=server -f "$tmp/obj.yaml"
     pod launcher-gpu "$vmi_owner" '{"limits":{"nvidia.com/GH100_H200_SXM_141GB":"1"}}'
@@ -291,6 +294,7 @@ PY
     can yes tally-controller watch validatingwebhookconfigurations
     can yes tally-controller patch mutatingwebhookconfigurations/tally-vmi-mutating
     can yes tally-controller patch mutatingwebhookconfigurations/tally-launcher-pod-mutating
+    can yes tally-controller patch mutatingwebhookconfigurations/tally-pod-placement-mutating
     can yes tally-controller patch validatingwebhookconfigurations/tally-gpu-pod-validating
     can yes tally-controller patch validatingwebhookconfigurations/tally-organization-validating
     # The quota controller: plan-quota and project-quota by apply, Organization status.

@@ -29,7 +29,8 @@ std::vector<model::OwnerReference> modelOwners(std::vector<OwnerRef>&& owners) {
   std::vector<model::OwnerReference> out;
   out.reserve(owners.size());
   for (auto& owner : owners) {
-    out.push_back({std::move(owner.kind), std::move(owner.name), std::move(owner.uid), owner.controller});
+    out.push_back({std::move(owner.kind), std::move(owner.name), std::move(owner.uid), owner.controller,
+                   std::move(owner.apiVersion)});
   }
   return out;
 }

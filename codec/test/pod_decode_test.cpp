@@ -22,7 +22,7 @@ TEST(PodDecode, ReadsIdentityPlacementPhaseAndOwners) {
   EXPECT_EQ(pod.schedulerName, "tally");
   EXPECT_EQ(pod.phase, model::PodPhase::Running);
   ASSERT_EQ(pod.owners.size(), 1u);
-  EXPECT_EQ(pod.owners[0], (model::OwnerReference{"VirtualMachineInstance", "vm", "vmi-u", true}));
+  EXPECT_EQ(pod.owners[0], (model::OwnerReference{"VirtualMachineInstance", "vm", "vmi-u", true, "kubevirt.io/v1"}));
 }
 
 TEST(PodDecode, KeepsOnlyGpuRequestsPerContainer) {

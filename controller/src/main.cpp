@@ -75,6 +75,7 @@ struct Flags {
   std::string leaseName = "tally-controller", leaseNamespace = "tally-system", identity = defaultIdentity();
   std::string leaseDuration = "15s", renewDeadline = "10s", retryPeriod = "2s";
   std::string controllerIdentity = std::string(controller::kDefaultControllerIdentity);
+  std::vector<std::string> gpuSchedulers{"tally-scheduler"};
   // The quota controller and the Organization webhook read the add-on
   // catalogue; the VM door needs the KubeVirt CR (which host devices it permits).
   state::SourceFlags source{.watchKubevirt = true};
@@ -177,6 +178,12 @@ void addFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--controller-identity", f.controllerIdentity,
                  "The only user allowed to change a GPUDevice's status (Tally's service account)")
+      ->capture_default_str();
+  app.add_option("--gpu-schedulers", f.gpuSchedulers,
+                 "Scheduler profiles whose kube-scheduler calls tally-extender (comma-separated); the gpu-pods "
+                 "mutating webhook points every GPU pod at the first, the validating one refuses a GPU pod naming "
+                 "any other")
+      ->delimiter(',')
       ->capture_default_str();
   state::addSourceFlags(app, f.source, "the webhooks");
   app.add_option("--cache-sync-timeout", f.cacheSyncTimeout,
@@ -531,12 +538,16 @@ int main(int argc, char** argv) {
                  controller::gpuDeviceWebhook(writer.snapshots(),
                                               {f.controllerIdentity, &controller::gpuDeviceRefusalMetric(registry)}),
                  wo);
-      const controller::PodWebhookOptions podOptions = controller::podWebhookMetrics(registry);
+      controller::PodWebhookOptions podOptions = controller::podWebhookMetrics(registry);
+      podOptions.placement.schedulers = f.gpuSchedulers;
       addWebhook(webhooks, std::string(controller::kLauncherPodWebhookPath),
                  std::string(controller::kLauncherPodWebhookName),
                  controller::launcherPodWebhook(writer.snapshots(), podOptions), wo);
       addWebhook(webhooks, std::string(controller::kGpuPodWebhookPath), std::string(controller::kGpuPodWebhookName),
                  controller::gpuPodWebhook(writer.snapshots(), podOptions), wo);
+      addWebhook(webhooks, std::string(controller::kGpuPodRouteWebhookPath),
+                 std::string(controller::kGpuPodRouteWebhookName),
+                 controller::gpuPodRouteWebhook(writer.snapshots(), podOptions), wo);
       controller::OrganizationWebhookOptions oo;
       oo.decisionTimeout = std::chrono::duration_cast<std::chrono::milliseconds>(
           runtime::process::durationFlag("--organization-decision-timeout", f.organizationDecisionTimeout));

@@ -31,6 +31,7 @@ struct Answer {
   AdmissionResponse response;
   std::vector<std::string> codes;
   bool pinned = false;
+  bool routed = false;
   Answer(AdmissionResponse r, std::string code = {}) : response(std::move(r)) {
     if (!code.empty()) codes.push_back(std::move(code));
   }
@@ -311,21 +312,61 @@ Answer decideLauncher(const state::Snapshot& snapshot, const AdmissionRequest& r
   return answer;
 }
 
-Answer decideGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request) {
-  if (!reviewed(request)) return AdmissionResponse::allow();
+// What makes a created pod one of Tally's: a GPU resource some class sells.
+// Without an extended resource no class can make it one, so even a replica
+// still starting knows it is none of Tally's. Nullopt: a GPU pod (decoded into
+// `decoded`); an answer: allowed as none of Tally's, or refused.
+std::optional<Answer> notAGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request, DecodedPod& decoded,
+                                 std::string_view unsyncedWhy) {
+  if (!reviewed(request)) return Answer(AdmissionResponse::allow());
   if (auto wrong = wrongKind(request)) return std::move(*wrong);
-  DecodedPod decoded = decodePod(request);
-  if (!decoded.error.empty()) return {invalid(decoded.error), "Unreadable"};
-  const model::Pod& pod = decoded.pod;
-  if (model::namesVmiOwner(pod)) return AdmissionResponse::allow();
-  // Without an extended resource no class can make the pod a GPU pod, so even
-  // a replica still starting knows it is none of Tally's.
-  if (model::effectiveRequests(pod).empty()) return AdmissionResponse::allow();
-  if (!snapshot.ready()) return notSynced(snapshot, pod, "its GPU budgets and pool gates cannot be checked");
-  if (model::gpuRequests(snapshot.cluster(), pod).empty()) return AdmissionResponse::allow();
-  model::Decision decision = model::checkRawGpuPod(snapshot.cluster(), snapshot.usage, pod);
+  decoded = decodePod(request);
+  if (!decoded.error.empty()) return Answer(invalid(decoded.error), "Unreadable");
+  if (model::effectiveRequests(decoded.pod).empty()) return Answer(AdmissionResponse::allow());
+  if (!snapshot.ready()) return notSynced(snapshot, decoded.pod, unsyncedWhy);
+  if (model::gpuRequests(snapshot.cluster(), decoded.pod).empty()) return Answer(AdmissionResponse::allow());
+  return std::nullopt;
+}
+
+Answer decideGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
+                    const model::PlacementPolicy& policy) {
+  DecodedPod decoded;
+  if (auto answer = notAGpuPod(snapshot, request, decoded, "its GPU budgets and pool gates cannot be checked")) {
+    return std::move(*answer);
+  }
+  model::Decision decision = model::checkGpuPodAtCreate(snapshot.cluster(), snapshot.usage, decoded.pod, policy);
   if (decision.allowed()) return AdmissionResponse::allow();
   return refusedBy(decision);
+}
+
+// The mutating placement door: every GPU pod to a Tally scheduler profile, a
+// node given at creation checked by the node filter and moved into a required
+// node affinity, so the extender places it with its other placements.
+Answer routeGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
+                   const model::PlacementPolicy& policy) {
+  DecodedPod decoded;
+  if (auto answer = notAGpuPod(snapshot, request, decoded, "where its GPU units are free cannot be checked")) {
+    return std::move(*answer);
+  }
+  const model::Pod& pod = decoded.pod;
+  model::CreateLaunch launch = model::launchAtCreate(snapshot.cluster(), pod);
+  if (!launch.decision.allowed()) return refusedBy(launch.decision);
+  const model::PodDemand demand = model::podDemandAtCreate(snapshot.cluster(), snapshot.usage, pod, launch);
+  model::CreateRoute route = model::routeAtCreate(snapshot.cluster(), snapshot.usage, demand, policy);
+  if (!route.decision.allowed()) return refusedBy(route.decision);
+  JsonPatch patch;
+  if (route.pinnedNode) {
+    RequiredAffinity affinity = readRequiredAffinity(request.object, *route.pinnedNode);
+    if (!affinity.error.empty()) return {invalid(affinity.error), "Unreadable"};
+    patch.remove(JsonPatch::pointer({"spec", "nodeName"}));
+    const JsonPatch pin = pinPatch(affinity, *route.pinnedNode);
+    for (const auto& op : pin.operations()) patch.add(op.path, op.valueJson);
+  }
+  if (route.scheduler) patch.add(JsonPatch::pointer({"spec", "schedulerName"}), jsonString(*route.scheduler));
+  if (patch.empty()) return AdmissionResponse::allow();
+  Answer answer(AdmissionResponse::mutate(std::move(patch)));
+  answer.routed = true;
+  return answer;
 }
 
 AdmissionResponse counted(Answer answer, std::string_view webhook, const PodWebhookOptions& options) {
@@ -333,6 +374,7 @@ AdmissionResponse counted(Answer answer, std::string_view webhook, const PodWebh
     for (const auto& code : answer.codes) options.refusals->with({webhook, code}).inc();
   }
   if (answer.pinned && options.pinned) options.pinned->inc();
+  if (answer.routed && options.routed) options.routed->inc();
   return std::move(answer.response);
 }
 
@@ -351,8 +393,20 @@ observability::Counter& launcherPinnedMetric(observability::Registry& registry) 
       .with({});
 }
 
+observability::Counter& gpuPodRoutedMetric(observability::Registry& registry) {
+  return registry
+      .counter("tally_controller_gpu_pods_routed_total",
+               "GPU pods pointed at a Tally scheduler profile, or whose spec.nodeName was moved into a required "
+               "node affinity, at their creation.")
+      .with({});
+}
+
 PodWebhookOptions podWebhookMetrics(observability::Registry& registry) {
-  return {&podRefusalMetric(registry), &launcherPinnedMetric(registry)};
+  PodWebhookOptions options;
+  options.refusals = &podRefusalMetric(registry);
+  options.pinned = &launcherPinnedMetric(registry);
+  options.routed = &gpuPodRoutedMetric(registry);
+  return options;
 }
 
 AdmissionResponse reviewLauncherPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
@@ -362,7 +416,12 @@ AdmissionResponse reviewLauncherPod(const state::Snapshot& snapshot, const Admis
 
 AdmissionResponse reviewGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
                                const PodWebhookOptions& options) {
-  return counted(decideGpuPod(snapshot, request), kGpuPodWebhookName, options);
+  return counted(decideGpuPod(snapshot, request, options.placement), kGpuPodWebhookName, options);
+}
+
+AdmissionResponse reviewGpuPodRoute(const state::Snapshot& snapshot, const AdmissionRequest& request,
+                                    const PodWebhookOptions& options) {
+  return counted(routeGpuPod(snapshot, request, options.placement), kGpuPodRouteWebhookName, options);
 }
 
 runtime::admission::WebhookHandler launcherPodWebhook(const SnapshotCell<state::Snapshot>& cell,
@@ -377,6 +436,14 @@ runtime::admission::WebhookHandler gpuPodWebhook(const SnapshotCell<state::Snaps
   return [&cell, options](const AdmissionRequest& request) {
     auto snapshot = cell.read();
     return reviewGpuPod(*snapshot, request, options);
+  };
+}
+
+runtime::admission::WebhookHandler gpuPodRouteWebhook(const SnapshotCell<state::Snapshot>& cell,
+                                                      PodWebhookOptions options) {
+  return [&cell, options](const AdmissionRequest& request) {
+    auto snapshot = cell.read();
+    return reviewGpuPodRoute(*snapshot, request, options);
   };
 }
 

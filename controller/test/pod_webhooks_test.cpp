@@ -21,11 +21,16 @@ constexpr std::string_view kTermsPath =
 constexpr std::string_view kPin = R"({"key":"metadata.name","operator":"In","values":["gpu-2"]})";
 
 // A pod as the API server sends it at CREATE: no uid, a generated name.
-std::string podJson(const std::string& resources, const std::string& owner = "", const std::string& affinity = "") {
+// `spec` opens spec: by default a pod the placement door already pointed at
+// tally-scheduler (the validating door sees pods after every mutation).
+constexpr std::string_view kOnTallysScheduler = R"("schedulerName":"tally-scheduler",)";
+std::string podJson(const std::string& resources, const std::string& owner = "", const std::string& affinity = "",
+                    std::string_view spec = kOnTallysScheduler) {
   std::string s = R"({"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"virt-launcher-train-",)"
                   R"("namespace":"acme-ml")";
   if (!owner.empty()) s += R"(,"ownerReferences":[)" + owner + "]";
   s += R"(},"spec":{)";
+  s += spec;
   if (!affinity.empty()) s += R"("affinity":)" + affinity + ",";
   s += R"("containers":[{"name":"c","resources":)" + resources + "}]}}";
   return s;
@@ -36,10 +41,10 @@ std::string vmiOwner(const std::string& uid) {
          R"(","controller":true,"blockOwnerDeletion":true})";
 }
 
-std::string gpuResources(std::int64_t count) {
+std::string gpuResources(std::int64_t count, std::string_view resource = kH200) {
   const std::string n = std::to_string(count);
-  return R"({"requests":{")" + std::string(kH200) + R"(":")" + n + R"("},"limits":{")" + std::string(kH200) + R"(":")" +
-         n + R"("}})";
+  return R"({"requests":{")" + std::string(resource) + R"(":")" + n + R"("},"limits":{")" + std::string(resource) +
+         R"(":")" + n + R"("}})";
 }
 
 std::string required(const std::string& terms) {
@@ -104,6 +109,10 @@ struct PodWebhooks : ::testing::Test {
   AdmissionResponse gpuPod(const std::string& pod, bool dryRun = false) {
     writer->flush();
     return reviewGpuPod(*writer->snapshots().read(), request(reviewJson(pod, dryRun)), options);
+  }
+  AdmissionResponse route(const std::string& pod) {
+    writer->flush();
+    return reviewGpuPodRoute(*writer->snapshots().read(), request(reviewJson(pod)), options);
   }
   static bool refusedWith(const AdmissionResponse& r, std::string_view code) {
     return !r.allowed && r.message.rfind(kRefusalPrefix, 0) == 0 &&
@@ -275,9 +284,101 @@ TEST_F(PodWebhooks, DryRunOfARawGpuPodGetsTheSameAnswer) {
   EXPECT_EQ(gpuPod(podJson(gpuResources(2)), true).message, gpuPod(podJson(gpuResources(2))).message);
 }
 
-TEST_F(PodWebhooks, LauncherLookingPodIsLeftToTheExtender) {
+// Owner references are proven, never trusted: a launcher is charged beyond
+// its VMI's devices only; an owner of another group is no owner.
+TEST_F(PodWebhooks, LauncherOfAVmiWhoseDevicesCoverItIsAdmittedAtItsBudget) {
+  put(hrq("acme", "plan-quota", model::quotaKey(kH200), 2));
+  trainVmi();
+  auto r = gpuPod(podJson(gpuResources(2), vmiOwner("vmi-1")));
+  EXPECT_TRUE(r.allowed) << r.message;
+}
+
+TEST_F(PodWebhooks, PodNamingAVmiOfAnotherGroupIsChargedAsARawPod) {
   put(hrq("acme", "plan-quota", model::quotaKey(kH200), 1));
-  EXPECT_TRUE(gpuPod(podJson(gpuResources(2), vmiOwner("vmi-1"))).allowed);
+  trainVmi();
+  const std::string forged = R"({"apiVersion":"x.io/v1","kind":"VirtualMachineInstance","name":"train",)"
+                             R"("uid":"vmi-1","controller":true})";
+  auto r = gpuPod(podJson(gpuResources(2), forged));
+  EXPECT_TRUE(refusedWith(r, "BudgetExceeded")) << r.message;
+}
+
+TEST_F(PodWebhooks, PodNamingAVmiThatDoesNotExistIsRefused) {
+  put(hrq("acme", "plan-quota", model::quotaKey(kH200), 4));
+  auto r = gpuPod(podJson(gpuResources(1), vmiOwner("vmi-404")));
+  EXPECT_TRUE(refusedWith(r, "CacheNotSynced")) << r.message;
+  EXPECT_NE(r.message.find("cannot be proven"), std::string::npos) << r.message;
+}
+
+TEST_F(PodWebhooks, LauncherWebhookDoesNotPinAPodNamingAVmiOfAnotherGroup) {
+  trainVmi();
+  const std::string forged = R"({"apiVersion":"x.io/v1","kind":"VirtualMachineInstance","name":"train",)"
+                             R"("uid":"vmi-1","controller":true})";
+  auto r = launcher(podJson(gpuResources(2), forged));
+  EXPECT_TRUE(r.allowed);
+  EXPECT_TRUE(r.patch.empty()) << r.patch.toJson();
+}
+
+// --- The placement door ------------------------------------------------------
+
+TEST_F(PodWebhooks, GpuPodNamingTheDefaultSchedulerIsRefusedAfterMutation) {
+  put(hrq("acme", "plan-quota", model::quotaKey(kH200), 4));
+  auto r = gpuPod(podJson(gpuResources(1), "", "", R"("schedulerName":"default-scheduler",)"));
+  EXPECT_TRUE(refusedWith(r, "SchedulerBypass")) << r.message;
+  EXPECT_NE(r.message.find("tally-scheduler"), std::string::npos) << r.message;
+}
+
+TEST_F(PodWebhooks, PlacementDoorPointsAGpuPodAtTallysScheduler) {
+  auto r = route(podJson(gpuResources(1), "", "", R"("schedulerName":"default-scheduler",)"));
+  ASSERT_TRUE(r.allowed) << r.message;
+  const auto& op = onlyOp(r);
+  EXPECT_EQ(op.path, "/spec/schedulerName");
+  EXPECT_EQ(op.valueJson, R"("tally-scheduler")");
+}
+
+TEST_F(PodWebhooks, PlacementDoorLeavesAPodOnTallysSchedulerAndACpuPodAlone) {
+  auto r = route(podJson(gpuResources(1)));
+  EXPECT_TRUE(r.allowed);
+  EXPECT_TRUE(r.patch.empty()) << r.patch.toJson();
+  auto cpu = route(podJson(R"({"requests":{"cpu":"1"}})", "", "", R"("schedulerName":"default-scheduler",)"));
+  EXPECT_TRUE(cpu.allowed);
+  EXPECT_TRUE(cpu.patch.empty()) << cpu.patch.toJson();
+}
+
+TEST_F(PodWebhooks, PlacementDoorRefusesAPresetFullNodeNamingItsFreeUnits) {
+  put(model::testing::gpuPod("acme-ml", "busy", kH200, 2, "gpu-2", model::PodPhase::Running));
+  auto r = route(podJson(gpuResources(1), "", "", R"("nodeName":"gpu-2",)"));
+  EXPECT_TRUE(refusedWith(r, "NodeInsufficient")) << r.message;
+  EXPECT_NE(r.message.find("names node gpu-2"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("0 of 2"), std::string::npos) << r.message;
+  // A preset node that reached the validating door (a later mutator's) is refused there too.
+  auto v = gpuPod(podJson(gpuResources(1), "", "", R"("nodeName":"gpu-2",)"));
+  EXPECT_TRUE(refusedWith(v, "NodeInsufficient")) << v.message;
+}
+
+TEST_F(PodWebhooks, PlacementDoorMovesAPresetNodeWithRoomIntoAnAffinity) {
+  auto r = route(podJson(gpuResources(1), "", "", R"("nodeName":"gpu-2","schedulerName":"default-scheduler",)"));
+  ASSERT_TRUE(r.allowed) << r.message;
+  const auto& ops = r.patch.operations();
+  ASSERT_EQ(ops.size(), 3u) << r.patch.toJson();
+  EXPECT_EQ(ops[0].op, JsonPatch::Op::kRemove);
+  EXPECT_EQ(ops[0].path, "/spec/nodeName");
+  EXPECT_EQ(ops[1].path, "/spec/affinity");
+  EXPECT_NE(ops[1].valueJson.find(kPin), std::string::npos) << ops[1].valueJson;
+  EXPECT_EQ(ops[2].path, "/spec/schedulerName");
+}
+
+TEST_F(PodWebhooks, EveryVendorAClassSellsIsDecided) {
+  put(passthroughClass("gaudi2", "habana.ai/gaudi2"));
+  put(gpuNode("hl-1", model::NodeMode::VmPassthrough, "habana.ai/gaudi2", 8));
+  put(hrq("acme", "plan-quota", model::quotaKey("habana.ai/gaudi2"), 1));
+  auto r = gpuPod(podJson(gpuResources(2, "habana.ai/gaudi2")));
+  EXPECT_TRUE(refusedWith(r, "BudgetExceeded")) << r.message;
+  auto routed = route(podJson(gpuResources(1, "habana.ai/gaudi2"), "", "", R"("schedulerName":"default-scheduler",)"));
+  EXPECT_FALSE(routed.patch.empty()) << "another vendor's GPU pod is pointed at Tally's scheduler too";
+  // A resource no class sells is no GPU: left alone.
+  auto other = route(podJson(gpuResources(1, "example.com/fpga"), "", "", R"("schedulerName":"default-scheduler",)"));
+  EXPECT_TRUE(other.allowed);
+  EXPECT_TRUE(other.patch.empty());
 }
 
 TEST_F(PodWebhooks, CpuPodIsAdmittedEvenWhileStarting) {

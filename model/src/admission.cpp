@@ -312,6 +312,10 @@ Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, cons
 }
 
 PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod& pod) {
+  return podDemandWith(cluster, view, pod, launchOf(pod, ClusterLaunchFacts(cluster)));
+}
+
+PodDemand podDemandWith(const Cluster& cluster, const CapacityView& view, const Pod& pod, Launch launch) {
   PodDemand demand;
   demand.pod = &pod;
   demand.requests = gpuRequests(cluster, pod);
@@ -322,7 +326,6 @@ PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod&
           {Code::CacheNotSynced, fmt::format("the {} cache is not synced yet", toString(kind))});
     }
   }
-  Launch launch = launchOf(pod, ClusterLaunchFacts(cluster));
   demand.launcherOf = launch.vmi;
   if (demand.launcherOf) {
     demand.attached = std::move(launch.devices);
@@ -482,8 +485,11 @@ std::optional<std::vector<const Pod*>> narrowVictims(const Cluster& cluster, con
 }
 
 Decision checkPodBudget(const Cluster& cluster, const CapacityView& view, const Pod& pod) {
+  return budgetRefusals(podDemand(cluster, view, pod));
+}
+
+Decision budgetRefusals(const PodDemand& demand) {
   Decision d;
-  PodDemand demand = podDemand(cluster, view, pod);
   for (const auto& r : demand.podUnresolvable) {
     if (r.code == Code::BudgetUnknown || r.code == Code::NamespaceUnknown || r.code == Code::CacheNotSynced) {
       d.refusals.push_back(r);

@@ -27,12 +27,114 @@ const VirtualMachineInstance* vmiWithUid(const Cluster& cluster, std::string_vie
 
 }  // namespace
 
+bool isVmiOwner(const OwnerReference& owner) {
+  return owner.kind == kVmiOwnerKind && owner.apiVersion.starts_with(kKubevirtApiVersionPrefix);
+}
+
 std::vector<const OwnerReference*> vmiOwners(const Pod& pod) {
   std::vector<const OwnerReference*> out;
   for (const auto& owner : pod.owners) {
-    if (owner.kind == kVmiOwnerKind) out.push_back(&owner);
+    if (isVmiOwner(owner)) out.push_back(&owner);
   }
   return out;
+}
+
+CreateLaunch launchAtCreate(const Cluster& cluster, const Pod& pod) {
+  CreateLaunch out;
+  const std::vector<const OwnerReference*> owners = vmiOwners(pod);
+  if (owners.empty()) return out;
+  for (Kind kind : {Kind::VirtualMachineInstance, Kind::GpuDevice}) {
+    if (!cluster.synced(kind)) {
+      out.decision.refuse(Code::CacheNotSynced,
+                          fmt::format("{} names a VMI as its owner, but the {} cache is not synced yet, so which "
+                                      "devices cover its GPUs is unknown",
+                                      podSubject(pod), toString(kind)));
+      return out;
+    }
+  }
+  const VirtualMachineInstance* proven = nullptr;
+  for (const OwnerReference* owner : owners) {
+    const VirtualMachineInstance* vmi = vmiWithUid(cluster, pod.ns, owner->uid);
+    if (!vmi) {
+      out.decision.refuse(Code::CacheNotSynced,
+                          fmt::format("{} is owned by vmi/{}/{} (uid {}), which this replica has not seen, so the "
+                                      "owner cannot be proven; the pod's creator retries",
+                                      podSubject(pod), pod.ns, owner->name, owner->uid.empty() ? "none" : owner->uid));
+      return out;
+    }
+    if (proven && proven != vmi) return out;  // two VMIs: KubeVirt names one, so neither covers it
+    proven = vmi;
+  }
+  if (proven->phase == "Succeeded" || proven->phase == "Failed") return out;
+  out.launch.vmi = proven;
+  auto [first, last] = detail::namespacedRange(cluster.devices, pod.ns);
+  for (auto it = first; it != last; ++it) {
+    if (attachableTo(it->second, *proven)) out.launch.devices.push_back(&it->second);
+  }
+  return out;
+}
+
+PodDemand podDemandAtCreate(const Cluster& cluster, const CapacityView& view, const Pod& pod,
+                            const CreateLaunch& launch) {
+  return podDemandWith(cluster, view, pod, launch.launch);
+}
+
+Decision checkPresetNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
+                         std::string_view node) {
+  Decision d;
+  const Pod& pod = *demand.pod;
+  auto it = cluster.nodes.find(std::string(node));
+  if (it == cluster.nodes.end()) {
+    d.refuse(Code::NodeGone, fmt::format("{} names node {} in spec.nodeName, which this replica does not know, so its "
+                                         "free GPU units cannot be checked",
+                                         podSubject(pod), node));
+    return d;
+  }
+  // Budgets and gates are the door's other checks: here only what the node decides.
+  PodDemand onNode = demand;
+  onNode.podWide.clear();
+  onNode.podUnresolvable.clear();
+  NodeVerdict verdict = filterNode(cluster, view, onNode, it->second);
+  if (verdict.verdict == Verdict::Fits || !verdict.reason) return d;
+  d.refuse(verdict.reason->code, fmt::format("{} names node {} in spec.nodeName, which cannot take it: {}",
+                                             podSubject(pod), node, verdict.reason->message));
+  return d;
+}
+
+Decision checkPlacedByTally(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
+                            const PlacementPolicy& policy) {
+  const Pod& pod = *demand.pod;
+  if (!pod.nodeName.empty()) return checkPresetNode(cluster, view, demand, pod.nodeName);
+  const std::string scheduler = pod.schedulerName.empty() ? std::string("default-scheduler") : pod.schedulerName;
+  Decision d;
+  if (std::find(policy.schedulers.begin(), policy.schedulers.end(), scheduler) != policy.schedulers.end()) return d;
+  std::string asks;
+  for (const auto& [resource, amount] : demand.requests) {
+    asks += fmt::format("{}{} {}", asks.empty() ? "" : ", ", amount, resource);
+  }
+  d.refuse(Code::SchedulerBypass,
+           fmt::format("{} asks for {} but names scheduler {}, which does not ask Tally where GPU units are free; GPU "
+                       "pods are placed by {} (the gpu-pods mutating webhook sets it)",
+                       podSubject(pod), asks, scheduler,
+                       policy.schedulers.empty() ? std::string("no scheduler (none configured)")
+                                                 : "scheduler " + policy.schedulers.front()));
+  return d;
+}
+
+CreateRoute routeAtCreate(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
+                          const PlacementPolicy& policy) {
+  CreateRoute route;
+  const Pod& pod = *demand.pod;
+  if (!pod.nodeName.empty()) {
+    route.decision = checkPresetNode(cluster, view, demand, pod.nodeName);
+    if (!route.decision.allowed()) return route;
+    route.pinnedNode = pod.nodeName;
+  }
+  if (policy.schedulers.empty()) return route;
+  const bool tallys =
+      std::find(policy.schedulers.begin(), policy.schedulers.end(), pod.schedulerName) != policy.schedulers.end();
+  if (!tallys) route.scheduler = policy.schedulers.front();
+  return route;
 }
 
 LauncherPin launcherPin(const Cluster& cluster, const Pod& pod) {
@@ -94,10 +196,14 @@ Decision checkPodGates(const Cluster& cluster, const PodDemand& demand) {
   return d;
 }
 
-Decision checkRawGpuPod(const Cluster& cluster, const CapacityView& view, const Pod& pod) {
-  Decision d = checkPodBudget(cluster, view, pod);
-  Decision gates = checkPodGates(cluster, podDemand(cluster, view, pod));
-  for (auto& r : gates.refusals) d.refusals.push_back(std::move(r));
+Decision checkGpuPodAtCreate(const Cluster& cluster, const CapacityView& view, const Pod& pod,
+                             const PlacementPolicy& policy) {
+  CreateLaunch launch = launchAtCreate(cluster, pod);
+  if (!launch.decision.allowed()) return launch.decision;
+  const PodDemand demand = podDemandAtCreate(cluster, view, pod, launch);
+  Decision d = budgetRefusals(demand);
+  for (auto& r : checkPodGates(cluster, demand).refusals) d.refusals.push_back(std::move(r));
+  for (auto& r : checkPlacedByTally(cluster, view, demand, policy).refusals) d.refusals.push_back(std::move(r));
   return d;
 }
 

@@ -37,6 +37,7 @@ std::string_view toString(Code code) {
     case Code::TransactionInFlight: return "TransactionInFlight";
     case Code::ReservationMismatch: return "ReservationMismatch";
     case Code::CacheNotSynced: return "CacheNotSynced";
+    case Code::SchedulerBypass: return "SchedulerBypass";
     case Code::RecordSchema: return "RecordSchema";
     case Code::RecordTime: return "RecordTime";
     case Code::RecordState: return "RecordState";

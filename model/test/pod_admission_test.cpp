@@ -40,12 +40,24 @@ struct PodDoors : ::testing::Test {
   static Pod launcherPod(const std::string& vmiName, const std::string& vmiUid) {
     Pod p = gpuPod("acme-ml", "virt-launcher-" + vmiName, kH200, 1, "", PodPhase::Pending);
     p.uid.clear();  // at CREATE
-    p.owners.push_back(OwnerReference{std::string(kVmiOwnerKind), vmiName, vmiUid, true});
+    p.owners.push_back(OwnerReference{std::string(kVmiOwnerKind), vmiName, vmiUid, true, "kubevirt.io/v1"});
     return p;
   }
-  Decision rawPod(const Pod& p) {
+  // A pod as created, after every mutation: the checks of the validating door.
+  Decision atCreate(const Pod& p, const PlacementPolicy& policy = {}) {
     TotalsCapacityView view(c, computeUsage(c));
-    return checkRawGpuPod(c, view, p);
+    return checkGpuPodAtCreate(c, view, p, policy);
+  }
+  // A pod the placement door already pointed at tally-scheduler.
+  Decision rawPod(Pod p) {
+    if (p.schedulerName.empty()) p.schedulerName = "tally-scheduler";
+    return atCreate(p);
+  }
+  CreateRoute route(const Pod& p, const PlacementPolicy& policy = {}) {
+    TotalsCapacityView view(c, computeUsage(c));
+    CreateLaunch launch = launchAtCreate(c, p);
+    EXPECT_TRUE(launch.decision.allowed()) << launch.decision.summary();
+    return routeAtCreate(c, view, podDemandAtCreate(c, view, p, launch), policy);
   }
 };
 
@@ -130,6 +142,137 @@ TEST_F(PodDoors, RawPodOverABudgetIsRefusedLikeCheckPodBudget) {
 TEST_F(PodDoors, RawPodWithinBudgetInAnOpenPoolIsAdmitted) {
   put(c, hrq("acme", "plan-quota", quotaKey(kH200), 2));
   EXPECT_TRUE(rawPod(gpuPod("acme-ml", "p", kH200, 2, "", PodPhase::Pending)).allowed());
+}
+
+// --- Placement: no GPU unit reaches a node without Tally's decision ---------
+
+TEST_F(PodDoors, GpuPodNamingAnotherSchedulerIsRefusedNamingTallysProfile) {
+  Pod p = gpuPod("acme-ml", "p", kH200, 1, "", PodPhase::Pending);
+  p.schedulerName = "default-scheduler";
+  Decision d = atCreate(p);
+  ASSERT_FALSE(d.allowed());
+  EXPECT_EQ(d.refusals.back().code, Code::SchedulerBypass);
+  EXPECT_NE(d.summary().find("names scheduler default-scheduler"), std::string::npos) << d.summary();
+  EXPECT_NE(d.summary().find("scheduler tally-scheduler"), std::string::npos) << d.summary();
+  EXPECT_NE(d.summary().find("1 " + std::string(kH200)), std::string::npos) << d.summary();
+}
+
+TEST_F(PodDoors, EveryProfileOfThePolicyPlacesThroughTally) {
+  Pod p = gpuPod("acme-ml", "p", kH200, 1, "", PodPhase::Pending);
+  p.schedulerName = "tally-batch";
+  EXPECT_FALSE(atCreate(p).allowed());
+  EXPECT_TRUE(atCreate(p, PlacementPolicy{{"tally-scheduler", "tally-batch"}}).allowed());
+  EXPECT_FALSE(atCreate(p, PlacementPolicy{{}}).allowed()) << "no Tally profile: nothing may place GPU pods";
+}
+
+TEST_F(PodDoors, PresetNodeOnAFullNodeIsRefusedNamingTheNodeAndItsFreeUnits) {
+  put(c, gpuPod("acme-ml", "busy", kH200, 2, "gpu-2", PodPhase::Running));
+  Pod p = gpuPod("acme-ml", "p", kH200, 1, "gpu-2", PodPhase::Pending);
+  p.uid.clear();
+  Decision d = atCreate(p);
+  ASSERT_FALSE(d.allowed());
+  EXPECT_EQ(d.refusals.front().code, Code::NodeInsufficient);
+  EXPECT_NE(d.summary().find("names node gpu-2"), std::string::npos) << d.summary();
+  EXPECT_NE(d.summary().find("0 of 2 " + std::string(kH200) + " free"), std::string::npos) << d.summary();
+  // The mutating door refuses it as well, before it could move the node anywhere.
+  TotalsCapacityView view(c, computeUsage(c));
+  CreateRoute r = routeAtCreate(c, view, podDemand(c, view, p), {});
+  EXPECT_FALSE(r.decision.allowed());
+  EXPECT_FALSE(r.pinnedNode);
+}
+
+TEST_F(PodDoors, PresetNodeHeldByABoundDeviceIsRefused) {
+  put(c, ::tally::model::testing::device("acme-ml", "held", "h200", 2, DevicePhase::Bound, "gpu-2"));
+  Pod p = gpuPod("acme-ml", "p", kH200, 1, "gpu-2", PodPhase::Pending);
+  p.uid.clear();
+  Decision d = atCreate(p);
+  ASSERT_FALSE(d.allowed());
+  EXPECT_NE(d.summary().find("2 held by GPUDevices"), std::string::npos) << d.summary();
+}
+
+TEST_F(PodDoors, PresetUnknownNodeIsRefused) {
+  Pod p = gpuPod("acme-ml", "p", kH200, 1, "gpu-9", PodPhase::Pending);
+  Decision d = atCreate(p);
+  ASSERT_FALSE(d.allowed());
+  EXPECT_EQ(d.refusals.front().code, Code::NodeGone);
+  EXPECT_NE(d.summary().find("gpu-9"), std::string::npos);
+}
+
+TEST_F(PodDoors, PresetNodeWithRoomIsMovedIntoAnAffinityAndTallysScheduler) {
+  Pod p = gpuPod("acme-ml", "p", kH200, 1, "gpu-1", PodPhase::Pending);
+  p.uid.clear();
+  p.schedulerName = "default-scheduler";
+  CreateRoute r = route(p);
+  ASSERT_TRUE(r.decision.allowed()) << r.decision.summary();
+  EXPECT_EQ(r.pinnedNode, "gpu-1");
+  EXPECT_EQ(r.scheduler, "tally-scheduler");
+}
+
+TEST_F(PodDoors, PodAlreadyOnTallysSchedulerIsNotRouted) {
+  Pod p = gpuPod("acme-ml", "p", kH200, 1, "", PodPhase::Pending);
+  p.schedulerName = "tally-scheduler";
+  CreateRoute r = route(p);
+  EXPECT_TRUE(r.decision.allowed());
+  EXPECT_FALSE(r.scheduler);
+  EXPECT_FALSE(r.pinnedNode);
+}
+
+// --- Owner references proven, not trusted -----------------------------------
+
+TEST_F(PodDoors, AVmiOwnerOutsideKubevirtIsNoOwner) {
+  vmi("train", "vmi-1");
+  attach("g0", "train", "vmi-1", DevicePhase::Attached, "gpu-2");
+  Pod forged = launcherPod("train", "vmi-1");
+  forged.owners.front().apiVersion = "x.io/v1";
+  EXPECT_FALSE(namesVmiOwner(forged));
+  EXPECT_FALSE(launchAtCreate(c, forged).launch.vmi);
+  EXPECT_FALSE(launcherPin(c, forged).node) << "a forged owner is not pinned to another VMI's devices either";
+}
+
+TEST_F(PodDoors, ForgedVmiOwnerIsChargedAsARawPod) {
+  put(c, hrq("acme", "plan-quota", quotaKey(kH200), 1));
+  Pod forged = launcherPod("train", "vmi-1");
+  forged.owners.front().apiVersion = "x.io/v1";
+  forged.containers.front() = ResourceList{{std::string(kH200), 2}};
+  forged.schedulerName = "tally-scheduler";
+  Decision d = atCreate(forged);
+  ASSERT_FALSE(d.allowed());
+  EXPECT_EQ(d.refusals.front().code, Code::BudgetExceeded) << d.summary();
+}
+
+TEST_F(PodDoors, LauncherIsChargedOnlyBeyondItsVmisDevices) {
+  put(c, hrq("acme", "plan-quota", quotaKey(kH200), 2));
+  vmi("train", "vmi-1");
+  attach("g0", "train", "vmi-1", DevicePhase::Attached, "gpu-2");
+  attach("g1", "train", "vmi-1", DevicePhase::Attached, "gpu-2");
+  Pod launcher = launcherPod("train", "vmi-1");
+  launcher.containers.front() = ResourceList{{std::string(kH200), 2}};
+  launcher.schedulerName = "tally-scheduler";
+  EXPECT_TRUE(atCreate(launcher).allowed()) << atCreate(launcher).summary();
+  // One more GPU than its devices: the budget, already spent on them, refuses it.
+  launcher.containers.front() = ResourceList{{std::string(kH200), 3}};
+  Decision d = atCreate(launcher);
+  ASSERT_FALSE(d.allowed());
+  EXPECT_EQ(d.refusals.front().code, Code::BudgetExceeded) << d.summary();
+}
+
+TEST_F(PodDoors, OwnerNamingAVmiThatDoesNotExistIsRefusedAtCreate) {
+  Pod p = launcherPod("ghost", "vmi-none");
+  p.schedulerName = "tally-scheduler";
+  Decision d = atCreate(p);
+  ASSERT_FALSE(d.allowed());
+  EXPECT_EQ(d.refusals.front().code, Code::CacheNotSynced);
+  EXPECT_NE(d.summary().find("cannot be proven"), std::string::npos) << d.summary();
+}
+
+TEST_F(PodDoors, OwnerVmiThatHasEndedCoversNothing) {
+  put(c, hrq("acme", "plan-quota", quotaKey(kH200), 2));
+  VirtualMachineInstance done = vmi("train", "vmi-1");
+  done.phase = "Succeeded";
+  put(c, done);
+  attach("g0", "train", "vmi-1", DevicePhase::Attached, "gpu-2");
+  attach("g1", "train", "vmi-1", DevicePhase::Attached, "gpu-2");
+  EXPECT_FALSE(launchAtCreate(c, launcherPod("train", "vmi-1")).launch.vmi);
 }
 
 }  // namespace

@@ -531,7 +531,8 @@ class World {
     if (rng.chance(0.2) && !truth.vmis.empty()) {
       const auto& [key, vmi] =
           *std::next(truth.vmis.begin(), rng.between(0, static_cast<std::int64_t>(truth.vmis.size()) - 1));
-      p.owners.push_back(OwnerReference{"VirtualMachineInstance", vmi.name, vmi.uid, true});  // proves nothing
+      p.owners.push_back(
+          OwnerReference{"VirtualMachineInstance", vmi.name, vmi.uid, true, "kubevirt.io/v1"});  // proves nothing
     }
     return p;
   }

@@ -32,6 +32,7 @@
 #include "tally/codec/catalog_json.hpp"
 #include "tally/controller/catalog_endpoint.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
+#include "tally/controller/pod_webhooks.hpp"
 #include "tally/controller/vmi_webhook.hpp"
 #include "tally/extender/assumptions.hpp"
 #include "tally/extender/verbs.hpp"
@@ -70,14 +71,22 @@ enum Relation {
   ReportVsGate,             // tallyctl report's gate == the gate the auditor published
   ReportVsSnapshotFree,     // tallyctl report's free units per node == the snapshot's freeUnits
   IndexVsRecompute,         // writer's index totals and snapshot sums == computeUsage of the same objects
+  PlacementVsExtender,      // a pod preset on node N admitted by both pod doors <=> the extender passes N for it
+  SchedulerBypassRefused,   // a GPU pod naming another scheduler is refused by the validating door, SchedulerBypass
   kRelations
 };
-constexpr const char* kRelationNames[kRelations] = {
-    "catalogue <=> GPUDevice webhook",  "GPUDevice webhook <=> binder placement",
-    "GPUDevice webhook <=> VMI plan",   "catalogue snapshot == recomputed",
-    "GET /options == catalogue",        "extender filter == model filterNode",
-    "published gate <=> door refusals", "report gate == published gate",
-    "report free == snapshot free",     "incremental index == computeUsage"};
+constexpr const char* kRelationNames[kRelations] = {"catalogue <=> GPUDevice webhook",
+                                                    "GPUDevice webhook <=> binder placement",
+                                                    "GPUDevice webhook <=> VMI plan",
+                                                    "catalogue snapshot == recomputed",
+                                                    "GET /options == catalogue",
+                                                    "extender filter == model filterNode",
+                                                    "published gate <=> door refusals",
+                                                    "report gate == published gate",
+                                                    "report free == snapshot free",
+                                                    "incremental index == computeUsage",
+                                                    "pod doors on a preset node <=> extender filter",
+                                                    "another scheduler refused at the pod door"};
 
 struct Counts {
   std::int64_t checked[kRelations] = {};
@@ -578,6 +587,23 @@ std::string vmiReview(const std::string& ns, const std::string& cls, std::int64_
          R"(,"oldObject":null}})";
 }
 
+// A GPU pod's CREATE as the API server sends it, after every mutation:
+// no uid, the node and scheduler given.
+std::string podReview(const std::string& ns, const std::string& resource, std::int64_t count, const std::string& node,
+                      const std::string& scheduler) {
+  const std::string pod = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"ask-pod","namespace":")" + ns +
+                          R"("},"spec":{"schedulerName":")" + scheduler + R"(",)" +
+                          (node.empty() ? std::string() : R"("nodeName":")" + node + R"(",)") +
+                          R"("containers":[{"name":"c","resources":{"requests":{")" + resource + R"(":")" +
+                          std::to_string(count) + R"("}}}]}})";
+  return R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-3",)"
+         R"("kind":{"group":"","version":"v1","kind":"Pod"},)"
+         R"("resource":{"group":"","version":"v1","resource":"pods"},)"
+         R"("name":"ask-pod","namespace":")" +
+         ns + R"(","operation":"CREATE","userInfo":{"username":"tenant"},"dryRun":true,"object":)" + pod +
+         R"(,"oldObject":null}})";
+}
+
 bool hasCode(const std::string& message, model::Code code) {
   return message.find("[" + std::string(model::toString(code)) + "]") != std::string::npos;
 }
@@ -748,6 +774,31 @@ void askDoors(World& world, Counts& counts, int questions) {
       std::set<std::string_view> passed(filtered.passed.begin(), filtered.passed.end());
       std::set<std::string_view> unresolvable;
       for (const auto& [node, message] : filtered.unresolvable) unresolvable.insert(node);
+      // The pod doors on the same pod: the validating door once with the node
+      // left to Tally's scheduler, then, per node, both doors with the node
+      // preset (the mutating door decides it; the validating one is its backstop).
+      controller::PodWebhookOptions podOptions;
+      auto review = [&](const std::string& node, const std::string& scheduler, bool route) {
+        auto req = runtime::admission::decodeAdmissionReview(podReview(ns, cls.resourceName, n, node, scheduler));
+        EXPECT_TRUE(req) << req.error().message;
+        return route ? controller::reviewGpuPodRoute(*snap, *req, podOptions)
+                     : controller::reviewGpuPod(*snap, *req, podOptions);
+      };
+      const auto unplaced = review("", "tally-scheduler", false);
+      const auto bypass = review("", "default-scheduler", false);
+      counts.check(SchedulerBypassRefused, !bypass.allowed && hasCode(bypass.message, model::Code::SchedulerBypass),
+                   what + ": pod on default-scheduler " + (bypass.allowed ? "admitted" : bypass.message));
+      for (const auto& [name, node] : mirror.nodes) {
+        const auto routed = review(name, "default-scheduler", true);
+        const auto preset = review(name, "tally-scheduler", false);
+        const bool doorsAdmit = routed.allowed && unplaced.allowed;
+        counts.check(PlacementVsExtender, doorsAdmit == passed.contains(name) && preset.allowed == doorsAdmit,
+                     what + " pod preset on " + name + ": placement door " +
+                         (routed.allowed ? "admits" : "refuses: " + routed.message) + ", validating door " +
+                         (unplaced.allowed ? "admits" : "refuses: " + unplaced.message) +
+                         " (preset: " + (preset.allowed ? "admits" : preset.message) + "), extender " +
+                         (passed.contains(name) ? "passes" : "fails"));
+      }
       for (const auto& [name, node] : mirror.nodes) {
         const model::NodeVerdict v = model::filterNode(mirror, totals, demand, node);
         if (v.verdict == model::Verdict::Fits) ++counts.podFits;

@@ -51,7 +51,10 @@ Replica* replicas[2] = {nullptr, nullptr};
 // which would close that pool's gate.
 const std::vector<std::string> kReplicaArgs = {
     std::string("--mutating-webhook-configurations=") + kMutating, "--enable-pool-auditor=false",
-    "--vmi-attach-timeout=" + std::to_string(kAttachTimeoutSeconds) + "s", "--binder-retry-interval=1s"};
+    "--vmi-attach-timeout=" + std::to_string(kAttachTimeoutSeconds) + "s", "--binder-retry-interval=1s",
+    // The test cluster's kube-scheduler calls tally-extender from its default
+    // profile (e2e/suite/scheduler-config.yaml).
+    "--gpu-schedulers=default-scheduler"};
 
 Replica& leader() {
   const std::string holder = leaseHolder();

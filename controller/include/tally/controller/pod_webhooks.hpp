@@ -1,5 +1,5 @@
 #pragma once
-// The two Pod webhooks of the controller (SPEC 3.6, 5), both decided on this
+// The three Pod webhooks of the controller (SPEC 3.6, 5), each decided on this
 // replica's snapshot alone and refused closed while a cache has not synced.
 //
 // Launcher pods (mutating): a pod created for a VMI whose Tally devices hold
@@ -9,16 +9,26 @@
 // every nodeSelectorTerm (terms are ORed); a term that carries it already is
 // left alone, so a second call for the same pod patches nothing new.
 //
-// Raw GPU pods (validating): a pod asking for a GPU resource is refused when
-// a budget of its tenant or an ancestor would be exceeded or every pool
-// selling the resource has its creation gate closed. Pods owned by a VMI are
-// the extender's: at CREATE no VMI lists them in status.activePods yet.
+// GPU pods (mutating, the placement door): a pod asking for a GPU resource of
+// any class is pointed at a Tally scheduler profile, and a spec.nodeName given
+// at creation is checked by the node filter (refused with the node's free
+// units) and moved into a required node affinity, so that every GPU unit is
+// placed by the extender (model::routeAtCreate).
+//
+// GPU pods (validating, after every mutation): a pod asking for a GPU resource
+// is refused when a budget of its tenant or an ancestor would be exceeded
+// beyond what the devices of the VMI its owner reference proves cover, every
+// pool selling the resource has its creation gate closed, or it names another
+// scheduler or a node the node filter refuses (model::checkGpuPodAtCreate).
+// An owner reference is proven, never trusted: a kubevirt.io
+// VirtualMachineInstance that exists with that uid (model::launchAtCreate).
 //
 // Neither writes anything, so a dry run gets the same answer and leaves no trace.
 
 #include <string_view>
 
 #include "tally/common/snapshot_cell.hpp"
+#include "tally/model/pod_admission.hpp"
 #include "tally/observability/metrics.hpp"
 #include "tally/runtime/admission/review.hpp"
 #include "tally/runtime/admission/webhook.hpp"
@@ -28,9 +38,11 @@ namespace tally::controller {
 
 inline constexpr std::string_view kLauncherPodWebhookPath = "/mutate/launcher-pods";
 inline constexpr std::string_view kGpuPodWebhookPath = "/validate/gpu-pods";
+inline constexpr std::string_view kGpuPodRouteWebhookPath = "/mutate/gpu-pods";
 // The values of the refusal metric's webhook label.
 inline constexpr std::string_view kLauncherPodWebhookName = "launcher-pods";
 inline constexpr std::string_view kGpuPodWebhookName = "gpu-pods";
+inline constexpr std::string_view kGpuPodRouteWebhookName = "gpu-pod-routes";
 
 struct PodWebhookOptions {
   // tally_controller_pod_refusals_total{webhook,code}: one per refusal reason
@@ -39,6 +51,11 @@ struct PodWebhookOptions {
   // tally_controller_launcher_pods_pinned_total: launcher answers carrying a
   // pin patch (a second call that finds the pin in place adds none). Null: not counted.
   observability::Counter* pinned = nullptr;
+  // tally_controller_gpu_pods_routed_total: GPU pods given a scheduler name or
+  // whose preset node was moved into an affinity. Null: not counted.
+  observability::Counter* routed = nullptr;
+  // The scheduler profiles that ask tally-extender (--gpu-schedulers).
+  model::PlacementPolicy placement;
 };
 
 // The families the options expect, registered on `registry` (once; a second call returns them).
@@ -54,10 +71,15 @@ runtime::admission::AdmissionResponse reviewLauncherPod(const state::Snapshot& s
 runtime::admission::AdmissionResponse reviewGpuPod(const state::Snapshot& snapshot,
                                                    const runtime::admission::AdmissionRequest& request,
                                                    const PodWebhookOptions& options);
+runtime::admission::AdmissionResponse reviewGpuPodRoute(const state::Snapshot& snapshot,
+                                                        const runtime::admission::AdmissionRequest& request,
+                                                        const PodWebhookOptions& options);
 
 // The handlers of the routes: each review reads the newest snapshot of `cell`.
 runtime::admission::WebhookHandler launcherPodWebhook(const SnapshotCell<state::Snapshot>& cell,
                                                       PodWebhookOptions options);
 runtime::admission::WebhookHandler gpuPodWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options);
+runtime::admission::WebhookHandler gpuPodRouteWebhook(const SnapshotCell<state::Snapshot>& cell,
+                                                      PodWebhookOptions options);
 
 }  // namespace tally::controller

@@ -11,6 +11,7 @@
 #include "tally/model/capacity.hpp"
 #include "tally/model/cluster.hpp"
 #include "tally/model/refusal.hpp"
+#include "tally/model/usage.hpp"
 
 namespace tally::model {
 
@@ -80,6 +81,10 @@ struct PodDemand {
 // Builds the demand of a pod: effective requests, launcher detection through
 // status.activePods, coverage, budgets of the namespace chain, pool gates.
 PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod& pod);
+// The same with the launch given instead of found through status.activePods:
+// at a pod's CREATE no VMI lists it yet, so the pod doors pass the launch its
+// owner reference proves (launchAtCreate in pod_admission.hpp).
+PodDemand podDemandWith(const Cluster& cluster, const CapacityView& view, const Pod& pod, Launch launch);
 
 // The filter of one node for a pod: node mode and pool gate (unresolvable), free
 // units after held devices, assumptions and idle reservations of other
@@ -102,5 +107,7 @@ std::optional<std::vector<const Pod*>> narrowVictims(const Cluster& cluster, con
 
 // Budget check of a raw GPU pod (the validating pod webhook).
 Decision checkPodBudget(const Cluster& cluster, const CapacityView& view, const Pod& pod);
+// The budget refusals of a demand already built (what checkPodBudget returns).
+Decision budgetRefusals(const PodDemand& demand);
 
 }  // namespace tally::model

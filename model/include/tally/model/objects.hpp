@@ -130,6 +130,7 @@ struct OwnerReference {
   std::string name;
   std::string uid;
   bool controller = false;
+  std::string apiVersion;  // "kubevirt.io/v1": a kind is only proof within its group
   friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
 };
 

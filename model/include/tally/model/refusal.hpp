@@ -44,6 +44,7 @@ enum class Code {
   TransactionInFlight,
   ReservationMismatch,
   CacheNotSynced,
+  SchedulerBypass,
   // ledger records
   RecordSchema,
   RecordTime,
