@@ -604,6 +604,11 @@ std::string podReview(const std::string& ns, const std::string& resource, std::i
          R"(,"oldObject":null}})";
 }
 
+// The test-only switch that shows a relation can fail: the door on one side
+// of the perturbed relation is asked about one unit more than the other side.
+Relation perturbed = kRelations;
+std::int64_t bump(Relation r) { return r == perturbed ? 1 : 0; }
+
 bool hasCode(const std::string& message, model::Code code) {
   return message.find("[" + std::string(model::toString(code)) + "]") != std::string::npos;
 }
@@ -699,7 +704,7 @@ void askDoors(World& world, Counts& counts, int questions) {
       ++counts.cases;
       const std::string what = "class " + cls.name + " x" + std::to_string(n) + " in " + ns;
 
-      auto request = runtime::admission::decodeAdmissionReview(deviceReview(ns, cls.name, n));
+      auto request = runtime::admission::decodeAdmissionReview(deviceReview(ns, cls.name, n + bump(CatalogVsWebhook)));
       ASSERT_TRUE(request) << request.error().message;
       const auto answer = controller::reviewGpuDevice(*snap, *request, webhookOptions);
       (answer.allowed ? counts.admitted : counts.refused)++;
@@ -718,7 +723,7 @@ void askDoors(World& world, Counts& counts, int questions) {
       device.name = "ask";
       device.uid = "uid-ask";
       device.className = cls.name;
-      device.count = n;
+      device.count = n + bump(WebhookVsBinder);
       device.created = kNow + 1;
       world.writer().upsert(state::Object(device));
       world.writer().flush();
@@ -744,7 +749,7 @@ void askDoors(World& world, Counts& counts, int questions) {
                              std::any_of(cluster.permittedHostDevices->begin(), cluster.permittedHostDevices->end(),
                                          [&](const auto& p) { return p.resourceName == cls.resourceName; });
       if (permitted) {
-        auto vmiRequest = runtime::admission::decodeAdmissionReview(vmiReview(ns, cls.name, n));
+        auto vmiRequest = runtime::admission::decodeAdmissionReview(vmiReview(ns, cls.name, n + bump(WebhookVsVmi)));
         ASSERT_TRUE(vmiRequest) << vmiRequest.error().message;
         const auto vmiAnswer = world.vmi().review(*vmiRequest);
         if (vmiAnswer.allowed) ++counts.vmiAdmitted;
@@ -768,6 +773,7 @@ void askDoors(World& world, Counts& counts, int questions) {
       pod.containers.push_back(model::ResourceList{{cls.resourceName, n}});
       extender::wire::ExtenderArgs args;
       args.pod = pod;
+      args.pod.containers.front().set(cls.resourceName, n + bump(ExtenderVsModel));
       for (const auto& [name, node] : cluster.nodes) args.nodeNames.push_back(name);
       const extender::wire::FilterResult filtered = extender::filterNodes(*snap, args);
       const model::PodDemand demand = model::podDemand(mirror, totals, pod);
@@ -779,13 +785,15 @@ void askDoors(World& world, Counts& counts, int questions) {
       // preset (the mutating door decides it; the validating one is its backstop).
       controller::PodWebhookOptions podOptions;
       auto review = [&](const std::string& node, const std::string& scheduler, bool route) {
-        auto req = runtime::admission::decodeAdmissionReview(podReview(ns, cls.resourceName, n, node, scheduler));
+        const std::int64_t asked = n + (route ? bump(PlacementVsExtender) : 0);
+        auto req = runtime::admission::decodeAdmissionReview(podReview(ns, cls.resourceName, asked, node, scheduler));
         EXPECT_TRUE(req) << req.error().message;
         return route ? controller::reviewGpuPodRoute(*snap, *req, podOptions)
                      : controller::reviewGpuPod(*snap, *req, podOptions);
       };
       const auto unplaced = review("", "tally-scheduler", false);
-      const auto bypass = review("", "default-scheduler", false);
+      const auto bypass =
+          review("", perturbed == SchedulerBypassRefused ? "tally-scheduler" : "default-scheduler", false);
       counts.check(SchedulerBypassRefused, !bypass.allowed && hasCode(bypass.message, model::Code::SchedulerBypass),
                    what + ": pod on default-scheduler " + (bypass.allowed ? "admitted" : bypass.message));
       for (const auto& [name, node] : mirror.nodes) {
@@ -859,6 +867,29 @@ TEST(EveryDoorAgrees, RandomClustersAndEvents) {
   EXPECT_GT(counts.refused, counts.cases / 10);
   EXPECT_GT(counts.vmiAdmitted, 0);
   EXPECT_GT(counts.podFits, 0);
+}
+
+// Each relation the switch can perturb is shown to fail when one of its doors
+// answers another question: a relation that cannot fail proves nothing.
+TEST(EveryDoorAgrees, EachRelationCatchesAPerturbedDoor) {
+  const std::int64_t target = envOr("TALLY_DIFFERENTIAL_PERTURBED_CASES", 1500);
+  for (Relation r : {CatalogVsWebhook, WebhookVsBinder, WebhookVsVmi, ExtenderVsModel, PlacementVsExtender,
+                     SchedulerBypassRefused}) {
+    perturbed = r;
+    Counts counts;
+    for (std::uint64_t seed = 101; counts.cases < target; ++seed) {
+      World world(seed);
+      askDoors(world, counts, 1);
+      for (int e = 0; e < 30 && counts.cases < target; ++e) {
+        world.event();
+        askDoors(world, counts, 1);
+      }
+    }
+    perturbed = kRelations;
+    std::cout << "  perturbed " << kRelationNames[r] << ": " << counts.disagreed[r] << " of " << counts.checked[r]
+              << " disagree\n";
+    EXPECT_GT(counts.disagreed[r], 0) << kRelationNames[r] << " did not notice its perturbed door";
+  }
 }
 
 }  // namespace
