@@ -74,7 +74,8 @@ TEST(DecodeAdmissionReview, StatusUpdateDryRunWithConvertedKind) {
 
 TEST(DecodeAdmissionReview, TheUsersExtraIsKeptAsItCameForASubjectAccessReview) {
   auto r = decodeAdmissionReview(
-      review(R"({"uid":"u","kind":{"group":"","version":"v1","kind":"ConfigMap"},"operation":"UPDATE",)"
+      review(R"({"uid":"u","kind":{"group":"","version":"v1","kind":"ConfigMap"},)"
+             R"("resource":{"group":"","version":"v1","resource":"configmaps"},"operation":"UPDATE",)"
              R"("userInfo":{"username":"sam","extra":{"scopes.example.com":["a","b"]},"groups":["sre"]}})"));
   ASSERT_TRUE(r) << r.error().describe();
   EXPECT_EQ(r->userInfo.extraJson, R"({"scopes.example.com":["a","b"]})");
