@@ -232,6 +232,15 @@ PY
     expect refused-by:organizations.validate.gpu.tally.dev "Organization add-on change sent to Tally" -n "$scratch" \
       patch organization tally-validate-org --dry-run=server --type=merge \
       -p '{"metadata":{"annotations":{"billing.kube-dc.com/addons":"[{\"addonId\":\"a\",\"quantity\":1}]"}}}'
+    org() { # name annotations-json
+      printf '{"apiVersion":"kube-dc.com/v1","kind":"Organization","metadata":{"name":"%s","namespace":"%s","annotations":%s},"spec":{"displayName":"v"}}' \
+        "$1" "$scratch" "$2" > "$tmp/obj.yaml"
+    }
+    org tally-validate-new-org '{}'
+    expect ok "Organization created without add-ons not sent" create --dry-run=server -f "$tmp/obj.yaml"
+    org tally-validate-new-org '{"billing.kube-dc.com/addons":"[{\"addonId\":\"a\",\"quantity\":1}]"}'
+    expect refused-by:organizations.validate.gpu.tally.dev "Organization created with add-ons sent to Tally" \
+      create --dry-run=server -f "$tmp/obj.yaml"
     expect ok "class update without an acknowledgement change not sent" patch gpudeviceclass tally-validate-class \
       --dry-run=server --type=merge -p '{"spec":{"maxCount":5}}'
     expect refused-by:gpudeviceclasses.validate.gpu.tally.dev "acknowledgement sent to Tally" \

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "subject_access.hpp"
 #include "tally/codec/catalog_json.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/log.hpp"
@@ -84,30 +85,6 @@ User parseTokenReview(const std::string& body) {
   return user;
 }
 
-struct Verdict {
-  bool read = false;
-  bool allowed = false;
-  std::string reason;
-};
-
-Verdict parseAccessReview(const std::string& body) {
-  Verdict v;
-  simdjson::padded_string json(body);
-  od::parser parser;
-  od::document doc;
-  od::object root, status;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root) ||
-      root.find_field_unordered("status").get_object().get(status)) {
-    return v;
-  }
-  v.read = true;
-  bool allowed = false;
-  if (status.find_field_unordered("allowed").get_bool().get(allowed) != simdjson::SUCCESS) allowed = false;
-  v.allowed = allowed;
-  if (status.reset().error() == simdjson::SUCCESS) v.reason = readString(status, "reason");
-  return v;
-}
-
 std::string digest(std::string_view token, std::string_view ns) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
@@ -149,32 +126,26 @@ Access KubernetesAccessReviewer::review(std::string_view token, std::string_view
     return access;
   }
   access.user = user.name;
-  std::string sar =
-      R"({"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":)" + jsonString(user.name);
-  if (!user.uid.empty()) sar += R"(,"uid":)" + jsonString(user.uid);
-  sar += R"(,"groups":[)";
-  for (std::size_t i = 0; i < user.groups.size(); ++i) sar += (i ? "," : "") + jsonString(user.groups[i]);
-  sar += R"(],"extra":)" + user.extraJson;
-  sar += R"(,"resourceAttributes":{"namespace":)" + jsonString(ns) +
-         R"(,"verb":"create","group":"gpu.tally.dev","resource":"gpudevices"}}})";
-  auto decided = client_->create(runtime::Resource::of("authorization.k8s.io", "v1", "subjectaccessreviews"), sar);
-  if (!decided) {
-    access.message = "access of " + user.name +
-                     " cannot be reviewed (SubjectAccessReview failed: " + decided.error().describe() + ")";
+  using Outcome = detail::AccessAnswer::Outcome;
+  const detail::AccessAnswer verdict =
+      detail::reviewSubjectAccess(*client_, {user.name, user.uid, user.groups, user.extraJson},
+                                  {std::string(ns), "create", "gpu.tally.dev", "gpudevices", ""});
+  if (verdict.outcome == Outcome::Failed) {
+    access.message =
+        "access of " + user.name + " cannot be reviewed (SubjectAccessReview failed: " + verdict.detail + ")";
     return access;
   }
-  Verdict verdict = parseAccessReview(*decided);
-  if (!verdict.read) {
+  if (verdict.outcome == Outcome::Unreadable) {
     access.message = "the SubjectAccessReview answer for " + user.name + " cannot be read";
     return access;
   }
-  if (verdict.allowed) {
+  if (verdict.outcome == Outcome::Allowed) {
     access.verdict = Access::Verdict::Allowed;
     return access;
   }
   access.verdict = Access::Verdict::Forbidden;
   access.message = "user " + user.name + " may not create gpudevices.gpu.tally.dev in namespace " + std::string(ns) +
-                   (verdict.reason.empty() ? std::string() : " (" + verdict.reason + ")");
+                   (verdict.detail.empty() ? std::string() : " (" + verdict.detail + ")");
   return access;
 }
 

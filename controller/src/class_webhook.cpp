@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "refusals.hpp"
+#include "subject_access.hpp"
 #include "tally/controller/pool_auditor.hpp"
 
 namespace tally::controller {
@@ -46,7 +47,24 @@ runtime::Result<std::vector<Acknowledgement>> decodeAcknowledgements(std::string
   return out;
 }
 
-AdmissionResponse reviewDeviceClass(const AdmissionRequest& request) {
+std::string acknowledgementVerb(std::string_view role) { return "acknowledge-" + std::string(role); }
+
+RoleCheck SubjectAccessRoles::check(const runtime::admission::UserInfo& user, std::string_view role,
+                                    std::string_view pool) {
+  using Outcome = detail::AccessAnswer::Outcome;
+  const detail::AccessAnswer answer = detail::reviewSubjectAccess(
+      *client_, {user.username, user.uid, user.groups, user.extraJson},
+      {"", acknowledgementVerb(role), "gpu.tally.dev", "gpudeviceclasses", std::string(pool)});
+  switch (answer.outcome) {
+    case Outcome::Allowed: return {RoleCheck::Verdict::Allowed, ""};
+    case Outcome::Denied: return {RoleCheck::Verdict::Denied, answer.detail};
+    case Outcome::Failed: return {RoleCheck::Verdict::Unknown, "SubjectAccessReview failed: " + answer.detail};
+    case Outcome::Unreadable: return {RoleCheck::Verdict::Unknown, "the SubjectAccessReview answer cannot be read"};
+  }
+  return {};
+}
+
+AdmissionResponse reviewDeviceClass(const AdmissionRequest& request, AcknowledgementRoles& roles) {
   if (request.operation != Operation::kUpdate || !request.subResource.empty()) return AdmissionResponse::allow();
   const std::string name = request.name;
   auto before = decodeAcknowledgements(std::string_view(request.oldObject.data(), request.oldObject.size()));
@@ -57,6 +75,7 @@ AdmissionResponse reviewDeviceClass(const AdmissionRequest& request) {
   if (!status) return invalid("GPUDeviceClass " + name + " (before the update): " + status.error().message);
   const std::string& current = status->gateFailureId;
   const std::string& user = request.userInfo.username;
+  std::vector<const Acknowledgement*> added;
   for (const Acknowledgement& a : *after) {
     const bool unchanged = std::find(before->begin(), before->end(), a) != before->end();
     if (unchanged) continue;
@@ -66,6 +85,13 @@ AdmissionResponse reviewDeviceClass(const AdmissionRequest& request) {
           fmt::format("[AckIdentityMismatch] GPUDeviceClass {}: {} is refused: an identity "
                       "acknowledges only for itself, and this request is made by {}",
                       name, what, user.empty() ? "an unnamed user" : user));
+    }
+    if (std::find(std::begin(kAcknowledgementRoles), std::end(kAcknowledgementRoles), a.role) ==
+        std::end(kAcknowledgementRoles)) {
+      return forbidden(
+          fmt::format("[AckUnknownRole] GPUDeviceClass {}: {} is refused: the roles of the review are product "
+                      "and sre",
+                      name, what));
     }
     if (current.empty()) {
       return forbidden(
@@ -87,12 +113,31 @@ AdmissionResponse reviewDeviceClass(const AdmissionRequest& request) {
                         name, what, a.identity, a.failureId, other.role));
       }
     }
+    added.push_back(&a);
+  }
+  // Who holds a role is asked last, once the acknowledgement is otherwise sound.
+  for (const Acknowledgement* a : added) {
+    const RoleCheck held = roles.check(request.userInfo, a->role, name);
+    if (held.verdict == RoleCheck::Verdict::Allowed) continue;
+    const std::string what =
+        fmt::format("acknowledgement of failure {} as {} by {}", a->failureId, a->role, a->identity);
+    if (held.verdict == RoleCheck::Verdict::Denied) {
+      return forbidden(fmt::format(
+          "[AckRoleNotAuthorised] GPUDeviceClass {}: {} is refused: user {} is not authorised for the {} role "
+          "(verb {} on gpudeviceclasses.gpu.tally.dev {}, granted by ClusterRole tally-gate-acknowledger-{}){}",
+          name, what, user, a->role, acknowledgementVerb(a->role), name, a->role,
+          held.reason.empty() ? "" : ": " + held.reason));
+    }
+    return forbidden(
+        fmt::format("[AckRoleUnverified] GPUDeviceClass {}: {} is refused: whether user {} holds the {} role cannot be "
+                    "checked ({}); retry",
+                    name, what, user, a->role, held.reason));
   }
   return AdmissionResponse::allow();
 }
 
-runtime::admission::WebhookHandler classWebhook() {
-  return [](const AdmissionRequest& request) { return reviewDeviceClass(request); };
+runtime::admission::WebhookHandler classWebhook(AcknowledgementRoles& roles) {
+  return [&roles](const AdmissionRequest& request) { return reviewDeviceClass(request, roles); };
 }
 
 }  // namespace tally::controller

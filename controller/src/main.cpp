@@ -478,6 +478,9 @@ int main(int argc, char** argv) {
     boost::asio::thread_pool vmiPool(std::max(1u, f.vmiWorkers));
     // GET /options reviews its caller with the API server: off the server's threads too.
     boost::asio::thread_pool catalogPool(std::max(1u, f.catalogWorkers));
+    // Acknowledgements ask the API server who holds a review role: off the server's threads too.
+    boost::asio::thread_pool acknowledgementPool(1);
+    controller::SubjectAccessRoles acknowledgementRoles(client);
     controller::KubernetesAccessReviewer accessReviews(client);
     controller::CachedAccessReviewer catalogAccess(
         accessReviews, std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -555,8 +558,12 @@ int main(int argc, char** argv) {
       addWebhook(webhooks, std::string(controller::kOrganizationWebhookPath),
                  std::string(controller::kOrganizationWebhookName),
                  controller::organizationWebhook(writer.snapshots(), writer, oo), wo);
+      admission::WebhookOptions classRoute = wo;
+      classRoute.run = [&acknowledgementPool](std::function<void()> review) {
+        boost::asio::post(acknowledgementPool, std::move(review));
+      };
       addWebhook(webhooks, std::string(controller::kClassWebhookPath), std::string(controller::kClassWebhookName),
-                 controller::classWebhook(), wo);
+                 controller::classWebhook(acknowledgementRoles), classRoute);
       admission::WebhookOptions vmiRoute = wo;
       vmiRoute.run = [&vmiPool](std::function<void()> review) { boost::asio::post(vmiPool, std::move(review)); };
       addWebhook(webhooks, std::string(controller::kVmiWebhookPath), "virtualmachineinstances", vmiWebhook.handler(),
@@ -580,6 +587,7 @@ int main(int argc, char** argv) {
     if (server) server->stop();
     vmiPool.join();
     catalogPool.join();
+    acknowledgementPool.join();
     managerStop.request_stop();
     managerThread.join();
     if (alerts) alerts->stop();

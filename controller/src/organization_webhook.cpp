@@ -53,13 +53,21 @@ Answer decide(const model::Cluster& cluster, const model::CapacityView& view, co
         invalid("this webhook reviews kube-dc.com Organizations, not " + request.kind.group + "/" + request.kind.kind),
         "WrongKind");
   }
-  if (request.operation != Operation::kUpdate || !request.subResource.empty()) return {AdmissionResponse::allow(), {}};
-  Decoded before = decodeOrganization(request.oldObject, request, "current");
-  if (!before.error.empty()) return refusedWith(invalid(before.error), "Unreadable");
-  Decoded after = decodeOrganization(request.object, request, "updated");
+  const bool create = request.operation == Operation::kCreate;
+  if ((!create && request.operation != Operation::kUpdate) || !request.subResource.empty()) {
+    return {AdmissionResponse::allow(), {}};
+  }
+  Decoded after = decodeOrganization(request.object, request, create ? "new" : "updated");
   if (!after.error.empty()) return refusedWith(invalid(after.error), "Unreadable");
+  Decoded before;
+  if (create) {
+    before.org = model::Organization{after.org.ns, after.org.name, {}, {}};
+  } else {
+    before = decodeOrganization(request.oldObject, request, "current");
+    if (!before.error.empty()) return refusedWith(invalid(before.error), "Unreadable");
+  }
   if (before.org.addons == after.org.addons) return {AdmissionResponse::allow(), {}};
-  const std::string subject = "organization " + request.namespace_ + "/" + request.name;
+  const std::string subject = "organization " + after.org.ns + "/" + after.org.name;
   for (model::Kind kind :
        {model::Kind::Organization, model::Kind::HierarchicalResourceQuota, model::Kind::BillingPlans,
         model::Kind::DeviceClass, model::Kind::Pod, model::Kind::GpuDevice, model::Kind::Node, model::Kind::Ledger}) {
@@ -70,15 +78,16 @@ Answer decide(const model::Cluster& cluster, const model::CapacityView& view, co
                          std::string(model::toString(model::Code::CacheNotSynced)));
     }
   }
-  if (!cluster.organizations.contains(model::objectKey(after.org.ns, after.org.name))) {
+  if (!create && !cluster.organizations.contains(model::objectKey(after.org.ns, after.org.name))) {
     // The pool equations read the organization from the cache: one it has not
-    // seen yet cannot be evaluated.
+    // seen yet cannot be evaluated (a new one is evaluated as one holding nothing).
     return refusedWith(forbidden(fmt::format("[CacheNotSynced] {}: this replica has not seen the organization yet, "
                                              "so the add-on change cannot be checked; retry",
                                              subject)),
                        std::string(model::toString(model::Code::CacheNotSynced)));
   }
-  model::Decision decision = model::checkAddonChange(cluster, view, before.org, after.org);
+  model::Decision decision = create ? model::checkOrganizationCreate(cluster, view, after.org)
+                                    : model::checkAddonChange(cluster, view, before.org, after.org);
   if (decision.allowed()) return {AdmissionResponse::allow(), {}};
   Answer a{forbidden(describe(decision)), {}};
   for (const auto& r : decision.refusals) a.codes.emplace_back(model::toString(r.code));

@@ -1,5 +1,5 @@
 #pragma once
-// Organization UPDATE reviews as the API server sends them, and a cluster of
+// Organization CREATE and UPDATE reviews as the API server sends them, and a cluster of
 // eight H200 devices with acme holding 3 of quota and using 3 (a running pod
 // of 2 in acme-ml and a held device of 1): the Organization webhook's tests.
 
@@ -20,13 +20,15 @@ using namespace model::testing;
 using runtime::admission::AdmissionRequest;
 using runtime::admission::AdmissionResponse;
 
-inline std::string orgJson(const std::string& addons) {
+inline std::string orgJson(const std::string& addons, const std::string& name = "acme") {
   std::string escaped;
   for (char ch : addons) {
     if (ch == '"') escaped += '\\';
     escaped += ch;
   }
-  return R"({"apiVersion":"kube-dc.com/v1","kind":"Organization","metadata":{"name":"acme","namespace":"acme",)"
+  return R"({"apiVersion":"kube-dc.com/v1","kind":"Organization","metadata":{"name":")" + name + R"(","namespace":")" +
+         name +
+         R"(",)"
          R"("annotations":{"billing.kube-dc.com/addons":")" +
          escaped + R"("}}})";
 }
@@ -46,6 +48,17 @@ inline std::string reviewJson(const std::string& object, const std::string& oldO
          R"("resource":{"group":"kube-dc.com","version":"v1","resource":"organizations"},)"
          R"("name":"acme","namespace":"acme","operation":"UPDATE","userInfo":{"username":"admin"},"dryRun":)" +
          std::string(dryRun ? "true" : "false") + R"(,"object":)" + object + R"(,"oldObject":)" + oldObject + "}}";
+}
+
+// A CREATE of Organization `name` in namespace `name`: no oldObject.
+inline std::string createReviewJson(const std::string& name, const std::string& object) {
+  return R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-2",)"
+         R"("kind":{"group":"kube-dc.com","version":"v1","kind":"Organization"},)"
+         R"("resource":{"group":"kube-dc.com","version":"v1","resource":"organizations"},)"
+         R"("name":")" +
+         name + R"(","namespace":")" + name +
+         R"(","operation":"CREATE","userInfo":{"username":"admin"},"dryRun":false,"object":)" + object +
+         R"(,"oldObject":null}})";
 }
 
 inline AdmissionRequest request(const std::string& review) {
@@ -84,6 +97,10 @@ struct OrganizationChanges : ::testing::Test {
     put(c, hrq("acme", "plan-quota", key, 3));
     put(c, gpuPod("acme-ml", "trainer", kH200, 2, "gpu-1"));
     put(c, device("acme-ml", "held", "h200", 1, model::DevicePhase::Bound, "gpu-2"));
+  }
+  AdmissionResponse create(const std::string& name, std::vector<std::pair<std::string, int>> with) {
+    model::TotalsCapacityView view(c, model::computeUsage(c));
+    return reviewOrganization(c, view, request(createReviewJson(name, orgJson(addons(with), name))), {});
   }
   AdmissionResponse change(std::vector<std::pair<std::string, int>> to, bool dryRun = false) {
     model::TotalsCapacityView view(c, model::computeUsage(c));

@@ -86,6 +86,52 @@ TEST_F(OrganizationChanges, UnreadableAssignmentIsInvalid) {
   EXPECT_EQ(r.code, 422) << r.message;
 }
 
+TEST_F(OrganizationChanges, CreateWithAddonsThatBreakThePoolInvariantIsRefused) {
+  // 8 devices, spare 1, acme holds 3: 4 left to sell.
+  put(c, ns("globex"));
+  AdmissionResponse r = create("globex", {{"h200-quota", 5}});
+  EXPECT_TRUE(refusedWith(r, "InvariantBroken")) << r.message;
+  EXPECT_NE(r.message.find("organization globex"), std::string::npos) << r.message;
+  EXPECT_TRUE(create("globex", {{"h200-quota", 4}}).allowed);
+  EXPECT_TRUE(create("globex", {}).allowed);
+}
+
+TEST_F(OrganizationChanges, CreateWithAddonsInAPoolClosedByAFailedAuditIsRefused) {
+  c.classes.at("h200").gateOpen = false;
+  c.classes.at("h200").gateFailureId = "h200-0badc0de-1";
+  AdmissionResponse r = create("globex", {{"h200-quota", 1}});
+  EXPECT_TRUE(refusedWith(r, "GateClosed")) << r.message;
+  EXPECT_TRUE(create("globex", {}).allowed);
+}
+
+TEST_F(OrganizationChanges, CreateWithAddonsDuringAnotherOrganizationsTransactionIsRefused) {
+  c.ledger.records.push_back(record("gpu-res-1", "acme", "h200", 1, model::ReservationState::Pending));
+  AdmissionResponse r = create("globex", {{"h200-quota", 1}});
+  EXPECT_TRUE(refusedWith(r, "TransactionInFlight")) << r.message;
+  EXPECT_NE(r.message.find("gpu-res-1"), std::string::npos) << r.message;
+}
+
+TEST_F(OrganizationChanges, CreateIsRefusedClosedWhileACacheIsNotSynced) {
+  c.caches[model::Kind::HierarchicalResourceQuota].synced = false;
+  AdmissionResponse r = create("globex", {{"h200-quota", 1}});
+  EXPECT_TRUE(refusedWith(r, "CacheNotSynced")) << r.message;
+}
+
+TEST_F(OrganizationChanges, RemovingAReservationAddonWhileItsRecordIsActiveIsRefusedNamingIt) {
+  c.organizations.at("acme/acme").addons = {{"h200-quota", 3}, {"h200-reserved", 1}};
+  c.hrqs.at("acme/plan-quota").hard.set(key, 4);
+  c.ledger.records.push_back(record("gpu-res-7", "acme", "h200", 1, model::ReservationState::Active));
+  model::TotalsCapacityView view(c, model::computeUsage(c));
+  AdmissionResponse r =
+      reviewOrganization(c, view,
+                         request(reviewJson(orgJson(addons({{"h200-quota", 3}})),
+                                            orgJson(addons({{"h200-quota", 3}, {"h200-reserved", 1}})))),
+                         {});
+  EXPECT_TRUE(refusedWith(r, "AddonReductionBlocked")) << r.message;
+  EXPECT_NE(r.message.find("gpu-res-7"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("releasing"), std::string::npos) << r.message;
+}
+
 TEST_F(OrganizationChanges, ChangeThatLeavesTheAddonsAloneIsAdmitted) {
   EXPECT_TRUE(change({{"h200-quota", 3}}).allowed);
 }

@@ -9,7 +9,9 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/streambuf.hpp>
 #include <boost/asio/write.hpp>
+#include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "fixtures.hpp"
@@ -291,8 +293,25 @@ std::string ack(const std::string& failure, const std::string& role, const std::
          (note.empty() ? "" : R"(,"note":")" + note + R"(")") + "}";
 }
 
+// Who holds which role of the review, as RBAC would answer; every question asked is kept.
+struct HeldRoles final : AcknowledgementRoles {
+  std::map<std::string, std::set<std::string>> roles;  // user -> roles; "*": every user holds them
+  bool reachable = true;
+  std::vector<std::string> asked;  // "user role pool"
+  RoleCheck check(const runtime::admission::UserInfo& user, std::string_view role, std::string_view pool) override {
+    asked.push_back(user.username + " " + std::string(role) + " " + std::string(pool));
+    if (!reachable) return {RoleCheck::Verdict::Unknown, "SubjectAccessReview failed: connection refused"};
+    for (const auto& who : {user.username, std::string("*")}) {
+      auto it = roles.find(who);
+      if (it != roles.end() && it->second.contains(std::string(role))) return {RoleCheck::Verdict::Allowed, ""};
+    }
+    return {RoleCheck::Verdict::Denied, "no RBAC rule grants it"};
+  }
+};
+
 runtime::admission::AdmissionResponse review(const std::string& before, const std::string& after,
-                                             const std::string& user, std::string subResource = "") {
+                                             const std::string& user, std::string subResource = "",
+                                             AcknowledgementRoles* roles = nullptr) {
   AdmissionRequest r;
   r.operation = Operation::kUpdate;
   r.name = "h200";
@@ -300,7 +319,9 @@ runtime::admission::AdmissionResponse review(const std::string& before, const st
   r.userInfo.username = user;
   r.oldObject = simdjson::padded_string(before);
   r.object = simdjson::padded_string(after);
-  return reviewDeviceClass(r);
+  HeldRoles everyone;
+  everyone.roles["*"] = {"product", "sre"};
+  return reviewDeviceClass(r, roles ? *roles : everyone);
 }
 
 TEST(ClassWebhookTest, AnIdentityAcknowledgesTheCurrentFailureForItselfOnce) {
@@ -345,6 +366,59 @@ TEST(ClassWebhookTest, AnIdentityAcknowledgesTheCurrentFailureForItselfOnce) {
   auto broken = review(none, R"({"spec":{"gateAcknowledgements":{}}})", "alice@x");
   EXPECT_FALSE(broken.allowed);
   EXPECT_EQ(broken.code, 422);
+}
+
+// Product pat, SRE sam and sara: the roles RBAC grants them.
+struct AcknowledgementRolesTest : ::testing::Test {
+  const std::string id = "h200-0a1b2c3d-1800000000";
+  const std::string none = withAcks("", id);
+  HeldRoles held;
+  void SetUp() override {
+    held.roles["pat@x"] = {"product"};
+    held.roles["sam@x"] = {"sre"};
+    held.roles["sara@x"] = {"sre"};
+  }
+  runtime::admission::AdmissionResponse as(const std::string& user, const std::string& before,
+                                           const std::string& after) {
+    return review(before, after, user, "", &held);
+  }
+};
+
+TEST_F(AcknowledgementRolesTest, TwoSresCannotReopenAPoolTheSecondAcknowledgingAsProductIsRefused) {
+  const std::string sam = withAcks(ack(id, "sre", "sam@x"), id);
+  ASSERT_TRUE(as("sam@x", none, sam).allowed);
+  auto r = as("sara@x", sam, withAcks(ack(id, "sre", "sam@x") + "," + ack(id, "product", "sara@x"), id));
+  EXPECT_FALSE(r.allowed);
+  EXPECT_EQ(r.code, 403);
+  EXPECT_NE(r.message.find("[AckRoleNotAuthorised]"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("user sara@x is not authorised for the product role"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("acknowledge-product"), std::string::npos) << r.message;
+  // Product pat next to sam: one of each role.
+  EXPECT_TRUE(as("pat@x", sam, withAcks(ack(id, "sre", "sam@x") + "," + ack(id, "product", "pat@x"), id)).allowed);
+}
+
+TEST_F(AcknowledgementRolesTest, EachNewAcknowledgementIsCheckedForItsRoleAndPoolOnly) {
+  const std::string sam = withAcks(ack(id, "sre", "sam@x"), id);
+  ASSERT_TRUE(as("pat@x", sam, withAcks(ack(id, "sre", "sam@x") + "," + ack(id, "product", "pat@x"), id)).allowed);
+  // sam's unchanged acknowledgement is not asked about again; removals ask nothing.
+  EXPECT_EQ(held.asked, std::vector<std::string>{"pat@x product h200"});
+  EXPECT_TRUE(as("sara@x", sam, none).allowed);
+  EXPECT_EQ(held.asked.size(), 1u);
+}
+
+TEST_F(AcknowledgementRolesTest, ARoleThatCannotBeCheckedIsRefusedClosed) {
+  held.reachable = false;
+  auto r = as("sam@x", none, withAcks(ack(id, "sre", "sam@x"), id));
+  EXPECT_FALSE(r.allowed);
+  EXPECT_NE(r.message.find("[AckRoleUnverified]"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("connection refused"), std::string::npos) << r.message;
+}
+
+TEST_F(AcknowledgementRolesTest, ARoleOutsideTheReviewIsRefused) {
+  held.roles["pat@x"].insert("admin");
+  auto r = as("pat@x", none, withAcks(ack(id, "admin", "pat@x"), id));
+  EXPECT_FALSE(r.allowed);
+  EXPECT_NE(r.message.find("[AckUnknownRole]"), std::string::npos) << r.message;
 }
 
 // --- The Alertmanager source --------------------------------------------------

@@ -72,6 +72,57 @@ void checkIncrease(const Cluster& cluster, const Organization& before, const Org
   }
 }
 
+// A reservation add-on backs the organization's pending and active records
+// naming it: lowering its grant below what they reserve would leave a record
+// (and its billing window) open without the entitlement behind it. The
+// runbook's release comes first: the record goes to releasing (or, still
+// pending, to canceled) in the ledger, then the add-on is removed.
+void checkReservationRemoval(const Cluster& cluster, const Organization& before, const Organization& after,
+                             Decision& d) {
+  auto grantedDevices = [&](const Organization& org, const std::string& id, const Addon& addon) {
+    std::int64_t devices = 0;
+    for (const auto& a : org.addons) {
+      if (a.addonId == id) devices += a.quantity * addon.gpu.begin()->second.devices;
+    }
+    return devices;
+  };
+  std::set<std::string> ids;
+  for (const auto& a : before.addons) ids.insert(a.addonId);
+  for (const auto& id : ids) {
+    if (!cluster.plans) continue;
+    auto found = cluster.plans->addons.find(id);
+    if (found == cluster.plans->addons.end()) continue;
+    const Addon& addon = found->second;
+    auto profile = reservationProfile(addon);
+    if (!profile) continue;
+    const std::int64_t was = grantedDevices(before, id, addon);
+    const std::int64_t will = grantedDevices(after, id, addon);
+    if (will >= was) continue;
+    if (!cluster.synced(Kind::Ledger)) {
+      d.refuse(Code::CacheNotSynced,
+               fmt::format("organization {}: the change lowers reservation add-on {} from {} to {} device(s) of {}, "
+                           "but the reservation ledger is not read yet, so the records it backs are unknown",
+                           after.name, id, was, will, *profile));
+      continue;
+    }
+    std::int64_t reserved = 0;
+    std::vector<std::string> held;
+    for (const auto& r : cluster.ledger.records) {
+      if (r.organization != after.name || r.addonId != id) continue;
+      if (r.state != ReservationState::Pending && r.state != ReservationState::Active) continue;
+      reserved += r.devices;
+      held.push_back(fmt::format("{} ({}, {} device(s))", r.id, toString(r.state), r.devices));
+    }
+    if (will >= reserved) continue;
+    d.refuse(Code::AddonReductionBlocked,
+             fmt::format("organization {}: the change lowers reservation add-on {} from {} to {} device(s) of {}, "
+                         "but ledger record(s) {} reserve {}; release first: set an active record's state to "
+                         "releasing (a pending one's to canceled) in the ledger, wait until its holders are gone, "
+                         "then remove the add-on",
+                         after.name, id, was, will, *profile, joined(held), reserved));
+  }
+}
+
 }  // namespace
 
 Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, const DeviceOrder& order) {
@@ -282,6 +333,7 @@ Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, cons
                fmt::format("organization {}: add-on {} quantity {} is negative", after.name, a.addonId, a.quantity));
     }
   }
+  checkReservationRemoval(cluster, before, after, d);
   ResourceList was = grantedQuota(cluster, before);
   ResourceList will = grantedQuota(cluster, after);
   const HierarchicalResourceQuota* hrq = organizationQuota(cluster, before);
@@ -309,6 +361,25 @@ Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, cons
     }
   }
   return d;
+}
+
+Decision checkOrganizationCreate(const Cluster& cluster, const CapacityView& view, const Organization& created) {
+  // The same question as an UPDATE from an organization holding nothing: the
+  // world before has it with no add-ons and a plan-quota of Tally's keys at 0
+  // (what the quota controller writes for it), so the grant is one increase.
+  Organization empty{created.ns, created.name, {}, {}};
+  Cluster before = cluster;
+  before.organizations[objectKey(created.ns, created.name)] = empty;
+  auto [at, inserted] = before.hrqs.try_emplace(objectKey(created.ns, kOrgQuotaName));
+  if (inserted) {
+    at->second.ns = created.ns;
+    at->second.name = std::string(kOrgQuotaName);
+  }
+  for (const auto& key : ownedPlanQuotaKeys(before)) {
+    at->second.hard.set(key, 0);
+    at->second.statusHard.set(key, 0);
+  }
+  return checkAddonChange(before, view, empty, created);
 }
 
 PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod& pod) {

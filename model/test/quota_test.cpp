@@ -270,5 +270,104 @@ TEST_F(PendingHold, AFailedAuditRefusesEvenThePendingRecordsGrant) {
   EXPECT_TRUE(hasCode(d, Code::GateClosed)) << d.summary();
 }
 
+// --- The runbook's release: a reservation add-on outlives its records --------
+
+struct ActiveReservation : Quota {
+  void SetUp() override {
+    Quota::SetUp();
+    acme().addons = {{"h200-quota", 1}, {"h200-reserved", 2}};
+    put(c, hrq("acme", "plan-quota", kH200Key, 3));
+    c.ledger.records.push_back(record("gpu-res-1", "acme", "h200", 2, ReservationState::Active));
+  }
+  Decision change(std::vector<AddonAssignment> addons) {
+    Organization after = acme();
+    after.addons = std::move(addons);
+    TotalsCapacityView view(c, computeUsage(c));
+    return checkAddonChange(c, view, acme(), after);
+  }
+};
+
+TEST_F(ActiveReservation, RemovingTheAddonOfAnActiveRecordIsRefusedNamingTheRecordAndTheRelease) {
+  Decision d = change({{"h200-quota", 1}});
+  ASSERT_TRUE(hasCode(d, Code::AddonReductionBlocked)) << d.summary();
+  EXPECT_NE(d.summary().find("gpu-res-1 (active, 2 device(s))"), std::string::npos) << d.summary();
+  EXPECT_NE(d.summary().find("releasing"), std::string::npos) << d.summary();
+  EXPECT_NE(d.summary().find("then remove the add-on"), std::string::npos) << d.summary();
+  // Once the ledger says releasing, the removal is the runbook's step 4.
+  c.ledger.records.front().state = ReservationState::Releasing;
+  EXPECT_TRUE(change({{"h200-quota", 1}}).allowed()) << change({{"h200-quota", 1}}).summary();
+}
+
+TEST_F(ActiveReservation, LoweringTheAddonBelowWhatItsRecordsReserveIsRefused) {
+  c.ledger.records.push_back(record("gpu-res-2", "acme", "h200", 1, ReservationState::Active));
+  acme().addons = {{"h200-quota", 1}, {"h200-reserved", 3}};
+  Decision d = change({{"h200-quota", 1}, {"h200-reserved", 2}});
+  ASSERT_TRUE(hasCode(d, Code::AddonReductionBlocked)) << d.summary();
+  EXPECT_NE(d.summary().find("gpu-res-1"), std::string::npos) << d.summary();
+  EXPECT_NE(d.summary().find("gpu-res-2"), std::string::npos) << d.summary();
+  EXPECT_NE(d.summary().find("reserve 3"), std::string::npos) << d.summary();
+  // One of them released: the add-on may shrink to what the other reserves.
+  c.ledger.records.back().state = ReservationState::Released;
+  EXPECT_TRUE(change({{"h200-quota", 1}, {"h200-reserved", 2}}).allowed());
+}
+
+TEST_F(ActiveReservation, RemovingTheAddonOfAPendingRecordIsRefusedUntilItIsCanceled) {
+  c.ledger.records = {record("gpu-res-1", "acme", "h200", 2, ReservationState::Pending)};
+  Decision d = change({{"h200-quota", 1}});
+  ASSERT_TRUE(hasCode(d, Code::AddonReductionBlocked)) << d.summary();
+  EXPECT_NE(d.summary().find("gpu-res-1 (pending, 2 device(s))"), std::string::npos) << d.summary();
+  EXPECT_NE(d.summary().find("canceled"), std::string::npos) << d.summary();
+  c.ledger.records.front().state = ReservationState::Canceled;
+  EXPECT_TRUE(change({{"h200-quota", 1}}).allowed());
+}
+
+TEST_F(ActiveReservation, AnUnreadLedgerRefusesTheRemovalClosed) {
+  c.caches[Kind::Ledger].synced = false;
+  Decision d = change({{"h200-quota", 1}});
+  EXPECT_TRUE(hasCode(d, Code::CacheNotSynced)) << d.summary();
+  EXPECT_NE(d.summary().find("h200-reserved"), std::string::npos) << d.summary();
+}
+
+// --- Organization CREATE: the same review as an UPDATE adding the add-ons ----
+
+struct CreatedOrganization : Quota {
+  void SetUp() override {
+    Quota::SetUp();
+    c.organizations.erase("globex/globex");
+    put(c, hrq("acme", "plan-quota", kH200Key, 0));
+  }
+  Decision create(std::vector<AddonAssignment> addons) {
+    TotalsCapacityView view(c, computeUsage(c));
+    return checkOrganizationCreate(c, view, Organization{"globex", "globex", std::move(addons), {}});
+  }
+};
+
+TEST_F(CreatedOrganization, AddonsThatBreakThePoolInvariantAreRefused) {
+  // 8 healthy, spare 1: 7 to sell.
+  Decision d = create({{"h200-quota", 8}});
+  EXPECT_TRUE(hasCode(d, Code::InvariantBroken)) << d.summary();
+  EXPECT_NE(d.summary().find("organization globex"), std::string::npos) << d.summary();
+  EXPECT_TRUE(create({{"h200-quota", 7}}).allowed()) << create({{"h200-quota", 7}}).summary();
+}
+
+TEST_F(CreatedOrganization, AddonsInAPoolClosedByAFailedAuditAreRefused) {
+  c.classes.at("h200").gateOpen = false;
+  c.classes.at("h200").gateFailureId = "h200-0badc0de-1";
+  Decision d = create({{"h200-quota", 1}});
+  EXPECT_TRUE(hasCode(d, Code::GateClosed)) << d.summary();
+  EXPECT_FALSE(hasCode(create({{"a100-slice", 1}}), Code::GateClosed));
+}
+
+TEST_F(CreatedOrganization, AddonsDuringAnotherOrganizationsTransactionAreRefused) {
+  c.ledger.records.push_back(record("gpu-res-2", "acme", "h200", 1, ReservationState::Pending));
+  Decision d = create({{"h200-quota", 1}});
+  EXPECT_TRUE(hasCode(d, Code::TransactionInFlight)) << d.summary();
+  EXPECT_NE(d.summary().find("gpu-res-2"), std::string::npos) << d.summary();
+}
+
+TEST_F(CreatedOrganization, AnAddonTheCatalogueDoesNotDefineIsRefused) {
+  EXPECT_TRUE(hasCode(create({{"mystery", 1}}), Code::AddonUnknown));
+}
+
 }  // namespace
 }  // namespace tally::model

@@ -393,6 +393,71 @@ TEST(AuditE2e, AModeMismatchClosesTheGateAndOneIdentityCannotAckTwice) {
   ASSERT_TRUE(acknowledgeAndReopen());
 }
 
+// The review roles as shipped (manifests/rbac/acknowledgers.yaml), bound to
+// users who hold nothing else: product pat, SRE sam and sara.
+::testing::AssertionResult bindReviewRoles() {
+  int rc = 0;
+  std::ifstream in(std::string(TALLY_REPO_DIR) + "/manifests/rbac/acknowledgers.yaml");
+  std::string roles((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out = applyYaml(roles, &rc);
+  if (rc != 0 || roles.empty()) return ::testing::AssertionFailure() << "the review roles: " << out;
+  for (const auto& [binding, role, user] : {std::array<std::string, 3>{"review-pat", "product", "pat@x"},
+                                            std::array<std::string, 3>{"review-sam", "sre", "sam@x"},
+                                            std::array<std::string, 3>{"review-sara", "sre", "sara@x"}}) {
+    out = kubectl("create clusterrolebinding " + binding + " --clusterrole=tally-gate-acknowledger-" + role +
+                      " --user=" + user + " 2>&1",
+                  &rc);
+    if (rc != 0 && out.find("AlreadyExists") == std::string::npos) {
+      return ::testing::AssertionFailure() << binding << ": " << out;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A merge patch of spec.gateAcknowledgements as `user`, with only the groups
+// every authenticated user has.
+std::string acknowledgeAsItself(const std::string& user, const std::string& list, int* rc) {
+  return kubectl("patch gpudeviceclass h200 --type=merge --as=" + user +
+                     " -p '{\"spec\":{\"gateAcknowledgements\":" + list + "}}' 2>&1",
+                 rc);
+}
+
+TEST(AuditE2e, TwoSresCannotReopenAPoolOnlyProductAndSreTogether) {
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s));
+  ASSERT_TRUE(bindReviewRoles());
+  int rc = 0;
+  kubectl(
+      "label node au-1 kube-dc.com/gpu.expected-workload-mode=vm-passthrough "
+      "kube-dc.com/gpu.workload-mode=vm-vgpu --overwrite",
+      &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(closedWith("ProfileModeMismatch"));
+  kubectl("label node au-1 kube-dc.com/gpu.workload-mode=vm-passthrough --overwrite", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(eventually([] { return gateReason() == "AwaitingAcknowledgement"; }, 30s)) << gateReason();
+  const std::string id = failureId();
+  ASSERT_FALSE(id.empty());
+
+  // SRE sam acknowledges as sre; SRE sara, the second SRE, as product: refused.
+  std::string out = acknowledgeAsItself("sam@x", acks({{id, "sre", "sam@x"}}), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = acknowledgeAsItself("sara@x", acks({{id, "sre", "sam@x"}, {id, "product", "sara@x"}}), &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("[AckRoleNotAuthorised]"), std::string::npos) << out;
+  EXPECT_NE(out.find("user sara@x is not authorised for the product role"), std::string::npos) << out;
+  // Nor may sam stand for product himself (he is no product person either).
+  out = acknowledgeAsItself("sam@x", acks({{id, "sre", "sam@x"}, {id, "product", "sam@x"}}), &rc);
+  EXPECT_NE(rc, 0) << out;
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(gate(), "False") << gateReason();
+  EXPECT_EQ(field("{.spec.gateAcknowledgements[*].identity}"), "sam@x");
+
+  // Product pat next to sam: one of each role, and the gate reopens.
+  out = acknowledgeAsItself("pat@x", acks({{id, "sre", "sam@x"}, {id, "product", "pat@x"}}), &rc);
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s)) << gateReason() << " " << findingCodes();
+}
+
 TEST(AuditE2e, AFiringAlertClosesTheGateForNewOrdersOnly) {
   ASSERT_TRUE(eventually([] { return gate() == "True"; }, 30s));
   int rc = 0;

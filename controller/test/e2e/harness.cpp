@@ -127,7 +127,7 @@ std::string organizationWebhookConfiguration(const std::string& name, std::uint1
          "metadata: {name: " + name + "}\nwebhooks:\n- name: organizations.validate.gpu.tally.dev\n" +
          "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/organizations\"}\n" +
          "  rules:\n  - apiGroups: [kube-dc.com]\n    apiVersions: [v1]\n" +
-         "    operations: [UPDATE]\n    resources: [organizations]\n" +
+         "    operations: [CREATE, UPDATE]\n    resources: [organizations]\n" +
          "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 10\n" +
          "  admissionReviewVersions: [v1]\n";
 }

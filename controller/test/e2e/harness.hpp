@@ -64,7 +64,7 @@ std::string gpuPodWebhookEntry(std::uint16_t port, const std::string& namespaces
 // A MutatingWebhookConfiguration `name` whose first webhook is the VM door
 // (/mutate/virtualmachineinstances, for VMIs naming GPUDevices); more entries may follow.
 std::string vmiWebhookConfiguration(const std::string& name, std::uint16_t port);
-// The same for Organization UPDATEs (/validate/organizations).
+// The same for Organization CREATEs and UPDATEs (/validate/organizations).
 std::string organizationWebhookConfiguration(const std::string& name, std::uint16_t port);
 // Repoints it (as a Service dropping a dead endpoint would) without touching
 // the caBundle the keeper injected.

@@ -105,6 +105,14 @@ std::string addons(int dedicated, int reserved) {
 std::string assignAddons(const std::string& value, int* rc) {
   return kubectl("annotate --overwrite organization -n acme acme 'billing.kube-dc.com/addons=" + value + "'", rc);
 }
+// A CREATE of Organization globex with these add-ons.
+std::string createGlobex(const std::string& value, int* rc) {
+  return applyYaml(
+      "apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata:\n  name: globex\n  namespace: globex\n"
+      "  annotations:\n    billing.kube-dc.com/addons: '" +
+          value + "'\nspec: {}\n",
+      rc);
+}
 std::vector<std::string> replicaArgs;
 
 int leaderIndex() {
@@ -183,7 +191,7 @@ class ReservationEnvironment : public ::testing::Environment {
     const std::string name = "res-e2e-" + std::to_string(::getpid());
     ASSERT_TRUE(cluster().up(name)) << "e2e/cluster/up --name " << name << " failed";
     int rc = 0;
-    for (const char* ns : {"tally-system", "kube-dc", "acme"}) {
+    for (const char* ns : {"tally-system", "kube-dc", "acme", "globex"}) {
       kubectl(std::string("create namespace ") + ns, &rc);
       ASSERT_EQ(rc, 0);
     }
@@ -266,6 +274,11 @@ TEST(Reservation, AssignmentProcedureConvergesWithTheGateClosedDuringTheTransact
     EXPECT_NE(rc, 0) << out;
     EXPECT_NE(out.find("[TransactionInFlight]"), std::string::npos) << out;
     EXPECT_NE(out.find("gpu-res-e2e-1"), std::string::npos) << out;
+    // An Organization created with a grant in the pool is the same second transaction.
+    const std::string created = createGlobex(R"([{"addonId":"gpu-h200-dedicated","quantity":1}])", &rc);
+    EXPECT_NE(rc, 0) << created;
+    EXPECT_NE(created.find("[TransactionInFlight]"), std::string::npos) << created;
+    EXPECT_EQ(kubectl("get organization -n globex --ignore-not-found -o name"), "");
   }
 
   // (f) the leader dies in the middle of the transaction.
@@ -299,9 +312,18 @@ TEST(Reservation, AssignmentProcedureConvergesWithTheGateClosedDuringTheTransact
 
 TEST(Reservation, ReleaseKeepsCapacityWhileAHolderRemainsAndBillingStopsAtReleasedAt) {
   ASSERT_FALSE(activatedAt.empty()) << "runs after the assignment procedure";
-  // A holder of acme: 3 devices, more than the dedicated add-on alone grants.
   int rc = 0;
   std::string out;
+  // The add-on of an active record stays until the record is releasing, even
+  // with nothing in use: the removal is refused naming the record and the release.
+  ASSERT_TRUE(eventually([&] {
+    out = assignAddons(addons(2, 0), &rc);
+    return rc != 0 && out.find("gpu-res-e2e-1") != std::string::npos;
+  })) << out;
+  EXPECT_NE(out.find("[AddonReductionBlocked]"), std::string::npos) << out;
+  EXPECT_NE(out.find("releasing"), std::string::npos) << out;
+  EXPECT_EQ(planQuotaHard(), "4");
+  // A holder of acme: 3 devices, more than the dedicated add-on alone grants.
   ASSERT_TRUE(eventually([&] {
     out = applyYaml(device("acme", "holder", kPool, 3), &rc);
     return rc == 0;
@@ -367,6 +389,26 @@ TEST(Reservation, ReleaseKeepsCapacityWhileAHolderRemainsAndBillingStopsAtReleas
   // watch delays on either side (a double count would be ~2x).
   EXPECT_GT(unitSeconds, 3 * (heldSeconds - 6)) << held;
   EXPECT_LT(unitSeconds, 3 * (heldSeconds + 6)) << held;
+}
+
+TEST(Reservation, AnOrganizationCreatedWithAddonsIsReviewedLikeAnUpdateAddingThem) {
+  ASSERT_FALSE(releasedAt.empty()) << "runs after the release procedure";
+  ASSERT_TRUE(eventually([] { return gateIs("True"); }));
+  // 8 healthy >= 0 reserved + acme's 2 + spare 1: 5 left to sell.
+  int rc = 0;
+  std::string out;
+  ASSERT_TRUE(eventually([&] {
+    out = createGlobex(R"([{"addonId":"gpu-h200-dedicated","quantity":6}])", &rc);
+    return rc != 0 && out.find("[InvariantBroken]") != std::string::npos;
+  })) << out;
+  EXPECT_NE(out.find("organization globex"), std::string::npos) << out;
+  EXPECT_EQ(kubectl("get organization -n globex --ignore-not-found -o name"), "");
+  out = createGlobex(R"([{"addonId":"gpu-h200-dedicated","quantity":5}])", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(eventually([] {
+    return jsonpath("hrq -n globex plan-quota",
+                    "{.spec.hard." + std::string("requests\\.nvidia\\.com/GH100_H200_SXM_141GB") + "}") == "5";
+  })) << "globex's plan-quota was never written";
 }
 
 }  // namespace

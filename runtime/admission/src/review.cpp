@@ -89,6 +89,14 @@ Status userInto(od::value v, UserInfo& out) {
         if (auto s = stringInto(g, out.groups.emplace_back(), "request.userInfo.groups[]"); !s) return s;
       }
     }
+    if (key == "extra") {
+      if (isNull(fv)) return {};
+      od::object extra;
+      if (auto e = fv.get_object().get(extra)) return jsonFailure("request.userInfo.extra is not an object", e);
+      std::string_view raw;
+      if (auto e = extra.raw_json().get(raw)) return jsonFailure("request.userInfo.extra", e);
+      out.extraJson = std::string(raw);
+    }
     return {};
   });
 }

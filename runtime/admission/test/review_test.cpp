@@ -72,6 +72,19 @@ TEST(DecodeAdmissionReview, StatusUpdateDryRunWithConvertedKind) {
   EXPECT_TRUE(r->userInfo.groups.empty());
 }
 
+TEST(DecodeAdmissionReview, TheUsersExtraIsKeptAsItCameForASubjectAccessReview) {
+  auto r = decodeAdmissionReview(
+      review(R"({"uid":"u","kind":{"group":"","version":"v1","kind":"ConfigMap"},)"
+             R"("resource":{"group":"","version":"v1","resource":"configmaps"},"operation":"UPDATE",)"
+             R"("userInfo":{"username":"sam","extra":{"scopes.example.com":["a","b"]},"groups":["sre"]}})"));
+  ASSERT_TRUE(r) << r.error().describe();
+  EXPECT_EQ(r->userInfo.extraJson, R"({"scopes.example.com":["a","b"]})");
+  EXPECT_EQ(r->userInfo.groups, std::vector<std::string>{"sre"});
+  auto none = decodeAdmissionReview(review(kMinimal));
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->userInfo.extraJson.empty());
+}
+
 TEST(DecodeAdmissionReview, DeleteHasOnlyTheOldObject) {
   auto r = decodeAdmissionReview(corpus("delete.json"));
   ASSERT_TRUE(r) << r.error().describe();

@@ -1,8 +1,11 @@
 #pragma once
-// The Organization validating webhook (SPEC 3.6 "Add-on reduction"; UPDATE,
-// /validate/organizations): model::checkAddonChange decides. A reduction is
-// refused while HNC's usage or the holders the model counts (pods, VMIs' held
-// devices) exceed the new hard quota, naming the holders; an increase is
+// The Organization validating webhook (SPEC 3.6 "Add-on reduction"; CREATE
+// and UPDATE, /validate/organizations): model::checkAddonChange decides an
+// UPDATE, model::checkOrganizationCreate a CREATE with add-ons (the same
+// question from an organization holding nothing). A reduction is refused
+// while HNC's usage or the holders the model counts (pods, VMIs' held
+// devices) exceed the new hard quota, naming the holders, and while a
+// reservation add-on still backs a pending or active ledger record; an increase is
 // refused when it would break the pool's invariant, while a failed audit
 // closes the pool, or while another reservation transaction is in flight
 // there (a pending record admits exactly its own grant).

@@ -47,10 +47,19 @@ struct Placement {
 };
 Placement placeDeviceSet(const Cluster& cluster, const CapacityView& view, const DeviceOrder& order);
 
-// Add-on reduction on an Organization: refused while HRQ status usage or named
-// holders would exceed the new hard quota.
+// An add-on change on an Organization. A reduction is refused while HRQ
+// status usage or named holders would exceed the new hard quota, and while a
+// reservation add-on's grant would fall below what the organization's pending
+// and active ledger records naming it reserve (naming the records and the
+// release procedure). An increase is refused in a pool closed by a failed
+// audit, during another reservation transaction there, and when it would
+// break (or make unknown) the pool's invariant.
 Decision checkAddonChange(const Cluster& cluster, const CapacityView& view, const Organization& before,
                           const Organization& after);
+
+// An Organization created with add-ons: decided exactly as an UPDATE adding
+// them to an organization that held none.
+Decision checkOrganizationCreate(const Cluster& cluster, const CapacityView& view, const Organization& created);
 
 // Holders of a quota key in an organization's subtree, named ("pod/ns/name: 2").
 std::vector<std::string> holdersOf(const Cluster& cluster, std::string_view orgNamespace, std::string_view key);

@@ -38,6 +38,9 @@ struct UserInfo {
   std::string username;
   std::string uid;
   std::vector<std::string> groups;
+  // userInfo.extra as raw JSON (an object); empty when absent. A
+  // SubjectAccessReview for this user passes it on as it came.
+  std::string extraJson;
 };
 
 // One AdmissionReview's request.
