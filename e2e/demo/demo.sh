@@ -17,9 +17,14 @@
 #   export TALLY_EXTENDER_URL=<verbs at $TALLY_EXTENDER_URL/filter, /prioritize, ...>
 # so `eval "$(e2e/demo/demo.sh | tail -n 2)"` sets up a shell.
 #
-# Environment: BUILD (build tree with bin/tally-extender and bin/tallyctl,
-# default <repo>/build), TALLY_DEMO_PORT (extender port, default a free one),
-# plus those of e2e/cluster/up (TALLY_E2E_ROOT, TALLY_BIN_DIR, ...).
+# Every step that reads what a controller writes asynchronously waits for the
+# condition it prints, at most TALLY_DEMO_WAIT seconds (default 60), and else
+# ends the demo naming what it waited for and what it saw last.
+#
+# Environment: BUILD (build tree with bin/tally-extender, bin/tally-controller
+# and bin/tallyctl, default <repo>/build), TALLY_DEMO_PORT (extender port,
+# default a free one), TALLY_DEMO_WAIT (seconds per wait, default 60), plus
+# those of e2e/cluster/up (TALLY_E2E_ROOT, TALLY_BIN_DIR, ...).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -28,8 +33,26 @@ name=demo
 root="${TALLY_E2E_ROOT:-/tmp/tally-e2e}"
 state="$root/$name"
 build="${BUILD:-$repo/build}"
+demo_wait="${TALLY_DEMO_WAIT:-60}"
 log() { printf '[demo] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+
+# await CONDITION CMD...: runs CMD every 0.5 s until it succeeds, at most
+# $demo_wait seconds; else the demo ends naming CONDITION and what CMD saw last
+# (a CMD may leave that in $seen).
+seen=""
+await() {
+  local what="$1" deadline=$((SECONDS + demo_wait))
+  shift
+  seen=""
+  until "$@"; do
+    if ((SECONDS >= deadline)); then
+      k get gpudeviceclasses -o wide >&2 || true
+      die "timed out after ${demo_wait}s waiting for $what${seen:+ (last seen: ${seen:0:600})}; logs in $state/logs/ (the cluster stays up; $0 down cleans up)"
+    fi
+    sleep 0.5
+  done
+}
 
 extender_pidfile="$state/pids/demo-tally-extender.pid"
 controller_pidfile="$state/pids/demo-tally-controller.pid"
@@ -409,23 +432,14 @@ h200=nvidia-h200-passthrough
 gate_of() { k get gpudeviceclass "$1" -o jsonpath='{.status.conditions[?(@.type=="CreationOpen")].reason}'; }
 hrq_h200() { k get hrq -n acme plan-quota -o jsonpath='{.status.hard.requests\.nvidia\.com/GH100_H200_SXM_141GB}' 2>/dev/null; }
 org_h200() { k get organization -n acme acme -o jsonpath="{.status.quotaUsage.accelerators.$h200.devices.hard}"; }
-wait_for() { # description command...
-  local what="$1"
-  shift
-  for _ in $(seq 1 120); do
-    "$@" && return 0
-    sleep 0.5
-  done
-  k get gpudeviceclasses -o wide >&2 || true
-  die "$what (see $state/logs/tally-controller.log)"
-}
-is() { [[ "$("$1" "${@:3}")" == "$2" ]]; } # is FUNCTION VALUE ARGS...
+is() { seen="$("$1" "${@:3}")"; [[ "$seen" == "$2" ]]; } # is FUNCTION VALUE ARGS...
 dashboard() {
   echo
   echo "=== $1 (kubectl get gpudeviceclasses)"
   k get gpudeviceclasses
 }
-wait_for "the H200 pool's gate never closed for the pending reservation" is gate_of TransactionInFlight "$h200"
+await "the H200 pool's gate to close for the pending reservation (CreationOpen reason TransactionInFlight)" \
+  is gate_of TransactionInFlight "$h200"
 {
   dashboard "gpu-res-demo-1 pending: creation frozen in the H200 pool"
   echo "  CreationOpen: $(k get gpudeviceclass $h200 -o jsonpath='{.status.conditions[?(@.type=="CreationOpen")].message}')"
@@ -433,18 +447,26 @@ wait_for "the H200 pool's gate never closed for the pending reservation" is gate
 log "assigning the operator-only add-on gpu-h200-reserved x4 to acme (Manage add-ons); the Organization webhook admits it for the pending record"
 k annotate --overwrite organization -n acme acme \
   'billing.kube-dc.com/addons=[{"addonId":"gpu-h200-dedicated","quantity":4},{"addonId":"gpu-h200-reserved","quantity":4},{"addonId":"gpu-a100-10c","quantity":4},{"addonId":"gpu-v100-share","quantity":4}]' >/dev/null
-wait_for "plan-quota of acme never reached 8 H200" is hrq_h200 8
-wait_for "acme's Organization status never showed 8 H200" is org_h200 8
+await "plan-quota of acme to grant 8 H200 (status.hard)" is hrq_h200 8
+await "acme's Organization status to show 8 H200 (quotaUsage hard)" is org_h200 8
 activated="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 log "HRQ and Organization status show 8 H200 for acme; committing gpu-res-demo-1 active at $activated (billing starts there)"
 record active "$activated"
 for pool in "$h200" nvidia-a100-10c nvidia-v100-shared; do
-  wait_for "the gate of $pool did not open" is gate_of Open "$pool"
+  await "the gate of $pool to open (CreationOpen reason Open)" is gate_of Open "$pool"
 done
 dashboard "gpu-res-demo-1 active: every pool audited, the invariant holds, every gate open" >&1
+# The window opens once tally-controller's ledger holds the active record and
+# a second has passed since activatedAt.
+usage_url="http://127.0.0.1:$ops_port/usage?since=$activated&until=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)"
+billing_window() {
+  seen="$(curl -sS --max-time 5 "$usage_url" 2>&1)" || return 1
+  windows="$(grep '"window"' <<<"$seen" | grep 'gpu-res-demo-1')"
+}
+await "the billing window of gpu-res-demo-1 (GET $usage_url)" billing_window
 {
   echo "  billing window (GET http://127.0.0.1:$ops_port/usage, the same JSON lines as tallyctl usage):"
-  curl -s "http://127.0.0.1:$ops_port/usage?since=$activated&until=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)" | grep '"window"' | sed 's/^/  /'
+  sed 's/^/  /' <<<"$windows"
 } >&1
 
 # --------------------------------------------------------------- workload
@@ -480,7 +502,10 @@ EOF
 # A VM of acme through the real VM door: it holds one GPUDevice ordered
 # beforehand (train-gpus, 2 H200) and asks for one more H200 by device
 # template. eval-gpu stays held and unattached (a stopped VM's GPU).
-k apply -f - >/dev/null <<'EOF'
+# The GPUDevice webhook decides on tally-controller's own snapshot, which sees
+# the open gate a moment after kubectl does: an order refused meanwhile is
+# applied again (apply is idempotent), its refusal shown if it never passes.
+demo_devices='
 apiVersion: gpu.tally.dev/v1alpha1
 kind: GPUDevice
 metadata: {name: train-gpus, namespace: acme-research}
@@ -490,19 +515,23 @@ apiVersion: gpu.tally.dev/v1alpha1
 kind: GPUDevice
 metadata: {name: eval-gpu, namespace: acme-research}
 spec: {class: nvidia-h200-passthrough, count: 1}
-EOF
+'
+devices_ordered() { seen="$(k apply -f - 2>&1 >/dev/null <<<"$demo_devices")"; }
+await "the GPUDevice webhook to admit train-gpus (2 H200) and eval-gpu (1 H200)" devices_ordered
 # tally-controller's device binder places both orders (each on one node, bin-packed).
-for _ in $(seq 1 60); do
-  phases="$(k get gdev -n acme-research -o jsonpath='{.items[*].status.phase}')"
-  [[ "$phases" == "Bound Bound" ]] && break
-  sleep 0.5
-done
-[[ "$phases" == "Bound Bound" ]] || die "the binder did not place the demo's GPUDevices (phases: '$phases'); see $state/logs/tally-controller.log"
+both_bound() {
+  seen="$(k get gdev -n acme-research -o jsonpath='{range .items[*]}{.metadata.name}={.status.phase}@{.status.node} {end}')"
+  [[ "$seen" == "eval-gpu=Bound@gpu-"*" train-gpus=Bound@gpu-"*" " ]]
+}
+await "the binder to place train-gpus and eval-gpu (both Bound, each on a node)" both_bound
 log "binder placed train-gpus on $(k get gdev -n acme-research train-gpus -o jsonpath='{.status.node}') and eval-gpu on $(k get gdev -n acme-research eval-gpu -o jsonpath='{.status.node}')"
 # The VMI's create goes through tally-vmi-mutating: Tally attaches train-gpus,
 # creates the template's device, waits for the binder to place the set on one
 # node and adds one spec.domain.devices.gpus entry per GPU.
-k create -f - >/dev/null <<'EOF'
+# The webhook decides on its own snapshot too (train-gpus Bound there a moment
+# after kubectl sees it): a refused create leaves nothing behind and is tried
+# again, as a VM's creator would.
+demo_vmi='
 apiVersion: kubevirt.io/v1
 kind: VirtualMachineInstance
 metadata:
@@ -511,11 +540,15 @@ metadata:
   labels: {kubevirt.io/vm: train-vm}
   annotations:
     gpu.tally.dev/devices: train-gpus
-    gpu.tally.dev/device-templates: '[{"class": "nvidia-h200-passthrough", "count": 1}]'
+    gpu.tally.dev/device-templates: '"'"'[{"class": "nvidia-h200-passthrough", "count": 1}]'"'"'
 spec:
   domain:
     devices: {}
-EOF
+'
+vmi_created() {
+  seen="$(k create -f - 2>&1 >/dev/null <<<"$demo_vmi")" || k get vmi -n acme-research train-vm >/dev/null 2>&1
+}
+await "the VMI webhook to admit train-vm (train-gpus held, one H200 by device template)" vmi_created
 vmi_uid="$(k get vmi -n acme-research train-vm -o jsonpath='{.metadata.uid}')"
 gpus="$(k get vmi -n acme-research train-vm -o jsonpath='{range .spec.domain.devices.gpus[*]}{.deviceName}{"\n"}{end}')"
 [[ -n "$gpus" ]] || die "the VMI webhook added no gpus entries to train-vm; see $state/logs/tally-controller.log"
@@ -524,13 +557,12 @@ log "VMI train-vm admitted: $(wc -l <<<"$gpus") gpus entries, attachment $(k get
 attached() {
   k get gdev -n acme-research -o jsonpath='{range .items[?(@.status.attachedTo.name=="train-vm")]}{.metadata.name}{" "}{.status.attachedTo.uid}{" "}{.status.node}{"\n"}{end}'
 }
-for _ in $(seq 1 60); do
+uid_recorded() {
   set_members="$(attached)"
-  (($(awk -v uid="$vmi_uid" '$2 == uid' <<<"$set_members" | wc -l) == 2)) && break
-  sleep 0.5
-done
-(($(awk -v uid="$vmi_uid" '$2 == uid' <<<"$set_members" | wc -l) == 2)) ||
-  die "the binder did not record train-vm's uid on its two devices (got: $set_members); see $state/logs/tally-controller.log"
+  seen="$(tr '\n' ';' <<<"$set_members")"
+  (($(awk -v uid="$vmi_uid" '$2 == uid' <<<"$set_members" | wc -l) == 2))
+}
+await "the binder to record train-vm's uid $vmi_uid on its two devices" uid_recorded
 vm_node="$(awk '{print $3}' <<<"$set_members" | sort -u)"
 [[ "$(wc -l <<<"$vm_node")" == 1 ]] || die "train-vm's devices are on several nodes: $set_members"
 log "train-vm's devices on $vm_node: $(awk '{print $1}' <<<"$set_members" | tr '\n' ' ')"
@@ -540,13 +572,37 @@ log "train-vm's devices on $vm_node: $(awk '{print $1}' <<<"$set_members" | tr '
 # then), then with its node once bound.
 launcher_requests="$(sort <<<"$gpus" | uniq -c | awk '{printf "%s%s: \"%s\"", (NR > 1 ? ", " : ""), $2, $1}')"
 launcher="virt-launcher-train-vm-$(python3 -c 'import random, string; print("".join(random.choices(string.ascii_lowercase + string.digits, k=5)))')"
-gpu_pod "$launcher" acme-research "$launcher_requests" gated train-vm "$vmi_uid" | k apply -f - >/dev/null
+# The launcher pod webhook pins the pod to the node of its VMI's devices once
+# its snapshot holds the VMI and their attachment (before, it refuses, and the
+# creator retries): asked by server dry run until it pins, then created.
+pin_path='{.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[*].matchFields[*].values[*]}'
+launcher_pinned() {
+  seen="$(gpu_pod "$launcher" acme-research "$launcher_requests" gated train-vm "$vmi_uid" |
+    k create --dry-run=server -o jsonpath="$pin_path" -f - 2>&1)" && [[ "$seen" == "$vm_node" ]]
+}
+await "the launcher pod webhook to pin $launcher to $vm_node (server dry run)" launcher_pinned
+gpu_pod "$launcher" acme-research "$launcher_requests" gated train-vm "$vmi_uid" | k create -f - >/dev/null
+pin="$(k get pod -n acme-research "$launcher" -o jsonpath="$pin_path")"
+[[ "$pin" == "$vm_node" ]] || die "the launcher pod webhook pinned $launcher to '$pin' at its create, not to $vm_node"
 launcher_uid="$(k get pod -n acme-research "$launcher" -o jsonpath='{.metadata.uid}')"
 k patch vmi -n acme-research train-vm --subresource=status --type=merge \
   -p "{\"status\":{\"phase\":\"Scheduling\",\"activePods\":{\"$launcher_uid\":\"\"}}}" >/dev/null
-sleep 1
+# Its gate comes off once tally-extender's snapshot lists the pod in the VMI's
+# activePods: asked about another H200 node, its filter then refuses the pod as
+# train-vm's launcher (LauncherWrongNode), no longer as a raw GPU pod.
+other_node="$(k get nodes -o name | sed 's#^node/##' | grep '^gpu-h200-' | grep -vx "$vm_node" | head -n 1)"
+extender_knows_launcher() {
+  local args
+  args="$(k get pod -n acme-research "$launcher" -o json |
+    python3 -c 'import json, sys; print(json.dumps({"Pod": json.load(sys.stdin), "NodeNames": [sys.argv[1]]}))' "$other_node")" ||
+    return 1
+  seen="$(curl -sS --max-time 5 -H 'Content-Type: application/json' --data-binary "$args" "$url/filter" 2>&1)" || return 1
+  grep -q 'launches VMI train-vm' <<<"$seen"
+}
+await "tally-extender to see $launcher in train-vm's status.activePods (its filter refusing it on $other_node as the VM's launcher)" \
+  extender_knows_launcher
 k patch pod -n acme-research "$launcher" --type=json -p '[{"op":"remove","path":"/spec/schedulingGates"}]' >/dev/null
-{
+workload() {
   gpu_pod train-job-0 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "1"'
   gpu_pod train-job-1 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "1"'
   gpu_pod train-job-2 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "2"'
@@ -554,33 +610,41 @@ k patch pod -n acme-research "$launcher" --type=json -p '[{"op":"remove","path":
   gpu_pod render-1 acme-research 'nvidia.com/A100-10C: "1"'
   for i in 0 1 2; do gpu_pod "notebook-$i" globex-ml 'nvidia.com/gpu: "1", nvidia.com/gpumem: "8192", nvidia.com/gpucores: "25"'; done
   gpu_pod inference-0 acme-research 'nvidia.com/gpu: "1", nvidia.com/gpumem: "8192", nvidia.com/gpucores: "25"'
-} | k apply -f - >/dev/null
-# Created once the others are: globex is then at its H200 budget of 4 (its
-# plan-quota), so the raw GPU pod webhook refuses it with Tally's reason (or,
-# when the others were not yet in its snapshot, it waits at the scheduler
-# with the same reason).
-sleep 2
+}
+workload_created() { seen="$(workload | k apply -f - 2>&1 >/dev/null)"; }
+await "the raw GPU pod webhook to admit the demo workload (train-job-0..2, render-0/1, notebook-0..2, inference-0)" \
+  workload_created
+# Created once the others are in the raw GPU pod webhook's snapshot: globex is
+# then at its H200 budget of 4 (its plan-quota), so the webhook refuses it with
+# Tally's reason. Asked by server dry run until it refuses, then created.
+train_job_3() { gpu_pod train-job-3 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "1"'; }
+train_job_3_refused() {
+  ! seen="$(train_job_3 | k create --dry-run=server -f - 2>&1 >/dev/null)" && [[ "$seen" == *"plan-quota"*"requests.nvidia.com/GH100_H200_SXM_141GB"* ]]
+}
+await "the raw GPU pod webhook to refuse train-job-3 at globex's H200 budget (server dry run)" train_job_3_refused
 train_job_3_refusal=""
-gpu_pod train-job-3 globex-ml 'nvidia.com/GH100_H200_SXM_141GB: "1"' | k apply -f - >/dev/null 2>"$state/train-job-3.err" ||
+train_job_3 | k create -f - >/dev/null 2>"$state/train-job-3.err" ||
   train_job_3_refusal="$(tr '\n' ' ' <"$state/train-job-3.err")"
-node=""
-for _ in $(seq 1 60); do
-  node="$(k get pod -n acme-research "$launcher" -o jsonpath='{.spec.nodeName}')"
-  [[ -z "$node" ]] || break
-  sleep 0.5
-done
-[[ -n "$node" ]] || die "the launcher pod $launcher was not scheduled; see $state/logs/tally-extender.log"
+[[ -n "$train_job_3_refusal" ]] || die "train-job-3 was admitted after the raw GPU pod webhook refused it at globex's H200 budget"
+launcher_bound() {
+  seen="$(k get pod -n acme-research "$launcher" -o jsonpath='{.spec.nodeName}')"
+  [[ -n "$seen" ]]
+}
+await "the launcher pod $launcher to be bound to a node" launcher_bound
+node="$seen"
 [[ "$node" == "$vm_node" ]] || die "the launcher pod $launcher runs on $node, its VM's devices are on $vm_node"
 k patch vmi -n acme-research train-vm --subresource=status --type=merge \
   -p "{\"status\":{\"phase\":\"Running\",\"activePods\":{\"$launcher_uid\":\"$node\"}}}" >/dev/null
 log "launcher $launcher bound to $node, where train-vm's devices are; train-vm Running"
-# Let every pod be bound or refused.
-for _ in $(seq 1 60); do
-  waiting="$(k get pods -A --no-headers -o custom-columns=N:.spec.nodeName,R:'.status.conditions[?(@.type=="PodScheduled")].reason' |
-    awk '$1 == "<none>" && $2 != "Unschedulable"' | wc -l)"
-  ((waiting == 0)) && break
-  sleep 0.5
-done
+# Every demo pod bound and Running (kwok runs them), or refused by the
+# scheduler with Tally's reason; the table below prints that state.
+pods_settled() {
+  seen="$(for ns in acme-research globex-ml; do
+    k get pods -n "$ns" --no-headers -o custom-columns=P:.metadata.name,N:.spec.nodeName,S:.status.phase,R:'.status.conditions[?(@.type=="PodScheduled")].reason'
+  done | awk '!(($2 != "<none>" && $3 == "Running") || ($2 == "<none>" && $4 == "Unschedulable"))' | tr '\n' ';')"
+  [[ -z "$seen" ]]
+}
+await "every demo pod bound and Running, or Unschedulable with the scheduler's reason" pods_settled
 
 # ----------------------------------------------------------------- report
 snapshot="$state/snapshot.json"
@@ -592,11 +656,7 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
   k get pods -A -o wide --sort-by=.metadata.namespace | awk 'NR == 1 || /virt-launcher|train|render|notebook|inference/' |
     awk '{printf "%-15s %-30s %-8s %-12s\n", $1, $2, $4, $8}'
   echo
-  if [[ -n "$train_job_3_refusal" ]]; then
-    echo "Refused globex-ml/train-job-3: $train_job_3_refusal"
-  else
-    echo "Pending globex-ml/train-job-3: $(k get pod -n globex-ml train-job-3 -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')"
-  fi
+  echo "Refused globex-ml/train-job-3: $train_job_3_refusal"
   echo
   echo "=== VM acme-research/train-vm (admitted by tally-vmi-mutating; the demo plays virt-controller)"
   echo "gpus: $(k get vmi -n acme-research train-vm -o jsonpath='{range .spec.domain.devices.gpus[*]}{.name}={.deviceName} {end}')"

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "tally/extender/metrics.hpp"
+#include "tally/extender/verbs.hpp"
+#include "tally/model/refusal.hpp"
 
 using namespace tally;
 using namespace tally::extender;
@@ -46,4 +48,28 @@ TEST(ExtenderMetrics, RuntimeSeriesRegisteredAtStartAreExposed) {
   EXPECT_TRUE(has(text, R"(tally_extender_informer_events_total{kind="Pod"} 1)"));
   EXPECT_TRUE(has(text, "# TYPE tally_extender_snapshot_publish_duration_seconds histogram"));
   EXPECT_TRUE(has(text, "tally_extender_snapshot_publish_duration_seconds_count 0"));
+}
+
+// The count reaches the enum's last member and no further: every Code below it
+// has a name of its own, the first index past it has none.
+TEST(ExtenderMetrics, FilterDecisionsCountEveryRefusalCodeUnderItsOwnReason) {
+  EXPECT_EQ(model::toString(static_cast<model::Code>(kCodeCount)), "Unknown")
+      << "a model::Code lies past kCodeCount: count up to the enum's last member";
+  observability::Registry registry;
+  ExtenderMetrics metrics(registry);
+  DecisionTally tally;
+  for (std::size_t c = 0; c < kCodeCount; ++c) tally.add(FilterResultKind::Failed, static_cast<model::Code>(c));
+  tally.add(FilterResultKind::Pass, std::nullopt);
+  metrics.decisions(tally);
+  const std::string text = registry.render();
+  for (std::size_t c = 0; c < kCodeCount; ++c) {
+    const std::string reason(model::toString(static_cast<model::Code>(c)));
+    EXPECT_NE(reason, "Unknown") << "code " << c;
+    EXPECT_TRUE(has(text, R"(tally_extender_filter_decisions_total{reason=")" + reason + R"(",result="failed"} 1)"))
+        << reason << "\n"
+        << text;
+  }
+  EXPECT_TRUE(has(text, R"(tally_extender_filter_decisions_total{reason="RecordDuplicate",result="failed"} 1)"));
+  EXPECT_TRUE(has(text, R"(tally_extender_filter_decisions_total{reason="none",result="pass"} 1)")) << text;
+  EXPECT_EQ(text.find(R"(reason="none",result="failed")"), std::string::npos) << text;
 }

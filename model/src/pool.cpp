@@ -159,7 +159,8 @@ PoolInvariant evaluateInvariant(const Cluster& cluster, const DeviceClass& pool)
     inv.healthy.units += served.units;
     inv.healthySchedulableDevices += served.devices;
     inv.healthy.sources.push_back(
-        {"node/" + name, served.units, served.notServed ? std::string(toString(served.notServed->code)) : ""});
+        {"node/" + name, served.units,
+         served.notServed ? std::string(toString(served.notServed->code)) : served.shortfall});
   }
   for (const auto& r : cluster.ledger.records) {
     if (r.profileId != pool.name || !holdsCapacity(r.state)) continue;

@@ -28,7 +28,10 @@ Report buildReport(const Cluster& cluster, const AuditOptions& options) {
       row.unitsUsed = view.nodeUsed(name, cls.resourceName);
       row.unitsHeld = view.nodeHeld(name, cls.resourceName);
       row.unitsFree = std::max<std::int64_t>(0, served.units - row.unitsUsed);
-      if (served.notServed) row.reason = served.notServed->message;
+      if (served.notServed)
+        row.reason = served.notServed->message;
+      else if (!served.shortfall.empty())
+        row.reason = served.shortfall;
       break;
     }
     if (row.pool.empty()) row.reason = "in no GPU pool";

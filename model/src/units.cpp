@@ -19,6 +19,14 @@ bool advertises(const Node& node, const DeviceClass& cls) {
                      [&](const InventoryParent& p) { return p.types.contains(cls.resourceName); });
 }
 
+// Why a shared class yields no share of a device, with the figures that say so.
+std::string soldNoShares(const DeviceClass& cls) {
+  if (!cls.share) return fmt::format("class {} is shared but has no share policy, so it sells no shares", cls.name);
+  return fmt::format(
+      "class {} sells no shares of a device: min({} MiB / {} MiB, 100% / {}%, maxSharesPerDevice {}) is 0", cls.name,
+      cls.memoryMiB, cls.share->memoryMiB, cls.share->corePercent, cls.share->maxSharesPerDevice);
+}
+
 }  // namespace
 
 std::int64_t sharesPerDevice(const DeviceClass& cls) {
@@ -91,12 +99,21 @@ NodeUnits unitsServed(const Node& node, const DeviceClass& cls) {
       std::int64_t healthy = std::count_if(node.inventory->begin(), node.inventory->end(),
                                            [](const InventoryParent& p) { return p.healthy; });
       out.devices = healthy;
-      out.units = healthy * sharesPerDevice(cls);
-      // The device plugin's advertisement bounds what the node can really hand out.
-      if (node.allocatable.contains(cls.resourceName)) {
-        out.units = std::min(out.units, std::max<std::int64_t>(0, node.allocatable.get(cls.resourceName)));
-      } else {
-        out.units = 0;
+      const std::int64_t perDevice = sharesPerDevice(cls);
+      if (perDevice == 0) {
+        out.notServed = Refusal{Code::NodeNotServed, soldNoShares(cls)};
+        return out;
+      }
+      const std::int64_t yielded = healthy * perDevice;
+      // The kubelet admits no more pods than the device plugin advertises slots,
+      // so a lower advertisement bounds the figure, and says so.
+      const std::int64_t advertised = std::max<std::int64_t>(0, node.allocatable.get(cls.resourceName));
+      out.units = std::min(yielded, advertised);
+      if (out.units > 0 && out.units < yielded) {
+        out.shortfall = fmt::format(
+            "node {} advertises {} {}, fewer than its {} healthy GPU(s) x {} shares of class {} ({}), so it serves {}; "
+            "its device plugin must offer at least {} slots per GPU",
+            node.name, advertised, cls.resourceName, healthy, perDevice, cls.name, yielded, out.units, perDevice);
       }
       break;
     }

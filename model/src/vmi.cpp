@@ -163,7 +163,9 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
           fmt::format("{} needs host device {} (class {}), which {}; add it to spec.configuration.permittedHostDevices."
                       "{} of the KubeVirt CR",
                       s.subject, cls->resourceName, className,
-                      permitted ? "the KubeVirt CR does not permit" : "no KubeVirt CR permits (there is none)",
+                      permitted ? "the KubeVirt CR does not permit"
+                                : "no KubeVirt CR permits: Tally knows no KubeVirt CR (kubevirt.io/v1 kubevirts: none "
+                                  "exists, or tally-controller runs without --watch-kubevirt)",
                       cls->allocation == Allocation::Passthrough ? "pciHostDevices" : "mediatedDevices"));
     }
     // A closed gate refuses every new GPU workload, one on held devices too

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.hpp"
+#include "tally/model/pool.hpp"
 #include "tally/model/units.hpp"
 
 namespace tally::model {
@@ -95,10 +96,42 @@ TEST(UnitsServed, SharedNodeWithoutInventoryServesNothingAndSaysWhy) {
   EXPECT_EQ(u.notServed->code, Code::NodeNoInventory);
 }
 
-TEST(UnitsServed, SharedUnitsNeverExceedWhatTheDevicePluginAdvertises) {
+// The kubelet admits no more shared pods than the device plugin advertises
+// slots, so the node serves 3 of the 4 its GPUs yield, and says so.
+TEST(UnitsServed, SharedNodeAdvertisingFewerSlotsThanItsGpusYieldServesTheAdvertisedAndSaysSo) {
   auto n = gpuNode("hami-1", NodeMode::PodHami, kHamiGpu, 3);
   n.inventory = std::vector{parent("g0", true, kHamiGpu), parent("g1", true, kHamiGpu)};
-  EXPECT_EQ(unitsServed(n, sharedClass()).units, 3);
+  auto u = unitsServed(n, sharedClass());  // 2 GPUs x min(16384 / 8192, 100 / 25, 4) = 4
+  EXPECT_EQ(u.units, 3);
+  EXPECT_FALSE(u.notServed);
+  EXPECT_NE(u.shortfall.find("node hami-1 advertises 3 nvidia.com/gpu"), std::string::npos) << u.shortfall;
+  EXPECT_NE(u.shortfall.find("2 healthy GPU(s) x 2 shares of class v100-8g (4)"), std::string::npos) << u.shortfall;
+  EXPECT_TRUE(unitsServed(gpuNode("hami-2", NodeMode::PodHami, kHamiGpu, 20), sharedClass()).shortfall.empty());
+}
+
+// The pool's equation names the bound where it counts the node's shares.
+TEST(UnitsServed, PoolEquationNamesASharedNodeBoundByItsDevicePlugin) {
+  Cluster c = syncedCluster();
+  put(c, sharedClass());
+  auto n = gpuNode("hami-1", NodeMode::PodHami, kHamiGpu, 3);
+  n.inventory = std::vector{parent("g0", true, kHamiGpu), parent("g1", true, kHamiGpu)};
+  put(c, n);
+  auto inv = evaluateInvariant(c, c.classes.at("v100-8g"));
+  ASSERT_EQ(inv.healthy.sources.size(), 1u);
+  EXPECT_EQ(inv.healthy.sources[0].quantity, 3);
+  EXPECT_NE(inv.healthy.sources[0].note.find("advertises 3 nvidia.com/gpu"), std::string::npos)
+      << inv.healthy.sources[0].note;
+}
+
+TEST(UnitsServed, SharedClassThatYieldsNoShareOfADeviceSaysWhy) {
+  auto n = gpuNode("hami-1", NodeMode::PodHami, kHamiGpu, 20);
+  n.inventory = std::vector{parent("g0", true, kHamiGpu)};
+  auto u = unitsServed(n, sharedClass("v100-40g", 32768, 40960, 25, 4));
+  EXPECT_EQ(u.units, 0);
+  ASSERT_TRUE(u.notServed);
+  EXPECT_EQ(u.notServed->code, Code::NodeNotServed);
+  EXPECT_NE(u.notServed->message.find("class v100-40g sells no shares of a device"), std::string::npos)
+      << u.notServed->message;
 }
 
 TEST(PoolMembership, SequentialNodeBelongsToThePoolOfItsExpectedModeOnly) {

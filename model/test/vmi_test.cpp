@@ -214,6 +214,22 @@ TEST_F(VmDoor, OnlyClassesForVmsThatKubeVirtPermits) {
   EXPECT_NE(none.decision.summary().find("no KubeVirt CR"), std::string::npos) << none.decision.summary();
 }
 
+// No KubeVirt CR known (none exists, or the kind is not watched: both leave
+// the cache synced and empty) fails closed for held devices and templates alike.
+TEST_F(VmDoor, WithNoKubeVirtCrKnownEveryHostDeviceIsRefusedNamingTheMissingCr) {
+  c.permittedHostDevices.reset();
+  put(c, device("alpha", "held", "h200", 1, DevicePhase::Bound, "gpu-1"));
+  for (const VirtualMachineInstance& v : {vmi("vm", {"held"}), vmi("vm", {}, {{"h200", 1}})}) {
+    VmiStart s = plan(v);
+    ASSERT_EQ(s.decision.refusals.size(), 1u) << s.decision.summary();
+    EXPECT_EQ(s.decision.refusals[0].code, Code::NotPermitted);
+    const std::string& why = s.decision.refusals[0].message;
+    EXPECT_NE(why.find("Tally knows no KubeVirt CR (kubevirt.io/v1 kubevirts"), std::string::npos) << why;
+    EXPECT_NE(why.find("--watch-kubevirt"), std::string::npos) << why;
+    EXPECT_TRUE(s.gpus.empty());
+  }
+}
+
 TEST_F(VmDoor, AnUnsyncedCacheRefusesClosed) {
   c.caches[Kind::KubeVirt].synced = false;
   VmiStart s = plan(vmi("vm", {}, {{"h200", 1}}));

@@ -26,7 +26,7 @@ struct NodeReport {
   std::int64_t unitsUsed = 0;  // held + raw pod usage
   std::int64_t unitsHeld = 0;  // by Bound/Attached GPUDevices
   std::int64_t unitsFree = 0;
-  std::string reason;  // why it serves nothing, when it does not
+  std::string reason;  // why it serves nothing, or fewer units than its devices yield
 };
 
 struct Report {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "tally/model/cluster.hpp"
@@ -36,12 +37,18 @@ struct NodeUnits {
   std::int64_t units = 0;            // in the pool's unit (devices, or shares)
   std::int64_t devices = 0;          // whole devices behind those units
   std::optional<Refusal> notServed;  // why the node serves nothing for the class
+  // Why the node serves fewer units than its healthy devices yield (a shared
+  // node whose device plugin advertises fewer slots than the class sells), with
+  // both figures; empty when it serves them all.
+  std::string shortfall;
 };
 
 // units(node, class): passthrough from allocatable; vGPU from the inventory's
 // healthy parents (created + available slots) or allocatable; shared from the
-// healthy parents in the inventory times sharesPerDevice. Zero unless the node is
-// Ready, schedulable, and active mode == expected mode == class.nodeMode.
+// healthy parents in the inventory times sharesPerDevice, never more than the
+// device plugin advertises (the kubelet admits no more), and `shortfall` says so
+// when that bound is lower. Zero unless the node is Ready, schedulable, and
+// active mode == expected mode == class.nodeMode.
 NodeUnits unitsServed(const Node& node, const DeviceClass& cls);
 
 // The first reason the node cannot serve the class at all (mode, readiness,
