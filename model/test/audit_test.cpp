@@ -264,6 +264,14 @@ TEST_F(OvercommittedNode, UsedPlusHeldAboveServedIsAFindingNamingTheNodeTheFigur
   GateState gate = evaluateGate(c, c.classes.at("h200"), findings);
   EXPECT_FALSE(gate.open);
   EXPECT_TRUE(gate.failed()) << "an audit failure (AuditFailed), not a lag";
+
+  // A cordoned (or not Ready) node serves nothing by rule while its holders
+  // drain: no over-commit. One that fits again clears the finding.
+  c.nodes.at("gpu-h200-0").unschedulable = true;
+  EXPECT_EQ(overcommit(auditPool(c, c.classes.at("h200"))), nullptr);
+  c.nodes.at("gpu-h200-0").unschedulable = false;
+  c.pods.at("outsider/rogue").phase = PodPhase::Succeeded;
+  EXPECT_EQ(overcommit(auditPool(c, c.classes.at("h200"))), nullptr);
 }
 
 // The controller's snapshot keeps pods only as sums: the check reads the
@@ -278,16 +286,6 @@ TEST_F(OvercommittedNode, TheAuditReadsTheUsageItIsGivenWhenTheClusterHoldsNoPod
   f = overcommit(findings);
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->message.find("5 by pods"), std::string::npos) << f->message;
-}
-
-// A cordoned (or not Ready) node serves nothing by rule while its holders
-// drain: no over-commit. One that fits again clears the finding.
-TEST_F(OvercommittedNode, ADrainingNodeOrOneThatFitsIsNotOvercommitted) {
-  c.nodes.at("gpu-h200-0").unschedulable = true;
-  EXPECT_EQ(overcommit(auditPool(c, c.classes.at("h200"))), nullptr);
-  c.nodes.at("gpu-h200-0").unschedulable = false;
-  c.pods.at("outsider/rogue").phase = PodPhase::Succeeded;
-  EXPECT_EQ(overcommit(auditPool(c, c.classes.at("h200"))), nullptr);
 }
 
 TEST_F(OvercommittedNode, TheReportSaysSoInTheNodesNote) {
