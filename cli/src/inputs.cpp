@@ -52,6 +52,11 @@ codec::Result<codec::Snapshot> loadLive(const InputOptions& options) {
   live.billingPlans = options.billingPlans;
   live.organizations = options.watchOrganizations;
   live.kubevirt = options.watchKubevirt;
+  if (!options.ledgerConfigMap.empty()) {
+    auto location = codec::parseBillingPlansLocation(options.ledgerConfigMap);
+    if (!location) return inputError("--ledger-configmap", location.error().message);
+    live.ledgerConfigMap = *location;
+  }
   return listLive(live);
 }
 
@@ -74,7 +79,16 @@ void addInputFlags(CLI::App& command, InputOptions& options) {
       .add_flag("--watch-kubevirt,!--no-watch-kubevirt", options.watchKubevirt,
                 "Live: list the KubeVirt CR's permitted host devices, as the controller's --watch-kubevirt")
       ->capture_default_str();
-  command.add_option("--ledger,--ledger-dir", options.ledgerDirectory, "Directory of GPUReservationRecord YAML files");
+  auto* ledgerDir = command.add_option(
+      "--ledger,--ledger-dir", options.ledgerDirectory,
+      "Directory of GPUReservationRecord YAML files (the controller's --ledger-dir); without a ledger flag no "
+      "ledger is configured, and a pool whose organizations hold a reservation add-on fails LedgerNotConfigured");
+  command
+      .add_option("--ledger-configmap", options.ledgerConfigMap,
+                  "Live: namespace/name of the ConfigMap holding the reservation ledger (the controller's "
+                  "--ledger-configmap)")
+      ->excludes(ledgerDir)
+      ->excludes(snapshot);
   command.add_option("--now", options.now, "Evaluate at this RFC 3339 time (default: now)");
   command
       .add_option("--billing-plans", options.billingPlans,
@@ -105,11 +119,15 @@ codec::Result<codec::Snapshot> loadInputs(const InputOptions& options) {
   }
 
   // An offline snapshot is complete by construction: every cache is synced now.
-  // The ledger is not in a snapshot: without --ledger its records (pending ones
-  // above all) cannot be seen, so it stays unknown and every pool fails closed.
+  // The ledger is not in a snapshot: without a ledger flag no ledger source is
+  // configured, which is what a controller without one publishes (a pool
+  // whose organizations hold a reservation add-on fails closed naming the
+  // flags; the others are not affected).
   snapshot->cluster.now = now;
   snapshot->cluster.markAllSynced();
-  if (options.ledgerDirectory.empty()) snapshot->cluster.caches[model::Kind::Ledger].synced = false;
+  if (options.ledgerDirectory.empty() && options.ledgerConfigMap.empty()) {
+    snapshot->cluster.markNotConfigured(model::Kind::Ledger);
+  }
   return snapshot;
 }
 

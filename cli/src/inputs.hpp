@@ -20,21 +20,27 @@ class App;
 namespace tally::cli {
 
 struct InputOptions {
-  std::string snapshotFile;                            // empty: live, from `kubeconfig` (else $KUBECONFIG)
-  std::string kubeconfig;                              // set: live (mutually exclusive with snapshotFile)
-  std::string context;                                 // the kubeconfig's context (default: current)
-  bool watchOrganizations = true;                      // live: list Organizations (as the binaries' flag)
-  bool watchKubevirt = false;                          // live: list the KubeVirt CR (as the binaries' flag)
-  std::string ledgerDirectory;                         // empty: no ledger source configured
+  std::string snapshotFile;        // empty: live, from `kubeconfig` (else $KUBECONFIG)
+  std::string kubeconfig;          // set: live (mutually exclusive with snapshotFile)
+  std::string context;             // the kubeconfig's context (default: current)
+  bool watchOrganizations = true;  // live: list Organizations (as the binaries' flag)
+  bool watchKubevirt = false;      // live: list the KubeVirt CR (as the binaries' flag)
+  // The ledger, from the source the controller is configured with: a
+  // directory (--ledger-dir) or, live, a ConfigMap (--ledger-configmap
+  // namespace/name). Neither: no ledger source is configured, as for a
+  // controller without either flag (model/sources.hpp).
+  std::string ledgerDirectory;
+  std::string ledgerConfigMap;
   std::string now;                                     // RFC 3339; empty: the current time
   std::string billingPlans = "kube-dc/billing-plans";  // namespace/name of the add-on catalogue
 };
 
-// Reads and decodes everything, marks every cache synced at `now`.
+// Reads and decodes everything, marks every cache synced at `now` (the ledger
+// not configured when no ledger flag is given).
 codec::Result<codec::Snapshot> loadInputs(const InputOptions& options);
 
 // --snapshot, --kubeconfig, --context, --watch-organizations, --watch-kubevirt,
-// --ledger, --now, --billing-plans on a command.
+// --ledger-dir (alias --ledger), --ledger-configmap, --now, --billing-plans on a command.
 void addInputFlags(CLI::App& command, InputOptions& options);
 
 // Prints "skipped N <Kind>" lines for the kinds a snapshot held but the model does not read.

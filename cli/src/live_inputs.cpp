@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "tally/codec/json_text.hpp"
+#include "tally/codec/ledger_configmap.hpp"
 #include "tally/model/usage.hpp"
 #include "tally/runtime/client.hpp"
 #include "tally/runtime/config.hpp"
@@ -196,6 +197,16 @@ codec::Result<codec::Snapshot> listLive(const LiveOptions& options) {
     }
   });
   if (!status) return std::move(status).error();
+  if (options.ledgerConfigMap) {
+    const codec::BillingPlansLocation& at = *options.ledgerConfigMap;
+    runtime::Resource configMaps = runtime::Resource::of("", "v1", "configmaps");
+    configMaps.namespace_ = at.ns;
+    auto body = (*client)->get(configMaps, at.name);
+    if (!body) return liveError("--ledger-configmap " + at.describe(), body.error().describe());
+    auto ledger = codec::decodeLedgerConfigMapText(*body);
+    if (!ledger) return std::move(ledger).error().within("ledger configmap " + at.describe());
+    snapshot.cluster.ledger = std::move(ledger).value();
+  }
   return snapshot;
 }
 

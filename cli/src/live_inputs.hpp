@@ -4,8 +4,10 @@
 // (the kinds of state::kKinds, with the same selectors and optional kinds), into
 // the model::Cluster an offline snapshot would give.
 
+#include <optional>
 #include <string>
 
+#include "tally/codec/objects.hpp"
 #include "tally/codec/result.hpp"
 #include "tally/codec/snapshot.hpp"
 #include "tally/model/cluster.hpp"
@@ -18,6 +20,10 @@ struct LiveOptions {
   std::string billingPlans = "kube-dc/billing-plans";
   bool organizations = true;  // as the binaries' --watch-organizations
   bool kubevirt = false;      // as the binaries' --watch-kubevirt
+  // The ConfigMap holding the reservation ledger (the binaries'
+  // --ledger-configmap): read into the cluster's ledger; one that does not
+  // exist is an error naming it.
+  std::optional<codec::BillingPlansLocation> ledgerConfigMap;
 };
 
 // Lists every enabled kind (every page); the cluster's clock and caches are left

@@ -88,6 +88,27 @@ TEST_F(TallyctlCommands, AuditAsJsonCarriesTheRemedyOfEachFinding) {
   EXPECT_NE(r.out.find(R"("remedy":")"), std::string::npos) << r.out;
 }
 
+TEST_F(TallyctlCommands, AuditWithoutALedgerFlagSaysWhichFlagIsMissing) {
+  Outcome r = run("audit " + kInput);
+  EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("LedgerNotConfigured:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("to clear: configure the reservation ledger on tally-controller, tally-extender and "
+                       "tallyctl (--ledger-dir DIR or --ledger-configmap NAMESPACE/NAME)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("StaleCapacity"), std::string::npos) << r.out;
+}
+
+// The ConfigMap source is read live, from the cluster the controller watches.
+TEST_F(TallyctlCommands, TheLedgerConfigMapIsReadLiveAndHasOneSource) {
+  Outcome r = run("audit " + kInput + " --ledger-configmap kube-dc/gpu-reservation-ledger");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("--snapshot excludes --ledger-configmap"), std::string::npos) << r.err;
+  r = run("audit --kubeconfig k --ledger-dir d --ledger-configmap kube-dc/gpu-reservation-ledger");
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_NE(r.err.find("excludes"), std::string::npos) << r.err;
+}
+
 TEST_F(TallyctlCommands, SnapshotAndKubeconfigAreMutuallyExclusive) {
   Outcome r = run("report --snapshot x.json --kubeconfig y");
   EXPECT_EQ(r.exitCode, 2);

@@ -315,10 +315,11 @@ void PoolAuditor::startTerm() {
   for (const auto& [name, cls] : snap->cluster().classes) enqueue(name, std::chrono::milliseconds(0));
 }
 
-void PoolAuditor::objectChanged(model::Kind kind, const std::string&) {
-  // Pods and VMIs move no term of the invariant nor any finding.
-  if (kind != model::Kind::Pod && kind != model::Kind::VirtualMachineInstance) wake_ = true;
-}
+// Every kind moves a term or a finding: pods and VMIs (a launcher's coverage)
+// move a node's used units, which the over-commit check reads.
+void PoolAuditor::objectChanged(model::Kind, const std::string&) { wake_ = true; }
+
+void PoolAuditor::podChanged(const std::string&, const model::Pod*) { wake_ = true; }
 
 void PoolAuditor::published(const state::Snapshot& snapshot) {
   // Before the caches first synced there is nothing to audit yet; after, a
@@ -395,6 +396,8 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
   model::AuditOptions auditOptions = options_.audit;
   auditOptions.firstSeen = &state.findingsSince;
   auditOptions.now = unixNow;
+  // The snapshot keeps pods as sums only: the over-commit check reads them.
+  auditOptions.usage = &snap->usage;
   std::optional<model::Timestamp> convergenceDue;
   const auto settle = [&](const PoolAudit& audit) {
     std::map<std::string, model::Timestamp> seen;
@@ -422,7 +425,9 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
     // source is.
     for (const auto& [kind, cache] : cluster.caches) {
       const model::Timestamp due = cache.lastSynced + options_.audit.staleAfterSeconds + 1;
-      if (cache.synced && due > unixNow) left = std::min(left, std::chrono::milliseconds((due - unixNow) * 1'000));
+      if (cache.synced && cache.configured && due > unixNow) {
+        left = std::min(left, std::chrono::milliseconds((due - unixNow) * 1'000));
+      }
     }
     // A release not yet reported stuck is looked at again when it would be.
     for (const auto& [id, since] : state.releasingSince) {

@@ -677,7 +677,7 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
   kubectl get hrq -A; kubectl get org -A
   curl -s http://127.0.0.1:$port/metrics | grep '^tally_'
   curl -s 'http://127.0.0.1:$ops_port/usage?since=$activated&until=2099-01-01T00:00:00Z'   # usage records, billing windows
-  $tallyctl audit; $tallyctl plan --help; $tallyctl options -n acme-research   # live, against this cluster
+  $tallyctl audit --ledger-dir $ledger; $tallyctl plan --help; $tallyctl options -n acme-research   # live, against this cluster
   $tallyctl report --snapshot $snapshot --ledger $ledger
   kubectl is $BIN/kubectl; logs: $state/logs/tally-extender.log, $state/logs/tally-controller.log
   kubectl get vmi -n acme-research train-vm -o yaml   # the gpus entries and the gpu.tally.dev/attachment Tally added

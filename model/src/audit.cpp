@@ -7,6 +7,7 @@
 
 #include "lookup.hpp"
 #include "tally/model/capacity.hpp"
+#include "tally/model/sources.hpp"
 #include "tally/model/tenancy.hpp"
 #include "tally/model/units.hpp"
 
@@ -29,6 +30,8 @@ std::string_view toString(FindingCode code) {
     case FindingCode::BothDevicePlugins: return "BothDevicePlugins";
     case FindingCode::DegradedHealth: return "DegradedHealth";
     case FindingCode::SharedNodeWithoutInventory: return "SharedNodeWithoutInventory";
+    case FindingCode::NodeOvercommitted: return "NodeOvercommitted";
+    case FindingCode::LedgerNotConfigured: return "LedgerNotConfigured";
   }
   return "Unknown";
 }
@@ -82,6 +85,13 @@ std::string_view remedy(FindingCode code) {
       return "repair or drain the unhealthy GPU parent, or lower what the node advertises to what it can serve";
     case FindingCode::SharedNodeWithoutInventory:
       return "publish the node's HAMi GPU inventory so its shared units are served (informational only)";
+    case FindingCode::NodeOvercommitted:
+      return "free the node's over-committed units: find the named pods that reached it around Tally (another "
+             "scheduler, a preset spec.nodeName) and move or delete them, release the named GPUDevices, or repair "
+             "the device that stopped serving; the finding clears when used + held fits what the node serves";
+    case FindingCode::LedgerNotConfigured:
+      return "configure the reservation ledger on tally-controller, tally-extender and tallyctl (--ledger-dir DIR "
+             "or --ledger-configmap NAMESPACE/NAME), or remove the reservation add-on from the organization";
   }
   return "see the finding's message";
 }
@@ -105,18 +115,23 @@ void staleCapacity(const Cluster& cluster, const AuditOptions& options, std::vec
   for (Kind kind : {Kind::Node, Kind::Pod, Kind::Namespace, Kind::DeviceClass, Kind::GpuDevice,
                     Kind::HierarchicalResourceQuota, Kind::Organization, Kind::BillingPlans, Kind::Ledger}) {
     std::string subject = fmt::format("cache/{}", toString(kind));
-    auto it = cluster.caches.find(kind);
-    if (it == cluster.caches.end() || !it->second.synced) {
-      std::string what = kind == Kind::Ledger
-                             ? "the reservation ledger is unknown (not read, or its last read failed): "
-                               "pending and active records cannot be seen"
-                             : fmt::format("the {} cache is not synced", toString(kind));
-      out.push_back({FindingCode::StaleCapacity, what, subject});
-    } else if (now - it->second.lastSynced > options.staleAfterSeconds) {
-      out.push_back({FindingCode::StaleCapacity,
-                     fmt::format("the {} cache was last confirmed {}s ago (bound {}s)", toString(kind),
-                                 now - it->second.lastSynced, options.staleAfterSeconds),
-                     subject});
+    const auto it = cluster.caches.find(kind);
+    switch (sourceState(cluster, kind, now, options.staleAfterSeconds)) {
+      case SourceState::NotConfigured:
+      case SourceState::Current: break;
+      case SourceState::Unsynced:
+        out.push_back({FindingCode::StaleCapacity,
+                       kind == Kind::Ledger ? "the reservation ledger is unknown (not read, or its last read failed): "
+                                              "pending and active records cannot be seen"
+                                            : fmt::format("the {} cache is not synced", toString(kind)),
+                       subject});
+        break;
+      case SourceState::Stale:
+        out.push_back({FindingCode::StaleCapacity,
+                       fmt::format("the {} cache was last confirmed {}s ago (bound {}s)", toString(kind),
+                                   now - it->second.lastSynced, options.staleAfterSeconds),
+                       subject});
+        break;
     }
   }
 }
@@ -222,24 +237,36 @@ void addonFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<
                          fmt::format("addon/{}/profile/{}", a.addonId, profile)});
         }
       }
-      auto profile = reservationProfile(*addon);
-      if (!profile || *profile != pool.name || a.quantity <= 0) continue;
-      std::int64_t granted = a.quantity * addon->gpu.begin()->second.devices;
-      std::int64_t recorded = 0;
-      // Pending, active and releasing records all keep their entitlement.
-      for (const auto& r : cluster.ledger.records) {
-        if (r.organization == org.name && r.profileId == pool.name && r.addonId == a.addonId &&
-            holdsCapacity(r.state)) {
-          recorded += r.devices;
-        }
+    }
+  }
+  // A reservation add-on is accounted for by the ledger alone: without one
+  // configured the pool fails closed and says which flag is missing; a pool
+  // whose organizations hold none is not affected.
+  const bool noLedger = !cluster.configured(Kind::Ledger);
+  for (const auto& held : heldReservations(cluster, pool)) {
+    const std::string subject = fmt::format("organization/{}/addon/{}", held.organization, held.addonId);
+    if (noLedger) {
+      out.push_back({FindingCode::LedgerNotConfigured,
+                     fmt::format("organization {} holds reservation add-on {} for {} device(s) of {} but no "
+                                 "reservation ledger is configured ({}): its records cannot be read",
+                                 held.organization, held.addonId, held.devices, pool.name, kLedgerFlags),
+                     subject});
+      continue;
+    }
+    std::int64_t recorded = 0;
+    // Pending, active and releasing records all keep their entitlement.
+    for (const auto& r : cluster.ledger.records) {
+      if (r.organization == held.organization && r.profileId == pool.name && r.addonId == held.addonId &&
+          holdsCapacity(r.state)) {
+        recorded += r.devices;
       }
-      if (granted > recorded) {
-        out.push_back({FindingCode::MissingLedgerRecord,
-                       fmt::format("organization {} holds reservation add-on {} for {} device(s) of {} but the ledger "
-                                   "has pending/active/releasing records for {}",
-                                   org.name, a.addonId, granted, pool.name, recorded),
-                       fmt::format("organization/{}/addon/{}", org.name, a.addonId)});
-      }
+    }
+    if (held.devices > recorded) {
+      out.push_back({FindingCode::MissingLedgerRecord,
+                     fmt::format("organization {} holds reservation add-on {} for {} device(s) of {} but the ledger "
+                                 "has pending/active/releasing records for {}",
+                                 held.organization, held.addonId, held.devices, pool.name, recorded),
+                     subject});
     }
   }
 }
@@ -377,16 +404,20 @@ void statusFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
                          hrq->statusHard.get(key), hrq->statusHard.contains(key) ? "" : " (HNC has not reported it)"),
              hrqName + "/status"});
       }
-      auto status = org.acceleratorStatus.find(pool.name);
-      if (status != org.acceleratorStatus.end()) {
-        const auto& usage = status->second;
-        std::optional<HardUsed> reported = pool.allocation == Allocation::Shared ? usage.shares : usage.devices;
-        if (reported && reported->hard != hard && sharing.size() == 1) {
-          out.push_back({FindingCode::StatusDisagreement,
-                         fmt::format("organization {} status reports hard {} for {} but HRQ {}/{} has {} for {}",
-                                     org.name, reported->hard, pool.name, hrq->ns, hrq->name, hard, key),
-                         "organization/" + org.name + "/status"});
-        }
+      // A status without the pool's profile reports nothing, which disagrees
+      // with any hard quota the HRQ sets for it.
+      std::optional<HardUsed> reported;
+      if (auto status = org.acceleratorStatus.find(pool.name); status != org.acceleratorStatus.end()) {
+        reported = pool.allocation == Allocation::Shared ? status->second.shares : status->second.devices;
+      }
+      if (sharing.size() == 1 && (reported ? reported->hard != hard : hard != 0)) {
+        out.push_back(
+            {FindingCode::StatusDisagreement,
+             reported ? fmt::format("organization {} status reports hard {} for {} but HRQ {}/{} has {} for {}",
+                                    org.name, reported->hard, pool.name, hrq->ns, hrq->name, hard, key)
+                      : fmt::format("organization {} status reports no hard quota for {} but HRQ {}/{} has {} for {}",
+                                    org.name, pool.name, hrq->ns, hrq->name, hard, key),
+             "organization/" + org.name + "/status"});
       }
     }
     // An active record needs its own reservation add-on's grant, not just any hard quota.
@@ -424,6 +455,20 @@ void statusFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
   }
 }
 
+void overcommitFindings(const Cluster& cluster, const DeviceClass& pool, const AuditOptions& options,
+                        std::vector<Finding>& out) {
+  std::optional<TotalsCapacityView> recomputed;
+  const CapacityView* view = options.usage;
+  if (!view) view = &recomputed.emplace(cluster, computeUsage(cluster));
+  for (const auto& [name, node] : cluster.nodes) {
+    if (!inPool(node, pool)) continue;
+    if (auto over = nodeOvercommit(cluster, node, pool, *view)) {
+      out.push_back(
+          {FindingCode::NodeOvercommitted, fmt::format("pool {}: {}", pool.name, over->message()), "node/" + name});
+    }
+  }
+}
+
 std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 1469598103934665603ULL) {
   for (unsigned char c : text) {
     hash ^= c;
@@ -442,6 +487,7 @@ std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, 
     out.push_back(
         {FindingCode::HardQuotaAboveCapacity, "capacity invariant fails: " + inv.equation(), "pool/" + pool.name});
   }
+  overcommitFindings(cluster, pool, options, out);
   ledgerFindings(cluster, pool, out);
   addonFindings(cluster, pool, out);
   modeFindings(cluster, pool, out);

@@ -1,6 +1,7 @@
 #include "tally/model/capacity.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 
 #include "lookup.hpp"
 #include "tally/model/units.hpp"
@@ -47,6 +48,45 @@ std::int64_t TotalsCapacityView::namespaceUsed(std::string_view ns, std::string_
 std::int64_t freeUnits(const Node& node, const DeviceClass& cls, const CapacityView& view) {
   NodeUnits served = unitsServed(node, cls);
   return std::max<std::int64_t>(0, served.units - view.nodeUsed(node.name, cls.resourceName));
+}
+
+std::string NodeOvercommit::message() const {
+  std::string out = fmt::format(
+      "node {} serves {} unit(s) but {} are in use ({} held by GPUDevices, {} by pods or "
+      "assumed placements): over-committed by {}",
+      node, served, used, held, used - held, used - served);
+  auto list = [](const std::vector<std::string>& items) {
+    std::string text;
+    for (const auto& i : items) text += (text.empty() ? "" : ", ") + i;
+    return text;
+  };
+  if (!devices.empty()) out += "; devices: " + list(devices);
+  if (!pods.empty()) out += "; pods: " + list(pods);
+  return out;
+}
+
+std::optional<NodeOvercommit> nodeOvercommit(const Cluster& cluster, const Node& node, const DeviceClass& cls,
+                                             const CapacityView& view) {
+  if (nodeIneligibility(node, cls)) return std::nullopt;
+  NodeOvercommit out;
+  out.node = node.name;
+  out.served = unitsServed(node, cls).units;
+  out.used = view.nodeUsed(node.name, cls.resourceName);
+  if (out.used <= out.served) return std::nullopt;
+  out.held = view.nodeHeld(node.name, cls.resourceName);
+  for (const auto& [key, device] : cluster.devices) {
+    DeviceUsage usage = deviceUsage(device, cluster);
+    const std::int64_t units = usage.capacity.get(cls.resourceName);
+    if (usage.node == node.name && units > 0) out.devices.push_back(fmt::format("{} ({})", key, units));
+  }
+  ClusterLaunchFacts facts(cluster);
+  for (const auto& [key, pod] : cluster.pods) {
+    if (pod.nodeName != node.name) continue;
+    PodUsage usage = podUsage(pod, launchOf(pod, facts), cluster);
+    const std::int64_t units = usage.capacity.get(cls.resourceName);
+    if (units > 0) out.pods.push_back(fmt::format("{} ({})", key, units));
+  }
+  return out;
 }
 
 const DeviceClass* classServing(const Cluster& cluster, const Node& node, std::string_view resource) {

@@ -31,6 +31,13 @@ void Cluster::markAllSynced() {
   for (Kind k : kAllKinds) caches[k] = CacheState{true, now};
 }
 
+void Cluster::markNotConfigured(Kind kind) { caches[kind] = CacheState{true, now, false}; }
+
+bool Cluster::configured(Kind kind) const {
+  auto it = caches.find(kind);
+  return it == caches.end() || it->second.configured;
+}
+
 bool Cluster::synced(Kind kind) const {
   auto it = caches.find(kind);
   return it != caches.end() && it->second.synced;

@@ -2,6 +2,7 @@
 
 #include "fixtures.hpp"
 #include "tally/model/audit.hpp"
+#include "tally/model/report.hpp"
 
 namespace tally::model {
 namespace {
@@ -23,6 +24,7 @@ struct AuditedPool : ::testing::Test {
     c.plans->addons[reserved.id] = reserved;
     put(c, org("acme", {{"h200-reserved", 2}}));
     put(c, hrq("acme", "plan-quota", key, 2));
+    c.organizations.at("acme/acme").acceleratorStatus["h200"].devices = HardUsed{2, 0};
     c.ledger.records.push_back(record("gpu-res-1", "acme", "h200", 2, ReservationState::Active));
     c.permittedHostDevices = std::vector{PermittedHostDevice{std::string(kH200), "10DE:2335", false, false}};
   }
@@ -170,6 +172,21 @@ TEST_F(AuditedPool, OrganizationStatusDisagreeingWithHrqFails) {
   EXPECT_TRUE(has(FindingCode::StatusDisagreement));
 }
 
+// B7: a status that lacks the pool's profile was never compared at all.
+TEST_F(AuditedPool, OrganizationStatusWithoutThePoolsProfileDisagreesWithTheHrq) {
+  c.organizations.at("acme/acme").acceleratorStatus.clear();
+  auto findings = auditPool(c, c.classes.at("h200"));
+  auto it = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
+    return f.code == FindingCode::StatusDisagreement && f.subject == "organization/acme/status";
+  });
+  ASSERT_NE(it, findings.end());
+  EXPECT_NE(it->message.find("reports no hard quota for h200"), std::string::npos) << it->message;
+  EXPECT_FALSE(evaluateGate(c, c.classes.at("h200"), findings).open);
+
+  c.organizations.at("acme/acme").acceleratorStatus["h200"].devices = HardUsed{2, 0};
+  EXPECT_FALSE(has(FindingCode::StatusDisagreement));
+}
+
 TEST_F(AuditedPool, ActiveRecordAboveHrqHardFails) {
   c.hrqs.at("acme/plan-quota").hard.set(key, 1);
   EXPECT_TRUE(has(FindingCode::StatusDisagreement));
@@ -216,6 +233,74 @@ TEST_F(AuditedPool, FailedLedgerReadFailsClosedOnTheKeptRevision) {
   ASSERT_NE(it, findings.end());
   EXPECT_EQ(it->subject, "ledger//ledger");
   EXPECT_FALSE(has(FindingCode::MissingLedgerRecord));  // the kept records still hold
+}
+
+// Issue 26's node: 8 served, 4 held by the GPUDevices of a stopped VM, and a
+// pod another scheduler put there asking 5: 9 in use on 8 units.
+struct OvercommittedNode : AuditedPool {
+  void SetUp() override {
+    AuditedPool::SetUp();
+    put(c, gpuNode("gpu-h200-0", NodeMode::VmPassthrough, kH200, 8));
+    put(c, device("acme", "stopped-vm-gpus", "h200", 4, DevicePhase::Bound, "gpu-h200-0"));
+    put(c, gpuPod("outsider", "rogue", kH200, 5, "gpu-h200-0"));
+  }
+  const Finding* overcommit(const std::vector<Finding>& findings) {
+    auto it = std::find_if(findings.begin(), findings.end(), [](const Finding& f) {
+      return toString(f.code) == "NodeOvercommitted" && f.subject == "node/gpu-h200-0";
+    });
+    return it == findings.end() ? nullptr : &*it;
+  }
+};
+
+TEST_F(OvercommittedNode, UsedPlusHeldAboveServedIsAFindingNamingTheNodeTheFiguresAndTheHolders) {
+  auto findings = auditPool(c, c.classes.at("h200"));
+  const Finding* f = overcommit(findings);
+  ASSERT_NE(f, nullptr);
+  for (std::string_view part :
+       {"gpu-h200-0", "serves 8", "9 are in use", "4 held", "acme/stopped-vm-gpus (4)", "outsider/rogue (5)"}) {
+    EXPECT_NE(f->message.find(part), std::string::npos) << part << " in " << f->message;
+  }
+  EXPECT_TRUE(failsClosed(f->code));
+  GateState gate = evaluateGate(c, c.classes.at("h200"), findings);
+  EXPECT_FALSE(gate.open);
+  EXPECT_TRUE(gate.failed()) << "an audit failure (AuditFailed), not a lag";
+
+  // A cordoned (or not Ready) node serves nothing by rule while its holders
+  // drain: no over-commit. One that fits again clears the finding.
+  c.nodes.at("gpu-h200-0").unschedulable = true;
+  EXPECT_EQ(overcommit(auditPool(c, c.classes.at("h200"))), nullptr);
+  c.nodes.at("gpu-h200-0").unschedulable = false;
+  c.pods.at("outsider/rogue").phase = PodPhase::Succeeded;
+  EXPECT_EQ(overcommit(auditPool(c, c.classes.at("h200"))), nullptr);
+}
+
+// The controller's snapshot keeps pods only as sums: the check reads the
+// usage it is given.
+TEST_F(OvercommittedNode, TheAuditReadsTheUsageItIsGivenWhenTheClusterHoldsNoPods) {
+  TotalsCapacityView view(c, computeUsage(c));
+  Cluster withoutPods = c.withoutPods();
+  AuditOptions options;
+  options.usage = &view;
+  const Finding* f = nullptr;
+  auto findings = auditPool(withoutPods, withoutPods.classes.at("h200"), options);
+  f = overcommit(findings);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("5 by pods"), std::string::npos) << f->message;
+}
+
+TEST_F(OvercommittedNode, TheReportSaysSoInTheNodesNote) {
+  Report report = buildReport(c);
+  auto row = std::find_if(report.nodes.begin(), report.nodes.end(),
+                          [](const NodeReport& n) { return n.name == "gpu-h200-0"; });
+  ASSERT_NE(row, report.nodes.end());
+  EXPECT_EQ(row->unitsServed, 8);
+  EXPECT_EQ(row->unitsUsed, 9);
+  EXPECT_NE(row->reason.find("OVERCOMMITTED"), std::string::npos) << row->reason;
+  auto pool =
+      std::find_if(report.pools.begin(), report.pools.end(), [](const PoolReport& p) { return p.pool == "h200"; });
+  ASSERT_NE(pool, report.pools.end());
+  EXPECT_NE(overcommit(pool->findings), nullptr);
+  EXPECT_FALSE(pool->gate.open);
 }
 
 Cluster gateCluster(DeviceClass cls, Timestamp now = 1000) {

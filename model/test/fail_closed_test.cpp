@@ -55,6 +55,7 @@ struct Seeded : ::testing::Test {
     put(c, ns("globex"));
     put(c, org("acme", {{"h200-reserved", 2}}));
     put(c, hrq("acme", "plan-quota", key, 2));
+    c.organizations.at("acme/acme").acceleratorStatus["h200"].devices = HardUsed{2, 0};
     c.ledger.records.push_back(record("gpu-res-1", "acme", "h200", 2, ReservationState::Active));
   }
   const DeviceClass& pool() const { return c.classes.at("h200"); }

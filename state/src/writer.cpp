@@ -28,10 +28,13 @@ Writer::Writer(Options options) : options_(std::move(options)) {
     };
   }
   model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  // A kind no source reads holds nothing, which is known and never stale
+  // (model/sources.hpp): the ledger without a ledger flag, Organizations
+  // unwatched.
   for (const KindInfo& info : kKinds) {
     if (!options_.watched.contains(info.kind)) {
       synced_.insert(info.kind);
-      cluster.caches[info.kind] = {true, options_.clock()};
+      cluster.markNotConfigured(info.kind);
     }
   }
   // Readers must always find a snapshot, even before the first event.

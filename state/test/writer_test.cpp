@@ -53,6 +53,19 @@ TEST(Writer, WatchedKindsAreUnsyncedUntilMarkedAndTheReasonNamesThem) {
   EXPECT_TRUE(writer.snapshots().read()->cluster().synced(model::Kind::Pod));
 }
 
+// The base runs with no ledger flag: a kind no source reads is not
+// configured, which the audit never calls stale (model/sources.hpp).
+TEST(Writer, AKindNoSourceReadsIsNotConfiguredAndAWatchedOneIs) {
+  Writer writer(Writer::Options{.watched = {model::Kind::Node}});
+  writer.setSynced(model::Kind::Node, true);
+  writer.flush();
+  auto snap = writer.snapshots().read();
+  EXPECT_TRUE(snap->cluster().synced(model::Kind::Ledger));
+  EXPECT_FALSE(snap->cluster().configured(model::Kind::Ledger));
+  EXPECT_FALSE(snap->cluster().configured(model::Kind::Organization));
+  EXPECT_TRUE(snap->cluster().configured(model::Kind::Node));
+}
+
 TEST(Writer, SnapshotsReflectUpsertsAndRemovesOfNodesAndPods) {
   RecordingExtension ext;
   Writer writer(withExtension(ext));

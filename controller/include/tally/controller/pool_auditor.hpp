@@ -143,6 +143,7 @@ class PoolAuditor final : public LeaderController {
   void wakeAll() { wake_ = true; }
 
   // state::Extension
+  void podChanged(const std::string& key, const model::Pod* pod) override;
   void objectChanged(model::Kind kind, const std::string& key) override;
   void published(const state::Snapshot& snapshot) override;
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tally/model/capacity.hpp"
 #include "tally/model/cluster.hpp"
 #include "tally/model/gate.hpp"
 #include "tally/model/pool.hpp"
@@ -29,6 +30,8 @@ enum class FindingCode {
   BothDevicePlugins,           // a node advertises a VM GPU resource and HAMi's nvidia.com/gpu
   DegradedHealth,              // capacity above allocatable, or an unhealthy GPU parent
   SharedNodeWithoutInventory,  // informational: such a node serves no shared units
+  NodeOvercommitted,           // a node of the pool has more units in use than it serves (nodeOvercommit)
+  LedgerNotConfigured,         // an organization holds a reservation add-on of the pool and no ledger is configured
 };
 std::string_view toString(FindingCode code);
 // Whether the finding closes the gate (every code but the informational ones).
@@ -71,6 +74,9 @@ struct AuditOptions {
   // are on; unset: the cluster's (a snapshot's `now` is when it was copied,
   // which can be long before a periodic audit of an unchanged cluster).
   std::optional<Timestamp> now;
+  // The node usage the over-commit check reads (the controller's snapshot
+  // keeps pods only as sums); null: recomputed from the cluster's pods.
+  const CapacityView* usage = nullptr;
 };
 
 std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, const AuditOptions& options = {});

@@ -3,7 +3,9 @@
 // from scratch and by the incremental index, so every decision is written once.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tally/model/budget.hpp"
 #include "tally/model/cluster.hpp"
@@ -50,6 +52,30 @@ class TotalsCapacityView final : public CapacityView {
 
 // Free units of the class on the node: served minus used (never negative).
 std::int64_t freeUnits(const Node& node, const DeviceClass& cls, const CapacityView& view);
+
+// A node of a pool on which more units are in use than it serves: held devices
+// plus raw pod usage plus assumed placements above units(node, class). Nothing
+// any door decided can get there (a pod another scheduler placed, a preset
+// spec.nodeName, a device that went unhealthy under its holders), and the
+// kubelet cannot see units a Bound GPUDevice holds: the audit's NodeOvercommitted.
+struct NodeOvercommit {
+  std::string node;
+  std::int64_t served = 0;  // units the node serves the class
+  std::int64_t used = 0;    // held + raw pods + assumed
+  std::int64_t held = 0;    // of which by Bound/Attached GPUDevices
+  // The holders on the node, "namespace/name (units)": devices from the
+  // cluster, pods when the cluster holds them (the controller's snapshot keeps
+  // pods only as sums: there `used - held` says what pods take).
+  std::vector<std::string> devices;
+  std::vector<std::string> pods;
+  std::string message() const;
+};
+
+// The over-commit of an eligible node (Ready, schedulable, in the class's mode:
+// an ineligible node serves nothing by rule while its holders drain, which is
+// no over-commit); nullopt when used <= served.
+std::optional<NodeOvercommit> nodeOvercommit(const Cluster& cluster, const Node& node, const DeviceClass& cls,
+                                             const CapacityView& view);
 
 // The class serving `resource` on a node: same resource name and the node's
 // expected mode. Null when no class does.

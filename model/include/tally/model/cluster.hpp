@@ -37,6 +37,12 @@ inline constexpr Kind kAllKinds[] = {
 struct CacheState {
   bool synced = false;
   Timestamp lastSynced = 0;  // last time the cache was confirmed current
+  // False when no source of the kind is configured (the ledger without
+  // --ledger-dir or --ledger-configmap, Organizations not watched): the kind
+  // holds nothing, which is known and never stale (SPEC 3.6, unknown vs not
+  // configured). A rule that needs the kind says so itself (ledgerState).
+  bool configured = true;
+  friend bool operator==(const CacheState&, const CacheState&) = default;
 };
 
 // "namespace/name" for namespaced objects.
@@ -73,7 +79,12 @@ struct Cluster : ClusterObjects {
   }
   // Marks every kind synced at `now` (offline snapshots are complete by construction).
   void markAllSynced();
+  // Records that no source of `kind` is configured (see CacheState::configured):
+  // what the writer does for each kind it does not read, and tallyctl for a
+  // ledger flag it was not given.
+  void markNotConfigured(Kind kind);
   bool synced(Kind kind) const;
+  bool configured(Kind kind) const;
 };
 
 }  // namespace tally::model
