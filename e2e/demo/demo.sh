@@ -274,7 +274,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 webhook_port="$(free_port)" ops_port="$(free_port)"
 webhook_url="https://127.0.0.1:$webhook_port"
 not_system='{matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kube-public, kube-node-lease, tally-system]}]}'
-gpu_requests="\"(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])).exists(c, has(c.resources) && has(c.resources.requests) && c.resources.requests.exists(k, k.startsWith('nvidia.com/') || k.startsWith('amd.com/') || k.startsWith('gpu.intel.com/')))\""
+gpu_requests="\"(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])).exists(c, has(c.resources) && has(c.resources.requests) && c.resources.requests.exists(k, k.contains('/') && !k.startsWith('kubernetes.io/')))\""
 k create namespace tally-system >/dev/null
 k apply -f - >/dev/null <<EOF
 apiVersion: admissionregistration.k8s.io/v1
@@ -344,7 +344,28 @@ webhooks:
   timeoutSeconds: 10
   admissionReviewVersions: [v1]
 ---
-# Raw GPU pods: budgets and pool gates at their create.
+# The placement door: every GPU pod of any vendor to tally-scheduler, a
+# spec.nodeName given at creation checked by the node filter and moved into
+# a required affinity (a full node refused naming its free units).
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: tally-pod-placement-mutating}
+webhooks:
+- name: gpu-pods.mutate.gpu.tally.dev
+  clientConfig: {url: "$webhook_url/mutate/gpu-pods"}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods], scope: Namespaced}
+  namespaceSelector: $not_system
+  matchConditions:
+  - name: requests-a-gpu
+    expression: $gpu_requests
+  failurePolicy: Fail
+  reinvocationPolicy: IfNeeded
+  sideEffects: NoneOnDryRun
+  timeoutSeconds: 10
+  admissionReviewVersions: [v1]
+---
+# GPU pods after every mutation: budgets, pool gates, placement by Tally.
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
 metadata: {name: tally-gpu-pod-validating}
@@ -400,7 +421,7 @@ nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-addre
   --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
   --webhook-configurations tally-gpudevice-validating,tally-gpu-pod-validating,tally-organization-validating,tally-gpudeviceclass-validating \
   --ledger-interval 1s --audit-debounce 500ms \
-  --mutating-webhook-configurations tally-vmi-mutating,tally-launcher-pod-mutating \
+  --mutating-webhook-configurations tally-vmi-mutating,tally-launcher-pod-mutating,tally-pod-placement-mutating \
   --vmi-placement-wait 5s --vmi-attach-timeout 60s --watch-kubevirt=true \
   --leader-election-namespace tally-system --controller-identity tally-e2e-admin --ledger-dir "$ledger" \
   >>"$state/logs/tally-controller.log" 2>&1 </dev/null &
@@ -409,7 +430,8 @@ wait_ready tally-controller "$ops_port" "$controller_pidfile"
 # The keeper injects the caBundles asynchronously: wait until the API server can verify every webhook.
 webhook_configurations=(validatingwebhookconfiguration/tally-gpudevice-validating validatingwebhookconfiguration/tally-gpu-pod-validating
   validatingwebhookconfiguration/tally-organization-validating validatingwebhookconfiguration/tally-gpudeviceclass-validating
-  mutatingwebhookconfiguration/tally-vmi-mutating mutatingwebhookconfiguration/tally-launcher-pod-mutating)
+  mutatingwebhookconfiguration/tally-vmi-mutating mutatingwebhookconfiguration/tally-launcher-pod-mutating
+  mutatingwebhookconfiguration/tally-pod-placement-mutating)
 unbundled() {
   local cfg
   for cfg in "${webhook_configurations[@]}"; do
@@ -645,6 +667,38 @@ pods_settled() {
   [[ -z "$seen" ]]
 }
 await "every demo pod bound and Running, or Unschedulable with the scheduler's reason" pods_settled
+# No way around the doors: a pod that names train-vm's node in spec.nodeName
+# (the kubelet would run it without asking any scheduler) and one H200 more
+# than the node has free is refused by the placement door, naming the node's
+# free units and what GPUDevices hold there. The free figure is the door's own
+# answer to a pod asking for more than any node serves.
+preset_pod() { # units
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned-job, namespace: acme-research}
+spec:
+  nodeName: $vm_node
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: main
+    image: registry.invalid/tally/demo:1
+    resources:
+      requests: {nvidia.com/GH100_H200_SXM_141GB: "$1"}
+      limits: {nvidia.com/GH100_H200_SXM_141GB: "$1"}
+EOF
+}
+node_free() {
+  seen="$(preset_pod 9 | k create --dry-run=server -f - 2>&1 >/dev/null)" && return 1
+  [[ "$seen" =~ "names node $vm_node in spec.nodeName, which cannot take it: node(s) with "([0-9]+)" of " ]] &&
+    free="${BASH_REMATCH[1]}"
+}
+await "the placement door to name $vm_node's free H200 units (server dry run of a 9-GPU pod preset on it)" node_free
+preset_refusal=""
+preset_pod $((free + 1)) | k create -f - >/dev/null 2>"$state/pinned-job.err" ||
+  preset_refusal="$(tr '\n' ' ' <"$state/pinned-job.err")"
+[[ "$preset_refusal" == *"[NodeInsufficient]"*"names node $vm_node"* ]] ||
+  die "acme-research/pinned-job (spec.nodeName $vm_node, $((free + 1)) H200 with $free free) was not refused by the placement door: ${preset_refusal:-admitted}"
 
 # ----------------------------------------------------------------- report
 snapshot="$state/snapshot.json"
@@ -657,6 +711,7 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
     awk '{printf "%-15s %-30s %-8s %-12s\n", $1, $2, $4, $8}'
   echo
   echo "Refused globex-ml/train-job-3: $train_job_3_refusal"
+  echo "Refused acme-research/pinned-job (spec.nodeName $vm_node): $preset_refusal"
   echo
   echo "=== VM acme-research/train-vm (admitted by tally-vmi-mutating; the demo plays virt-controller)"
   echo "gpus: $(k get vmi -n acme-research train-vm -o jsonpath='{range .spec.domain.devices.gpus[*]}{.name}={.deviceName} {end}')"

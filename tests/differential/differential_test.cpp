@@ -341,6 +341,18 @@ class World {
     }
     q.statusHard = q.hard;
     put(q);
+    // The quota controller reports HNC's status.hard in the Organization's
+    // status, per profile (devices, or shares of a shared pool).
+    model::Organization reported = mirror_.organizations.at(model::objectKey(org.ns, org.name));
+    reported.acceleratorStatus.clear();
+    for (const auto& [name, cls] : mirror_.classes) {
+      const std::string key = model::quotaKey(cls.resourceName);
+      if (!q.statusHard.contains(key)) continue;
+      auto& usage = reported.acceleratorStatus[name];
+      (cls.allocation == model::Allocation::Shared ? usage.shares : usage.devices) =
+          model::HardUsed{q.statusHard.get(key), 0};
+    }
+    put(reported);
   }
 
   std::string anyKey() {
