@@ -10,6 +10,7 @@
 #include "tally/common/json.hpp"
 #include "tally/common/log.hpp"
 #include "tally/common/rfc3339.hpp"
+#include "tally/model/units.hpp"
 
 namespace tally::controller {
 
@@ -317,9 +318,35 @@ void PoolAuditor::startTerm() {
 
 // Every kind moves a term or a finding: pods and VMIs (a launcher's coverage)
 // move a node's used units, which the over-commit check reads.
-void PoolAuditor::objectChanged(model::Kind, const std::string&) { wake_ = true; }
+void PoolAuditor::objectChanged(model::Kind, const std::string&) { wake_ = holdersDirty_ = true; }
 
-void PoolAuditor::podChanged(const std::string&, const model::Pod*) { wake_ = true; }
+void PoolAuditor::podChanged(const std::string&, const model::Pod*) { wake_ = holdersDirty_ = true; }
+
+bool PoolAuditor::tick(model::UsageIndex& index, Clock::time_point) {
+  if (!holdersDirty_) return false;
+  holdersDirty_ = false;
+  auto found = std::make_shared<std::map<std::string, model::NodeOvercommit>>();
+  const model::Cluster& live = index.cluster();
+  for (const auto& [className, cls] : live.classes) {
+    for (const auto& [name, node] : live.nodes) {
+      if (!model::inPool(node, cls)) continue;
+      if (auto over = model::nodeOvercommit(live, node, cls, index)) found->emplace(name, std::move(*over));
+    }
+  }
+  overcommits_.store(std::move(found));
+  return false;
+}
+
+void PoolAuditor::nameHolders(PoolAudit& audit) const {
+  const auto over = overcommits_.load();
+  if (!over) return;
+  for (auto& f : audit.findings) {
+    if (f.code != model::FindingCode::NodeOvercommitted || !f.subject.starts_with("node/")) continue;
+    auto it = over->find(f.subject.substr(5));
+    if (it == over->end() || it->second.pods.empty() || f.message.find("; pods: ") != std::string::npos) continue;
+    f.message += "; pods: " + joined(it->second.pods);
+  }
+}
 
 void PoolAuditor::published(const state::Snapshot& snapshot) {
   // Before the caches first synced there is nothing to audit yet; after, a
@@ -463,6 +490,7 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
   const auto started = steady_clock::now();
   if (state.written && !periodDue()) {
     PoolAudit quick = auditOf(cluster, found->second, auditOptions);
+    nameHolders(quick);
     settle(quick);
     PoolStatus candidate = desiredStatus(quick, found->second, &*state.written, nowText);
     if (candidate.sameAs(*state.written)) {
@@ -498,6 +526,7 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
   }
   const auto auditStarted = steady_clock::now();
   PoolAudit audit = auditOf(cluster, *fresh, auditOptions);
+  nameHolders(audit);
   settle(audit);
   const double seconds = std::chrono::duration<double>(steady_clock::now() - auditStarted).count();
   PoolStatus desired = desiredStatus(audit, *fresh, &*current, nowText);

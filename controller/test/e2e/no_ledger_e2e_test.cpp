@@ -183,7 +183,8 @@ TEST(NoLedgerE2e, APodPlacedAroundTallyOnUnitsADeviceHoldsIsAnOvercommitFinding)
       << describe("l40s");
   EXPECT_EQ(gateReason("l40s"), "AuditFailed");
   const std::string messages = findingMessages("l40s");
-  for (const char* part : {"node nl-l40s-0 serves 2", "3 are in use", "outsider/stopped-vm (2)"}) {
+  for (const char* part :
+       {"node nl-l40s-0 serves 2", "3 are in use", "outsider/stopped-vm (2)", "pods: outsider/rogue (1)"}) {
     EXPECT_NE(messages.find(part), std::string::npos) << part << " in " << messages;
   }
   EXPECT_NE(field("l40s", "{.status.findings[*].subject}").find("node/nl-l40s-0"), std::string::npos);

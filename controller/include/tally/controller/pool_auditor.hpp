@@ -37,6 +37,8 @@
 #include "tally/common/condition.hpp"
 #include "tally/controller/leader_controller.hpp"
 #include "tally/model/audit.hpp"
+#include "tally/model/capacity.hpp"
+#include "tally/model/index.hpp"
 #include "tally/model/pool.hpp"
 #include "tally/observability/metrics.hpp"
 
@@ -145,6 +147,9 @@ class PoolAuditor final : public LeaderController {
   // state::Extension
   void podChanged(const std::string& key, const model::Pod* pod) override;
   void objectChanged(model::Kind kind, const std::string& key) override;
+  // After a change: the over-committed nodes on the writer's live index,
+  // whose cluster holds the pods a snapshot keeps only as sums.
+  bool tick(model::UsageIndex& index, Clock::time_point now) override;
   void published(const state::Snapshot& snapshot) override;
 
  private:
@@ -163,6 +168,8 @@ class PoolAuditor final : public LeaderController {
   void startTerm() override;
   void event(const std::string& pool, const std::string& uid, const PoolEvent& e);
   void record(const std::string& pool, const PoolAudit& audit, Pool& state, double seconds);
+  // Names the pods of each NodeOvercommitted finding, as the last tick found them.
+  void nameHolders(PoolAudit& audit) const;
   void forget(const std::string& pool);
 
   PoolAuditorOptions options_;
@@ -173,6 +180,10 @@ class PoolAuditor final : public LeaderController {
   // The writer thread's.
   bool wake_ = true;
   bool everReady_ = false;
+  bool holdersDirty_ = true;
+  // Written by the writer thread at each tick after a change, read by the
+  // worker: a batch ahead of the snapshot at most (it only names holders).
+  std::atomic<std::shared_ptr<const std::map<std::string, model::NodeOvercommit>>> overcommits_;
 };
 
 }  // namespace tally::controller

@@ -65,7 +65,7 @@ struct NodeOvercommit {
   std::int64_t held = 0;    // of which by Bound/Attached GPUDevices
   // The holders on the node, "namespace/name (units)": devices from the
   // cluster, pods when the cluster holds them (the controller's snapshot keeps
-  // pods only as sums: there `used - held` says what pods take).
+  // pods only as sums: its auditor names them from the writer's live index).
   std::vector<std::string> devices;
   std::vector<std::string> pods;
   std::string message() const;
