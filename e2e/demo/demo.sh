@@ -383,7 +383,8 @@ webhooks:
   timeoutSeconds: 10
   admissionReviewVersions: [v1]
 ---
-# Add-on changes of an Organization: a reduction under holders, an increase
+# Add-on changes of an Organization (and a new one created with add-ons): a
+# reduction under holders or below an active reservation's record, an increase
 # that breaks a pool's invariant or lands in a closed pool, refused.
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingWebhookConfiguration
@@ -392,7 +393,7 @@ webhooks:
 - name: organizations.validate.gpu.tally.dev
   clientConfig: {url: "$webhook_url/validate/organizations"}
   rules:
-  - {apiGroups: [kube-dc.com], apiVersions: [v1], operations: [UPDATE], resources: [organizations], scope: Namespaced}
+  - {apiGroups: [kube-dc.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [organizations], scope: Namespaced}
   namespaceSelector: $not_system
   failurePolicy: Fail
   sideEffects: NoneOnDryRun
