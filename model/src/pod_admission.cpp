@@ -25,6 +25,18 @@ const VirtualMachineInstance* vmiWithUid(const Cluster& cluster, std::string_vie
   return nullptr;
 }
 
+// What a pod naming a VMI owner needs synced before its owner can be looked up.
+std::optional<Refusal> ownerCachesUnsynced(const Cluster& cluster, const Pod& pod, std::string_view unknown) {
+  for (Kind kind : {Kind::VirtualMachineInstance, Kind::GpuDevice}) {
+    if (!cluster.synced(kind)) {
+      return Refusal{Code::CacheNotSynced,
+                     fmt::format("{} names a VMI as its owner, but the {} cache is not synced yet, so {} is unknown",
+                                 podSubject(pod), toString(kind), unknown)};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool isVmiOwner(const OwnerReference& owner) {
@@ -43,14 +55,9 @@ CreateLaunch launchAtCreate(const Cluster& cluster, const Pod& pod) {
   CreateLaunch out;
   const std::vector<const OwnerReference*> owners = vmiOwners(pod);
   if (owners.empty()) return out;
-  for (Kind kind : {Kind::VirtualMachineInstance, Kind::GpuDevice}) {
-    if (!cluster.synced(kind)) {
-      out.decision.refuse(Code::CacheNotSynced,
-                          fmt::format("{} names a VMI as its owner, but the {} cache is not synced yet, so which "
-                                      "devices cover its GPUs is unknown",
-                                      podSubject(pod), toString(kind)));
-      return out;
-    }
+  if (auto unsynced = ownerCachesUnsynced(cluster, pod, "which devices cover its GPUs")) {
+    out.decision.refusals.push_back(std::move(*unsynced));
+    return out;
   }
   const VirtualMachineInstance* proven = nullptr;
   for (const OwnerReference* owner : owners) {
@@ -141,13 +148,9 @@ LauncherPin launcherPin(const Cluster& cluster, const Pod& pod) {
   LauncherPin pin;
   const std::vector<const OwnerReference*> owners = vmiOwners(pod);
   if (owners.empty()) return pin;
-  for (Kind kind : {Kind::VirtualMachineInstance, Kind::GpuDevice}) {
-    if (!cluster.synced(kind)) {
-      pin.decision.refuse(Code::CacheNotSynced, fmt::format("{} names a VMI as its owner, but the {} cache is not "
-                                                            "synced yet, so its devices' node is unknown",
-                                                            podSubject(pod), toString(kind)));
-      return pin;
-    }
+  if (auto unsynced = ownerCachesUnsynced(cluster, pod, "its devices' node")) {
+    pin.decision.refusals.push_back(std::move(*unsynced));
+    return pin;
   }
   for (const OwnerReference* owner : owners) {
     const VirtualMachineInstance* vmi = vmiWithUid(cluster, pod.ns, owner->uid);
