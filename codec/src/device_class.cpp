@@ -117,7 +117,8 @@ Status readSpec(od::value value, model::DeviceClass& cls, SpecPresence& seen) {
 }
 
 // status.gateFailureId and the CreationOpen condition: a condition that is not
-// "True" (False, Unknown) keeps the gate closed.
+// "True" (False, Unknown) keeps the gate closed; none at all leaves the gate
+// undecided (model::applyDoorGates closes it: "not audited yet").
 Status readStatus(od::value value, model::DeviceClass& cls) {
   return forEachField(value, "status", [&](std::string_view key, od::value field) -> Status {
     if (key == "gateFailureId") return readString(field, key, cls.gateFailureId);
@@ -134,6 +135,7 @@ Status readStatus(od::value value, model::DeviceClass& cls) {
         });
         if (!read) return read;
         if (type == "CreationOpen") {
+          cls.gateDecided = true;
           cls.gateOpen = conditionStatus == "True";
           cls.gateReason = std::move(message);
         }
@@ -148,6 +150,7 @@ Status readStatus(od::value value, model::DeviceClass& cls) {
 
 Result<model::DeviceClass> decodeDeviceClass(od::value json, ObjectMeta* out) {
   model::DeviceClass cls;
+  cls.gateDecided = false;  // until a CreationOpen condition is read
   Metadata meta;
   meta.sink = out;
   SpecPresence seen;

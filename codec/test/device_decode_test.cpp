@@ -57,6 +57,18 @@ TEST(DeviceClassDecode, CreationOpenTrueOpensAndUnknownCloses) {
   auto unknown = decodeOk<DeviceClassCodec>(R"({"metadata": {"name": "h"}, "spec": {"allocation": "passthrough",
     "resourceName": "r"}, "status": {"conditions": [{"type": "CreationOpen", "status": "Unknown"}]}})");
   EXPECT_FALSE(unknown.gateOpen);
+  EXPECT_TRUE(open.gateDecided);
+  EXPECT_TRUE(unknown.gateDecided);
+}
+
+// No CreationOpen condition: no auditor has decided the pool (the doors close it).
+TEST(DeviceClassDecode, AClassWithoutACreationOpenConditionIsUndecided) {
+  auto fresh = decodeOk<DeviceClassCodec>(R"({"metadata": {"name": "h"}, "spec": {"allocation": "passthrough",
+    "resourceName": "r"}})");
+  EXPECT_FALSE(fresh.gateDecided);
+  auto other = decodeOk<DeviceClassCodec>(R"({"metadata": {"name": "h"}, "spec": {"allocation": "passthrough",
+    "resourceName": "r"}, "status": {"conditions": [{"type": "InvariantHolds", "status": "True"}]}})");
+  EXPECT_FALSE(other.gateDecided);
 }
 
 TEST(DeviceClassDecode, ReadsTheGateControlsAndTheConditionMessage) {

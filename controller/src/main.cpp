@@ -222,7 +222,8 @@ void addFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--enable-pool-auditor", f.auditor,
                  "Audit every pool and publish its dashboard, findings and creation gate into the GPUDeviceClass "
-                 "status (on the Lease holder)")
+                 "status (on the Lease holder). false: no gate is published, and this replica's doors evaluate "
+                 "each pool's gate themselves on their snapshot (run tally-extender with --gates evaluated too)")
       ->capture_default_str();
   app.add_option("--audit-interval", f.auditInterval,
                  "How often every pool is audited and its status rewritten even when nothing changed")
@@ -421,6 +422,15 @@ int main(int argc, char** argv) {
     if (binder) writerOptions.extensions.push_back(binder.get());
     if (quota) writerOptions.extensions.push_back(quota.get());
     if (auditor) writerOptions.extensions.push_back(auditor.get());
+    if (!auditor) {
+      // No auditor publishes a gate: the doors evaluate the same gate function
+      // themselves on every snapshot (model::GateSource::Evaluated).
+      writerOptions.gates = model::GateSource::Evaluated;
+      writerOptions.gateAudit.staleAfterSeconds =
+          std::chrono::duration_cast<std::chrono::seconds>(
+              runtime::process::durationFlag("--audit-stale-after", f.auditStaleAfter))
+              .count();
+    }
     controller::VmiWebhookOptions vo;
     vo.placementWait = runtime::process::durationFlag("--vmi-placement-wait", f.vmiPlacementWait);
     vo.attachTimeout = std::chrono::duration_cast<std::chrono::seconds>(

@@ -322,6 +322,7 @@ metadata: {name: $(cls h200), labels: {tally.dev/e2e: "$ID"}}
 spec: {workload: vm, allocation: passthrough, resourceName: nvidia.com/GH100_H200_SXM_141GB, nodeMode: vm-passthrough,
        memoryMiB: 144384, maxCount: 8}
 EOF
+  gate_decided "$(cls h200)"
 }
 class_a100() {
   k apply -f - >/dev/null <<EOF || fatal "creating class a100"
@@ -330,6 +331,7 @@ kind: GPUDeviceClass
 metadata: {name: $(cls a100), labels: {tally.dev/e2e: "$ID"}}
 spec: {workload: vm, allocation: vgpu, resourceName: nvidia.com/A100-10C, nodeMode: vm-vgpu, memoryMiB: 10240, maxCount: 8}
 EOF
+  gate_decided "$(cls a100)"
 }
 class_shared() {
   k apply -f - >/dev/null <<EOF || fatal "creating class shared"
@@ -339,6 +341,7 @@ metadata: {name: $(cls shared), labels: {tally.dev/e2e: "$ID"}}
 spec: {workload: pod, allocation: shared, resourceName: nvidia.com/gpu, nodeMode: pod-hami, memoryMiB: 32768,
        share: {memoryMiB: 8192, corePercent: 25, maxSharesPerDevice: 4}}
 EOF
+  gate_decided "$(cls shared)"
 }
 
 # inventory N: the HAMi inventory annotation of N healthy physical GPUs.
@@ -451,6 +454,21 @@ status_patch() {
   fi
   k patch "$kind" "${nsflag[@]}" "$name" --subresource=status --type=merge -p "$json" >/dev/null ||
     fatal "writing the status of $kind $name"
+}
+# gate_decided CLASS: the pool's creation gate is decided, as every door
+# requires (a pool no auditor decided is closed, "not audited yet"). Where
+# tally-controller runs in the cluster, its pool auditor decides it: wait for
+# that. Where no controller runs, the scenario plays the auditor's part and
+# publishes the gate of a clean pool (CreationOpen=True).
+gate_decided() {
+  if [[ "${TALLY_E2E_IN_CLUSTER:-0}" == 1 ]]; then
+    wait_until 60 gate_published "$1" || fatal "the pool auditor never decided class $1"
+    return 0
+  fi
+  status_patch gpudeviceclass "" "$1" "{\"status\":{\"conditions\":[{\"type\":\"CreationOpen\",\"status\":\"True\",\"reason\":\"AuditClean\",\"message\":\"audit clean\",\"lastTransitionTime\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}]}}"
+}
+gate_published() {
+  [[ -n "$(k get gpudeviceclass "$1" -o jsonpath='{.status.conditions[?(@.type=="CreationOpen")].status}' 2>/dev/null)" ]]
 }
 count_unschedulable() {
   k get pods -n "$1" -l "$2" \

@@ -118,6 +118,8 @@ state::Writer::Options stateOptions(CacheWriter::Options options, Assumptions* a
   o.watched = std::move(options.watched);
   o.clock = std::move(options.clock);
   o.extensions = {assumptions};
+  o.gates = options.gates;
+  o.gateAudit = options.gateAudit;
   return o;
 }
 

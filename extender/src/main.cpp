@@ -47,6 +47,7 @@ struct Flags {
   unsigned bindThreads = 64;
   state::SourceFlags source;
   std::string snapshotFile;
+  std::string gates = "published", gateStaleAfter = "300s";
   std::string logLevel = "info", logFormat = "json";
 };
 
@@ -89,6 +90,16 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--snapshot-file", f.snapshotFile,
                  "Serve from a Kubernetes List JSON file instead of an API server (offline: benches, demos); "
                  "bind is then refused");
+  app.add_option("--gates", f.gates,
+                 "Where each pool's creation gate comes from: published (the CreationOpen condition tally-controller's "
+                 "pool auditor writes; a pool without one is closed, 'not audited yet') or evaluated (no auditor runs: "
+                 "the extender audits each pool itself on its snapshot)")
+      ->check(CLI::IsMember({"published", "evaluated"}))
+      ->capture_default_str();
+  app.add_option("--gate-stale-after", f.gateStaleAfter,
+                 "With --gates evaluated: how long a cache may go unconfirmed before the pools it feeds close "
+                 "(StaleCapacity)")
+      ->capture_default_str();
   app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
   app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
 }
@@ -196,6 +207,13 @@ int main(int argc, char** argv) {
     writerOptions.assumeTtl = runtime::process::durationFlag("--assume-ttl", f.assumeTtl);
     bool offline = !f.snapshotFile.empty();
     writerOptions.watched = offline ? std::set<model::Kind>{} : state::watchedKinds(watchOptions);
+    if (f.gates == "evaluated") {
+      writerOptions.gates = model::GateSource::Evaluated;
+      writerOptions.gateAudit.staleAfterSeconds =
+          std::chrono::duration_cast<std::chrono::seconds>(
+              runtime::process::durationFlag("--gate-stale-after", f.gateStaleAfter))
+              .count();
+    }
     CacheWriter writer(writerOptions);
     exportWriterStats(writer, metrics);
 

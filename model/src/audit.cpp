@@ -568,27 +568,74 @@ GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const st
                               toString(converging.front()->code), converging.front()->message);
     return gate;
   }
+  if (auto closed = closedBySpec(cluster, pool)) return *closed;
+  gate.open = true;
+  if (gate.reason.empty()) gate.reason = "audit clean";
+  return gate;
+}
+
+std::optional<GateState> closedBySpec(const Cluster& cluster, const DeviceClass& pool) {
+  GateState gate;
+  gate.open = false;
   if (pool.creationPaused) {
-    gate.open = false;
     gate.paused = true;
     gate.reason = fmt::format("creation in pool {} is paused by the operator (spec.creationPaused)", pool.name);
     return gate;
   }
-  if (!pool.keepCreationOpenDuringTransactions) {
-    for (const auto& r : cluster.ledger.records) {
-      if (r.profileId != pool.name || !inFlight(r.state)) continue;
-      gate.open = false;
-      gate.transaction = r.id;
-      gate.reason = fmt::format(
-          "reservation {} of organization {} is {} in pool {}: creation stays closed until the "
-          "transaction ends",
-          r.id, r.organization, toString(r.state), pool.name);
-      return gate;
-    }
+  if (pool.keepCreationOpenDuringTransactions) return std::nullopt;
+  for (const auto& r : cluster.ledger.records) {
+    if (r.profileId != pool.name || !inFlight(r.state)) continue;
+    gate.transaction = r.id;
+    gate.reason = fmt::format(
+        "reservation {} of organization {} is {} in pool {}: creation stays closed until the "
+        "transaction ends",
+        r.id, r.organization, toString(r.state), pool.name);
+    return gate;
   }
-  gate.open = true;
-  if (gate.reason.empty()) gate.reason = "audit clean";
-  return gate;
+  return std::nullopt;
+}
+
+std::string_view toString(GateSource source) { return source == GateSource::Published ? "published" : "evaluated"; }
+
+std::string notAuditedMessage(const DeviceClass& pool) {
+  return fmt::format(
+      "pool {} is not audited yet: no CreationOpen condition is published in its status (tally-controller's pool "
+      "auditor decides it within seconds of starting; without an auditor the doors must evaluate the gate "
+      "themselves)",
+      pool.name);
+}
+
+std::map<std::string, GateState> doorGates(const Cluster& cluster, GateSource source, const AuditOptions& audit) {
+  std::map<std::string, GateState> gates;
+  for (const auto& [name, pool] : cluster.classes) {
+    GateState& gate = gates[name];
+    if (source == GateSource::Evaluated) {
+      gate = evaluateGate(cluster, pool, auditPool(cluster, pool, audit));
+      continue;
+    }
+    if (!pool.gateDecided) {
+      gate.open = false;
+      gate.reason = notAuditedMessage(pool);
+      continue;
+    }
+    gate.open = pool.gateOpen;
+    gate.failureId = pool.gateFailureId;
+    gate.reason = pool.gateReason;
+    if (!gate.open) continue;
+    if (auto closed = closedBySpec(cluster, pool)) gate = std::move(*closed);
+  }
+  return gates;
+}
+
+void applyDoorGates(Cluster& cluster, const std::map<std::string, GateState>& gates) {
+  for (auto& [name, pool] : cluster.classes) {
+    auto it = gates.find(name);
+    if (it == gates.end()) continue;
+    pool.gateDecided = true;
+    pool.gateOpen = it->second.open;
+    pool.gateFailureId = it->second.failureId;
+    pool.gateReason = it->second.reason;
+  }
 }
 
 std::string gateClosedMessage(const DeviceClass& pool) {

@@ -449,5 +449,54 @@ TEST(Gate, TransactionInOtherPoolLeavesThisOneOpen) {
   EXPECT_TRUE(evaluateGate(c, c.classes.at("h200"), {}).open);
 }
 
+// SPEC 3.5 at the doors: what a door applies is the published decision, closed
+// while none is published, and closed at once by the pool's spec and ledger.
+TEST_F(AuditedPool, DoorsCloseAPoolNoAuditorDecidedAndApplyPausesAndTransactionsThemselves) {
+  DeviceClass& cls = c.classes.at("h200");
+  cls.gateDecided = false;
+  GateState gate = doorGates(c, GateSource::Published).at("h200");
+  EXPECT_FALSE(gate.open);
+  EXPECT_NE(gate.reason.find("pool h200 is not audited yet"), std::string::npos) << gate.reason;
+
+  cls.gateDecided = true;
+  cls.gateOpen = true;
+  EXPECT_TRUE(doorGates(c, GateSource::Published).at("h200").open);
+  cls.creationPaused = true;
+  gate = doorGates(c, GateSource::Published).at("h200");
+  EXPECT_FALSE(gate.open);
+  EXPECT_TRUE(gate.paused);
+  cls.creationPaused = false;
+  c.ledger.records.push_back(record("gpu-res-9", "acme", "h200", 1, ReservationState::Pending));
+  gate = doorGates(c, GateSource::Published).at("h200");
+  EXPECT_FALSE(gate.open);
+  EXPECT_EQ(gate.transaction, "gpu-res-9");
+  cls.keepCreationOpenDuringTransactions = true;
+  EXPECT_TRUE(doorGates(c, GateSource::Published).at("h200").open);
+
+  // A published closed gate stays closed with its failure id, and the copy
+  // the doors read carries it.
+  cls.gateOpen = false;
+  cls.gateFailureId = "h200-f";
+  cls.gateReason = "a finding";
+  Cluster copy = c;
+  applyDoorGates(copy, doorGates(c, GateSource::Published));
+  EXPECT_FALSE(copy.classes.at("h200").gateOpen);
+  EXPECT_EQ(gateClosedMessage(copy.classes.at("h200")),
+            "creation in pool h200 is closed by a failed audit (h200-f); existing holders keep their GPUs");
+}
+
+// Without an auditor the doors run the audit and the gate function themselves:
+// the same answer the auditor would publish.
+TEST_F(AuditedPool, EvaluatedDoorGatesAreTheAuditorsGateFunction) {
+  DeviceClass& cls = c.classes.at("h200");
+  cls.gateDecided = false;
+  EXPECT_TRUE(doorGates(c, GateSource::Evaluated).at("h200").open);
+  c.ledger.records.clear();  // the reservation add-on is now unexplained
+  GateState gate = doorGates(c, GateSource::Evaluated).at("h200");
+  EXPECT_EQ(gate, evaluateGate(c, cls, auditPool(c, cls)));
+  EXPECT_FALSE(gate.open);
+  EXPECT_NE(gate.reason.find("MissingLedgerRecord"), std::string::npos) << gate.reason;
+}
+
 }  // namespace
 }  // namespace tally::model

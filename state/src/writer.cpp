@@ -1,6 +1,8 @@
 #include "tally/state/writer.hpp"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "tally/common/log.hpp"
 #include "tally/common/memory.hpp"
@@ -131,12 +133,32 @@ PublishStats Writer::stats() const {
 Writer::Clock::time_point Writer::nextDeadline() const {
   auto at = Clock::time_point::max();
   for (const Extension* e : options_.extensions) at = std::min(at, e->nextDeadline());
+  if (options_.gates == model::GateSource::Evaluated) at = std::min(at, nextGateEvaluation_);
   return at;
 }
 
 void Writer::tick(Clock::time_point now) {
   for (Extension* e : options_.extensions) dirty_ = e->tick(index_, now) || dirty_;
+  // An evaluated gate can change with nothing applied (a cache ages past its bound).
+  if (options_.gates == model::GateSource::Evaluated && now >= nextGateEvaluation_) dirty_ = true;
 }
+
+namespace {
+
+// Whether the classes of `cluster` already carry `gates` as the doors read them.
+bool carries(const model::Cluster& cluster, const std::map<std::string, model::GateState>& gates) {
+  if (cluster.classes.size() != gates.size()) return false;
+  for (const auto& [name, gate] : gates) {
+    auto it = cluster.classes.find(name);
+    if (it == cluster.classes.end()) return false;
+    const model::DeviceClass& cls = it->second;
+    // A reason whose figures change (a cache's age) alone is no new decision.
+    if (cls.gateOpen != gate.open || cls.gateFailureId != gate.failureId) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 void Writer::run(std::stop_token stop) {
   std::vector<Event> batch;
@@ -312,17 +334,35 @@ void Writer::publish() {
   auto started = Clock::now();
   auto snap = std::make_unique<Snapshot>();
   const model::Cluster& c = index_.cluster();
-  const bool copyCluster = baseDirty_ || !base_;
+  snap->usage = index_.snapshot();
+  bool copyCluster = baseDirty_ || !base_;
+  // The gates the doors apply, computed from the live cluster (whose classes
+  // carry what the auditor published, never what a door applied).
+  std::optional<std::map<std::string, model::GateState>> gates;
+  if (options_.gates == model::GateSource::Evaluated) {
+    if (copyCluster || started >= nextGateEvaluation_) {
+      model::AuditOptions audit = options_.gateAudit;
+      audit.usage = &snap->usage;
+      audit.now = options_.clock();
+      audit.firstSeen = nullptr;
+      gates = model::doorGates(c, model::GateSource::Evaluated, audit);
+      nextGateEvaluation_ = started + options_.gateEvaluationInterval;
+      if (!copyCluster && carries(*base_, *gates)) gates.reset();
+      copyCluster = copyCluster || gates.has_value();
+    }
+  } else if (copyCluster) {
+    gates = model::doorGates(c, model::GateSource::Published);
+  }
   if (copyCluster) {
     auto out = std::make_shared<model::Cluster>(c.withoutPods());
     // `now` only dates audits and reports, which readers of the snapshot do
     // not run on it: the copy keeps the time it was taken.
     out->now = options_.clock();
+    if (gates) model::applyDoorGates(*out, *gates);
     base_ = std::move(out);
     baseDirty_ = false;
   }
   snap->base = base_;
-  snap->usage = index_.snapshot();
   model::UsageIndex::TouchedNodes touched = index_.takeTouchedNodes();
   if (copyCluster || touched.all || !published_) {
     snap->fit = model::FitTable::build(*base_, snap->usage);

@@ -204,5 +204,70 @@ TEST(Writer, UpsertClusterQueuesEveryObjectOfAnOfflineSnapshot) {
   EXPECT_TRUE(snap->cluster().permittedHostDevices.has_value());
 }
 
+// SPEC 3.5, fail closed: the doors read each pool's gate from the snapshot.
+// A pool whose status carries no decision is closed ("not audited yet"); a
+// published open gate closes at once on the door's own snapshot when the
+// operator pauses the pool, before the auditor writes again.
+TEST(Writer, DoorsReadAPoolNoAuditorDecidedAsClosedAndAPauseAtOnce) {
+  Writer writer({});
+  model::DeviceClass undecided = testing::vmClass("h200");
+  undecided.gateDecided = false;
+  writer.upsert(undecided);
+  writer.flush();
+  {
+    const model::DeviceClass& cls = writer.snapshots().read()->cluster().classes.at("h200");
+    EXPECT_FALSE(cls.gateOpen);
+    EXPECT_NE(cls.gateReason.find("pool h200 is not audited yet"), std::string::npos) << cls.gateReason;
+  }
+  model::DeviceClass open = testing::vmClass("h200");
+  open.gateReason = "audit clean";
+  writer.upsert(open);
+  writer.flush();
+  EXPECT_TRUE(writer.snapshots().read()->cluster().classes.at("h200").gateOpen);
+  model::DeviceClass paused = open;
+  paused.creationPaused = true;
+  writer.upsert(paused);
+  writer.flush();
+  {
+    const model::DeviceClass& cls = writer.snapshots().read()->cluster().classes.at("h200");
+    EXPECT_FALSE(cls.gateOpen);
+    EXPECT_NE(cls.gateReason.find("paused by the operator (spec.creationPaused)"), std::string::npos) << cls.gateReason;
+  }
+}
+
+// Where no auditor runs, the doors evaluate the gate function themselves: a
+// clean pool is open whatever its status says, and a pod that over-commits a
+// node (it reached it around Tally) closes the pool on the next evaluation.
+TEST(Writer, WithoutAnAuditorTheSnapshotCarriesTheGateTheAuditFunctionDecides) {
+  Writer::Options o;
+  o.gates = model::GateSource::Evaluated;
+  o.gateEvaluationInterval = 0ms;
+  Writer writer(o);
+  model::DeviceClass undecided = testing::vmClass("h200");
+  undecided.gateDecided = false;
+  writer.upsert(undecided);
+  writer.upsert(tenant("t"));
+  model::Node node = gpuNode("n1", 8);
+  node.activeMode = node.expectedMode = model::NodeMode::VmPassthrough;
+  writer.upsert(node);
+  writer.upsert(gpuPod("t", "fits", 8, "n1"));
+  writer.flush();
+  {
+    const model::DeviceClass& cls = writer.snapshots().read()->cluster().classes.at("h200");
+    EXPECT_TRUE(cls.gateOpen) << cls.gateReason;
+  }
+  writer.upsert(gpuPod("t", "around", 1, "n1"));
+  writer.flush();
+  {
+    const model::DeviceClass& cls = writer.snapshots().read()->cluster().classes.at("h200");
+    EXPECT_FALSE(cls.gateOpen);
+    EXPECT_NE(cls.gateReason.find("NodeOvercommitted"), std::string::npos) << cls.gateReason;
+  }
+  writer.remove(model::Kind::Pod, "t", "around");
+  writer.flush();
+  EXPECT_TRUE(writer.snapshots().read()->cluster().classes.at("h200").gateOpen)
+      << "no auditor remembers the failure: it reopens when the finding clears";
+}
+
 }  // namespace
 }  // namespace tally::state

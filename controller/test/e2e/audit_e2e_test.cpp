@@ -284,6 +284,7 @@ class AuditEnvironment : public ::testing::Environment {
       return httpStatus("http://127.0.0.1:" + std::to_string(replica->opsPort) + "/readyz") == 200;
     })) << "never ready; log: "
         << replica->log;
+    ASSERT_TRUE(eventually(gatesDecided)) << "the pool auditor published no gate for some GPUDeviceClass";
     // The caBundle is injected into both configurations.
     ASSERT_TRUE(eventually([] {
       int code = 0;

@@ -107,6 +107,7 @@ class BinderEnvironment : public ::testing::Environment {
       })) << r->identity
           << " never became ready; log: " << r->log;
     }
+    ASSERT_TRUE(eventually(gatesDecided)) << "the pool auditor published no gate for some GPUDeviceClass";
     ASSERT_TRUE(eventually([] {
       int code = 0;
       std::string out = applyYaml(device("acme", "warmup", "h200", 9), &code);
@@ -396,6 +397,7 @@ TEST(Binder, AVmisDeviceSetIsPlacedWholeOnOneNode) {
   ASSERT_TRUE(gpuNodes("setb-", 1, 4, "nvidia.com/set-gpu"));
   applyYaml(gpuClass("setgpu", "nvidia.com/set-gpu", 4), &rc);
   ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(eventually(gatesDecided)) << "the pool auditor never decided pool setgpu";
   kubectl("create namespace sets", &rc);
   applyYaml(
       "apiVersion: kubevirt.io/v1\nkind: VirtualMachineInstance\nmetadata: {name: vm, namespace: sets,\n"

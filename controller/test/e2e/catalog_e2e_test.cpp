@@ -99,6 +99,7 @@ class CatalogEnvironment : public ::testing::Environment {
       return httpStatus("http://127.0.0.1:" + std::to_string(replica->opsPort) + "/readyz") == 200;
     })) << "the replica never became ready; log: "
         << replica->log;
+    ASSERT_TRUE(eventually(gatesDecided)) << "the pool auditor published no gate for some GPUDeviceClass";
     int n = 0;
     ASSERT_TRUE(eventually([&] {
       int code = 0;

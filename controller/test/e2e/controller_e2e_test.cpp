@@ -90,6 +90,7 @@ class ControllerEnvironment : public ::testing::Environment {
       })) << r->identity
           << " never became ready; log: " << r->log;
     }
+    ASSERT_TRUE(eventually(gatesDecided)) << "the pool auditor published no gate for some GPUDeviceClass";
     // The API server's view of the configuration and its injected caBundle
     // lags: wait until an order passes the webhook.
     int n = 0;

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 extern char** environ;
 
@@ -97,6 +98,19 @@ Replica startReplica(const std::string& identity, const std::string& configurati
   if (posix_spawn(&r.pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) r.pid = -1;
   posix_spawn_file_actions_destroy(&actions);
   return r;
+}
+
+bool gatesDecided() {
+  int rc = 0;
+  const std::string out = kubectl(
+      R"(get gpudeviceclasses -o 'jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="CreationOpen")].status}{"\n"}{end}')",
+      &rc);
+  if (rc != 0) return false;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == '=') return false;
+  }
+  return true;
 }
 
 int stopReplica(Replica& r, int signal) {

@@ -70,5 +70,8 @@ std::string organizationWebhookConfiguration(const std::string& name, std::uint1
 // the caBundle the keeper injected.
 bool pointAt(const std::string& name, std::uint16_t port);
 std::string leaseHolder();
+// Every GPUDeviceClass carries a CreationOpen condition: the auditor decided
+// each pool once (until then every door refuses it, "not audited yet").
+bool gatesDecided();
 
 }  // namespace tally::runtime::e2e

@@ -90,6 +90,7 @@ class NoLedgerEnvironment : public ::testing::Environment {
       return httpStatus("http://127.0.0.1:" + std::to_string(replica->opsPort) + "/readyz") == 200;
     })) << "never ready; log: "
         << replica->log;
+    ASSERT_TRUE(eventually(gatesDecided)) << "the pool auditor published no gate for some GPUDeviceClass";
   }
   void TearDown() override {
     if (replica) stopReplica(*replica, SIGTERM);

@@ -87,6 +87,7 @@ class PlacementEnvironment : public ::testing::Environment {
       return httpStatus("http://127.0.0.1:" + std::to_string(replica->opsPort) + "/readyz") == 200;
     })) << "the replica never became ready; log: "
         << replica->log;
+    ASSERT_TRUE(eventually(gatesDecided)) << "the pool auditor published no gate for some GPUDeviceClass";
     // Four H200 of gpu-h-0 held by a Bound GPUDevice (a stopped VM's), placed by the binder.
     applyYaml(device("acme", "held", "h200", 4), &rc);
     ASSERT_EQ(rc, 0);

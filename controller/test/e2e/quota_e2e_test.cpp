@@ -101,6 +101,7 @@ Replica start() {
     return httpStatus("http://127.0.0.1:" + std::to_string(r.opsPort) + "/readyz") == 200 && leaseHolder() == "quota-a";
   })) << "replica never became ready and leader; log: "
       << r.log;
+  EXPECT_TRUE(eventually(gatesDecided)) << "the pool auditor published no gate for some GPUDeviceClass";
   return r;
 }
 

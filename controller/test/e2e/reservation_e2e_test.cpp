@@ -231,6 +231,7 @@ class ReservationEnvironment : public ::testing::Environment {
       })) << r.identity
           << " never became ready; log: " << r.log;
     }
+    ASSERT_TRUE(eventually(gatesDecided)) << "the pool auditor published no gate for some GPUDeviceClass";
     hncRunning = true;
     hncThread = std::thread(playHnc);
   }

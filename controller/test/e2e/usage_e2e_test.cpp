@@ -98,6 +98,7 @@ class UsageEnvironment : public ::testing::Environment {
       })) << r->identity
           << " never became ready; log: " << r->log;
     }
+    ASSERT_TRUE(eventually(gatesDecided)) << "the pool auditor published no gate for some GPUDeviceClass";
   }
   void TearDown() override {
     for (Replica* r : replicas) {

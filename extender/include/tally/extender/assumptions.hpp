@@ -91,7 +91,9 @@ class CacheWriter : private detail::AssumptionsMember, public state::Writer {
     std::chrono::milliseconds assumeTtl{30'000};
     // Kinds that have a source: a snapshot is ready once every one synced.
     std::set<model::Kind> watched;
-    std::function<model::Timestamp()> clock;  // seconds; default: system clock
+    std::function<model::Timestamp()> clock;                 // seconds; default: system clock
+    model::GateSource gates = model::GateSource::Published;  // see state::Writer::Options
+    model::AuditOptions gateAudit;
   };
   explicit CacheWriter(Options options);
 

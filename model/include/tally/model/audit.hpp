@@ -102,4 +102,35 @@ GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const st
 // The gate as a door reads it from the class's published status, and its message.
 std::string gateClosedMessage(const DeviceClass& pool);
 
+// What closes the pool's gate on its spec and ledger alone, whatever an audit
+// published: spec.creationPaused, and a reservation transaction (a pending or
+// releasing record) in flight unless spec.keepCreationOpenDuringTransactions.
+// Null when neither holds. evaluateGate applies the same rule after findings.
+std::optional<GateState> closedBySpec(const Cluster& cluster, const DeviceClass& pool);
+
+// Where the doors of a binary take each pool's gate from (SPEC 3.5, fail closed):
+enum class GateSource {
+  // The auditor's published decision (status: CreationOpen, gateFailureId),
+  // closed while none is published ("not audited yet"), and closed at once by
+  // closedBySpec on the door's own snapshot, before the auditor's next write.
+  Published,
+  // No auditor runs (tally-controller --enable-pool-auditor=false, or a
+  // tally-extender told so): the door evaluates the same gate function on its
+  // snapshot, auditPool then evaluateGate. Nothing remembers a failure here,
+  // so a cleared failure needs no acknowledgement: run the auditor for that.
+  Evaluated,
+};
+std::string_view toString(GateSource source);
+
+// The message of a pool no auditor has decided yet.
+std::string notAuditedMessage(const DeviceClass& pool);
+
+// The gate every door applies, by pool, from the published fields of
+// `cluster` (a cluster fresh from the caches, never one applyDoorGates wrote).
+// `audit` is used by Evaluated only.
+std::map<std::string, GateState> doorGates(const Cluster& cluster, GateSource source, const AuditOptions& audit = {});
+// Writes them into the classes of a snapshot's copy of the cluster (gateOpen,
+// gateReason, gateFailureId), which is what every door reads.
+void applyDoorGates(Cluster& cluster, const std::map<std::string, GateState>& gates);
+
 }  // namespace tally::model

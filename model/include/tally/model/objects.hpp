@@ -108,6 +108,10 @@ struct DeviceClass {
   // Last gate decision the controller published (status), so a closed gate
   // stays closed until acknowledged.
   std::string gateFailureId;
+  // Whether a CreationOpen condition is published at all: a class no auditor
+  // has decided yet is closed at every door (applyDoorGates). The codec reads
+  // it from the status; objects built in code are decided and open.
+  bool gateDecided = true;
   bool gateOpen = true;
   std::string gateReason;  // the CreationOpen condition's message
   friend bool operator==(const DeviceClass&, const DeviceClass&) = default;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tally/common/snapshot_cell.hpp"
+#include "tally/model/audit.hpp"
 #include "tally/model/index.hpp"
 #include "tally/state/kinds.hpp"
 #include "tally/state/snapshot.hpp"
@@ -80,6 +81,14 @@ class Writer {
     std::function<model::Timestamp()> clock;  // seconds; default: system clock
     // Not owned; they outlive the writer. Snapshot::parts[i] is extensions[i]'s.
     std::vector<Extension*> extensions;
+    // Where each snapshot's classes take the gate the doors apply from
+    // (model::doorGates): the auditor's published decision, or, where no
+    // auditor runs, the gate function evaluated here on every copy of the
+    // cluster and at least every `gateEvaluationInterval` (caches age, pods
+    // over-commit nodes) with `gateAudit` (staleAfterSeconds; no history).
+    model::GateSource gates = model::GateSource::Published;
+    model::AuditOptions gateAudit;
+    std::chrono::milliseconds gateEvaluationInterval{1'000};
   };
   // A write of a binary's own, run on the writer thread in queue order.
   using Task = std::function<void(model::UsageIndex& index)>;
@@ -164,7 +173,8 @@ class Writer {
   bool dirty_ = true;
   std::uint64_t generation_ = 0;
   Clock::time_point lastPublish_{};
-  std::mutex writerMu_;  // flush() and the thread never apply at once
+  Clock::time_point nextGateEvaluation_{};  // GateSource::Evaluated only
+  std::mutex writerMu_;                     // flush() and the thread never apply at once
 
   mutable std::mutex statsMu_;
   PublishStats stats_;
