@@ -116,8 +116,11 @@ bool startExtenderAndScheduler(const std::string& clusterName) {
     ::dup2(fd, 2);
     const std::string kubeconfig = "--kubeconfig=" + cluster().kubeconfig(),
                       portFlag = "--port=" + std::to_string(port);
+    // No pool auditor runs in this test (--enable-pool-auditor=false): the
+    // extender evaluates each pool's gate itself, as the controller's doors do.
     ::execl(TALLY_EXTENDER_BINARY, TALLY_EXTENDER_BINARY, kubeconfig.c_str(), "--bind-address=127.0.0.1",
-            portFlag.c_str(), "--url-prefix=/tally", "--metrics-port=0", static_cast<char*>(nullptr));
+            portFlag.c_str(), "--url-prefix=/tally", "--metrics-port=0", "--gates=evaluated",
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
   const std::string ready = "http://127.0.0.1:" + std::to_string(port) + "/readyz";
@@ -639,11 +642,34 @@ TEST(VmDoor, ASetNoSingleNodeCanHoldIsRefusedAtAdmission) {
   }));
 }
 
-// (d) A vGPU node with one unhealthy parent: the other parent's slots serve.
+// (d) A vGPU node with one unhealthy parent. An unhealthy parent is the seed's
+// stop condition (DegradedHealth): the pool is closed to new VMIs, at the
+// door's own evaluation of the gate (no auditor runs here). Once that parent
+// is healthy again but serves no slot of the type, the other parent's free
+// slots serve, and the binder keeps the placement.
 TEST(VmDoor, AVgpuSetIsServedByTheHealthyParentsSlotsAndTheBinderKeepsIt) {
-  auto created =
-      cluster().client()->create(vmis("vgpu"), vmiJson("vgpu", "vm-v", {}, R"([{"class":"a100-10c","count":3}])"));
-  ASSERT_TRUE(created) << created.error().describe();
+  auto closed =
+      cluster().client()->create(vmis("vgpu"), vmiJson("vgpu", "vm-closed", {}, R"([{"class":"a100-10c","count":1}])"));
+  ASSERT_FALSE(closed) << "an unhealthy parent closes the pool";
+  EXPECT_NE(closed.error().describe().find("[GateClosed] creation in pool a100-10c is closed"), std::string::npos)
+      << closed.error().describe();
+  int rc = 0;
+  kubectl(
+      "annotate node vgpu-0 --overwrite 'gpu.tally.dev/inventory={\"parents\":["
+      "{\"id\":\"0000:3b:00.0\",\"healthy\":true,\"types\":{}},"
+      "{\"id\":\"0000:5e:00.0\",\"healthy\":true,\"types\":{\"nvidia.com/A100-10C\":{\"total\":4,\"created\":1,"
+      "\"available\":3}}}]}'",
+      &rc);
+  ASSERT_EQ(rc, 0);
+  std::optional<Result<std::string>> created;
+  ASSERT_TRUE(eventually(
+      [&] {
+        created.emplace(cluster().client()->create(vmis("vgpu"),
+                                                   vmiJson("vgpu", "vm-v", {}, R"([{"class":"a100-10c","count":3}])")));
+        return static_cast<bool>(*created);
+      },
+      20s))
+      << created->error().describe();
   const std::string token = jsonpathOf("vmi", "vgpu", "vm-v", "{.metadata.annotations.gpu\\.tally\\.dev/attachment}");
   const std::string tmpl = "vm-v-" + token.substr(0, 8) + "-0";
   EXPECT_EQ(deviceOf("vgpu", tmpl).node, "vgpu-0");
@@ -657,7 +683,6 @@ TEST(VmDoor, AVgpuSetIsServedByTheHealthyParentsSlotsAndTheBinderKeepsIt) {
       cluster().client()->create(vmis("vgpu"), vmiJson("vgpu", "vm-v2", {}, R"([{"class":"a100-10c","count":2}])"));
   ASSERT_FALSE(over);
   EXPECT_NE(over.error().describe().find("a100-10c"), std::string::npos) << over.error().describe();
-  int rc = 0;
   kubectl("delete vmi -n vgpu vm-v --timeout=30s", &rc);
   EXPECT_TRUE(eventually([&] { return deviceNames("vgpu").empty(); }, 30s));
 }
