@@ -57,7 +57,7 @@ bench_start_extender() { # BIN PORT LOG ARGS...
   local bin="$1" port="$2" out="$3"
   shift 3
   setsid "$bin" --kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --port "$port" --url-prefix /tally \
-    --metrics-port 0 "$@" >>"$out" 2>&1 &
+    --metrics-port 0 --unorganized-gpu-namespaces=allow "$@" >>"$out" 2>&1 &
   ext_pid=$!
 }
 

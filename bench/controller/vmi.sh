@@ -118,7 +118,7 @@ setsid "$controller" --kubeconfig "$state/kubeconfig" --leader-elect=false \
   --webhook-configurations tally-bench-vmi-devices --mutating-webhook-configurations tally-bench-vmi-vmis \
   --webhook-bind-address 127.0.0.1 --webhook-port "$webhook_port" --ops-bind-address 127.0.0.1 --ops-port "$ops_port" \
   --cert-dir "$state/controller-certs" --cert-ip-addresses 127.0.0.1 --controller-identity tally-e2e-admin \
-  --log-format text >>"$state/logs/tally-controller.log" 2>&1 &
+  --log-format text --unorganized-gpu-namespaces=allow >>"$state/logs/tally-controller.log" 2>&1 &
 ctl_pid=$!
 alive() { kill -0 "$ctl_pid" 2>/dev/null || { log "tally-controller exited:"; tail -n 20 "$state/logs/tally-controller.log" >&2; exit 1; }; }
 until [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ops_port/readyz")" == 200 ]]; do alive; sleep 0.1; done

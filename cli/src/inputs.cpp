@@ -12,6 +12,7 @@
 #include "tally/codec/ledger_directory.hpp"
 #include "tally/common/rfc3339.hpp"
 #include "tally/model/ledger.hpp"
+#include "tally/state/source_flags.hpp"
 
 namespace tally::cli {
 namespace {
@@ -91,6 +92,14 @@ void addInputFlags(CLI::App& command, InputOptions& options) {
       ->excludes(snapshot);
   command.add_option("--now", options.now, "Evaluate at this RFC 3339 time (default: now)");
   command
+      .add_option("--unorganized-gpu-namespaces", options.unorganizedGpuNamespaces,
+                  std::string(state::kUnorganizedGpuNamespacesHelp) + " (as the controller's flag)")
+      ->capture_default_str();
+  command
+      .add_option("--system-namespaces", options.systemNamespaces,
+                  std::string(state::kSystemNamespacesHelp) + " (as the controller's flag)")
+      ->capture_default_str();
+  command
       .add_option("--billing-plans", options.billingPlans,
                   "namespace/name of the ConfigMap whose plans.yaml is the add-on catalogue")
       ->capture_default_str();
@@ -105,6 +114,9 @@ codec::Result<codec::Snapshot> loadInputs(const InputOptions& options) {
     if (!parsed) return inputError("--now", "\"" + options.now + "\" is not an RFC 3339 time");
     now = parsed->seconds;
   }
+
+  auto tenancy = state::tenancyPolicy(options.unorganizedGpuNamespaces, options.systemNamespaces);
+  if (!tenancy) return inputError("input", tenancy.error());
 
   auto billingPlans = codec::parseBillingPlansLocation(options.billingPlans);
   if (!billingPlans) return inputError("--billing-plans", billingPlans.error().message);
@@ -124,6 +136,7 @@ codec::Result<codec::Snapshot> loadInputs(const InputOptions& options) {
   // whose organizations hold a reservation add-on fails closed naming the
   // flags; the others are not affected).
   snapshot->cluster.now = now;
+  snapshot->cluster.tenancy = std::move(tenancy).value();
   snapshot->cluster.markAllSynced();
   if (options.ledgerDirectory.empty() && options.ledgerConfigMap.empty()) {
     snapshot->cluster.markNotConfigured(model::Kind::Ledger);

@@ -33,6 +33,9 @@ struct InputOptions {
   std::string ledgerConfigMap;
   std::string now;                                     // RFC 3339; empty: the current time
   std::string billingPlans = "kube-dc/billing-plans";  // namespace/name of the add-on catalogue
+  // The controller's --unorganized-gpu-namespaces and --system-namespaces.
+  std::string unorganizedGpuNamespaces = "refuse";
+  std::string systemNamespaces = "kube-system,kube-public,kube-node-lease,tally-system";
 };
 
 // Reads and decodes everything, marks every cache synced at `now` (the ledger

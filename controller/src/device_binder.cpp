@@ -233,6 +233,15 @@ void DeviceBinder::prune(const model::Cluster& cluster) {
   }
 }
 
+model::Placement binderPlacement(const model::Cluster& cluster, const model::HeldAheadView& view,
+                                 const model::GpuDevice& seen, const model::GpuDevice& fresh) {
+  model::DeviceSet set = model::deviceSetOf(cluster, seen);
+  for (auto& m : set.members) {
+    if (m == &seen) m = &fresh;
+  }
+  return model::placeHeldSet(cluster, view, set);
+}
+
 model::HeldAheadView DeviceBinder::aheadView(const state::Snapshot& snapshot) const {
   model::HeldAheadView view(snapshot.cluster(), snapshot.usage);
   std::lock_guard lock(aheadMu_);
@@ -290,7 +299,7 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
     model::HeldAheadView view = aheadView(snapshot);
     std::string reason;
     if (d.phase == model::DevicePhase::Pending) {
-      model::Placement p = model::placeHeldSet(cluster, view, model::deviceSetOf(cluster, d));
+      model::Placement p = binderPlacement(cluster, view, d, d);
       if (!p.node) reason = reasonOf(p.decision);
     } else if (d.phase == model::DevicePhase::Lost) {
       model::Decision back = model::checkRecovery(cluster, view, d);
@@ -455,11 +464,7 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
         model::HeldAheadView view = aheadView(snapshot);
         // A VMI's set goes to one node: the fresh device in place of the
         // snapshot's, its set from the snapshot's VMIs.
-        model::DeviceSet set = model::deviceSetOf(cluster, seen->second);
-        for (auto& m : set.members) {
-          if (m == &seen->second) m = &fresh;
-        }
-        model::Placement placement = model::placeHeldSet(cluster, view, set);
+        model::Placement placement = binderPlacement(cluster, view, seen->second, fresh);
         if (!placement.node) {
           const std::string reason = reasonOf(placement.decision);
           auto w = writeStatus(fresh, Condition{"", "False", reason, placement.decision.summary(), "", 0});
@@ -492,8 +497,8 @@ runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snaps
         event(fresh, "Normal", "Placed", message);
         logInfo("binder: placed", {{"device", key}, {"node", next.node}, {"count", fresh.count}});
         // The rest of its set follows it to that node.
-        for (const model::GpuDevice* m : set.members) {
-          if (m != &fresh && m->phase == model::DevicePhase::Pending) enqueue(model::objectKey(m->ns, m->name));
+        for (const model::GpuDevice* m : model::deviceSetOf(cluster, seen->second).members) {
+          if (m != &seen->second && m->phase == model::DevicePhase::Pending) enqueue(model::objectKey(m->ns, m->name));
         }
         return ReconcileResult::done();
       }

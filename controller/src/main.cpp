@@ -418,6 +418,7 @@ int main(int argc, char** argv) {
     }
     state::Writer::Options writerOptions;
     writerOptions.publishInterval = settings->publishInterval;
+    writerOptions.tenancy = settings->tenancy;
     writerOptions.watched = state::watchedKinds(sources);
     if (binder) writerOptions.extensions.push_back(binder.get());
     if (quota) writerOptions.extensions.push_back(quota.get());

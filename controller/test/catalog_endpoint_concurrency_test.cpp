@@ -32,6 +32,7 @@ struct CountingReviewer final : AccessReviewer {
 
 TEST(CatalogEndpointConcurrency, RequestsOnAPoolWhileTheWriterPublishes) {
   state::Writer::Options wo;
+  wo.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   wo.publishInterval = 1ms;
   state::Writer writer(wo);
   writer.upsert(state::testing::tenant("t"));

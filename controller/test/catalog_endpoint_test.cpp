@@ -46,6 +46,7 @@ struct CatalogEndpoint : ::testing::Test {
   }
   void build() {
     state::Writer::Options o;
+    o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
     o.watched = watched;
     writer = std::make_unique<state::Writer>(o);
   }

@@ -54,6 +54,7 @@ TEST(DeviceBinderConcurrency, ChangesReconcilesScrapesAndTermsShareNothingUnsafe
   DeviceBinder binder(*client, o);
 
   state::Writer::Options wo;
+  wo.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   wo.publishInterval = 1ms;
   wo.extensions = {&binder};
   state::Writer writer(wo);

@@ -57,6 +57,7 @@ struct GpuDeviceWebhook : ::testing::Test {
   }
   void build() {
     state::Writer::Options o;
+    o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
     o.watched = watched;
     writer = std::make_unique<state::Writer>(o);
   }

@@ -22,6 +22,7 @@ struct OrganizationRoute : OrganizationChanges {
   std::unique_ptr<state::Writer> writer;
   void start(std::set<model::Kind> watched = {}) {
     state::Writer::Options o;
+    o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
     o.watched = std::move(watched);
     writer = std::make_unique<state::Writer>(o);
     state::upsertCluster(*writer, c);

@@ -75,6 +75,7 @@ struct PodWebhooks : ::testing::Test {
   }
   void build() {
     state::Writer::Options o;
+    o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
     o.watched = watched;
     writer = std::make_unique<state::Writer>(o);
   }

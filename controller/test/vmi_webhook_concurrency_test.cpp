@@ -73,6 +73,7 @@ TEST(VmiWebhookConcurrency, ReviewsOnManyThreadsWhileTheWriterPublishes) {
   VmiWebhook webhook(*client, o);
 
   state::Writer::Options wo;
+  wo.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   wo.publishInterval = 1ms;
   wo.extensions = {&webhook};
   state::Writer writer(wo);

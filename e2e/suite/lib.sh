@@ -120,7 +120,8 @@ suite_begin() {
 extender_start() {
   [[ -z "$EXT_PID" ]] || fatal "extender_start: extender already running (pid $EXT_PID)"
   "$EXTENDER_BIN" --kubeconfig "$STATE/kubeconfig" --bind-address 127.0.0.1 --port "$EXT_PORT" \
-    --url-prefix /tally --metrics-port 0 --ledger-dir "$LEDGER" --ledger-interval 1s "$@" \
+    --url-prefix /tally --metrics-port 0 --ledger-dir "$LEDGER" --ledger-interval 1s \
+    --unorganized-gpu-namespaces=allow "$@" \
     >>"$STATE/logs/tally-extender.log" 2>&1 &
   EXT_PID=$!
   echo "$EXT_PID" >"$STATE/pids/suite-tally-extender.pid"
@@ -161,7 +162,8 @@ controller_start() {
   "$CONTROLLER_BIN" --kubeconfig "$STATE/kubeconfig" --leader-elect=false --webhook-bind-address 127.0.0.1 \
     --webhook-port "$(free_port)" --ops-bind-address 127.0.0.1 --ops-port "$CTL_OPS_PORT" \
     --cert-dir "$STATE/controller-certs" --cert-ip-addresses 127.0.0.1 --webhook-configurations "" \
-    --binder-retry-interval 1s --log-format text "$@" >>"$STATE/logs/tally-controller.log" 2>&1 &
+    --binder-retry-interval 1s --log-format text --unorganized-gpu-namespaces=allow "$@" \
+    >>"$STATE/logs/tally-controller.log" 2>&1 &
   CTL_PID=$!
   echo "$CTL_PID" >"$STATE/pids/suite-tally-controller.pid"
   if ! wait_until 60 controller_ready; then

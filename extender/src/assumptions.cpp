@@ -120,6 +120,8 @@ state::Writer::Options stateOptions(CacheWriter::Options options, Assumptions* a
   o.extensions = {assumptions};
   o.gates = options.gates;
   o.gateAudit = options.gateAudit;
+  o.gateEvaluationInterval = options.gateEvaluationInterval;
+  o.tenancy = std::move(options.tenancy);
   return o;
 }
 

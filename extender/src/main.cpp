@@ -205,6 +205,7 @@ int main(int argc, char** argv) {
     CacheWriter::Options writerOptions;
     writerOptions.publishInterval = settings->publishInterval;
     writerOptions.assumeTtl = runtime::process::durationFlag("--assume-ttl", f.assumeTtl);
+    writerOptions.tenancy = settings->tenancy;
     bool offline = !f.snapshotFile.empty();
     writerOptions.watched = offline ? std::set<model::Kind>{} : state::watchedKinds(watchOptions);
     if (f.gates == "evaluated") {

@@ -20,6 +20,7 @@ using namespace tally::extender::testing;
 
 TEST(Extender, FiltersOverHttpStayConsistentWhileTheWriterChurns) {
   CacheWriter::Options o;
+  o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   o.publishInterval = std::chrono::milliseconds(1);
   auto writer = loadedWriter(syntheticCluster(50, 200, 5), o);
   writer->start();

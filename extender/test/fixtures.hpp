@@ -19,7 +19,14 @@ model::Pod gpuPod(std::string ns, std::string name, std::string uid, std::int64_
                   std::string resource = kH200);
 
 // A writer (no thread) with every kind synced, holding `objects`, flushed.
-std::unique_ptr<CacheWriter> loadedWriter(const std::vector<state::Object>& objects, CacheWriter::Options options = {});
+// Tenants in bare namespaces (no Organizations): the unorganized-namespace
+// rule is tested on its own.
+inline CacheWriter::Options fixtureOptions() {
+  CacheWriter::Options o;
+  o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;
+  return o;
+}
+std::unique_ptr<CacheWriter> loadedWriter(const std::vector<state::Object>& objects, CacheWriter::Options options = fixtureOptions());
 
 // The JSON of a v1 Pod as the scheduler sends it.
 std::string podJson(const std::string& ns, const std::string& name, const std::string& uid, std::int64_t count,

@@ -135,6 +135,7 @@ TEST(Http, BodyOverTheLimitIs413) {
 
 TEST(Http, NotSyncedFilterIsAnErrorAndReadyzFails) {
   CacheWriter::Options o;
+  o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   o.watched = {model::Kind::Pod};
   auto writer = std::make_unique<CacheWriter>(o);
   for (auto& obj : cluster()) writer->upsert(obj);

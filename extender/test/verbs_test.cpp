@@ -60,6 +60,7 @@ namespace {
 // A writer watching Nodes and GPUDevices of which only Nodes have synced.
 std::unique_ptr<CacheWriter> halfSyncedWriter() {
   CacheWriter::Options o;
+  o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   o.watched = {model::Kind::Node, model::Kind::GpuDevice};
   auto writer = std::make_unique<CacheWriter>(o);
   for (auto& obj : twoNodes()) writer->upsert(obj);
@@ -125,6 +126,7 @@ std::unique_ptr<CacheWriter> writerWithPendingPod(std::chrono::milliseconds ttl)
   auto objects = twoNodes();
   objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
   CacheWriter::Options o;
+  o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   o.assumeTtl = ttl;
   return loadedWriter(objects, o);
 }
@@ -137,6 +139,7 @@ std::unique_ptr<CacheWriter> writerWithPendingPod(std::chrono::milliseconds ttl)
 // assumption) still wakes it at once.
 TEST(Snapshot, EventsQueuedBeforeAPublicationIsDueDoNotWakeTheWriter) {
   CacheWriter::Options o;
+  o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   o.publishInterval = std::chrono::milliseconds(400);
   auto objects = twoNodes();
   objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
@@ -426,4 +429,30 @@ TEST(Filter, OnePassAnswerKeepsTheErrorWhenCachesAreNotSynced) {
   const std::string body = filterResponse(*snap, args);
   EXPECT_NE(body.find("\"NodeNames\":[]"), std::string::npos) << body;
   EXPECT_NE(body.find("GPUDevice"), std::string::npos) << body;
+}
+
+// The product's default: a GPU pod in a namespace no Organization holds is
+// refused on every node, naming the namespace; the same pod once an
+// Organization holds its namespace passes.
+TEST(Filter, UnorganizedNamespaceIsRefusedUnderTheDefaultPolicy) {
+  auto objects = twoNodes();
+  auto writer = loadedWriter(objects, CacheWriter::Options{});
+  DecisionTally tally;
+  auto r = filterNodes(*writer->snapshots().read(), argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free"}),
+                       &tally);
+  EXPECT_TRUE(r.passed.empty());
+  ASSERT_EQ(r.failed.size(), 2u);
+  auto free = std::find_if(r.failed.begin(), r.failed.end(), [](const auto& f) { return f.first == "free"; });
+  ASSERT_NE(free, r.failed.end());
+  EXPECT_NE(free->second.find("namespace tenant-a is under no Organization"), std::string::npos) << free->second;
+  EXPECT_EQ(tally.count(FilterResultKind::Failed, model::Code::NamespaceUnorganized), 1u)
+      << "the full node answers with its own units first";
+
+  model::Organization org;
+  org.ns = org.name = "tenant-a";
+  objects.push_back(org);
+  auto organized = loadedWriter(objects, CacheWriter::Options{});
+  auto ok = filterNodes(*organized->snapshots().read(), argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"}));
+  ASSERT_EQ(ok.passed.size(), 1u) << (ok.failed.empty() ? ok.error : ok.failed[0].second);
+  EXPECT_EQ(ok.passed[0], "free");
 }

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <set>
+#include <utility>
 
 #include "filter_core.hpp"
 #include "tally/model/audit.hpp"
+#include "tally/model/vmi.hpp"
 #include "lookup.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/pool.hpp"
@@ -47,11 +49,19 @@ void checkIncrease(const Cluster& cluster, const Organization& before, const Org
   std::optional<Cluster> next;
   for (const auto& [name, cls] : cluster.classes) {
     if (quotaKey(cls.resourceName) != key) continue;
-    if (!cls.gateOpen && !cls.gateFailureId.empty()) {
+    // The gate as this binary's doors apply it: published by the auditor, or
+    // evaluated here when none runs; undecided is closed (fail closed).
+    const GateState gate = doorGate(cluster, cls);
+    if (gate.failed()) {
       d.refuse(Code::GateClosed,
-               fmt::format("organization {}: the change grants {} more {}, but {}; no new grants until "
-                           "the failure is cleared and acknowledged",
-                           after.name, delta, key, gateClosedMessage(cls)));
+               fmt::format("organization {}: the change grants {} more {}, but pool {} is closed by a failed audit "
+                           "({}): {}; no new grants until the failure is cleared and acknowledged",
+                           after.name, delta, key, cls.name, gate.failureId, gate.reason));
+      continue;
+    }
+    if (cluster.gates == GateSource::Published && !cls.gateDecided) {
+      d.refuse(Code::GateClosed, fmt::format("organization {}: the change grants {} more {}, but {}", after.name,
+                                             delta, key, notAuditedMessage(cls)));
       continue;
     }
     // A transaction freezing creation admits only its own grant (the seed's step 4).
@@ -144,6 +154,9 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
     demand[item.className] += item.count;
   }
   const Organization* org = organizationOf(cluster, order.ns);
+  if (auto why = unattributedNamespace(cluster, order.ns)) {
+    d.refuse(Code::NamespaceUnorganized, fmt::format("{} refused: {}", order.subject, *why));
+  }
   std::vector<const DeviceClass*> classes;
   ResourceList budgetDemand;  // classes sharing a quota key are checked together
   for (const auto& [name, count] : demand) {
@@ -400,18 +413,30 @@ PodDemand podDemandWith(const Cluster& cluster, const CapacityView& view, const 
   demand.launcherOf = launch.vmi;
   if (demand.launcherOf) {
     demand.attached = std::move(launch.devices);
-    for (const GpuDevice* d : demand.attached) {
-      if (holdsNodeUnits(*d)) {
-        demand.requiredNode = d->node;
-        break;
+    // Where its devices are, by the launcher door's own rule (attachedNode):
+    // a device Lost or on no node keeps the launcher from every node, as the
+    // door refuses to pin it, rather than letting it run on pool units.
+    if (!demand.attached.empty()) {
+      SetNode set = attachedNode(cluster, *demand.launcherOf);
+      if (set.decision.allowed() && set.node) {
+        demand.requiredNode = *set.node;
+      } else {
+        for (auto& r : set.decision.refusals) demand.podUnresolvable.push_back(std::move(r));
       }
     }
   }
   // A pod already in the cache is already counted in its namespace's usage.
   bool counted = view.counts(pod);
+  bool unattributedChecked = false;
   for (const auto& [resource, amount] : demand.requests) {
     std::int64_t need = amount - budgetCoverage(demand.attached, cluster, resource);
     if (need <= 0) continue;
+    // GPUs beyond a VMI's devices are the pod's own: they need a tenant.
+    if (!std::exchange(unattributedChecked, true)) {
+      if (auto why = unattributedNamespace(cluster, pod.ns)) {
+        demand.podWide.push_back({Code::NamespaceUnorganized, fmt::format("pod {}/{}: {}", pod.ns, pod.name, *why)});
+      }
+    }
     std::string key = budgetKeyFor(resource);
     demand.budget.add(key, need);
     BudgetAsk ask{key, counted ? 0 : need, counted ? need : 0};

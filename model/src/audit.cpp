@@ -32,6 +32,7 @@ std::string_view toString(FindingCode code) {
     case FindingCode::SharedNodeWithoutInventory: return "SharedNodeWithoutInventory";
     case FindingCode::NodeOvercommitted: return "NodeOvercommitted";
     case FindingCode::LedgerNotConfigured: return "LedgerNotConfigured";
+    case FindingCode::UnorganizedGpuUse: return "UnorganizedGpuUse";
   }
   return "Unknown";
 }
@@ -92,6 +93,11 @@ std::string_view remedy(FindingCode code) {
     case FindingCode::LedgerNotConfigured:
       return "configure the reservation ledger on tally-controller, tally-extender and tallyctl (--ledger-dir DIR "
              "or --ledger-configmap NAMESPACE/NAME), or remove the reservation add-on from the organization";
+    case FindingCode::UnorganizedGpuUse:
+      return "move the named workloads into a namespace an Organization holds (or create the Organization that "
+             "holds this namespace or an ancestor), list the namespace in --system-namespaces if it is the "
+             "platform's own, or accept such use with --unorganized-gpu-namespaces=allow on tally-controller, "
+             "tally-extender and tallyctl";
   }
   return "see the finding's message";
 }
@@ -371,7 +377,8 @@ void healthFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
   }
 }
 
-void statusFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<Finding>& out) {
+void statusFindings(const Cluster& cluster, const DeviceClass& pool, const CapacityView& usage,
+                    std::vector<Finding>& out) {
   const std::string key = quotaKey(pool.resourceName);
   const auto sharing = classesFor(cluster, pool.resourceName);
   for (const auto& [k, org] : cluster.organizations) {
@@ -389,6 +396,18 @@ void statusFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
     } else {
       std::int64_t hard = hrq->hard.get(key);
       std::int64_t granted = grantedQuota(cluster, org).get(key);
+      // HNC limits nothing an HRQ does not name: the tenant's use of the pool
+      // is bounded by no quota and counted in no term of the invariant.
+      if (!hrq->hard.contains(key)) {
+        if (std::int64_t used = usage.subtreeUsed(org.ns, key); used > 0) {
+          out.push_back(
+              {FindingCode::UnattributedQuantity,
+               fmt::format("HRQ {}/{} sets no hard quota for {} but organization {}'s namespaces use {} unit(s) of "
+                           "it: that use is bounded by no quota and counted in no term of pool {}'s invariant",
+                           hrq->ns, hrq->name, key, org.name, used, pool.name),
+               hrqName + "/" + key});
+        }
+      }
       if (hard > granted) {
         out.push_back(
             {FindingCode::UnattributedQuantity,
@@ -455,16 +474,30 @@ void statusFindings(const Cluster& cluster, const DeviceClass& pool, std::vector
   }
 }
 
-void overcommitFindings(const Cluster& cluster, const DeviceClass& pool, const AuditOptions& options,
+void overcommitFindings(const Cluster& cluster, const DeviceClass& pool, const CapacityView& view,
                         std::vector<Finding>& out) {
-  std::optional<TotalsCapacityView> recomputed;
-  const CapacityView* view = options.usage;
-  if (!view) view = &recomputed.emplace(cluster, computeUsage(cluster));
   for (const auto& [name, node] : cluster.nodes) {
     if (!inPool(node, pool)) continue;
-    if (auto over = nodeOvercommit(cluster, node, pool, *view)) {
+    if (auto over = nodeOvercommit(cluster, node, pool, view)) {
       out.push_back(
           {FindingCode::NodeOvercommitted, fmt::format("pool {}: {}", pool.name, over->message()), "node/" + name});
+    }
+  }
+}
+
+// GPU use of the pool in namespaces no Organization holds, where the policy
+// refuses it (a pod created before the policy, or placed around the doors).
+void unorganizedFindings(const Cluster& cluster, const DeviceClass& pool, const CapacityView& usage,
+                         std::vector<Finding>& out) {
+  const std::string key = quotaKey(pool.resourceName);
+  for (const auto& [name, ns] : cluster.namespaces) {
+    std::int64_t used = usage.namespaceUsed(name, key);
+    if (used <= 0) continue;
+    if (auto why = unattributedNamespace(cluster, name)) {
+      out.push_back({FindingCode::UnorganizedGpuUse,
+                     fmt::format("pool {}: namespace {} uses {} unit(s) of {}, which no tenant's quota counts: {}",
+                                 pool.name, name, used, key, *why),
+                     "namespace/" + name});
     }
   }
 }
@@ -487,7 +520,11 @@ std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, 
     out.push_back(
         {FindingCode::HardQuotaAboveCapacity, "capacity invariant fails: " + inv.equation(), "pool/" + pool.name});
   }
-  overcommitFindings(cluster, pool, options, out);
+  std::optional<TotalsCapacityView> recomputed;
+  const CapacityView* usage = options.usage;
+  if (!usage) usage = &recomputed.emplace(cluster, computeUsage(cluster));
+  overcommitFindings(cluster, pool, *usage, out);
+  unorganizedFindings(cluster, pool, *usage, out);
   ledgerFindings(cluster, pool, out);
   addonFindings(cluster, pool, out);
   modeFindings(cluster, pool, out);
@@ -497,7 +534,7 @@ std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, 
       out.push_back({FindingCode::ActiveAlert, fmt::format("alert {} is firing", alert.name), "alert/" + alert.name});
     }
   }
-  statusFindings(cluster, pool, out);
+  statusFindings(cluster, pool, *usage, out);
   const Timestamp now = options.now.value_or(cluster.now);
   for (auto& f : out) {
     if (!convergent(f.code)) continue;
@@ -605,25 +642,31 @@ std::string notAuditedMessage(const DeviceClass& pool) {
       pool.name);
 }
 
+namespace {
+GateState gateFrom(const Cluster& cluster, const DeviceClass& pool, GateSource source, const AuditOptions& audit) {
+  GateState gate;
+  if (source == GateSource::Evaluated) return evaluateGate(cluster, pool, auditPool(cluster, pool, audit));
+  if (!pool.gateDecided) {
+    gate.open = false;
+    gate.reason = notAuditedMessage(pool);
+    return gate;
+  }
+  gate.open = pool.gateOpen;
+  gate.failureId = pool.gateFailureId;
+  gate.reason = pool.gateReason;
+  if (!gate.open) return gate;
+  if (auto closed = closedBySpec(cluster, pool)) gate = std::move(*closed);
+  return gate;
+}
+}  // namespace
+
+GateState doorGate(const Cluster& cluster, const DeviceClass& pool, const AuditOptions& audit) {
+  return gateFrom(cluster, pool, cluster.gates, audit);
+}
+
 std::map<std::string, GateState> doorGates(const Cluster& cluster, GateSource source, const AuditOptions& audit) {
   std::map<std::string, GateState> gates;
-  for (const auto& [name, pool] : cluster.classes) {
-    GateState& gate = gates[name];
-    if (source == GateSource::Evaluated) {
-      gate = evaluateGate(cluster, pool, auditPool(cluster, pool, audit));
-      continue;
-    }
-    if (!pool.gateDecided) {
-      gate.open = false;
-      gate.reason = notAuditedMessage(pool);
-      continue;
-    }
-    gate.open = pool.gateOpen;
-    gate.failureId = pool.gateFailureId;
-    gate.reason = pool.gateReason;
-    if (!gate.open) continue;
-    if (auto closed = closedBySpec(cluster, pool)) gate = std::move(*closed);
-  }
+  for (const auto& [name, pool] : cluster.classes) gates[name] = gateFrom(cluster, pool, source, audit);
   return gates;
 }
 

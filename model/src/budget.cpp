@@ -59,7 +59,21 @@ std::optional<Refusal> checkBudget(const Cluster& cluster, const UsageReader& us
     auto [first, last] = namespacedRange(cluster.hrqs, scope);
     for (auto it = first; it != last; ++it) {
       const auto& hrq = it->second;
-      if (!hrq.hard.contains(key)) continue;
+      if (!hrq.hard.contains(key)) {
+        // HNC limits nothing plan-quota does not name: the organization's use
+        // of the pool would be bounded by no quota and counted in no term of
+        // its invariant (the quota controller writes every GPU key, 0 when
+        // nothing grants it).
+        auto [org, orgEnd] = namespacedRange(cluster.organizations, scope);
+        if (hrq.name == kOrgQuotaName && org != orgEnd) {
+          return Refusal{Code::BudgetUnknown,
+                         fmt::format("budget of namespace {} for {} is unknown: hierarchicalresourcequota {}/{} of "
+                                     "organization {} names no quota for it (the quota controller has not written "
+                                     "it yet), so its use would be counted in no term of the pool's invariant",
+                                     ns, key, hrq.ns, hrq.name, org->second.name)};
+        }
+        continue;
+      }
       std::int64_t used = usage.subtreeUsed(scope, key);
       std::int64_t hard = hrq.hard.get(key);
       if (used + ask.amount > hard) {

@@ -2,6 +2,10 @@
 
 namespace tally::model {
 
+std::string_view toString(UnorganizedGpuPolicy policy) {
+  return policy == UnorganizedGpuPolicy::Refuse ? "refuse" : "allow";
+}
+
 std::string_view toString(Kind kind) {
   switch (kind) {
     case Kind::Node: return "Node";

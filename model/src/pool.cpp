@@ -374,7 +374,15 @@ PlanResult plan(const Cluster& cluster, const Change& change) {
   for (const auto& name : pools) {
     const DeviceClass* before = detail::findClass(cluster, name);
     if (!before) continue;
-    GateState gate = liveGate(cluster, *before);
+    // The gate the doors apply (the published decision, as tallyctl reads it),
+    // or a failure the audit finds now that no auditor has published yet.
+    GateState gate = doorGate(cluster, *before);
+    if (!gate.failed()) {
+      if (GateState live = liveGate(cluster, *before); live.failed()) gate = std::move(live);
+    }
+    if (grows && !gate.failed() && cluster.gates == GateSource::Published && !before->gateDecided) {
+      result.decision.refuse(Code::GateClosed, notAuditedMessage(*before));
+    }
     if (grows && gate.failed()) {
       result.decision.refuse(Code::GateClosed, fmt::format("pool {} is closed by a failed audit ({}): {}", name,
                                                            gate.failureId, gate.reason));

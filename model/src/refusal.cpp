@@ -38,6 +38,7 @@ std::string_view toString(Code code) {
     case Code::ReservationMismatch: return "ReservationMismatch";
     case Code::CacheNotSynced: return "CacheNotSynced";
     case Code::SchedulerBypass: return "SchedulerBypass";
+    case Code::NamespaceUnorganized: return "NamespaceUnorganized";
     case Code::RecordSchema: return "RecordSchema";
     case Code::RecordTime: return "RecordTime";
     case Code::RecordState: return "RecordState";

@@ -1,6 +1,7 @@
 #include "tally/model/tenancy.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 
 #include "lookup.hpp"
 
@@ -35,6 +36,23 @@ const Organization* organizationOf(const Cluster& cluster, std::string_view ns) 
 const HierarchicalResourceQuota* organizationQuota(const Cluster& cluster, const Organization& org) {
   auto it = cluster.hrqs.find(objectKey(org.ns, kOrgQuotaName));
   return it == cluster.hrqs.end() ? nullptr : &it->second;
+}
+
+std::optional<std::string> unattributedNamespace(const Cluster& cluster, std::string_view ns) {
+  const TenancyPolicy& policy = cluster.tenancy;
+  if (policy.unorganized == UnorganizedGpuPolicy::Allow || policy.systemNamespaces.contains(ns)) return std::nullopt;
+  if (!cluster.namespaces.contains(std::string(ns))) return std::nullopt;
+  if (organizationOf(cluster, ns)) return std::nullopt;
+  std::string why;
+  if (!cluster.configured(Kind::Organization)) {
+    why = " (Organizations are not watched: --watch-organizations=false)";
+  } else if (!cluster.synced(Kind::Organization)) {
+    why = " (the Organization cache is not synced yet)";
+  }
+  return fmt::format(
+      "namespace {} is under no Organization{}: its GPU use could not be attributed to any tenant's quota "
+      "(--unorganized-gpu-namespaces={}; system namespaces: --system-namespaces)",
+      ns, why, toString(policy.unorganized));
 }
 
 bool entitled(const Cluster& cluster, std::string_view ns, std::string_view className) {

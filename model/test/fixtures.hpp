@@ -142,6 +142,9 @@ inline Cluster syncedCluster(Timestamp now = 1'800'000'000) {
   c.now = now;
   c.markAllSynced();
   c.plans = BillingPlans{};
+  // Most scenarios are about other rules and keep tenants in bare namespaces;
+  // the tenancy tests restore the product's default (Refuse) themselves.
+  c.tenancy.unorganized = UnorganizedGpuPolicy::Allow;
   return c;
 }
 

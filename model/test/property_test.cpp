@@ -31,6 +31,7 @@
 #include "tally/model/capacity.hpp"
 #include "tally/model/fit_table.hpp"
 #include "tally/model/index.hpp"
+#include "tally/model/tenancy.hpp"
 #include "tally/model/units.hpp"
 #include "tally/model/usage.hpp"
 
@@ -467,6 +468,9 @@ class World {
       fx::put(truth, std::move(n));
     }
     namespaceNames.push_back("stray");  // pods and devices in a namespace the cache does not hold
+    // org0's subtree is an Organization's; the other trees are under none, so
+    // their GPU orders are refused under the default policy.
+    if (truth.namespaces.contains("org0")) fx::put(truth, fx::org("org0"));
     for (int i = 0; i < shape.vmis; ++i) fx::put(truth, newVmi());
     for (int i = 0; i < shape.pods; ++i) fx::put(truth, newPod());
     for (int i = 0; i < shape.devices; ++i) fx::put(truth, newDevice());
@@ -1061,6 +1065,10 @@ void placeUntilFull(std::uint64_t seed, bool secondClass, int orders, int& place
       // A namespace the cache does not hold has unknown budgets: never placed.
       EXPECT_FALSE(placement.node.has_value())
           << "seed " << seed << " order " << i << " in unknown namespace " << order.ns;
+    } else if (unattributedNamespace(p.truth, order.ns)) {
+      // Under no Organization: the quantity could not be attributed, never placed.
+      EXPECT_FALSE(placement.node.has_value())
+          << "seed " << seed << " order " << i << " in unorganized namespace " << order.ns;
     } else if (countsValid) {
       EXPECT_EQ(placement.node.has_value(), fits)
           << "seed " << seed << " order " << i

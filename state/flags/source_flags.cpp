@@ -2,9 +2,47 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cctype>
+
 #include "tally/runtime/process.hpp"
 
 namespace tally::state {
+
+const char* const kUnorganizedGpuNamespacesHelp =
+    "GPU use in a namespace no Organization holds (neither it nor an ancestor): refuse (the doors refuse it "
+    "NamespaceUnorganized and the audit finds it, UnorganizedGpuUse) or allow";
+const char* const kSystemNamespacesHelp =
+    "Comma-separated namespaces whose GPU use is the platform's own, outside the rule of "
+    "--unorganized-gpu-namespaces";
+
+Expected<model::TenancyPolicy, std::string> tenancyPolicy(const std::string& unorganized,
+                                                         const std::string& systemNamespaces) {
+  model::TenancyPolicy policy;
+  if (unorganized == "refuse") {
+    policy.unorganized = model::UnorganizedGpuPolicy::Refuse;
+  } else if (unorganized == "allow") {
+    policy.unorganized = model::UnorganizedGpuPolicy::Allow;
+  } else {
+    return "--unorganized-gpu-namespaces: \"" + unorganized + "\" is neither refuse nor allow";
+  }
+  policy.systemNamespaces.clear();
+  std::string_view rest = systemNamespaces;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty()) continue;
+    // A DNS-1123 label, as every namespace name is.
+    bool valid = item.size() <= 63 && std::isalnum(static_cast<unsigned char>(item.front())) &&
+                 std::isalnum(static_cast<unsigned char>(item.back()));
+    for (char c : item) valid = valid && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+    if (!valid) return "--system-namespaces: \"" + std::string(item) + "\" is not a namespace name";
+    policy.systemNamespaces.emplace(item);
+  }
+  return policy;
+}
 
 void addSourceFlags(CLI::App& app, SourceFlags& f, const std::string& readers) {
   app.add_option("--billing-plans", f.billingPlans,
@@ -29,6 +67,9 @@ void addSourceFlags(CLI::App& app, SourceFlags& f, const std::string& readers) {
                  "How often --ledger-dir is looked at; its files are re-read only when the listing (paths, sizes, "
                  "modification times, the symlink's target) changed")
       ->capture_default_str();
+  app.add_option("--unorganized-gpu-namespaces", f.unorganizedGpuNamespaces, kUnorganizedGpuNamespacesHelp)
+      ->capture_default_str();
+  app.add_option("--system-namespaces", f.systemNamespaces, kSystemNamespacesHelp)->capture_default_str();
   app.add_option("--publish-interval", f.publishInterval,
                  "Longest delay between a watch event and the snapshot " + readers + " decide on (batching)")
       ->capture_default_str();
@@ -61,6 +102,15 @@ Expected<SourceSettings, std::string> sourceSettings(const SourceFlags& f) {
   auto publish = runtime::process::parseDuration(f.publishInterval);
   if (!publish) return "--publish-interval: " + publish.error().message;
   s.publishInterval = *publish;
+  auto tenancy = tenancyPolicy(f.unorganizedGpuNamespaces, f.systemNamespaces);
+  if (!tenancy) return tenancy.error();
+  s.tenancy = std::move(tenancy).value();
+  if (!f.watchOrganizations && s.tenancy.unorganized == model::UnorganizedGpuPolicy::Refuse) {
+    return std::string(
+        "--watch-organizations=false with --unorganized-gpu-namespaces=refuse would refuse every GPU order outside "
+        "--system-namespaces (no namespace is seen under an Organization): watch Organizations, or pass "
+        "--unorganized-gpu-namespaces=allow");
+  }
   return s;
 }
 

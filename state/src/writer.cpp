@@ -30,6 +30,8 @@ Writer::Writer(Options options) : options_(std::move(options)) {
     };
   }
   model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
+  cluster.tenancy = options_.tenancy;
+  cluster.gates = options_.gates;
   // A kind no source reads holds nothing, which is known and never stale
   // (model/sources.hpp): the ledger without a ledger flag, Organizations
   // unwatched.

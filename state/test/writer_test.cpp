@@ -242,6 +242,7 @@ TEST(Writer, WithoutAnAuditorTheSnapshotCarriesTheGateTheAuditFunctionDecides) {
   Writer::Options o;
   o.gates = model::GateSource::Evaluated;
   o.gateEvaluationInterval = 0ms;
+  o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // see the next test
   Writer writer(o);
   model::DeviceClass undecided = testing::vmClass("h200");
   undecided.gateDecided = false;
@@ -267,6 +268,31 @@ TEST(Writer, WithoutAnAuditorTheSnapshotCarriesTheGateTheAuditFunctionDecides) {
   writer.flush();
   EXPECT_TRUE(writer.snapshots().read()->cluster().classes.at("h200").gateOpen)
       << "no auditor remembers the failure: it reopens when the finding clears";
+}
+
+// Under the default policy, GPU use in a namespace no Organization holds is a
+// quantity no term attributes: the evaluated gate closes with the finding.
+TEST(Writer, GpuUseOutsideEveryOrganizationClosesTheEvaluatedGate) {
+  Writer::Options o;
+  o.gates = model::GateSource::Evaluated;
+  o.gateEvaluationInterval = 0ms;
+  Writer writer(o);
+  writer.upsert(testing::vmClass("h200"));
+  writer.upsert(tenant("kube-system"));
+  writer.upsert(tenant("t"));
+  model::Node node = gpuNode("n1", 8);
+  node.activeMode = node.expectedMode = model::NodeMode::VmPassthrough;
+  writer.upsert(node);
+  writer.upsert(gpuPod("kube-system", "probe", 1, "n1"));
+  writer.flush();
+  EXPECT_TRUE(writer.snapshots().read()->cluster().classes.at("h200").gateOpen)
+      << "a system namespace's use is not a tenant's";
+  writer.upsert(gpuPod("t", "stray", 1, "n1"));
+  writer.flush();
+  const model::DeviceClass& cls = writer.snapshots().read()->cluster().classes.at("h200");
+  EXPECT_FALSE(cls.gateOpen);
+  EXPECT_NE(cls.gateReason.find("UnorganizedGpuUse"), std::string::npos) << cls.gateReason;
+  EXPECT_NE(cls.gateReason.find("namespace t "), std::string::npos) << cls.gateReason;
 }
 
 }  // namespace

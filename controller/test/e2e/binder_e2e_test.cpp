@@ -496,6 +496,7 @@ TEST(BinderZ, AWriteOvertakenBetweenReadAndWriteIsReadAndDecidedAgain) {
   sources.billingPlans.reset();
   state::Writer::Options wo;
   wo.watched = state::watchedKinds(sources);
+  wo.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   wo.extensions = {&binder};
   state::Writer writer(wo);
   binder.readFrom(writer.snapshots());

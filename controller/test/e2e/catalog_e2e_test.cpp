@@ -281,8 +281,11 @@ TEST(Catalog, TallyctlOptionsLiveAgreesWithTheEndpoint) {
   for (const std::string ns : {"acme-ml", "beta", "capped"}) {
     Answer endpoint = options(ns, ordererToken);
     ASSERT_EQ(endpoint.status, 200) << endpoint.body;
-    std::string live = runCommand(std::string(TALLYCTL_BINARY) + " options -o json -n " + ns + " --kubeconfig " +
-                                      cluster().kubeconfig() + " 2>/dev/null",
+    // The tenants here live in bare namespaces; the controller runs with
+    // --unorganized-gpu-namespaces=allow (harness), and tallyctl is told the same.
+    std::string live = runCommand(std::string(TALLYCTL_BINARY) + " options -o json -n " + ns +
+                                      " --unorganized-gpu-namespaces=allow --kubeconfig " + cluster().kubeconfig() +
+                                      " 2>/dev/null",
                                   &rc);
     EXPECT_EQ(rc, 0);
     // Both are catalogOptions of the same objects (the controller's clock may

@@ -6,7 +6,9 @@
 //    before the auditor writes the class's status again;
 //  * with the auditor disabled, the doors evaluate the gate function
 //    themselves: a clean pool is open with nothing published, and a pause
-//    closes it.
+//    closes it;
+//  * a GPU order in a namespace no Organization holds is refused under the
+//    default tenancy policy.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -169,6 +171,42 @@ TEST(GatesE2e, WithTheAuditorDisabledTheDoorsEvaluateTheGateThemselves) {
       << out;
   EXPECT_NE(out.find("paused by the operator (spec.creationPaused)"), std::string::npos) << out;
   stopReplica(solo, SIGTERM);
+}
+
+// The default policy (--unorganized-gpu-namespaces=refuse): the doors refuse
+// a GPU order in a namespace no Organization holds, naming the namespace and
+// the flag; once an Organization holds it, the same order is admitted.
+TEST(GatesE2e, GpuOrdersOutsideEveryOrganizationAreRefusedUnderTheDefaultPolicy) {
+  kubectl("delete gpudevices -n acme --all --wait=true");
+  setPaused(false);
+  Replica strict = serving("strict", {"--enable-pool-auditor=false", "--unorganized-gpu-namespaces=refuse"});
+  std::string out;
+  int rc = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        out = applyYaml(device("acme", "stray", "h200", 1), &rc);
+        return rc != 0 && out.find("[NamespaceUnorganized]") != std::string::npos;
+      },
+      20s))
+      << out << "\nlog: " << strict.log;
+  EXPECT_NE(out.find("namespace acme is under no Organization"), std::string::npos) << out;
+  EXPECT_NE(out.find("--unorganized-gpu-namespaces=refuse"), std::string::npos) << out;
+  out = applyYaml(gpuPod("stray-pod"), &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("namespace acme is under no Organization"), std::string::npos) << out;
+
+  out = applyYaml("apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata: {name: acme, namespace: acme}\n"
+                  "spec: {displayName: Acme}\n",
+                  &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(eventually(
+      [&] {
+        out = applyYaml(device("acme", "organized", "h200", 1), &rc);
+        return rc == 0;
+      },
+      20s))
+      << out;
+  stopReplica(strict, SIGTERM);
 }
 
 }  // namespace

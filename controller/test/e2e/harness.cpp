@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -86,6 +87,12 @@ Replica startReplica(const std::string& identity, const std::string& configurati
                                    "--leader-election-retry-period=500ms",
                                    std::string("--controller-identity=") + kAdmin,
                                    "--log-format=text"};
+  // Most tenants here live in bare namespaces; a test of the tenancy rule
+  // passes its own --unorganized-gpu-namespaces.
+  if (std::none_of(extraArgs.begin(), extraArgs.end(),
+                   [](const std::string& a) { return a.starts_with("--unorganized-gpu-namespaces"); })) {
+    args.push_back("--unorganized-gpu-namespaces=allow");
+  }
   args.insert(args.end(), extraArgs.begin(), extraArgs.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -48,6 +48,14 @@ inline constexpr std::string_view kReleaseFinalizer = "gpu.tally.dev/release";
 // The condition the binder keeps on every device it decided on.
 inline constexpr std::string_view kBoundCondition = "Bound";
 
+// The binder's decision for a Pending device: its VMI's set (`fresh`, the
+// device as last read, in place of the snapshot's `seen`) placed by
+// model::placeHeldSet on `view` (the snapshot with the placements the binder
+// wrote ahead of the watch). Every place the binder decides calls this, and so
+// does the differential test.
+model::Placement binderPlacement(const model::Cluster& cluster, const model::HeldAheadView& view,
+                                 const model::GpuDevice& seen, const model::GpuDevice& fresh);
+
 struct DeviceBinderOptions {
   std::string component = "tally-controller";  // Events' reportingComponent
   std::string instance;                        // Events' reportingInstance: this replica

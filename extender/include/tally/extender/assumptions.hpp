@@ -94,6 +94,8 @@ class CacheWriter : private detail::AssumptionsMember, public state::Writer {
     std::function<model::Timestamp()> clock;                 // seconds; default: system clock
     model::GateSource gates = model::GateSource::Published;  // see state::Writer::Options
     model::AuditOptions gateAudit;
+    std::chrono::milliseconds gateEvaluationInterval{1'000};  // see state::Writer::Options
+    model::TenancyPolicy tenancy;  // see state::Writer::Options
   };
   explicit CacheWriter(Options options);
 

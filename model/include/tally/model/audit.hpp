@@ -32,6 +32,7 @@ enum class FindingCode {
   SharedNodeWithoutInventory,  // informational: such a node serves no shared units
   NodeOvercommitted,           // a node of the pool has more units in use than it serves (nodeOvercommit)
   LedgerNotConfigured,         // an organization holds a reservation add-on of the pool and no ledger is configured
+  UnorganizedGpuUse,           // a namespace under no Organization uses units of the pool (TenancyPolicy refuses it)
 };
 std::string_view toString(FindingCode code);
 // Whether the finding closes the gate (every code but the informational ones).
@@ -108,18 +109,6 @@ std::string gateClosedMessage(const DeviceClass& pool);
 // Null when neither holds. evaluateGate applies the same rule after findings.
 std::optional<GateState> closedBySpec(const Cluster& cluster, const DeviceClass& pool);
 
-// Where the doors of a binary take each pool's gate from (SPEC 3.5, fail closed):
-enum class GateSource {
-  // The auditor's published decision (status: CreationOpen, gateFailureId),
-  // closed while none is published ("not audited yet"), and closed at once by
-  // closedBySpec on the door's own snapshot, before the auditor's next write.
-  Published,
-  // No auditor runs (tally-controller --enable-pool-auditor=false, or a
-  // tally-extender told so): the door evaluates the same gate function on its
-  // snapshot, auditPool then evaluateGate. Nothing remembers a failure here,
-  // so a cleared failure needs no acknowledgement: run the auditor for that.
-  Evaluated,
-};
 std::string_view toString(GateSource source);
 
 // The message of a pool no auditor has decided yet.
@@ -129,6 +118,8 @@ std::string notAuditedMessage(const DeviceClass& pool);
 // `cluster` (a cluster fresh from the caches, never one applyDoorGates wrote).
 // `audit` is used by Evaluated only.
 std::map<std::string, GateState> doorGates(const Cluster& cluster, GateSource source, const AuditOptions& audit = {});
+// One pool's gate as the doors of `cluster.gates` apply it (doorGates' rule).
+GateState doorGate(const Cluster& cluster, const DeviceClass& pool, const AuditOptions& audit = {});
 // Writes them into the classes of a snapshot's copy of the cluster (gateOpen,
 // gateReason, gateFailureId), which is what every door reads.
 void applyDoorGates(Cluster& cluster, const std::map<std::string, GateState>& gates);

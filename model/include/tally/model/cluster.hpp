@@ -4,9 +4,11 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "tally/model/gate.hpp"
 #include "tally/model/ledger.hpp"
 #include "tally/model/objects.hpp"
 
@@ -45,6 +47,24 @@ struct CacheState {
   friend bool operator==(const CacheState&, const CacheState&) = default;
 };
 
+// GPU use in a namespace no Organization holds (neither it nor an ancestor):
+// a quantity no term of any pool's invariant can attribute (seed 000: stop if
+// any quantity cannot be attributed). A binary's configuration, carried with
+// the cluster so every door and the audit read the same rule
+// (--unorganized-gpu-namespaces, --system-namespaces).
+enum class UnorganizedGpuPolicy {
+  Refuse,  // the doors refuse such an order (NamespaceUnorganized); the audit finds such use
+  Allow,   // the operator accepts use outside Organizations: no refusal, no finding
+};
+std::string_view toString(UnorganizedGpuPolicy policy);
+struct TenancyPolicy {
+  UnorganizedGpuPolicy unorganized = UnorganizedGpuPolicy::Refuse;
+  // The platform's own namespaces, whose GPU use is not a tenant's.
+  std::set<std::string, std::less<>> systemNamespaces{"kube-system", "kube-public", "kube-node-lease",
+                                                      "tally-system"};
+  friend bool operator==(const TenancyPolicy&, const TenancyPolicy&) = default;
+};
+
 // "namespace/name" for namespaced objects.
 std::string objectKey(std::string_view ns, std::string_view name);
 
@@ -66,6 +86,11 @@ struct ClusterObjects {
   Ledger ledger;
   std::vector<ActiveAlert> alerts;
   std::map<Kind, CacheState> caches;  // missing kind: not synced
+  TenancyPolicy tenancy;
+  // Where this binary's doors take the gate from (its auditor's publication
+  // or their own evaluation): read by the rules that look at a gate on the
+  // live cluster rather than a snapshot's (add-on grants).
+  GateSource gates = GateSource::Published;
 };
 
 struct Cluster : ClusterObjects {

@@ -6,6 +6,19 @@
 
 namespace tally::model {
 
+// Where the doors of a binary take each pool's gate from (SPEC 3.5, fail closed):
+enum class GateSource {
+  // The auditor's published decision (status: CreationOpen, gateFailureId),
+  // closed while none is published ("not audited yet"), and closed at once by
+  // closedBySpec on the door's own snapshot, before the auditor's next write.
+  Published,
+  // No auditor runs (tally-controller --enable-pool-auditor=false, or a
+  // tally-extender told so): the door evaluates the same gate function on its
+  // snapshot, auditPool then evaluateGate. Nothing remembers a failure here,
+  // so a cleared failure needs no acknowledgement: run the auditor for that.
+  Evaluated,
+};
+
 struct GateState {
   bool open = true;
   // The failure that closed it, kept until acknowledged; empty when the gate is

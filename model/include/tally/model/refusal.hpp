@@ -45,6 +45,7 @@ enum class Code {
   ReservationMismatch,
   CacheNotSynced,
   SchedulerBypass,
+  NamespaceUnorganized,  // GPU use in a namespace no Organization holds (TenancyPolicy)
   // ledger records
   RecordSchema,
   RecordTime,

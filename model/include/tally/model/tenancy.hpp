@@ -20,6 +20,15 @@ const Organization* organizationOf(const Cluster& cluster, std::string_view ns);
 // The organization's quota: HRQ `plan-quota` in the organization namespace.
 const HierarchicalResourceQuota* organizationQuota(const Cluster& cluster, const Organization& org);
 
+// Whether GPU use in `ns` can be attributed to a tenant under the cluster's
+// TenancyPolicy. Null when it can: an Organization holds the namespace or an
+// ancestor, the namespace is one of the policy's system namespaces, or the
+// policy allows use outside Organizations. Otherwise why not, naming the
+// namespace (and that Organizations are not watched, or not synced yet, when
+// that is why none is seen). A namespace the cache does not hold is left to
+// the budget rule (NamespaceUnknown).
+std::optional<std::string> unattributedNamespace(const Cluster& cluster, std::string_view ns);
+
 // Whether the namespace or an ancestor carries gpu.tally.dev/entitled-<class>: "true".
 bool entitled(const Cluster& cluster, std::string_view ns, std::string_view className);
 

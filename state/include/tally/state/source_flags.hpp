@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tally/common/expected.hpp"
+#include "tally/model/cluster.hpp"
 #include "tally/state/kinds.hpp"
 
 // CLI11 is header-only and costs seconds per translation unit: only the
@@ -26,17 +27,31 @@ struct SourceFlags {
   std::string ledgerConfigMap;
   std::string ledgerInterval = "30s";
   std::string publishInterval = "5ms";
+  std::string unorganizedGpuNamespaces = "refuse";
+  std::string systemNamespaces = "kube-system,kube-public,kube-node-lease,tally-system";
 };
 
 // --billing-plans, --watch-organizations, --watch-kubevirt, --protobuf-watches,
-// --ledger-dir, --ledger-configmap, --ledger-interval, --publish-interval; `readers` ends the
+// --ledger-dir, --ledger-configmap, --ledger-interval, --publish-interval,
+// --unorganized-gpu-namespaces, --system-namespaces; `readers` ends the
 // publish interval's help ("the verbs", "the webhooks").
 void addSourceFlags(CLI::App& app, SourceFlags& flags, const std::string& readers);
 
 struct SourceSettings {
   SourceOptions source;
   std::chrono::milliseconds publishInterval{5};
+  model::TenancyPolicy tenancy;
 };
+
+// The tenancy policy of --unorganized-gpu-namespaces (refuse|allow) and
+// --system-namespaces (a comma-separated list of namespace names), which
+// tallyctl spells the same way; an error names the flag and the value.
+Expected<model::TenancyPolicy, std::string> tenancyPolicy(const std::string& unorganized,
+                                                         const std::string& systemNamespaces);
+
+// The two flags' help, shared with tallyctl.
+extern const char* const kUnorganizedGpuNamespacesHelp;
+extern const char* const kSystemNamespacesHelp;
 
 // The options the flags describe; an error names the flag and what is wrong
 // with its value.

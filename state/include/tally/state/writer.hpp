@@ -89,6 +89,9 @@ class Writer {
     model::GateSource gates = model::GateSource::Published;
     model::AuditOptions gateAudit;
     std::chrono::milliseconds gateEvaluationInterval{1'000};
+    // Whose GPU use the doors and the audit attribute (carried in every
+    // snapshot's cluster: model::Cluster::tenancy).
+    model::TenancyPolicy tenancy;
   };
   // A write of a binary's own, run on the writer thread in queue order.
   using Task = std::function<void(model::UsageIndex& index)>;
