@@ -404,6 +404,31 @@ TEST_F(Seeded, AddonIncreaseIsRefusedWhileTheGateIsClosedByAFailure) {
   EXPECT_TRUE(hasCode(d, Code::GateClosed)) << allMessages(d);
 }
 
+// Found by the differential test: the Organization door read only a
+// published failure, so with the auditor off (nothing published) or before a
+// class was ever audited it granted more quota where tallyctl plan refused.
+TEST_F(Seeded, AddonIncreaseReadsTheGateAsThisBinarysDoorsDo) {
+  Organization after = c.organizations.at("acme/acme");
+  after.addons.push_back({"h200-quota", 1});
+  auto decide = [&] {
+    TotalsCapacityView view(c, computeUsage(c));
+    return checkAddonChange(c, view, c.organizations.at("acme/acme"), after);
+  };
+  c.classes.at("h200").gateDecided = false;
+  Decision undecided = decide();
+  EXPECT_TRUE(hasCode(undecided, Code::GateClosed)) << allMessages(undecided);
+  EXPECT_NE(undecided.summary().find("not audited yet"), std::string::npos) << undecided.summary();
+  EXPECT_TRUE(hasCode(plan(c, AddonQuantityChange{"acme", "h200-quota", 1}).decision, Code::GateClosed));
+
+  // No auditor: the door evaluates the audit itself, which a firing alert fails.
+  c.gates = GateSource::Evaluated;
+  c.alerts.push_back({"GPUXidErrors", "h200"});
+  Decision evaluated = decide();
+  EXPECT_TRUE(hasCode(evaluated, Code::GateClosed)) << allMessages(evaluated);
+  c.alerts.clear();
+  EXPECT_FALSE(hasCode(decide(), Code::GateClosed)) << allMessages(decide());
+}
+
 TEST_F(Seeded, AddonIncreaseIsAllowedWhileOnlyATransactionFreezesCreation) {
   // The seed's step 4: the add-on is assigned while creation is closed for the hold.
   c.classes.at("h200").gateOpen = false;
@@ -466,6 +491,27 @@ TEST_F(Launchers, LauncherIsCoveredByItsVmisDevicesInEveryReader) {
   EXPECT_EQ(a.indexBudget, 2);
   EXPECT_EQ(a.demandBudget, 0);
   EXPECT_TRUE(a.demandLauncher);
+}
+
+// Found by the differential test: the launcher door refuses to pin a pod
+// whose VMI holds a device on no node, and the extender's demand follows the
+// same rule instead of placing the launcher on pool units elsewhere.
+TEST_F(Launchers, ALauncherWhoseDeviceIsLostGoesNowhere) {
+  put(c, device("acme", "lost", "h200", 1, DevicePhase::Lost));
+  c.devices.at("acme/lost").attachedTo = ObjectRef{"acme", "vm", "vmi-uid-1"};
+  Pod pending = c.pods.at("acme/launcher");
+  pending.nodeName.clear();
+  pending.phase = PodPhase::Pending;
+  put(c, pending);
+  TotalsCapacityView view(c, computeUsage(c));
+  PodDemand demand = podDemand(c, view, c.pods.at("acme/launcher"));
+  ASSERT_NE(demand.launcherOf, nullptr);
+  EXPECT_TRUE(demand.requiredNode.empty());
+  ASSERT_FALSE(demand.podUnresolvable.empty());
+  EXPECT_EQ(demand.podUnresolvable.front().code, Code::DeviceUnavailable) << demand.podUnresolvable.front().message;
+  for (const char* node : {"gpu-1", "gpu-2"}) {
+    EXPECT_EQ(filterNode(c, view, demand, c.nodes.at(node)).verdict, Verdict::Unresolvable) << node;
+  }
 }
 
 TEST_F(Launchers, PodListedByTwoVmisLaunchesNeitherInEveryReader) {
