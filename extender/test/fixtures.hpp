@@ -26,7 +26,8 @@ inline CacheWriter::Options fixtureOptions() {
   o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;
   return o;
 }
-std::unique_ptr<CacheWriter> loadedWriter(const std::vector<state::Object>& objects, CacheWriter::Options options = fixtureOptions());
+std::unique_ptr<CacheWriter> loadedWriter(const std::vector<state::Object>& objects,
+                                          CacheWriter::Options options = fixtureOptions());
 
 // The JSON of a v1 Pod as the scheduler sends it.
 std::string podJson(const std::string& ns, const std::string& name, const std::string& uid, std::int64_t count,

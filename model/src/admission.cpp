@@ -60,8 +60,8 @@ void checkIncrease(const Cluster& cluster, const Organization& before, const Org
       continue;
     }
     if (cluster.gates == GateSource::Published && !cls.gateDecided) {
-      d.refuse(Code::GateClosed, fmt::format("organization {}: the change grants {} more {}, but {}", after.name,
-                                             delta, key, notAuditedMessage(cls)));
+      d.refuse(Code::GateClosed, fmt::format("organization {}: the change grants {} more {}, but {}", after.name, delta,
+                                             key, notAuditedMessage(cls)));
       continue;
     }
     // A transaction freezing creation admits only its own grant (the seed's step 4).

@@ -16,7 +16,7 @@ const char* const kSystemNamespacesHelp =
     "--unorganized-gpu-namespaces";
 
 Expected<model::TenancyPolicy, std::string> tenancyPolicy(const std::string& unorganized,
-                                                         const std::string& systemNamespaces) {
+                                                          const std::string& systemNamespaces) {
   model::TenancyPolicy policy;
   if (unorganized == "refuse") {
     policy.unorganized = model::UnorganizedGpuPolicy::Refuse;

@@ -914,8 +914,9 @@ void askDoors(World& world, Counts& counts, int questions) {
   for (const auto& [name, cls] : cluster.classes) {
     if (cls.gateOpen) continue;
     const auto first = cls.gateReason.find("first: ");
-    std::string why = first == std::string::npos ? cls.gateReason.substr(0, 30)
-                                                 : cls.gateReason.substr(first + 7, cls.gateReason.find(':', first + 7) - first - 7);
+    std::string why = first == std::string::npos
+                          ? cls.gateReason.substr(0, 30)
+                          : cls.gateReason.substr(first + 7, cls.gateReason.find(':', first + 7) - first - 7);
     ++counts.closedBy[why];
   }
   // tallyctl report on the recomputed cluster against the snapshot and the published gates.
@@ -961,8 +962,7 @@ void askDoors(World& world, Counts& counts, int questions) {
         differs = codec::encodeCatalog(one) + " vs " + codec::encodeCatalog(other);
       }
     }
-    counts.check(CatalogSnapshotVsTotals, same,
-                 configName(world.config()) + " namespace " + ns + ": " + differs);
+    counts.check(CatalogSnapshotVsTotals, same, configName(world.config()) + " namespace " + ns + ": " + differs);
     const auto endpoint =
         controller::optionsResponse(*snap, perturbed == EndpointVsCatalog ? world.any(world.tenants()) : ns);
     counts.check(EndpointVsCatalog, endpoint.status == 200 && endpoint.body == codec::encodeCatalog(catalog) + "\n",
@@ -1103,7 +1103,9 @@ void askDoors(World& world, Counts& counts, int questions) {
                      what + " pod on " + name + ": model " +
                          (v.verdict == model::Verdict::Fits ? "fits" : (v.reason ? v.reason->message : "refuses")) +
                          (v.verdict == model::Verdict::Unresolvable ? " (unresolvable)" : "") + ", extender " +
-                         (passed.contains(name) ? "passes" : unresolvable.contains(name) ? "unresolvable" : "fails"));
+                         (passed.contains(name)         ? "passes"
+                          : unresolvable.contains(name) ? "unresolvable"
+                                                        : "fails"));
       }
     }
   }

@@ -283,10 +283,10 @@ TEST(Catalog, TallyctlOptionsLiveAgreesWithTheEndpoint) {
     ASSERT_EQ(endpoint.status, 200) << endpoint.body;
     // The tenants here live in bare namespaces; the controller runs with
     // --unorganized-gpu-namespaces=allow (harness), and tallyctl is told the same.
-    std::string live = runCommand(std::string(TALLYCTL_BINARY) + " options -o json -n " + ns +
-                                      " --unorganized-gpu-namespaces=allow --kubeconfig " + cluster().kubeconfig() +
-                                      " 2>/dev/null",
-                                  &rc);
+    std::string live =
+        runCommand(std::string(TALLYCTL_BINARY) + " options -o json -n " + ns +
+                       " --unorganized-gpu-namespaces=allow --kubeconfig " + cluster().kubeconfig() + " 2>/dev/null",
+                   &rc);
     EXPECT_EQ(rc, 0);
     // Both are catalogOptions of the same objects (the controller's clock may
     // differ, but nothing the catalogue reads depends on it here).

@@ -195,9 +195,10 @@ TEST(GatesE2e, GpuOrdersOutsideEveryOrganizationAreRefusedUnderTheDefaultPolicy)
   EXPECT_NE(rc, 0) << out;
   EXPECT_NE(out.find("namespace acme is under no Organization"), std::string::npos) << out;
 
-  out = applyYaml("apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata: {name: acme, namespace: acme}\n"
-                  "spec: {displayName: Acme}\n",
-                  &rc);
+  out = applyYaml(
+      "apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata: {name: acme, namespace: acme}\n"
+      "spec: {displayName: Acme}\n",
+      &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_TRUE(eventually(
       [&] {

@@ -120,8 +120,7 @@ bool startExtenderAndScheduler(const std::string& clusterName) {
     // extender evaluates each pool's gate itself, as the controller's doors do.
     ::execl(TALLY_EXTENDER_BINARY, TALLY_EXTENDER_BINARY, kubeconfig.c_str(), "--bind-address=127.0.0.1",
             portFlag.c_str(), "--url-prefix=/tally", "--metrics-port=0", "--gates=evaluated",
-            "--unorganized-gpu-namespaces=allow",
-            static_cast<char*>(nullptr));
+            "--unorganized-gpu-namespaces=allow", static_cast<char*>(nullptr));
     ::_exit(127);
   }
   const std::string ready = "http://127.0.0.1:" + std::to_string(port) + "/readyz";

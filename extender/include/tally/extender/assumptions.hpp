@@ -95,7 +95,7 @@ class CacheWriter : private detail::AssumptionsMember, public state::Writer {
     model::GateSource gates = model::GateSource::Published;  // see state::Writer::Options
     model::AuditOptions gateAudit;
     std::chrono::milliseconds gateEvaluationInterval{1'000};  // see state::Writer::Options
-    model::TenancyPolicy tenancy;  // see state::Writer::Options
+    model::TenancyPolicy tenancy;                             // see state::Writer::Options
   };
   explicit CacheWriter(Options options);
 

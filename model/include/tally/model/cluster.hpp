@@ -60,8 +60,7 @@ std::string_view toString(UnorganizedGpuPolicy policy);
 struct TenancyPolicy {
   UnorganizedGpuPolicy unorganized = UnorganizedGpuPolicy::Refuse;
   // The platform's own namespaces, whose GPU use is not a tenant's.
-  std::set<std::string, std::less<>> systemNamespaces{"kube-system", "kube-public", "kube-node-lease",
-                                                      "tally-system"};
+  std::set<std::string, std::less<>> systemNamespaces{"kube-system", "kube-public", "kube-node-lease", "tally-system"};
   friend bool operator==(const TenancyPolicy&, const TenancyPolicy&) = default;
 };
 

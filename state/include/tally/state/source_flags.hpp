@@ -47,7 +47,7 @@ struct SourceSettings {
 // --system-namespaces (a comma-separated list of namespace names), which
 // tallyctl spells the same way; an error names the flag and the value.
 Expected<model::TenancyPolicy, std::string> tenancyPolicy(const std::string& unorganized,
-                                                         const std::string& systemNamespaces);
+                                                          const std::string& systemNamespaces);
 
 // The two flags' help, shared with tallyctl.
 extern const char* const kUnorganizedGpuNamespacesHelp;
