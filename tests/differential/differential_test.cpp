@@ -78,6 +78,7 @@ enum Relation {
   UnsyncedRefused,        // a cache not synced: every door refuses (webhooks, VMI, pods, extender, /options, binder)
   UnorganizedRefused,     // (refuse policy) an order in a namespace under no Organization is refused at every door
   UndecidedClosed,        // (published gates) a class no auditor decided yet is refused "not audited yet"
+  StaleRefused,           // (evaluated gates) caches older than the staleness bound: orders refused StaleCapacity
   kRelations
 };
 constexpr const char* kRelationNames[kRelations] = {"catalogue <=> GPUDevice webhook",
@@ -96,7 +97,8 @@ constexpr const char* kRelationNames[kRelations] = {"catalogue <=> GPUDevice web
                                                     "Organization webhook <=> tallyctl plan",
                                                     "unsynced cache refused at every door",
                                                     "unorganized namespace refused at every door",
-                                                    "undecided class closed 'not audited yet'"};
+                                                    "undecided class closed 'not audited yet'",
+                                                    "stale caches refused (auditor off)"};
 
 struct Counts {
   std::int64_t checked[kRelations] = {};
@@ -133,6 +135,11 @@ std::set<model::Kind> watchedKinds(const Config& config) {
   return kinds;
 }
 
+extender::CacheWriter::Options withClock(extender::CacheWriter::Options o, const model::Timestamp* clock) {
+  o.clock = [clock] { return *clock; };
+  return o;
+}
+
 extender::CacheWriter::Options writerOptions(const Config& config) {
   extender::CacheWriter::Options o;
   o.publishInterval = std::chrono::milliseconds(5);
@@ -155,7 +162,7 @@ class World {
   explicit World(std::uint64_t seed)
       : config_(configFor(seed)),
         rng_(seed),
-        writer_(writerOptions(config_)),
+        writer_(withClock(writerOptions(config_), &clock_)),
         vmi_(nullptr, controller::VmiWebhookOptions{}) {
     mirror_.now = kNow;
     mirror_.tenancy.unorganized = writerOptions(config_).tenancy.unorganized;
@@ -179,6 +186,11 @@ class World {
     writer_.setSynced(kind, false);
     writer_.flush();
     return kind;
+  }
+  // The writer's clock `seconds` past the caches' last sync, and back.
+  void age(model::Timestamp seconds) {
+    clock_ = kNow + seconds;
+    writer_.flush();
   }
   void resync(model::Kind kind) {
     writer_.setSynced(kind, true);
@@ -768,6 +780,7 @@ class World {
   }
 
   Config config_;
+  model::Timestamp clock_ = kNow;  // the writer's clock: moved forward to age its caches
   std::mt19937_64 rng_;
   std::set<std::string> undecided_;
   model::Cluster mirror_;
@@ -1227,6 +1240,25 @@ void askOtherDoors(World& world, Counts& counts) {
                  "organization " + after.name + " " + addon->first + " " + std::to_string(quantity) + " -> " +
                      std::to_string(wanted) + ": webhook " + (answer.allowed ? "admits" : answer.message) + ", plan " +
                      (plan.decision.allowed() ? "allows" : plan.decision.summary()));
+  }
+
+  // Caches not confirmed for longer than the staleness bound: with no auditor,
+  // the doors' own evaluation closes every pool (StaleCapacity).
+  if (world.config().evaluatedGates && world.chance(0.1)) {
+    if (perturbed != StaleRefused) world.age(model::AuditOptions{}.staleAfterSeconds + 60);
+    auto stale = world.writer().snapshots().read();
+    const std::string ns = world.any(world.tenants());
+    for (const auto& [name, cls] : stale->cluster().classes) {
+      auto device = runtime::admission::decodeAdmissionReview(deviceReview(ns, name, 1));
+      ASSERT_TRUE(device);
+      const auto answer = controller::reviewGpuDevice(*stale, *device, {});
+      counts.check(StaleRefused,
+                   !answer.allowed && hasCode(answer.message, model::Code::GateClosed) &&
+                       cls.gateReason.find("StaleCapacity") != std::string::npos,
+                   "class " + name + " in " + ns + " with stale caches: " +
+                       (answer.allowed ? "admitted" : answer.message) + "; gate: " + cls.gateReason);
+    }
+    world.age(0);
   }
 
   // A cache that has not synced (a watch restarting): every door refuses.
