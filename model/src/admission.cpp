@@ -59,9 +59,9 @@ void checkIncrease(const Cluster& cluster, const Organization& before, const Org
                            after.name, delta, key, cls.name, gate.failureId, gate.reason));
       continue;
     }
-    if (cluster.gates == GateSource::Published && !cls.gateDecided) {
+    if (gate.undecided) {
       d.refuse(Code::GateClosed, fmt::format("organization {}: the change grants {} more {}, but {}", after.name, delta,
-                                             key, notAuditedMessage(cls)));
+                                             key, gate.reason));
       continue;
     }
     // A transaction freezing creation admits only its own grant (the seed's step 4).

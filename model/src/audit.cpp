@@ -648,6 +648,7 @@ GateState gateFrom(const Cluster& cluster, const DeviceClass& pool, GateSource s
   if (source == GateSource::Evaluated) return evaluateGate(cluster, pool, auditPool(cluster, pool, audit));
   if (!pool.gateDecided) {
     gate.open = false;
+    gate.undecided = true;
     gate.reason = notAuditedMessage(pool);
     return gate;
   }

@@ -380,9 +380,7 @@ PlanResult plan(const Cluster& cluster, const Change& change) {
     if (!gate.failed()) {
       if (GateState live = liveGate(cluster, *before); live.failed()) gate = std::move(live);
     }
-    if (grows && !gate.failed() && cluster.gates == GateSource::Published && !before->gateDecided) {
-      result.decision.refuse(Code::GateClosed, notAuditedMessage(*before));
-    }
+    if (grows && gate.undecided) result.decision.refuse(Code::GateClosed, gate.reason);
     if (grows && gate.failed()) {
       result.decision.refuse(Code::GateClosed, fmt::format("pool {} is closed by a failed audit ({}): {}", name,
                                                            gate.failureId, gate.reason));

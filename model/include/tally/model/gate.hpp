@@ -28,6 +28,7 @@ struct GateState {
   bool paused = false;      // spec.creationPaused
   std::string reason;
   bool converging = false;  // closed only while convergent findings are younger than their bound
+  bool undecided = false;   // closed because no auditor has published a decision (GateSource::Published)
   // Closed by a failed audit: new grants (add-on increases) are refused too.
   bool failed() const { return !open && !failureId.empty(); }
   friend bool operator==(const GateState&, const GateState&) = default;
