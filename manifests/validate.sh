@@ -318,8 +318,13 @@ PY
     can yes tally-controller update secrets/tally-webhook-tls -n tally-system
     can no tally-controller get secrets/someone-else -n tally-system
     can yes tally-controller watch configmaps -n kube-dc
-    can yes tally-controller update configmaps/tally-usage-20270101 -n tally-system
-    can yes tally-controller list configmaps -n tally-system
+    can yes tally-controller update configmaps/tally-usage-20270101 -n tally-usage
+    can yes tally-controller create configmaps -n tally-usage
+    can yes tally-controller list configmaps -n tally-usage
+    # Not the scheduler's configuration, nor any other ConfigMap of tally-system.
+    can no tally-controller update configmaps/tally-scheduler-config -n tally-system
+    can no tally-controller create configmaps -n tally-system
+    can no tally-controller update configmaps -n tally-system
     can no tally-controller watch configmaps -n "$scratch"
     # Tenants (tally-gpudevice-tenant, aggregated into edit and admin; bound
     # here directly): order and release devices, never write their status.

@@ -118,6 +118,7 @@ setsid "$controller" --kubeconfig "$state/kubeconfig" --leader-elect=false \
   --webhook-configurations tally-bench-vmi-devices --mutating-webhook-configurations tally-bench-vmi-vmis \
   --webhook-bind-address 127.0.0.1 --webhook-port "$webhook_port" --ops-bind-address 127.0.0.1 --ops-port "$ops_port" \
   --cert-dir "$state/controller-certs" --cert-ip-addresses 127.0.0.1 --controller-identity tally-e2e-admin \
+  --webhook-client-ca-file "$state/pki/ca.crt" --webhook-allowed-clients tally-webhook-client \
   --log-format text --unorganized-gpu-namespaces=allow >>"$state/logs/tally-controller.log" 2>&1 &
 ctl_pid=$!
 alive() { kill -0 "$ctl_pid" 2>/dev/null || { log "tally-controller exited:"; tail -n 20 "$state/logs/tally-controller.log" >&2; exit 1; }; }

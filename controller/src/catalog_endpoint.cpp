@@ -127,9 +127,10 @@ Access KubernetesAccessReviewer::review(std::string_view token, std::string_view
   }
   access.user = user.name;
   using Outcome = detail::AccessAnswer::Outcome;
+  detail::ResourceAccess what{std::string(ns), rule_.verb, rule_.group, rule_.resource, "", rule_.nonResourcePath};
+  if (!rule_.nonResourcePath.empty()) what.ns.clear();
   const detail::AccessAnswer verdict =
-      detail::reviewSubjectAccess(*client_, {user.name, user.uid, user.groups, user.extraJson},
-                                  {std::string(ns), "create", "gpu.tally.dev", "gpudevices", ""});
+      detail::reviewSubjectAccess(*client_, {user.name, user.uid, user.groups, user.extraJson}, what);
   if (verdict.outcome == Outcome::Failed) {
     access.message =
         "access of " + user.name + " cannot be reviewed (SubjectAccessReview failed: " + verdict.detail + ")";
@@ -144,9 +145,30 @@ Access KubernetesAccessReviewer::review(std::string_view token, std::string_view
     return access;
   }
   access.verdict = Access::Verdict::Forbidden;
-  access.message = "user " + user.name + " may not create gpudevices.gpu.tally.dev in namespace " + std::string(ns) +
+  access.message = "user " + user.name + " may not " + rule_.describe(ns) +
                    (verdict.detail.empty() ? std::string() : " (" + verdict.detail + ")");
   return access;
+}
+
+std::string AccessRule::describe(std::string_view ns) const {
+  if (!nonResourcePath.empty()) return verb + " " + nonResourcePath;
+  return verb + " " + resource + "." + group + " in namespace " + std::string(ns);
+}
+
+std::variant<std::string_view, Access> bearerToken(std::string_view header, const AccessRule& rule,
+                                                   std::string_view ns) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() <= kBearer.size() || header.substr(0, kBearer.size()) != kBearer) {
+    Access access;
+    access.verdict = Access::Verdict::Unauthenticated;
+    access.message = "present a bearer token (Authorization: Bearer TOKEN) of a user who may " + rule.describe(ns);
+    return access;
+  }
+  return header.substr(kBearer.size());
+}
+
+Response accessErrorResponse(int status, std::string_view reason, const std::string& message) {
+  return errorResponse(status, reason, message);
 }
 
 CachedAccessReviewer::CachedAccessReviewer(AccessReviewer& backend, std::chrono::milliseconds ttl, Clock clock)
@@ -194,14 +216,9 @@ Response answerOptions(const SnapshotCell<state::Snapshot>& cell, AccessReviewer
                        std::string_view header) {
   const std::string ns(nsText);
   if (ns.empty()) return errorResponse(400, "BadRequest", "give the tenant namespace: /options?namespace=NS");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() <= kBearer.size() || header.substr(0, kBearer.size()) != kBearer) {
-    return errorResponse(401, "Unauthorized",
-                         "present a bearer token (Authorization: Bearer TOKEN) of a user who may create "
-                         "gpudevices.gpu.tally.dev in " +
-                             ns);
-  }
-  Access access = reviewer.review(header.substr(kBearer.size()), ns);
+  auto token = bearerToken(header, AccessRule{}, ns);
+  if (auto* refused = std::get_if<Access>(&token)) return errorResponse(401, "Unauthorized", refused->message);
+  Access access = reviewer.review(std::get<std::string_view>(token), ns);
   switch (access.verdict) {
     case Access::Verdict::Unauthenticated: return errorResponse(401, "Unauthorized", access.message);
     case Access::Verdict::Forbidden: return errorResponse(403, "Forbidden", access.message);

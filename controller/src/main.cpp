@@ -61,8 +61,12 @@ struct Flags {
   std::string opsAddress = "0.0.0.0";
   std::uint16_t opsPort = 8080;
   unsigned threads = 4;
+  std::size_t maxConnections = 1024;
   std::string readTimeout = "10s", idleTimeout = "90s";
   std::string tlsCert, tlsKey;
+  std::string webhookClientCa;
+  std::vector<std::string> webhookAllowedClients;
+  bool insecureWebhookCallers = false;
   std::string certSecret = "tally-webhook-tls", certDir = "/tmp/tally-controller-certs";
   std::string serviceName = "tally-controller", serviceNamespace = "tally-system";
   std::vector<std::string> validatingConfigurations{"tally-gpudevice-validating", "tally-organization-validating",
@@ -112,6 +116,10 @@ void addFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--ops-port", f.opsPort, "Port of /healthz, /readyz, /metrics")->capture_default_str();
   app.add_option("--threads", f.threads, "Webhook server threads")->capture_default_str();
+  app.add_option("--max-connections", f.maxConnections,
+                 "Open connections the webhook server and the ops server each keep at most; more are closed as "
+                 "they are accepted (tally_controller_webhook_rejected_total{kind=\"connection_limit\"})")
+      ->capture_default_str();
   app.add_option("--catalog-review-ttl", f.catalogReviewTtl,
                  "How long GET /options remembers a token's TokenReview/SubjectAccessReview decision per namespace")
       ->capture_default_str();
@@ -126,6 +134,18 @@ void addFlags(CLI::App& app, Flags& f) {
                  "Serving certificate chain (PEM), used as is and re-read when it changes; empty: the leader "
                  "generates one into --cert-secret");
   app.add_option("--tls-key-file", f.tlsKey, "Private key (PEM) of --tls-cert-file");
+  app.add_option("--webhook-client-ca-file", f.webhookClientCa,
+                 "CA bundle (PEM) that signs the API server's client certificate for admission webhooks (the "
+                 "kubeConfigFile of its AdmissionConfiguration); reviews from a caller without a certificate it "
+                 "verifies get 401 and change nothing. Required unless --insecure-webhook-callers");
+  app.add_option("--webhook-allowed-clients", f.webhookAllowedClients,
+                 "Names (subject CN or DNS subjectAltName) a webhook caller's certificate must carry "
+                 "(comma-separated); empty: any certificate --webhook-client-ca-file verifies")
+      ->delimiter(',');
+  app.add_option("--insecure-webhook-callers", f.insecureWebhookCallers,
+                 "Serve admission reviews to any caller, without a client certificate: whoever reaches the "
+                 "webhook port can then attach held devices; only for an API server that cannot present one")
+      ->capture_default_str();
   app.add_option("--cert-secret", f.certSecret,
                  "Secret (in --service-namespace) holding the generated CA and serving certificate")
       ->capture_default_str();
@@ -348,6 +368,17 @@ int main(int argc, char** argv) {
     std::cerr << "TLS needs both --tls-cert-file and --tls-key-file\n";
     return 2;
   }
+  if (f.webhookClientCa.empty() && !f.insecureWebhookCallers) {
+    std::cerr << "tally-controller: --webhook-client-ca-file is required: the webhooks accept reviews only from the "
+                 "API server's client certificate (its AdmissionConfiguration's kubeConfigFile); "
+                 "--insecure-webhook-callers=true serves anyone instead\n";
+    return 2;
+  }
+  if (!f.webhookClientCa.empty() && f.insecureWebhookCallers) {
+    std::cerr << "tally-controller: --webhook-client-ca-file and --insecure-webhook-callers=true contradict each "
+                 "other\n";
+    return 2;
+  }
 
   // Before any thread starts: they all inherit SIGTERM and SIGINT blocked.
   runtime::SignalStop signals;
@@ -497,6 +528,11 @@ int main(int argc, char** argv) {
         accessReviews, std::chrono::duration_cast<std::chrono::milliseconds>(
                            runtime::process::durationFlag("--catalog-review-ttl", f.catalogReviewTtl)));
     auto& catalogRequests = controller::catalogRequestMetric(registry);
+    auto& webhookRejected = registry.counter(
+        "tally_controller_webhook_rejected_total",
+        "Requests to the webhook port refused before any handler: unauthenticated (no client certificate), "
+        "forbidden (a certificate not allowed), connection_limit, timeout, body_too_large, malformed_http, ...",
+        {"kind"});
 
     std::atomic<bool> serving{false};
     registry.onScrape([&] {
@@ -514,6 +550,7 @@ int main(int argc, char** argv) {
     opsOptions.port = f.opsPort;
     opsOptions.threads = 1;
     opsOptions.threadName = "tally-ops";
+    opsOptions.maxConnections = f.maxConnections;
     http::Router ops;
     http::addOperationRoutes(ops, {.readiness =
                                        [&] {
@@ -521,7 +558,18 @@ int main(int argc, char** argv) {
                                          return controller::readiness(*snap, {keeper.ready(), serving.load()});
                                        },
                                    .metrics = [&registry] { return registry.render(); }});
-    if (usage) controller::addUsageRoute(ops, *usage, writer.snapshots());
+    // GET /usage reviews its caller with the API server and reads the
+    // checkpoints: off the ops thread, which answers the probes.
+    boost::asio::thread_pool usagePool(1);
+    controller::KubernetesAccessReviewer usageReviews(client, controller::usageAccessRule());
+    controller::CachedAccessReviewer usageAccess(
+        usageReviews, std::chrono::duration_cast<std::chrono::milliseconds>(
+                          runtime::process::durationFlag("--catalog-review-ttl", f.catalogReviewTtl)));
+    if (usage) {
+      controller::addUsageRoute(
+          ops, *usage, writer.snapshots(),
+          {&usageAccess, [&usagePool](std::function<void()> work) { boost::asio::post(usagePool, std::move(work)); }});
+    }
     http::Server opsServer(opsOptions, std::move(ops));
     opsServer.start();
 
@@ -544,10 +592,15 @@ int main(int argc, char** argv) {
       so.threadName = "tally-webhook";
       so.readTimeout = runtime::process::durationFlag("--read-timeout", f.readTimeout);
       so.idleTimeout = runtime::process::durationFlag("--idle-timeout", f.idleTimeout);
+      so.maxConnections = f.maxConnections;
       so.tls = keeper.tlsFiles();
+      if (!f.webhookClientCa.empty()) {
+        so.tls->clients = http::ClientCertificates{f.webhookClientCa, f.webhookAllowedClients};
+      }
       http::Router webhooks;
       admission::WebhookOptions wo;
       wo.metrics = std::make_shared<admission::WebhookMetrics>(registry);
+      wo.caller = f.insecureWebhookCallers ? http::Caller::Anyone : http::Caller::VerifiedClient;
       addWebhook(webhooks, std::string(controller::kGpuDeviceWebhookPath), "gpudevices",
                  controller::gpuDeviceWebhook(writer.snapshots(),
                                               {f.controllerIdentity, &controller::gpuDeviceRefusalMetric(registry)}),
@@ -584,7 +637,11 @@ int main(int argc, char** argv) {
                        writer.snapshots(), catalogAccess,
                        {[&catalogPool](std::function<void()> work) { boost::asio::post(catalogPool, std::move(work)); },
                         &catalogRequests}));
-      server = std::make_unique<http::Server>(so, std::move(webhooks));
+      http::Observer webhookObserver;
+      webhookObserver.onRejected = [rejected = &webhookRejected](std::string_view kind) {
+        rejected->with({std::string(kind)}).inc();
+      };
+      server = std::make_unique<http::Server>(so, std::move(webhooks), std::move(webhookObserver));
       server->start();
       serving = true;
       logInfo("tally-controller serving", {{"webhookPort", server->port()},
@@ -598,6 +655,7 @@ int main(int argc, char** argv) {
     if (server) server->stop();
     vmiPool.join();
     catalogPool.join();
+    usagePool.join();
     acknowledgementPool.join();
     managerStop.request_stop();
     managerThread.join();

@@ -16,6 +16,10 @@ std::string requestBody(const Subject& who, const ResourceAccess& what) {
   sar += R"(,"groups":[)";
   for (std::size_t i = 0; i < who.groups.size(); ++i) sar += (i ? "," : "") + jsonString(who.groups[i]);
   sar += R"(],"extra":)" + (who.extraJson.empty() ? std::string("{}") : who.extraJson);
+  if (!what.nonResourcePath.empty()) {
+    return sar + R"(,"nonResourceAttributes":{"path":)" + jsonString(what.nonResourcePath) + R"(,"verb":)" +
+           jsonString(what.verb) + "}}}";
+  }
   sar += R"(,"resourceAttributes":{)";
   if (!what.ns.empty()) sar += R"("namespace":)" + jsonString(what.ns) + ",";
   if (!what.name.empty()) sar += R"("name":)" + jsonString(what.name) + ",";

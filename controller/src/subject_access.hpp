@@ -17,9 +17,11 @@ struct Subject {
   std::string extraJson;  // the user's extra as a JSON object; empty: none
 };
 
-// What is asked: ns and name empty for "any" (a cluster-scoped resource has no ns).
+// What is asked: ns and name empty for "any" (a cluster-scoped resource has no
+// ns); with nonResourcePath, that path and verb (nonResourceAttributes) instead.
 struct ResourceAccess {
   std::string ns, verb, group, resource, name;
+  std::string nonResourcePath;
 };
 
 struct AccessAnswer {

@@ -1,5 +1,7 @@
 #include "tally/controller/usage_recorder.hpp"
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -215,27 +217,74 @@ runtime::Result<std::string> UsageRecorder::exportLines(const UsagePeriod& perio
   return usageAnswer(*days, period, ledger, now);
 }
 
+AccessRule usageAccessRule() {
+  AccessRule rule;
+  rule.verb = "get";
+  rule.nonResourcePath = "/usage";
+  return rule;
+}
+
+runtime::http::Response answerUsage(const UsageRecorder& recorder, const SnapshotCell<state::Snapshot>& snapshots,
+                                    AccessReviewer& reviewer, std::optional<std::string_view> since,
+                                    std::optional<std::string_view> until, std::string_view authorization) {
+  const AccessRule rule = usageAccessRule();
+  auto token = bearerToken(authorization, rule, "");
+  Access access;
+  if (auto* refused = std::get_if<Access>(&token)) {
+    access = *refused;
+  } else {
+    access = reviewer.review(std::get<std::string_view>(token), "");
+  }
+  switch (access.verdict) {
+    case Access::Verdict::Unauthenticated: return accessErrorResponse(401, "Unauthorized", access.message);
+    case Access::Verdict::Forbidden: return accessErrorResponse(403, "Forbidden", access.message);
+    case Access::Verdict::Unknown: return accessErrorResponse(503, "ServiceUnavailable", access.message);
+    case Access::Verdict::Allowed: break;
+  }
+  const model::Timestamp now = recorder.now();
+  auto period = parseUsagePeriod(since, until, now);
+  if (!period) {
+    return runtime::http::plainErrorBody(400,
+                                         "usage: since and until are RFC 3339 times, since required, until > since");
+  }
+  auto guard = snapshots.read();
+  auto lines = recorder.exportLines(*period, guard->cluster().ledger, now);
+  if (!lines) return runtime::http::plainErrorBody(503, "usage: " + lines.error().describe());
+  runtime::http::Response r;
+  r.contentType = "application/x-ndjson";
+  r.body = std::move(lines).value();
+  return r;
+}
+
 void addUsageRoute(runtime::http::Router& router, const UsageRecorder& recorder,
-                   const SnapshotCell<state::Snapshot>& snapshots) {
+                   const SnapshotCell<state::Snapshot>& snapshots, UsageRouteOptions options) {
+  if (!options.reviewer) throw std::invalid_argument("GET /usage needs an access reviewer");
   router.add("GET", "/usage", "usage",
-             [&recorder, &snapshots](runtime::http::Request& request, runtime::http::Respond respond) {
-               const model::Timestamp now = recorder.now();
-               auto period = parseUsagePeriod(request.query("since"), request.query("until"), now);
-               if (!period) {
-                 respond(runtime::http::plainErrorBody(
-                     400, "usage: since and until are RFC 3339 times, since required, until > since"));
-                 return;
+             [&recorder, &snapshots, options](runtime::http::Request& request, runtime::http::Respond respond) {
+               // The request is valid only until the handler responds: keep what is read.
+               auto keep = [](std::optional<std::string_view> v) {
+                 return v ? std::optional<std::string>(std::string(*v)) : std::nullopt;
+               };
+               auto work = [&recorder, &snapshots, reviewer = options.reviewer, since = keep(request.query("since")),
+                            until = keep(request.query("until")),
+                            authorization = std::string(request.header("Authorization").value_or("")),
+                            respond = std::move(respond)]() mutable {
+                 auto view = [](const std::optional<std::string>& v) {
+                   return v ? std::optional<std::string_view>(*v) : std::nullopt;
+                 };
+                 runtime::http::Response r;
+                 try {
+                   r = answerUsage(recorder, snapshots, *reviewer, view(since), view(until), authorization);
+                 } catch (const std::exception& e) {
+                   r = runtime::http::plainErrorBody(500, std::string("usage: ") + e.what());
+                 }
+                 respond(std::move(r));
+               };
+               if (options.run) {
+                 options.run(std::move(work));
+               } else {
+                 work();
                }
-               auto guard = snapshots.read();
-               auto lines = recorder.exportLines(*period, guard->cluster().ledger, now);
-               if (!lines) {
-                 respond(runtime::http::plainErrorBody(503, "usage: " + lines.error().describe()));
-                 return;
-               }
-               runtime::http::Response r;
-               r.contentType = "application/x-ndjson";
-               r.body = std::move(lines).value();
-               respond(std::move(r));
              });
 }
 

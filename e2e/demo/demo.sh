@@ -255,12 +255,19 @@ wait_ready() { # name port pidfile
 
 # --------------------------------------------------------------- extender
 port="${TALLY_DEMO_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')}"
-url="http://127.0.0.1:$port/tally"
-log "starting tally-extender on 127.0.0.1:$port (log $state/logs/tally-extender.log)"
+ext_ops_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
+url="https://127.0.0.1:$port/tally"
+# The verbs over HTTPS, answered only for kube-scheduler's client certificate
+# (pki/extender-client.crt, CN tally-extender-client; the scheduler presents it
+# through extenders[].tlsConfig); /healthz, /readyz and /metrics on a plain ops port.
+ext_tls=(--tls-cert-file "$state/pki/extender.crt" --tls-key-file "$state/pki/extender.key"
+  --client-ca-file "$state/pki/ca.crt" --allowed-clients tally-extender-client)
+scheduler_cert=(--cacert "$state/pki/ca.crt" --cert "$state/pki/extender-client.crt" --key "$state/pki/extender-client.key")
+log "starting tally-extender on 127.0.0.1:$port (verbs over mutual TLS, ops :$ext_ops_port, log $state/logs/tally-extender.log)"
 nohup setsid "$extender" --kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --port "$port" --url-prefix /tally \
-  --metrics-port 0 --ledger-dir "$ledger" >>"$state/logs/tally-extender.log" 2>&1 </dev/null &
+  "${ext_tls[@]}" --metrics-port "$ext_ops_port" --ledger-dir "$ledger" >>"$state/logs/tally-extender.log" 2>&1 </dev/null &
 echo $! >"$extender_pidfile"
-wait_ready tally-extender "$port" "$extender_pidfile"
+wait_ready tally-extender "$ext_ops_port" "$extender_pidfile"
 sed "s#__EXTENDER_URL__#$url#" "$here/scheduler-config.yaml" >"$state/demo-scheduler-config.yaml"
 "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$state/demo-scheduler-config.yaml" >/dev/null
 log "kube-scheduler restarted with the extender entry ($url)"
@@ -420,6 +427,7 @@ log "starting tally-controller (webhooks $webhook_url, ops :$ops_port, log $stat
 nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-address 127.0.0.1 --webhook-port "$webhook_port" \
   --ops-bind-address 127.0.0.1 --ops-port "$ops_port" --cert-dir "$state/controller-certs" \
   --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
+  --webhook-client-ca-file "$state/pki/ca.crt" --webhook-allowed-clients tally-webhook-client \
   --webhook-configurations tally-gpudevice-validating,tally-gpu-pod-validating,tally-organization-validating,tally-gpudeviceclass-validating \
   --ledger-interval 1s --audit-debounce 500ms \
   --mutating-webhook-configurations tally-vmi-mutating,tally-launcher-pod-mutating,tally-pod-placement-mutating \
@@ -428,6 +436,16 @@ nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-addre
   >>"$state/logs/tally-controller.log" 2>&1 </dev/null &
 echo $! >"$controller_pidfile"
 wait_ready tally-controller "$ops_port" "$controller_pidfile"
+# Only the API server and kube-scheduler speak to the doors: a review or a
+# bind from anyone else (no client certificate) is refused before it is read.
+forged_review="$(curl -sk -o /dev/null -w '%{http_code}' --max-time 5 -H 'Content-Type: application/json' \
+  --data-binary '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"forged"}}' \
+  "$webhook_url/mutate/virtualmachineinstances")"
+forged_bind="$(curl -sk -o /dev/null -w '%{http_code}' --max-time 5 -H 'Content-Type: application/json' \
+  --data-binary '{"PodName":"x","PodNamespace":"y","PodUID":"z","Node":"n"}' "$url/bind")"
+[[ "$forged_review" == 401 && "$forged_bind" == 401 ]] ||
+  die "a caller without a client certificate got $forged_review from the VMI webhook and $forged_bind from the extender's bind (want 401 and 401)"
+log "a review and a bind without a client certificate: 401 and 401 (webhooks answer the API server, verbs kube-scheduler)"
 # The keeper injects the caBundles asynchronously: wait until the API server can verify every webhook.
 webhook_configurations=(validatingwebhookconfiguration/tally-gpudevice-validating validatingwebhookconfiguration/tally-gpu-pod-validating
   validatingwebhookconfiguration/tally-organization-validating validatingwebhookconfiguration/tally-gpudeviceclass-validating
@@ -488,8 +506,11 @@ dashboard "gpu-res-demo-1 active: every pool audited, the invariant holds, every
 # The window opens once tally-controller's ledger holds the active record and
 # a second has passed since activatedAt.
 usage_url="http://127.0.0.1:$ops_port/usage?since=$activated&until=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)"
+# GET /usage reviews the caller's bearer token (TokenReview, then may it get
+# /usage): the demo's admin token may.
+usage_auth="Authorization: Bearer $(cat "$state/pki/admin.token")"
 billing_window() {
-  seen="$(curl -sS --max-time 5 "$usage_url" 2>&1)" || return 1
+  seen="$(curl -sS --max-time 5 -H "$usage_auth" "$usage_url" 2>&1)" || return 1
   windows="$(grep '"window"' <<<"$seen" | grep 'gpu-res-demo-1')"
 }
 await "the billing window of gpu-res-demo-1 (GET $usage_url)" billing_window
@@ -625,7 +646,7 @@ extender_knows_launcher() {
   args="$(k get pod -n acme-research "$launcher" -o json |
     python3 -c 'import json, sys; print(json.dumps({"Pod": json.load(sys.stdin), "NodeNames": [sys.argv[1]]}))' "$other_node")" ||
     return 1
-  seen="$(curl -sS --max-time 5 -H 'Content-Type: application/json' --data-binary "$args" "$url/filter" 2>&1)" || return 1
+  seen="$(curl -sS --max-time 5 "${scheduler_cert[@]}" -H 'Content-Type: application/json' --data-binary "$args" "$url/filter" 2>&1)" || return 1
   grep -q 'launches VMI train-vm' <<<"$seen"
 }
 await "tally-extender to see $launcher in train-vm's status.activePods (its filter refusing it on $other_node as the VM's launcher)" \
@@ -737,8 +758,9 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
   kubectl get nodes -L kube-dc.com/gpu.workload-mode
   kubectl get pods -A -o wide
   kubectl get hrq -A; kubectl get org -A
-  curl -s http://127.0.0.1:$port/metrics | grep '^tally_'
-  curl -s 'http://127.0.0.1:$ops_port/usage?since=$activated&until=2099-01-01T00:00:00Z'   # usage records, billing windows
+  curl -s http://127.0.0.1:$ext_ops_port/metrics | grep '^tally_'
+  curl -s -H "Authorization: Bearer \$(cat $state/pki/admin.token)" 'http://127.0.0.1:$ops_port/usage?since=$activated&until=2099-01-01T00:00:00Z'   # usage records, billing windows (401 without a token)
+  curl -s ${scheduler_cert[*]} -d '{"Pod":{},"NodeNames":[]}' $url/filter   # the verbs answer kube-scheduler's certificate only (401 without)
   $tallyctl audit --ledger-dir $ledger; $tallyctl plan --help; $tallyctl options -n acme-research   # live, against this cluster
   $tallyctl report --snapshot $snapshot --ledger $ledger
   kubectl is $BIN/kubectl; logs: $state/logs/tally-extender.log, $state/logs/tally-controller.log

@@ -231,7 +231,28 @@ for ds in $(k -n kube-system get daemonsets -o name); do
     '{"spec":{"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"type","operator":"NotIn","values":["kwok"]}]}]}}}}}}}' >&2
 done
 
-# 5. Tally: the base manifests through the kind overlay.
+# 5. Tally: the base manifests through the kind overlay. What the platform
+#    provides first: the standalone extender's serving pair and the CA of the
+#    scheduler's client certificate (Secret tally-extender-tls), and the CA
+#    ConfigMap the controller's Deployment mounts (tally-webhook-client-ca).
+pki="$state/pki"
+if [[ ! -f "$pki/ca.crt" ]]; then
+  mkdir -p "$pki"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+    -keyout "$pki/ca.key" -out "$pki/ca.crt" -subj "/CN=tally-kind-ca" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$pki/extender.key" \
+    -out "$pki/extender.csr" -subj "/CN=tally-extender" 2>/dev/null
+  printf '%s\n' "basicConstraints=CA:FALSE" "extendedKeyUsage=serverAuth" \
+    "subjectAltName=DNS:tally-extender.tally-system.svc,DNS:tally-extender.tally-system.svc.cluster.local" >"$pki/extender.ext"
+  openssl x509 -req -in "$pki/extender.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 30 \
+    -sha256 -extfile "$pki/extender.ext" -out "$pki/extender.crt" 2>/dev/null
+fi
+k create namespace tally-system --dry-run=client -o yaml | k apply -f - >/dev/null
+k -n tally-system create secret generic tally-extender-tls --from-file=tls.crt="$pki/extender.crt" \
+  --from-file=tls.key="$pki/extender.key" --from-file=ca.crt="$pki/ca.crt" --dry-run=client -o yaml | k apply -f - >/dev/null
+k -n tally-system create configmap tally-webhook-client-ca --from-file=ca.crt="$pki/ca.crt" --dry-run=client -o yaml |
+  k apply -f - >/dev/null
 log "applying manifests/ (kind overlay)"
 k apply --server-side -k "$here"
 k wait --for=condition=Established crd/gpudeviceclasses.gpu.tally.dev crd/gpudevices.gpu.tally.dev --timeout=60s

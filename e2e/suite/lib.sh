@@ -162,6 +162,7 @@ controller_start() {
   "$CONTROLLER_BIN" --kubeconfig "$STATE/kubeconfig" --leader-elect=false --webhook-bind-address 127.0.0.1 \
     --webhook-port "$(free_port)" --ops-bind-address 127.0.0.1 --ops-port "$CTL_OPS_PORT" \
     --cert-dir "$STATE/controller-certs" --cert-ip-addresses 127.0.0.1 --webhook-configurations "" \
+    --webhook-client-ca-file "$STATE/pki/ca.crt" --webhook-allowed-clients tally-webhook-client \
     --binder-retry-interval 1s --log-format text --unorganized-gpu-namespaces=allow "$@" \
     >>"$STATE/logs/tally-controller.log" 2>&1 &
   CTL_PID=$!

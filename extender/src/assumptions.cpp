@@ -15,10 +15,15 @@ void Assumptions::assume(model::UsageIndex& index, Assume& a) {
     return;
   }
   if (it->second.nodeName.empty()) {
-    auto node = cluster.nodes.find(a.node);
-    model::PodDemand demand = model::podDemand(cluster, index, it->second);
-    if (node == cluster.nodes.end() ||
-        model::filterNode(cluster, index, demand, node->second).verdict != model::Verdict::Fits) {
+    // The filter's decision, on what the filter decided on: the published
+    // cluster, whose classes carry the gates the doors apply (with --gates
+    // evaluated, the writer's own evaluation, which the live cluster lacks),
+    // against the live usage (this writer's assumptions included).
+    const model::Cluster& doors = gated_ ? *gated_ : cluster;
+    auto node = doors.nodes.find(a.node);
+    model::PodDemand demand = model::podDemand(doors, index, it->second);
+    if (node == doors.nodes.end() ||
+        model::filterNode(doors, index, demand, node->second).verdict != model::Verdict::Fits) {
       a.done->set_value(AssumeOutcome::NoLongerFits);
       return;
     }
@@ -100,7 +105,8 @@ std::shared_ptr<const void> Assumptions::publish(const model::Cluster& live) {
   return std::make_shared<const BoundPodRows>(rows_);
 }
 
-void Assumptions::published(const state::Snapshot&) {
+void Assumptions::published(const state::Snapshot& snapshot) {
+  gated_ = snapshot.base;
   for (auto& p : waitingForPublish_) p->set_value(AssumeOutcome::Recorded);
   waitingForPublish_.clear();
 }

@@ -3,6 +3,7 @@
 // assumed placement and posts the Binding.
 
 #include <CLI/CLI.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -39,9 +40,12 @@ struct Flags {
   std::uint16_t metricsPort = 8889;
   std::string scoring = "binpack";
   std::string tlsCert, tlsKey;
+  std::string clientCa;
+  std::vector<std::string> allowedClients;
   std::string kubeconfig, context;
   unsigned threads = std::max(2u, std::thread::hardware_concurrency());
   std::size_t maxBodyBytes = 16 << 20;
+  std::size_t maxConnections = 1024;
   std::string readTimeout = "10s", idleTimeout = "90s";
   std::string assumeTtl = "30s", bindDeadline = "2s";
   unsigned bindThreads = 64;
@@ -65,10 +69,22 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--tls-cert-file", f.tlsCert,
                  "Serve the verb listener over HTTPS with this certificate chain (PEM); re-read when it changes");
   app.add_option("--tls-key-file", f.tlsKey, "Private key (PEM) for --tls-cert-file");
+  app.add_option("--client-ca-file", f.clientCa,
+                 "CA bundle (PEM) that signs kube-scheduler's client certificate (extenders[].tlsConfig certFile); "
+                 "the verbs then answer only callers with a certificate it verifies (401/403 otherwise). Needs "
+                 "--tls-cert-file. Required unless --bind-address is a loopback address (a sidecar in the "
+                 "scheduler's pod)");
+  app.add_option("--allowed-clients", f.allowedClients,
+                 "Names (subject CN or DNS subjectAltName) a verb caller's certificate must carry (comma-separated); "
+                 "empty: any certificate --client-ca-file verifies")
+      ->delimiter(',');
   app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig file; empty: $KUBECONFIG, in-cluster, then ~/.kube/config");
   app.add_option("--context", f.context, "Kubeconfig context; empty: the current one");
   app.add_option("--threads", f.threads, "HTTP worker threads")->capture_default_str();
   app.add_option("--max-body-bytes", f.maxBodyBytes, "Largest request body; larger ones get 413")
+      ->capture_default_str();
+  app.add_option("--max-connections", f.maxConnections,
+                 "Open connections each listener keeps at most; more are closed as they are accepted")
       ->capture_default_str();
   app.add_option("--read-timeout", f.readTimeout, "Time to read one request once it started (and to write the answer)")
       ->capture_default_str();
@@ -261,20 +277,39 @@ int main(int argc, char** argv) {
 
     ServiceOptions so;
     so.urlPrefix = f.urlPrefix;
+    so.verbCallers = f.clientCa.empty() ? http::Caller::Anyone : http::Caller::VerifiedClient;
     so.strategy = f.scoring == "spread" ? model::ScoreStrategy::Spread : model::ScoreStrategy::BinPack;
     ExtenderService service(writer.snapshots(), metrics, so, binder.get());
 
     if (f.tlsCert.empty() != f.tlsKey.empty()) {
       throw std::runtime_error("TLS needs both --tls-cert-file and --tls-key-file");
     }
+    if (!f.clientCa.empty() && f.tlsCert.empty()) {
+      throw std::runtime_error(
+          "--client-ca-file needs --tls-cert-file and --tls-key-file (client certificates are TLS)");
+    }
+    if (f.clientCa.empty()) {
+      boost::system::error_code ec;
+      const auto address = boost::asio::ip::make_address(f.bindAddress, ec);
+      if (ec || !address.is_loopback()) {
+        throw std::runtime_error(
+            "--bind-address " + f.bindAddress +
+            " is reachable from other hosts: whoever reaches it could bind pods; give --client-ca-file (and "
+            "--tls-cert-file) so only kube-scheduler's certificate is served, or listen on 127.0.0.1 as a sidecar");
+      }
+      logWarning("verbs served to any caller on loopback: only safe as a sidecar in the scheduler's pod",
+                 {{"address", f.bindAddress}});
+    }
     http::ServerOptions ho = serverOptions();
     ho.address = f.bindAddress;
     ho.port = f.port;
     ho.threads = f.threads;
     ho.maxBodyBytes = f.maxBodyBytes;
+    ho.maxConnections = f.maxConnections;
     ho.readTimeout = runtime::process::durationFlag("--read-timeout", f.readTimeout);
     ho.idleTimeout = runtime::process::durationFlag("--idle-timeout", f.idleTimeout);
     if (!f.tlsCert.empty()) ho.tls = http::TlsFiles{.certFile = f.tlsCert, .keyFile = f.tlsKey};
+    if (!f.clientCa.empty()) ho.tls->clients = http::ClientCertificates{f.clientCa, f.allowedClients};
     http::Router verbs;
     service.addVerbRoutes(verbs);
     service.addOperationRoutes(verbs);

@@ -64,6 +64,12 @@ http::Response ExtenderService::preempt(std::string& body) {
 void ExtenderService::bind(std::string& body, http::Respond respond) {
   auto args = wire::parseBindingArgs(body);
   if (!args.ok()) return respond(badRequest(args.errors.front()));
+  if (args.value.podUid.empty()) {
+    // kube-scheduler always sends the UID; without it the binding could land
+    // on a pod re-created under the same name, whose units nobody checked.
+    return respond(badRequest({"missing", "BindingArgs.PodUID is required (pod " + args.value.podNamespace + "/" +
+                                              args.value.podName + ")"}));
+  }
   if (!binder_) {
     metrics_.bind("disabled");
     http::Response r;
@@ -91,12 +97,16 @@ void ExtenderService::addVerbRoutes(http::Router& router) {
   auto sync = [](auto method) {
     return [method](http::Request& req, http::Respond respond) { respond(method(req.body())); };
   };
-  router.add("POST", options_.urlPrefix + "/filter", "filter", sync([this](std::string& b) { return filter(b); }));
+  const http::Caller caller = options_.verbCallers;
+  router.add("POST", options_.urlPrefix + "/filter", "filter", sync([this](std::string& b) { return filter(b); }),
+             caller);
   router.add("POST", options_.urlPrefix + "/prioritize", "prioritize",
-             sync([this](std::string& b) { return prioritize(b); }));
-  router.add("POST", options_.urlPrefix + "/preempt", "preempt", sync([this](std::string& b) { return preempt(b); }));
-  router.add("POST", options_.urlPrefix + "/bind", "bind",
-             [this](http::Request& req, http::Respond respond) { bind(req.body(), std::move(respond)); });
+             sync([this](std::string& b) { return prioritize(b); }), caller);
+  router.add("POST", options_.urlPrefix + "/preempt", "preempt", sync([this](std::string& b) { return preempt(b); }),
+             caller);
+  router.add(
+      "POST", options_.urlPrefix + "/bind", "bind",
+      [this](http::Request& req, http::Respond respond) { bind(req.body(), std::move(respond)); }, caller);
 }
 
 void ExtenderService::addOperationRoutes(http::Router& router) {

@@ -8,6 +8,8 @@
 
 #include "fixtures.hpp"
 #include "http_client.hpp"
+#include "test_certificate.hpp"
+#include "test_client.hpp"
 #include "tally/common/thread_name.hpp"
 #include "tally/extender/service.hpp"
 
@@ -34,7 +36,8 @@ struct Harness {
   std::string postError;
   std::chrono::milliseconds postDelay{0};
 
-  explicit Harness(http::ServerOptions options = serverOptions(), std::unique_ptr<CacheWriter> w = nullptr) {
+  explicit Harness(http::ServerOptions options = serverOptions(), std::unique_ptr<CacheWriter> w = nullptr,
+                   ServiceOptions serviceOptions = {}) {
     writer = w ? std::move(w) : loadedWriter(cluster());
     writer->start();
     binder = std::make_unique<PodBinder>(
@@ -45,7 +48,7 @@ struct Harness {
           return postError;
         },
         PodBinder::Options{});
-    service = std::make_unique<ExtenderService>(writer->snapshots(), metrics, ServiceOptions{}, binder.get());
+    service = std::make_unique<ExtenderService>(writer->snapshots(), metrics, serviceOptions, binder.get());
     http::Router router;
     service->addVerbRoutes(router);
     service->addOperationRoutes(router);
@@ -161,6 +164,60 @@ TEST(Http, BindRecordsTheAssumptionBeforeThePostAndTheNextFilterSeesIt) {
   auto f = c.send("POST", "/tally/filter", filterBody({"free"}, 5));
   EXPECT_NE(f.body.find(R"("NodeNames":[])"), std::string::npos) << f.body;
   EXPECT_NE(f.body.find("with 4 of 8"), std::string::npos) << f.body;
+}
+
+TEST(Http, BindWithoutAPodUidIsRefusedAndPostsNothing) {
+  Harness h;
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/bind", R"({"PodName":"pending","PodNamespace":"tenant-a","Node":"free"})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("PodUID is required"), std::string::npos) << r.body;
+  r = c.send("POST", "/tally/bind", R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"","Node":"free"})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  // A UID that is not the cached pod's is not bound either.
+  r = c.send("POST", "/tally/bind",
+             R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-other","Node":"free"})");
+  EXPECT_NE(r.body.find("has not seen pod tenant-a/pending"), std::string::npos) << r.body;
+  EXPECT_EQ(h.posts.load(), 0);
+}
+
+// The verbs over mutual TLS, as kube-scheduler calls them with
+// extenders[].tlsConfig: a caller without kube-scheduler's certificate gets
+// 401 (none) or 403 (another name) and binds nothing; the probes still answer
+// anyone; the scheduler's certificate binds.
+TEST(Http, OverMutualTlsOnlyTheSchedulersCertificateReachesTheVerbs) {
+  namespace rt = tally::runtime::http::testing;
+  rt::TempDir dir;
+  const rt::TestCertificate ca = rt::makeCa("tally-test-ca");
+  const rt::TestCertificate serving = rt::makeSignedCertificate(ca, "tally-extender", rt::Use::Server);
+  rt::replaceFile(dir.path / "tls.crt", serving.certPem);
+  rt::replaceFile(dir.path / "tls.key", serving.keyPem);
+  rt::replaceFile(dir.path / "ca.crt", ca.certPem);
+  http::ServerOptions o = serverOptions();
+  o.tls = http::TlsFiles{.certFile = (dir.path / "tls.crt").string(),
+                         .keyFile = (dir.path / "tls.key").string(),
+                         .clients = http::ClientCertificates{(dir.path / "ca.crt").string(), {"tally-scheduler"}}};
+  ServiceOptions so;
+  so.verbCallers = http::Caller::VerifiedClient;
+  Harness h(o, nullptr, so);
+  const std::string bind = R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})";
+
+  rt::TlsClient anonymous(h.port());
+  auto r = anonymous.send("POST", "/tally/bind", bind);
+  EXPECT_EQ(r.status, 401) << r.body;
+  EXPECT_EQ(anonymous.send("POST", "/tally/filter", filterBody({"free"})).status, 401);
+  EXPECT_EQ(anonymous.send("GET", "/healthz").status, 200);
+  const rt::TestCertificate tenant = rt::makeSignedCertificate(ca, "tenant-a", rt::Use::Client);
+  rt::TlsClient other(h.port(), rt::TlsClient::Options{0, {}, tenant.certPem, tenant.keyPem});
+  EXPECT_EQ(other.send("POST", "/tally/bind", bind).status, 403);
+  EXPECT_EQ(h.posts.load(), 0) << "a bind from a caller without the scheduler's certificate was posted";
+
+  const rt::TestCertificate scheduler = rt::makeSignedCertificate(ca, "tally-scheduler", rt::Use::Client);
+  rt::TlsClient kubeScheduler(h.port(), rt::TlsClient::Options{0, {}, scheduler.certPem, scheduler.keyPem});
+  r = kubeScheduler.send("POST", "/tally/bind", bind);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"Error":""})");
+  EXPECT_EQ(h.posts.load(), 1);
 }
 
 // Operators tell a slow API server from a slow cache by the phase a bind spends

@@ -438,8 +438,9 @@ TEST(Filter, UnorganizedNamespaceIsRefusedUnderTheDefaultPolicy) {
   auto objects = twoNodes();
   auto writer = loadedWriter(objects, CacheWriter::Options{});
   DecisionTally tally;
-  auto r = filterNodes(*writer->snapshots().read(), argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free"}),
-                       &tally);
+  // The answer holds views into the arguments, which must outlive it.
+  const auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free"});
+  auto r = filterNodes(*writer->snapshots().read(), args, &tally);
   EXPECT_TRUE(r.passed.empty());
   ASSERT_EQ(r.failed.size(), 2u);
   auto free = std::find_if(r.failed.begin(), r.failed.end(), [](const auto& f) { return f.first == "free"; });
@@ -452,7 +453,8 @@ TEST(Filter, UnorganizedNamespaceIsRefusedUnderTheDefaultPolicy) {
   org.ns = org.name = "tenant-a";
   objects.push_back(org);
   auto organized = loadedWriter(objects, CacheWriter::Options{});
-  auto ok = filterNodes(*organized->snapshots().read(), argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"}));
+  const auto freeOnly = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"});
+  auto ok = filterNodes(*organized->snapshots().read(), freeOnly);
   ASSERT_EQ(ok.passed.size(), 1u) << (ok.failed.empty() ? ok.error : ok.failed[0].second);
   EXPECT_EQ(ok.passed[0], "free");
 }

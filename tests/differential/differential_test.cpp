@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <iostream>
 #include <map>
 #include <random>
@@ -42,6 +43,7 @@
 #include "tally/model/report.hpp"
 #include "tally/model/tenancy.hpp"
 #include "tally/model/units.hpp"
+#include "tally/model/usage.hpp"
 #include "tally/runtime/admission/review.hpp"
 #include "tally/state/kinds.hpp"
 
@@ -79,6 +81,7 @@ enum Relation {
   UnorganizedRefused,     // (refuse policy) an order in a namespace under no Organization is refused at every door
   UndecidedClosed,        // (published gates) a class no auditor decided yet is refused "not audited yet"
   StaleRefused,           // (evaluated gates) caches older than the staleness bound: orders refused StaleCapacity
+  BindVsFilter,           // the extender's bind records a pending pod's placement on N <=> its filter passes N
   kRelations
 };
 constexpr const char* kRelationNames[kRelations] = {"catalogue <=> GPUDevice webhook",
@@ -98,7 +101,8 @@ constexpr const char* kRelationNames[kRelations] = {"catalogue <=> GPUDevice web
                                                     "unsynced cache refused at every door",
                                                     "unorganized namespace refused at every door",
                                                     "undecided class closed 'not audited yet'",
-                                                    "stale caches refused (auditor off)"};
+                                                    "stale caches refused (auditor off)",
+                                                    "extender bind <=> extender filter"};
 
 struct Counts {
   std::int64_t checked[kRelations] = {};
@@ -1221,6 +1225,47 @@ void askOtherDoors(World& world, Counts& counts) {
                    "launcher " + launcher->name + ": door " +
                        (answer.allowed ? "pins to " + pin.value_or("(none)") : "refuses: " + answer.message) +
                        ", extender passes " + passedNames);
+    }
+  }
+
+  // The extender's bind verb (its assume step, before any POST) on one
+  // pending GPU pod and one node: it holds the units exactly where the filter
+  // passes the pod, and refuses elsewhere (NoLongerFits). The placement is
+  // forgotten again, so the world is unchanged.
+  if (snap->ready()) {
+    std::vector<const model::Pod*> pending;
+    for (const auto& [key, pod] : mirror.pods) {
+      if (pod.nodeName.empty() && !pod.containers.empty() && !model::isTerminal(pod)) pending.push_back(&pod);
+    }
+    std::vector<std::string> nodeNames;
+    for (const auto& [name, node] : snap->cluster().nodes) nodeNames.push_back(name);
+    if (!pending.empty() && !nodeNames.empty()) {
+      const model::Pod pod = *pending[static_cast<std::size_t>(world.pick(0, static_cast<int>(pending.size()) - 1))];
+      const std::string node =
+          nodeNames[static_cast<std::size_t>(world.pick(0, static_cast<int>(nodeNames.size()) - 1))];
+      extender::wire::ExtenderArgs args;
+      args.pod = pod;
+      args.nodeNames.push_back(node);
+      const auto filtered = extender::filterNodes(*snap, args);
+      const bool passes = !filtered.passed.empty();
+      auto outcome = world.writer().assume(pod.ns, pod.name, pod.uid, node);
+      world.writer().flush();
+      const auto result = outcome.wait_for(std::chrono::seconds(0)) == std::future_status::ready
+                              ? outcome.get()
+                              : extender::AssumeOutcome::NotPublished;
+      world.writer().forget(pod.uid);
+      world.writer().flush();
+      bool recorded = result == extender::AssumeOutcome::Recorded;
+      if (perturbed == BindVsFilter) recorded = !recorded;
+      counts.check(
+          BindVsFilter, passes == recorded,
+          "pod " + pod.ns + "/" + pod.name + " on " + node + ": filter " +
+              (passes ? "passes"
+                      : "refuses: " + (!filtered.failed.empty()         ? std::string(filtered.failed[0].second)
+                                       : !filtered.unresolvable.empty() ? std::string(filtered.unresolvable[0].second)
+                                                                        : filtered.error)) +
+              ", bind " +
+              (recorded ? "records it" : "refuses (outcome " + std::to_string(static_cast<int>(result)) + ")"));
     }
   }
 

@@ -54,10 +54,18 @@ bool gpuNodes(const std::string& prefix, int count, int units, const std::string
   return rc == 0;
 }
 
-int httpStatus(const std::string& url) {
+int httpStatus(const std::string& url, const std::string& curlArgs) {
   int rc = 0;
-  std::string out = runCommand("curl -s -o /dev/null -w '%{http_code}' --max-time 3 " + url, &rc);
+  std::string out =
+      runCommand("curl -s -o /dev/null -w '%{http_code}' --max-time 3 " + curlArgs + " '" + url + "'", &rc);
   return out.empty() ? 0 : std::atoi(out.c_str());
+}
+
+std::string adminBearer() {
+  std::ifstream in(cluster().state() + "/pki/admin.token");
+  std::string token;
+  std::getline(in, token);
+  return "-H 'Authorization: Bearer " + token + "'";
 }
 
 Replica startReplica(const std::string& identity, const std::string& configuration,
@@ -77,6 +85,8 @@ Replica startReplica(const std::string& identity, const std::string& configurati
                                    "--ops-port=" + std::to_string(r.opsPort),
                                    "--cert-dir=" + (dir / "certs").string(),
                                    "--cert-ip-addresses=127.0.0.1",
+                                   "--webhook-client-ca-file=" + cluster().state() + "/pki/ca.crt",
+                                   "--webhook-allowed-clients=tally-webhook-client",
                                    "--service-namespace=tally-system",
                                    "--webhook-configurations=" + configuration,
                                    "--bundle-propagation=1s",

@@ -40,7 +40,11 @@ std::string gpuClass(const std::string& name, const std::string& resource, int m
                      const std::string& extraMeta = "");
 // kwok nodes through tally-fixtures (Ready, vm-passthrough, `units` of `resource`).
 bool gpuNodes(const std::string& prefix, int count, int units, const std::string& resource = kH200);
-int httpStatus(const std::string& url);
+// The status curl gets for `url`; `curlArgs` are added (headers, certificates).
+int httpStatus(const std::string& url, const std::string& curlArgs = "");
+// curl arguments presenting the cluster admin's bearer token (GET /usage
+// reviews it: TokenReview, then may it get /usage).
+std::string adminBearer();
 
 struct Replica {
   pid_t pid = -1;
@@ -49,7 +53,9 @@ struct Replica {
 };
 
 // --leader-election-* short (lease 4 s), --controller-identity=kAdmin, the
-// certificate for 127.0.0.1, caBundle kept in `configuration`.
+// certificate for 127.0.0.1, caBundle kept in `configuration`; reviews only
+// from the API server's webhook client certificate (the cluster's CA, name
+// tally-webhook-client).
 Replica startReplica(const std::string& identity, const std::string& configuration,
                      const std::vector<std::string>& extraArgs = {});
 // The wait status of the replica after `signal` (-1 when it was not running).

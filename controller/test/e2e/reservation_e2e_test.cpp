@@ -158,7 +158,7 @@ std::string rfc3339(std::time_t t) {
 // The last and the next hour: the recorder reads one ConfigMap per day of the period.
 std::string usageOf(const Replica& r) {
   const std::time_t now = std::time(nullptr);
-  return runCommand("curl -s --max-time 5 'http://127.0.0.1:" + std::to_string(r.opsPort) +
+  return runCommand("curl -s --max-time 5 " + adminBearer() + " 'http://127.0.0.1:" + std::to_string(r.opsPort) +
                     "/usage?since=" + rfc3339(now - 3600) + "&until=" + rfc3339(now + 3600) + "'");
 }
 // The usage export's line that names `needle`.

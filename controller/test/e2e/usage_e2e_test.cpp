@@ -145,7 +145,7 @@ TEST(Usage, AHeldDeviceAccruesCountTimesElapsedAcrossALeaderChangeAndTallyctlRea
   const std::string until = formatRfc3339(static_cast<std::int64_t>(released) + 7200);
   const std::string url =
       "http://127.0.0.1:" + std::to_string(second->opsPort) + "/usage?since=" + since + "&until=" + until;
-  const std::string endpoint = runCommand("curl -s --max-time 5 '" + url + "'", &rc);
+  const std::string endpoint = runCommand("curl -s --max-time 5 " + adminBearer() + " '" + url + "'", &rc);
   ASSERT_EQ(rc, 0) << endpoint;
   const std::int64_t recorded = unitSecondsOf(endpoint, "held");
 
@@ -186,7 +186,7 @@ std::vector<codec::UsageCheckpoint> partsOf(model::Timestamp day) {
 std::string usageOf(const Replica& r, model::Timestamp since, model::Timestamp until, int* rc) {
   const std::string url = "http://127.0.0.1:" + std::to_string(r.opsPort) + "/usage?since=" + formatRfc3339(since) +
                           "&until=" + formatRfc3339(until);
-  return runCommand("curl -s --max-time 5 '" + url + "'", rc);
+  return runCommand("curl -s --max-time 5 " + adminBearer() + " '" + url + "'", rc);
 }
 
 TEST(Usage, ADayPastTheSizeOfOneConfigMapIsSealedAndContinuesInItsNextPartReadBackAsOne) {
@@ -284,8 +284,38 @@ TEST(Usage, ADayPastTheSizeOfOneConfigMapIsSealedAndContinuesInItsNextPartReadBa
 TEST(Usage, TheEndpointRefusesABadPeriod) {
   Replica* r = leader();
   ASSERT_NE(r, nullptr);
-  EXPECT_EQ(httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/usage?since=yesterday"), 400);
-  EXPECT_EQ(httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/usage"), 400);
+  EXPECT_EQ(httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/usage?since=yesterday", adminBearer()),
+            400);
+  EXPECT_EQ(httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/usage", adminBearer()), 400);
+}
+
+// Every tenant's billing windows are in the answer: only a user the API
+// server authenticates and allows to get /usage (a nonResourceURLs grant)
+// reads it. A tenant's service account token gets 403 until it is granted.
+TEST(Usage, TheEndpointAnswersOnlyUsersAllowedToGetUsage) {
+  Replica* r = leader();
+  ASSERT_NE(r, nullptr);
+  const std::string url =
+      "http://127.0.0.1:" + std::to_string(r->opsPort) + "/usage?since=2020-01-01T00:00:00Z&until=2020-01-02T00:00:00Z";
+  EXPECT_EQ(httpStatus(url), 401) << "no token";
+  EXPECT_EQ(httpStatus(url, "-H 'Authorization: Bearer not-a-token'"), 401);
+  kubectl("create namespace usage-reader");
+  kubectl("-n usage-reader create serviceaccount tenant");
+  int rc = 0;
+  std::string token = kubectl("-n usage-reader create token tenant --duration=10m", &rc);
+  ASSERT_EQ(rc, 0) << token;
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  const std::string bearer = "-H 'Authorization: Bearer " + token + "'";
+  EXPECT_EQ(httpStatus(url, bearer), 403) << "a service account with no grant";
+  kubectl("create clusterrole tally-usage-reader --verb=get --non-resource-url=/usage");
+  kubectl(
+      "create clusterrolebinding tally-usage-reader --clusterrole=tally-usage-reader "
+      "--serviceaccount=usage-reader:tenant");
+  // Decisions are remembered for --catalog-review-ttl (10 s by default).
+  EXPECT_TRUE(eventually([&] { return httpStatus(url, bearer) == 200; }, 30s)) << httpStatus(url, bearer);
+  EXPECT_EQ(httpStatus(url, adminBearer()), 200);
+  kubectl("delete clusterrolebinding tally-usage-reader");
+  kubectl("delete clusterrole tally-usage-reader");
 }
 
 }  // namespace

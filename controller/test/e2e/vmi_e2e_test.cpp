@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -34,7 +35,10 @@
 #include <sstream>
 #include <thread>
 
+#include <simdjson.h>
+
 #include "harness.hpp"
+#include "tally/controller/vmi_webhook.hpp"
 
 namespace tally::runtime::e2e {
 namespace {
@@ -85,7 +89,12 @@ std::string validatingConfiguration(std::uint16_t port) {
   return webhookConfiguration(kValidating, port) + gpuPodWebhookEntry(port, "vm, raw");
 }
 
-bool pointBothAt(std::uint16_t port) {
+// Both replicas behind one address, as behind the Service tally-controller:
+// a round-robin TCP proxy (e2e/proxy/tcp_proxy.py) whose backends file lists
+// their webhook ports. The race points every webhook at it once, before it
+// starts; when a replica dies no URL changes (the proxy skips a port that
+// refuses, as a Service drops an endpoint).
+bool pointWebhooksAt(std::uint16_t port) {
   int rc1 = 0, rc2 = 0;
   const std::string base = "\"https://127.0.0.1:" + std::to_string(port);
   auto url = [&](int i, const char* path) {
@@ -99,6 +108,59 @@ bool pointBothAt(std::uint16_t port) {
               url(0, "/mutate/virtualmachineinstances") + "," + url(1, "/mutate/launcher-pods") + "]'",
           &rc2);
   return rc1 == 0 && rc2 == 0;
+}
+
+pid_t proxyPid = -1;
+std::uint16_t proxyPort = 0;
+std::string backendsFile, proxyState;
+
+void writeBackends() {
+  const std::string next = backendsFile + ".next";
+  {
+    std::ofstream out(next);
+    for (Replica* r : replicas) {
+      if (r) out << "127.0.0.1:" << r->webhookPort << "\n";
+    }
+  }
+  std::filesystem::rename(next, backendsFile);
+}
+
+bool startProxy() {
+  const auto dir = std::filesystem::temp_directory_path() / ("vmi-proxy-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  backendsFile = (dir / "backends").string();
+  proxyState = (dir / "state.json").string();
+  writeBackends();
+  proxyPort = freePort();
+  const std::string script = std::string(TALLY_REPO_DIR) + "/e2e/proxy/tcp_proxy.py";
+  proxyPid = ::fork();
+  if (proxyPid == 0) {
+    const std::string listen = "127.0.0.1:" + std::to_string(proxyPort);
+    ::execlp("python3", "python3", script.c_str(), "--listen", listen.c_str(), "--backends", backendsFile.c_str(),
+             "--state", proxyState.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return eventually([] { return std::filesystem::exists(proxyState); }, 10s);
+}
+
+// Connections the proxy handed to each replica's port.
+std::map<std::string, int> proxiedConnections() {
+  std::ifstream in(proxyState);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::map<std::string, int> out;
+  simdjson::padded_string json(text.str());
+  simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object connections;
+  if (parser.iterate(json).get(doc) || doc["connections"].get_object().get(connections)) return out;
+  for (auto field : connections) {
+    std::string_view key;
+    std::int64_t n = 0;
+    if (field.unescaped_key().get(key) || field.value().get_int64().get(n)) continue;
+    out[std::string(key)] = static_cast<int>(n);
+  }
+  return out;
 }
 
 pid_t extenderPid = -1;
@@ -276,6 +338,7 @@ class VmiEnvironment : public ::testing::Environment {
     replicas[0] = new Replica(startReplica("vmi-a", kValidating, kReplicaArgs));
     ASSERT_TRUE(eventually([] { return leaseHolder() == "vmi-a"; })) << "vmi-a never took the Lease";
     replicas[1] = new Replica(startReplica("vmi-b", kValidating, kReplicaArgs));
+    ASSERT_TRUE(startProxy()) << "the round-robin proxy in front of both replicas did not start";
     applyYaml(validatingConfiguration(replicas[0]->webhookPort), &rc);
     ASSERT_EQ(rc, 0);
     applyYaml(mutatingConfiguration(replicas[0]->webhookPort), &rc);
@@ -305,6 +368,10 @@ class VmiEnvironment : public ::testing::Environment {
     if (extenderPid > 0) {
       ::kill(extenderPid, SIGTERM);
       ::waitpid(extenderPid, nullptr, 0);
+    }
+    if (proxyPid > 0) {
+      ::kill(proxyPid, SIGTERM);
+      ::waitpid(proxyPid, nullptr, 0);
     }
     cluster().down();
   }
@@ -622,6 +689,51 @@ TEST(VmDoor, ADryRunAndARefusedVmiLeaveNoDeviceNoAttachmentNoEvent) {
   kubectl("delete gpudevice -n dry held-d --timeout=30s", &rc);
 }
 
+// Only the API server may speak to the VM door: a review a tenant forges and
+// posts straight to the webhook port (no client certificate, or the cluster
+// admin's, which is no webhook caller) is refused before the handler runs,
+// and the held device it names is not attached, not written, no template made.
+TEST(VmDoor, AForgedVmiReviewFromAnyoneButTheApiServerAttachesNothing) {
+  bound("dry", "held-f", 1);
+  const std::string before = jsonpathOf("gpudevice", "dry", "held-f", "{.metadata.resourceVersion}");
+  const auto path = std::filesystem::temp_directory_path() / ("vmi-forged-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"forged",)"
+                      << R"("kind":{"group":"kubevirt.io","version":"v1","kind":"VirtualMachineInstance"},)"
+                      << R"("resource":{"group":"kubevirt.io","version":"v1","resource":"virtualmachineinstances"},)"
+                      << R"("namespace":"dry","name":"vm-forged","operation":"CREATE",)"
+                      << R"("userInfo":{"username":"system:serviceaccount:kubevirt:kubevirt-apiserver"},"object":)"
+                      << vmiJson("dry", "vm-forged", {"held-f"}, R"([{"class":"h200","count":1}])") << "}}";
+  const std::string pki = cluster().state() + "/pki/";
+  const std::string url =
+      "https://127.0.0.1:" + std::to_string(replicas[0]->webhookPort) + std::string(controller::kVmiWebhookPath);
+  auto post = [&](const std::string& cert) {
+    const std::string credential = cert.empty() ? "" : " --cert " + pki + cert + ".crt --key " + pki + cert + ".key";
+    return runCommand(
+        "curl -sk --max-time 10 -o - -w ' %{http_code}' -H 'Content-Type: application/json' "
+        "--data-binary @" +
+        path.string() + credential + " " + url);
+  };
+  const std::string anonymous = post("");
+  EXPECT_NE(anonymous.find(" 401"), std::string::npos) << anonymous;
+  const std::string admin = post("admin");
+  EXPECT_NE(admin.find(" 403"), std::string::npos) << admin;
+  std::filesystem::remove(path);
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(jsonpathOf("gpudevice", "dry", "held-f", "{.metadata.resourceVersion}"), before)
+      << "the held device was written: " << kubectl("get gpudevice -n dry held-f -o yaml");
+  EXPECT_TRUE(deviceOf("dry", "held-f").vmi.empty());
+  const auto names = deviceNames("dry");
+  EXPECT_EQ(std::count_if(names.begin(), names.end(), [](const std::string& n) { return n.starts_with("vm-forged"); }),
+            0)
+      << "a template device was created for the forged VMI";
+  const std::string metrics = metricsOf(*replicas[0]);
+  EXPECT_NE(metrics.find("tally_controller_webhook_rejected_total{kind=\"unauthenticated\"}"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("tally_controller_webhook_rejected_total{kind=\"forbidden\"}"), std::string::npos);
+  int rc = 0;
+  kubectl("delete gpudevice -n dry held-f --timeout=30s", &rc);
+}
+
 // (g) No single node holds the set: refused at admission, never a Pending VMI.
 TEST(VmDoor, ASetNoSingleNodeCanHoldIsRefusedAtAdmission) {
   // 12 free units on 3 nodes of 4: a set of 5 fits on none.
@@ -739,6 +851,7 @@ TEST(VmDoor, AVmiALaterAdmissionStageRefusesLeavesNothingBehind) {
 // rounds, the leader killed in the 5th.
 struct Round {
   int admitted = 0, refused = 0;
+  int failed = 0;  // creates that failed (not refused): the webhook could not be called
   std::string winner;
   std::map<std::string, int> reasons;
   bool holderNamed = true;
@@ -775,7 +888,10 @@ Round race(int round, bool killLeader) {
             }
             break;
           }
-          // The killed replica's endpoint: repointed below; a failed call is retried.
+          // A webhook call that failed (the killed replica's connection): counted, and
+          // the create retried as a client would.
+          ++result.failed;
+          std::printf("  %s: create failed (attempt %d): %s\n", name.c_str(), attempt + 1, message.c_str());
           if (attempt > 100) {
             ADD_FAILURE() << name << ": " << message;
             break;
@@ -790,10 +906,10 @@ Round race(int round, bool killLeader) {
     std::this_thread::sleep_for(50ms);
     Replica& victim = leader();
     stopReplica(victim, SIGKILL);
-    Replica* standby = replicas[0] == &victim ? replicas[1] : replicas[0];
-    EXPECT_TRUE(pointBothAt(standby->webhookPort));
-    std::printf("round %d: killed the leader %s during the race\n", round, victim.identity.c_str());
+    std::printf("round %d: killed the leader %s during the race (no URL changed)\n", round, victim.identity.c_str());
+    // The Deployment's replacement: a new process, its port in the proxy's endpoints.
     victim = startReplica(victim.identity + "-again", kValidating, kReplicaArgs);
+    writeBackends();
   }
   for (auto& t : threads) t.join();
   return result;
@@ -801,10 +917,31 @@ Round race(int round, bool killLeader) {
 
 TEST(VmDoor, TwentyVmisRaceForOneHeldDeviceTenTimesAndExactlyOneAttachesEachTime) {
   bound("race", "contested", 1);
+  int failedCreates = 0;
+  ASSERT_TRUE(pointWebhooksAt(proxyPort));
+  // Both replicas' caches hold the device Bound before the race: dry runs
+  // through the proxy (alternating replicas) are admitted six times in a row.
+  int inARow = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        HttpRequest request;
+        request.method = "POST";
+        request.target = vmis("race").collectionPath() + "?dryRun=All";
+        request.body = vmiJson("race", "warmup", {"contested"});
+        request.contentType = "application/json";
+        auto sent = cluster().client()->send(request);
+        inARow = sent && sent->status == 201 ? inARow + 1 : 0;
+        return inARow >= 6;
+      },
+      30s))
+      << "dry runs through the proxy were not admitted";
+  const auto before = proxiedConnections();
   for (int round = 1; round <= 10; ++round) {
     const bool kill = round == 5;
     Round r = race(round, kill);
-    std::printf("round %d: %d admitted (%s), %d refused:", round, r.admitted, r.winner.c_str(), r.refused);
+    std::printf("round %d: %d admitted (%s), %d refused, %d failed creates:", round, r.admitted, r.winner.c_str(),
+                r.refused, r.failed);
+    failedCreates += r.failed;
     for (const auto& [code, n] : r.reasons) std::printf(" %s %d", code.c_str(), n);
     std::printf("\n");
     EXPECT_EQ(r.admitted, 1) << "round " << round;
@@ -841,6 +978,59 @@ TEST(VmDoor, TwentyVmisRaceForOneHeldDeviceTenTimesAndExactlyOneAttachesEachTime
     if (at != std::string::npos) conflicts += std::stoul(m.substr(at + name.size()));
   }
   std::printf("attach conflicts read again and decided again: %zu\n", conflicts);
+  std::printf("creates that failed (the killed leader's connections), retried: %d\n", failedCreates);
+  // The race was spread over both replicas: each decided some reviews, and
+  // they met on the device (a conflict read again and decided again).
+  const auto after = proxiedConnections();
+  int served = 0;
+  for (const auto& [backend, n] : after) {
+    const int during = n - (before.count(backend) ? before.at(backend) : 0);
+    std::printf("  proxy: %d connections to %s during the race\n", during, backend.c_str());
+    if (during > 0) ++served;
+  }
+  EXPECT_GE(served, 2) << "the race did not reach both replicas";
+  EXPECT_GT(conflicts, 0u) << "two replicas racing for one device never met a conflict";
+  EXPECT_TRUE(pointWebhooksAt(replicas[0]->webhookPort));
+}
+
+// The API server restarted under the running binaries (both controller
+// replicas, tally-extender, kube-scheduler): none is restarted, every watch
+// resumes, and what is written after the restart reaches every cache. A
+// device ordered now is placed by the leader's binder; a VMI naming it is
+// admitted through the proxy, so by either replica; a pod asking for GPUs is
+// placed by kube-scheduler through the extender on a node with free units.
+TEST(VmDoor, TheApiServerRestartedUnderTheRunningBinariesEveryoneResumesWithoutARestart) {
+  std::vector<pid_t> pids = {extenderPid};
+  for (Replica* r : replicas) pids.push_back(r->pid);
+  const auto restarted = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cluster().restartApiserver()) << "kube-apiserver did not come back";
+  std::printf("kube-apiserver restarted in %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - restarted).count());
+  for (Replica* r : replicas) {
+    EXPECT_TRUE(eventually(
+        [r] { return httpStatus("http://127.0.0.1:" + std::to_string(r->opsPort) + "/readyz") == 200; }, 60s))
+        << r->identity << " not ready after the restart";
+  }
+  bound("dry", "after-restart", 1);
+  ASSERT_TRUE(pointWebhooksAt(proxyPort));
+  int rc = 0;
+  std::string last;
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto created = cluster().client()->create(vmis("dry"), vmiJson("dry", "vm-after-restart", {"after-restart"}));
+        if (created) return true;
+        last = created.error().describe();
+        return false;
+      },
+      60s))
+      << "no VMI admitted after the restart: " << last;
+  EXPECT_EQ(deviceOf("dry", "after-restart").vmi, "vm-after-restart");
+  EXPECT_TRUE(pointWebhooksAt(replicas[0]->webhookPort));
+  kubectl("delete vmi -n dry vm-after-restart --timeout=30s", &rc);
+  EXPECT_TRUE(eventually([] { return deviceOf("dry", "after-restart").vmi.empty(); }, 30s));
+  kubectl("delete gpudevice -n dry after-restart --timeout=30s", &rc);
+  // Still the same processes: nothing had to be restarted to recover.
+  for (pid_t pid : pids) EXPECT_EQ(::kill(pid, 0), 0) << "pid " << pid << " is gone";
 }
 
 }  // namespace

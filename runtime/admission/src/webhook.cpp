@@ -76,16 +76,20 @@ http::Response answerReview(const std::string& name, const WebhookHandler& handl
 
 void addWebhook(http::Router& router, std::string path, std::string name, WebhookHandler handler,
                 WebhookOptions options) {
+  const http::Caller caller = options.caller;
   auto shared = std::make_shared<const std::tuple<std::string, WebhookHandler, WebhookOptions>>(
       name, std::move(handler), std::move(options));
-  router.add("POST", std::move(path), std::move(name), [shared](http::Request& request, http::Respond respond) {
-    const auto& [webhook, decide, opts] = *shared;
-    if (!opts.run) return respond(answerReview(webhook, decide, request.body(), opts));
-    opts.run([shared, body = std::string(request.body()), respond = std::move(respond)] {
-      const auto& [w, d, o] = *shared;
-      respond(answerReview(w, d, body, o));
-    });
-  });
+  router.add(
+      "POST", std::move(path), std::move(name),
+      [shared](http::Request& request, http::Respond respond) {
+        const auto& [webhook, decide, opts] = *shared;
+        if (!opts.run) return respond(answerReview(webhook, decide, request.body(), opts));
+        opts.run([shared, body = std::string(request.body()), respond = std::move(respond)] {
+          const auto& [w, d, o] = *shared;
+          respond(answerReview(w, d, body, o));
+        });
+      },
+      caller);
 }
 
 }  // namespace tally::runtime::admission

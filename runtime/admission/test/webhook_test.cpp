@@ -36,6 +36,7 @@ TEST_F(Fixture, RoutedPostReachesTheHandlerWithDryRun) {
   auto match = router.match("POST", "/validate");
   ASSERT_NE(match.handler, nullptr);
   EXPECT_EQ(match.label, "check");
+  EXPECT_EQ(match.caller, http::Caller::VerifiedClient) << "reviews are only for the API server's certificate";
   EXPECT_EQ(router.match("GET", "/validate").status, 405);
   http::Request request("POST", "/validate", kReview);
   http::Response response;

@@ -85,10 +85,19 @@ Response plainErrorBody(int status, std::string_view message) {
   return r;
 }
 
-void Router::add(std::string method, std::string path, std::string label, Handler handler) {
+void Router::add(std::string method, std::string path, std::string label, Handler handler, Caller caller) {
   Route& route = routes_[path];
   route.label = std::move(label);
-  route.byMethod[std::move(method)] = std::move(handler);
+  route.byMethod[std::move(method)] = Entry{std::move(handler), caller};
+}
+
+std::optional<std::string> Router::firstVerifiedRoute() const {
+  for (const auto& [path, route] : routes_) {
+    for (const auto& [method, entry] : route.byMethod) {
+      if (entry.caller == Caller::VerifiedClient) return method + " " + path;
+    }
+  }
+  return std::nullopt;
 }
 
 Router::Match Router::match(std::string_view method, std::string_view path) const {
@@ -105,7 +114,8 @@ Router::Match Router::match(std::string_view method, std::string_view path) cons
     for (const auto& [name, h] : route->second.byMethod) m.allow += (m.allow.empty() ? "" : ", ") + name;
     return m;
   }
-  m.handler = &handler->second;
+  m.handler = &handler->second.handler;
+  m.caller = handler->second.caller;
   return m;
 }
 

@@ -11,7 +11,7 @@ namespace tally::runtime::http::detail {
 struct RequestAccess {
   // `fields` must outlive the handler's use of the request (until it responds).
   static void fill(Request& r, std::string_view method, std::string_view target, std::string&& body,
-                   const boost::beast::http::fields& fields) {
+                   const boost::beast::http::fields& fields, const ClientIdentity* client) {
     r.method_.assign(method);
     const auto q = target.find('?');
     r.path_.assign(target.substr(0, q));
@@ -23,6 +23,7 @@ struct RequestAccess {
     r.body_ = std::move(body);
     r.params_.reset();
     r.fields_ = &fields;
+    r.client_ = client;
   }
 };
 

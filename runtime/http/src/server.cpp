@@ -10,6 +10,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -31,6 +34,9 @@ struct Server::Impl {
   ServerOptions options;
   Router router;
   Observer observer;
+  // Sessions count themselves out when destroyed, which may be when the
+  // contexts below are: declared before them.
+  std::atomic<std::size_t> openConnections{0};
   // One io_context per thread, each run by that thread alone; the acceptor
   // lives on the first and deals accepted connections out in turn.
   std::vector<std::unique_ptr<net::io_context>> contexts;
@@ -41,6 +47,7 @@ struct Server::Impl {
   std::vector<std::thread> threads;
   std::atomic<bool> running{false};
   std::atomic<std::uint64_t> bodyCompletionReads{0};
+  std::optional<net::steady_timer> acceptRetry;  // after accept fails (descriptors exhausted)
   std::uint16_t boundPort = 0;
 
   void reject(std::string_view kind) {
@@ -53,15 +60,65 @@ struct Server::Impl {
     return options.headerTimeout.count() > 0 ? options.headerTimeout : options.readTimeout;
   }
   void accept();
+
+  // Why the caller of a route that wants a verified client may not call it:
+  // {401 or 403, message}; nullopt: it may.
+  std::optional<std::pair<int, std::string>> refuseCaller(const ClientIdentity* client, std::string_view route) const {
+    if (!client) {
+      return std::make_pair(401,
+                            "this route needs a client certificate signed by the configured client CA; the "
+                            "connection presented none");
+    }
+    const auto& allowed = options.tls->clients->allowedNames;
+    if (allowed.empty()) return std::nullopt;
+    for (const auto& name : allowed) {
+      if (name == client->commonName) return std::nullopt;
+      for (const auto& dns : client->dnsNames)
+        if (name == dns) return std::nullopt;
+    }
+    std::string names;
+    for (const auto& name : allowed) names += (names.empty() ? "" : ", ") + name;
+    return std::make_pair(403, "client certificate " + client->subject + " may not call " + std::string(route) +
+                                   " (allowed: " + names + ")");
+  }
 };
 
 namespace {
 
+// The names of the client certificate the handshake verified, if any.
+std::optional<ClientIdentity> verifiedClient(SSL* ssl) {
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  if (!cert || SSL_get_verify_result(ssl) != X509_V_OK) return std::nullopt;
+  ClientIdentity id;
+  X509_NAME* subject = X509_get_subject_name(cert);
+  char buffer[512] = {};
+  if (X509_NAME_get_text_by_NID(subject, NID_commonName, buffer, sizeof buffer) > 0) id.commonName = buffer;
+  if (char* line = X509_NAME_oneline(subject, nullptr, 0)) {
+    id.subject = line;
+    OPENSSL_free(line);
+  }
+  auto* names = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  for (int i = 0; names && i < sk_GENERAL_NAME_num(names); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+    if (name->type != GEN_DNS) continue;
+    const ASN1_IA5STRING* dns = name->d.dNSName;
+    id.dnsNames.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(dns)),
+                             static_cast<std::size_t>(ASN1_STRING_length(dns)));
+  }
+  GENERAL_NAMES_free(names);
+  return id;
+}
+
+// Behind TLS, how much one body read asks for: a record's worth.
+constexpr std::size_t kTlsBodyChunk = 16 << 10;
+
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
+  // The caller counted the connection in server.openConnections.
   Session(Server::Impl& server, Stream stream, std::shared_ptr<ssl::context> tls = nullptr)
       : server_(server), stream_(std::move(stream)), tls_(std::move(tls)) {}
+  ~Session() { server_.openConnections.fetch_sub(1); }
 
   void run() {
     if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
@@ -73,6 +130,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
           self->server_.reject("tls_handshake");
           return self->close();
         }
+        self->client_ = verifiedClient(self->stream_.native_handle());
         self->readHeader();
       });
     }
@@ -95,45 +153,66 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     started_ = Clock::now();
     if (auto length = parser_->content_length()) {
       if (*length > server_.options.maxBodyBytes) return tooLarge();
-      // Room for simdjson's padding, so the body is parsed where it lands.
-      parser_->get().body().reserve(*length + 64);
-      // Beast reads as much as the buffer has room for; a flat_buffer left at
-      // its first 512 bytes would take a 70 KB request in 140 system calls.
-      buffer_.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(*length, 1u << 20)));
-      if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
-        // What the buffer holds past the header is body (or, pipelined, more).
-        if (*length > buffer_.size()) return awaitBody(static_cast<std::size_t>(*length - buffer_.size()));
+      // What the buffer holds past the header is body (or, pipelined, more).
+      // The rest is read into the buffer as it arrives, before the parser
+      // sees the body: Beast's string body reserves the whole declared
+      // length when it starts, which is only safe once the bytes are here.
+      if (*length > buffer_.size()) {
+        ++server_.bodyCompletionReads;
+        return awaitBody(static_cast<std::size_t>(*length - buffer_.size()));
       }
     }
     readBody();
   }
 
   void readBody() {
+    // Room for simdjson's padding, so the body is parsed where it lands.
+    if (auto length = parser_->content_length()) parser_->get().body().reserve(*length + 64);
     beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
     bhttp::async_read(stream_, buffer_, *parser_,
                       [self = this->shared_from_this()](beast::error_code e, std::size_t) { self->onBody(e); });
   }
 
-  // Plain TCP only: read the `missing` body bytes into the buffer with the
-  // socket's low-water mark at exactly what is still to come, so the kernel
-  // reports the socket readable once all of it is queued (Go's HTTP client,
-  // kube-scheduler's, writes a request's first 4 KB and the rest separately).
-  // The mark never exceeds what the client still owes, so it cannot hold back
-  // a read that should complete; a client that owes more than it sends meets
-  // the read timeout as before. (Behind TLS the engine reads ahead of the
-  // plaintext, so the count would not be exact there: not used.)
+  // Reads the `missing` body bytes into the buffer, memory following what
+  // arrived. Plain TCP: the socket's low-water mark is set to exactly what is
+  // still to come, so the kernel reports the socket readable once all of it
+  // is queued (Go's HTTP client, kube-scheduler's, writes a request's first
+  // 4 KB and the rest separately); one byte is read asynchronously and what
+  // the socket then holds at once. The mark never exceeds what the client
+  // still owes, so it cannot hold back a read that should complete; a client
+  // that owes more than it sends meets the read timeout. Behind TLS the engine
+  // reads ahead of the plaintext, so no mark: a record's worth at a time.
   void awaitBody(std::size_t missing) {
     setLowWater(missing);
-    ++server_.bodyCompletionReads;
     beast::get_lowest_layer(stream_).expires_after(server_.options.readTimeout);
-    stream_.async_read_some(buffer_.prepare(missing),
+    const std::size_t ask = std::is_same_v<Stream, beast::tcp_stream> ? 1 : std::min(missing, kTlsBodyChunk);
+    stream_.async_read_some(buffer_.prepare(ask),
                             [self = this->shared_from_this(), missing](beast::error_code ec, std::size_t n) {
                               self->buffer_.commit(n);
+                              if (!ec) n += self->drainQueued(missing - n);
                               if (!ec && n < missing) return self->awaitBody(missing - n);
                               self->setLowWater(1);
                               if (ec) return self->readFailed(ec);
                               self->readBody();  // parses what the buffer now holds
                             });
+  }
+
+  // Plain TCP: reads, without waiting, up to `want` bytes the socket already
+  // holds; returns how many.
+  std::size_t drainQueued(std::size_t want) {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      if (want == 0) return 0;
+      auto& socket = stream_.socket();
+      beast::error_code ec;
+      const std::size_t queued = std::min(want, socket.available(ec));
+      if (ec || queued == 0) return 0;
+      const std::size_t n = socket.read_some(buffer_.prepare(queued), ec);
+      buffer_.commit(ec ? 0 : n);
+      return ec ? 0 : n;
+    } else {
+      (void)want;
+      return 0;
+    }
   }
 
   void setLowWater(std::size_t bytes) {
@@ -185,7 +264,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     keepAlive_ = req.keep_alive();
     detail::RequestAccess::fill(request_, std::string_view(req.method_string().data(), req.method_string().size()),
                                 std::string_view(req.target().data(), req.target().size()), std::move(req.body()),
-                                req.base());
+                                req.base(), client_ ? &*client_ : nullptr);
     Router::Match m = server_.router.match(request_.method(), request_.path());
     if (!m.handler) {
       server_.reject(m.status == 404 ? "not_found" : "method_not_allowed");
@@ -197,6 +276,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       return write(m.label, std::move(r));
     }
     route_ = std::string(m.label);
+    if (m.caller == Caller::VerifiedClient) {
+      if (auto refusal = server_.refuseCaller(request_.client(), route_)) {
+        server_.reject(refusal->first == 401 ? "unauthenticated" : "forbidden");
+        Response r = server_.options.errorBody(refusal->first, refusal->second);
+        if (refusal->first == 401) r.headers.emplace_back("WWW-Authenticate", "Mutual TLS");
+        return write(route_, std::move(r));
+      }
+    }
     auto self = this->shared_from_this();
     Respond respond = [self](Response response) {
       net::dispatch(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
@@ -257,6 +344,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   bhttp::response<bhttp::string_body> response_;
   std::shared_ptr<ssl::context> tls_;  // the certificate this connection was accepted with
   Request request_;
+  std::optional<ClientIdentity> client_;  // the connection's verified client certificate
   std::string route_;
   Clock::time_point started_ = Clock::now();
   Clock::time_point bodyRead_{};
@@ -273,7 +361,22 @@ void Server::Impl::accept() {
   nextContext = (nextContext + 1) % contexts.size();
   acceptor->async_accept(home, [this](beast::error_code ec, tcp::socket socket) {
     if (!running.load()) return;
+    if (ec && ec != net::error::operation_aborted) {
+      // Out of descriptors (or memory): the pending connection stays in the
+      // backlog; try again shortly rather than spin on the error.
+      acceptRetry->expires_after(std::chrono::milliseconds(100));
+      acceptRetry->async_wait([this](beast::error_code waitError) {
+        if (!waitError && running.load()) accept();
+      });
+      return;
+    }
+    if (!ec && openConnections.load() >= options.maxConnections) {
+      reject("connection_limit");
+      socket.close(ec);
+      return accept();
+    }
     if (!ec) {
+      openConnections.fetch_add(1);
       socket.set_option(tcp::no_delay(true), ec);
       // The session starts on its own thread; this one only accepts.
       auto startOn = [executor = socket.get_executor()](auto session) {
@@ -303,6 +406,9 @@ Server::~Server() { stop(); }
 void Server::start() {
   Impl& s = *impl_;
   const auto& o = s.options;
+  if (auto route = s.router.firstVerifiedRoute(); route && !(o.tls && o.tls->clients)) {
+    throw std::runtime_error(*route + " needs verified client certificates, but the server has no client CA");
+  }
   if (o.tls) s.certificate.emplace(*o.tls);
   beast::error_code ec;
   auto address = net::ip::make_address(o.address, ec);
@@ -314,6 +420,7 @@ void Server::start() {
     s.keepRunning.push_back(net::make_work_guard(*s.contexts.back()));
   }
   s.acceptor.emplace(*s.contexts.front());
+  s.acceptRetry.emplace(*s.contexts.front());
   s.acceptor->open(endpoint.protocol(), ec);
   if (!ec) s.acceptor->set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) s.acceptor->bind(endpoint, ec);
@@ -343,6 +450,7 @@ void Server::stop() {
 }
 
 std::uint64_t Server::bodyCompletionReads() const { return impl_->bodyCompletionReads.load(); }
+std::size_t Server::openConnections() const { return impl_->openConnections.load(); }
 
 std::uint16_t Server::port() const { return impl_->boundPort; }
 bool Server::tls() const { return impl_->certificate.has_value(); }

@@ -1,6 +1,7 @@
 #include "serving_certificate.hpp"
 
 #include <openssl/bn.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -14,6 +15,17 @@ namespace ssl = boost::asio::ssl;
 
 namespace {
 
+constexpr const char* kTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+std::string lastOpenSslError() {
+  char text[256] = {};
+  ERR_error_string_n(ERR_get_error(), text, sizeof text);
+  ERR_clear_error();
+  return text[0] ? text : "unknown error";
+}
+
 struct Loaded {
   std::shared_ptr<ssl::context> context;
   std::string error;
@@ -23,14 +35,36 @@ Loaded load(const TlsFiles& files) {
   auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
   context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                        ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-  SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
+  SSL_CTX* native = context->native_handle();
+  SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // TLS 1.2: ECDHE key exchange with AEAD ciphers only (TLS 1.3's suites all are).
+  if (SSL_CTX_set_cipher_list(native, kTls12Ciphers) != 1) return {nullptr, "OpenSSL refused the TLS 1.2 cipher list"};
   boost::system::error_code ec;
   context->use_certificate_chain_file(files.certFile, ec);
   if (ec) return {nullptr, "cannot load TLS certificate " + files.certFile + ": " + ec.message()};
   context->use_private_key_file(files.keyFile, ssl::context::pem, ec);
   if (ec) return {nullptr, "cannot load TLS key " + files.keyFile + ": " + ec.message()};
-  if (SSL_CTX_check_private_key(context->native_handle()) != 1) {
+  if (SSL_CTX_check_private_key(native) != 1) {
     return {nullptr, "TLS key " + files.keyFile + " does not match the certificate " + files.certFile};
+  }
+  if (files.clients) {
+    const std::string& ca = files.clients->caFile;
+    if (SSL_CTX_load_verify_locations(native, ca.c_str(), nullptr) != 1) {
+      return {nullptr, "cannot load the client CA file " + ca + ": " + lastOpenSslError()};
+    }
+    // The CA names go in the handshake's CertificateRequest: clients (Go's
+    // among them) pick the certificate those CAs signed.
+    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(ca.c_str());
+    if (!names) return {nullptr, "the client CA file " + ca + " holds no certificate"};
+    SSL_CTX_set_client_CA_list(native, names);
+    // A client may present no certificate (routes that ask for none still
+    // answer, the rest 401); one it presents must verify, for client use.
+    SSL_CTX_set_verify(native, SSL_VERIFY_PEER, nullptr);
+    SSL_CTX_set_purpose(native, X509_PURPOSE_SSL_CLIENT);
+    SSL_CTX_set_verify_depth(native, 4);
+    static const unsigned char kSessionContext[] = "tally-mtls";
+    SSL_CTX_set_session_id_context(native, kSessionContext, sizeof kSessionContext - 1);
   }
   return {std::move(context), {}};
 }
@@ -60,6 +94,7 @@ ServingCertificate::ServingCertificate(TlsFiles files) : files_(std::move(files)
   }
   certStamp_ = stampOf(files_.certFile);
   keyStamp_ = stampOf(files_.keyFile);
+  caStamp_ = caStamp();
   Loaded loaded = load(files_);
   if (!loaded.context) throw std::runtime_error(loaded.error);
   current_ = std::move(loaded.context);
@@ -74,16 +109,21 @@ ServingCertificate::Stamp ServingCertificate::stampOf(const std::string& path) {
   return {st.st_dev, st.st_ino, st.st_size, st.st_mtim};
 }
 
+ServingCertificate::Stamp ServingCertificate::caStamp() const {
+  return files_.clients ? stampOf(files_.clients->caFile) : Stamp{};
+}
+
 std::shared_ptr<ssl::context> ServingCertificate::forNewConnection() {
   const auto now = std::chrono::steady_clock::now();
   if (now - lastCheck_ < files_.reloadCheckInterval) return current_;
   lastCheck_ = now;
-  Stamp cert = stampOf(files_.certFile), key = stampOf(files_.keyFile);
-  if (cert == certStamp_ && key == keyStamp_) return current_;
+  Stamp cert = stampOf(files_.certFile), key = stampOf(files_.keyFile), ca = caStamp();
+  if (cert == certStamp_ && key == keyStamp_ && ca == caStamp_) return current_;
   // Remembered whether or not the files load: a broken pair is reported once
   // and tried again when either file changes again.
   certStamp_ = cert;
   keyStamp_ = key;
+  caStamp_ = ca;
   Loaded loaded = load(files_);
   if (!loaded.context) {
     failures_.fetch_add(1, std::memory_order_relaxed);

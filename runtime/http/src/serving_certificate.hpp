@@ -1,6 +1,7 @@
 #pragma once
 // The TLS context new connections are served with, loaded from a certificate
-// and a key file and loaded again when either file changes. Used by the
+// and a key file (and, for mutual TLS, the client CA file) and loaded again
+// when one of them changes. Used by the
 // accepting thread only; a connection keeps the context it started with.
 
 #include <sys/stat.h>
@@ -42,10 +43,11 @@ class ServingCertificate {
     }
   };
   static Stamp stampOf(const std::string& path);
+  Stamp caStamp() const;
 
   TlsFiles files_;
   std::shared_ptr<boost::asio::ssl::context> current_;
-  Stamp certStamp_, keyStamp_;
+  Stamp certStamp_, keyStamp_, caStamp_;
   std::chrono::steady_clock::time_point lastCheck_;
   std::atomic<std::uint64_t> reloads_{0}, failures_{0};
 };

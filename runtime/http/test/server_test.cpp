@@ -2,12 +2,21 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
+#include <iostream>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
+
+#include <malloc.h>
+#include <sys/resource.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#include <sanitizer/allocator_interface.h>
+#endif
 
 #include "tally/common/thread_name.hpp"
 #include "tally/runtime/http/operation_routes.hpp"
@@ -440,4 +449,123 @@ TEST(HttpServer, ServingThreadsCarryTheirNames) {
   EXPECT_TRUE(names.contains("tally-http-0"));
   EXPECT_TRUE(names.contains("tally-http-1"));
   EXPECT_TRUE(names.contains("webhook-https-0"));
+}
+
+namespace {
+
+// Heap bytes this process holds now (malloc's arenas and its mmapped blocks;
+// under a sanitizer, its allocator's count).
+std::size_t allocatedBytes() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+#endif
+}
+
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds within = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+// As many descriptors as the hard limit allows (the flood below needs a few thousand).
+std::size_t raiseDescriptorLimit() {
+  rlimit r{};
+  ::getrlimit(RLIMIT_NOFILE, &r);
+  r.rlim_cur = r.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &r);
+  ::getrlimit(RLIMIT_NOFILE, &r);
+  return static_cast<std::size_t>(r.rlim_cur);
+}
+
+}  // namespace
+
+// Connections beyond the cap are closed as they are accepted and counted;
+// the ones within it are served, and room frees as they close.
+TEST(HttpServer, ConnectionsBeyondTheCapAreClosedAtOnce) {
+  ServerOptions o;
+  o.maxConnections = 40;
+  Harness h(o);
+  boost::asio::io_context ioc;
+  std::vector<boost::asio::ip::tcp::socket> held;
+  for (int i = 0; i < 40; ++i) {
+    held.emplace_back(ioc).connect({boost::asio::ip::make_address("127.0.0.1"), h.port()});
+  }
+  ASSERT_TRUE(eventually([&] { return h.server->openConnections() == 40; })) << h.server->openConnections();
+  std::vector<std::unique_ptr<TestClient>> extra;
+  for (int i = 0; i < 10; ++i) extra.push_back(std::make_unique<TestClient>(h.port()));
+  for (auto& c : extra) EXPECT_TRUE(c->closedByServer());
+  EXPECT_TRUE(countedSoon(h.recorder, "connection_limit", 10));
+  EXPECT_EQ(h.server->openConnections(), 40u);
+
+  held.clear();
+  ASSERT_TRUE(eventually([&] { return h.server->openConnections() == 0; })) << h.server->openConnections();
+  EXPECT_EQ(TestClient(h.port()).send("GET", "/healthz").status, 200);
+}
+
+// 2,000 connections at once: half declare 16 MiB bodies and send ten bytes,
+// half send nothing. The server holds memory for what arrived (not for what
+// was declared), and /healthz answers on it and on a second server of the
+// process while they wait; closed, they give every connection back.
+TEST(HttpServer, TwoThousandStalledConnectionsDeclaringLargeBodiesCostLittleMemory) {
+  const std::size_t limit = raiseDescriptorLimit();
+  // Each connection costs two descriptors here (client and server end).
+  const std::size_t n = std::min<std::size_t>(2000, (limit - 200) / 2);
+  ASSERT_GE(n, 500u) << "RLIMIT_NOFILE " << limit << " leaves too few descriptors for the flood";
+  ServerOptions o;
+  o.maxConnections = 4096;
+  o.maxBodyBytes = 16 << 20;
+  o.headerTimeout = std::chrono::seconds(60);
+  o.readTimeout = std::chrono::seconds(60);
+  Harness attacked(o);
+  Harness ops;
+
+  const std::size_t before = allocatedBytes();
+  boost::asio::io_context ioc;
+  std::vector<boost::asio::ip::tcp::socket> flood;
+  flood.reserve(n);
+  const std::string declared =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(16 << 20) + "\r\n\r\n{\"Pod\":{}}";
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& s = flood.emplace_back(ioc);
+    s.connect({boost::asio::ip::make_address("127.0.0.1"), attacked.port()});
+    if (i % 2 == 0) boost::asio::write(s, boost::asio::buffer(declared));
+  }
+  ASSERT_TRUE(eventually([&] { return attacked.server->openConnections() == n; }))
+      << attacked.server->openConnections() << " of " << n;
+  // Every declared header read and its body awaited.
+  ASSERT_TRUE(eventually([&] { return attacked.server->bodyCompletionReads() >= n / 2; }))
+      << attacked.server->bodyCompletionReads();
+
+  EXPECT_EQ(TestClient(attacked.port()).send("GET", "/healthz").status, 200);
+  EXPECT_EQ(TestClient(ops.port()).send("GET", "/healthz").status, 200);
+  const std::size_t grown = allocatedBytes() - std::min(before, allocatedBytes());
+  // 16 MiB reserved per declared body would be 16 GiB; the connections'
+  // buffers and parsers are a few KiB each.
+  EXPECT_LT(grown, std::size_t{96} << 20) << grown / 1024 << " KiB for " << n << " connections";
+  std::cout << "  " << n << " stalled connections (" << n / 2 << " declaring 16 MiB): " << grown / 1024
+            << " KiB allocated\n";
+
+  flood.clear();
+  EXPECT_TRUE(eventually([&] { return attacked.server->openConnections() == 0; }))
+      << attacked.server->openConnections();
+}
+
+// A body that arrives in full after a stall is read whole (the server's
+// buffer grows with it), and parsed with simdjson's padding.
+TEST(HttpServer, ALargeBodyArrivingLateIsReadWhole) {
+  Harness h;
+  TestClient c(h.port());
+  std::string body(3 << 20, 'x');
+  c.writeRaw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  c.writeRaw(body);
+  auto r = c.read();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body.size(), body.size());
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace tally::runtime::http::testing {
 
@@ -14,6 +15,15 @@ struct TestCertificate {
 
 // An ECDSA P-256 certificate for `commonName` with this serial, valid for a day.
 TestCertificate makeCertificate(const std::string& commonName, long serial);
+
+// A CA certificate (basicConstraints CA:TRUE) for signing the next ones.
+TestCertificate makeCa(const std::string& commonName);
+
+enum class Use { Client, Server };
+// A certificate for `commonName` (and these DNS subjectAltNames) signed by
+// `ca`, with the extended key usage for `use`.
+TestCertificate makeSignedCertificate(const TestCertificate& ca, const std::string& commonName, Use use,
+                                      const std::vector<std::string>& dnsNames = {});
 
 // Replaces `path` with `content` in one rename, as a Secret volume's update
 // does (the file gets a new inode).

@@ -82,10 +82,15 @@ class TestClient : public BasicClient<boost::asio::ip::tcp::socket> {
 class TlsClient : public BasicClient<boost::asio::ssl::stream<boost::asio::ip::tcp::socket>> {
  public:
   // Throws boost::system::system_error when the connection or handshake fails.
-  explicit TlsClient(std::uint16_t port, int maxVersion = 0)
-      : context_(boost::asio::ssl::context::tls_client), stream_(ioc_, context_) {
-    context_.set_verify_mode(boost::asio::ssl::verify_none);
-    if (maxVersion != 0) SSL_set_max_proto_version(stream_.native_handle(), maxVersion);
+  struct Options {
+    int maxVersion = 0;      // e.g. TLS1_2_VERSION; 0: the newest
+    std::string cipherList;  // TLS 1.2 ciphers offered; empty: OpenSSL's default
+    std::string certPem;     // a client certificate to present, with its key
+    std::string keyPem;
+  };
+  explicit TlsClient(std::uint16_t port, int maxVersion = 0) : TlsClient(port, Options{maxVersion, {}, {}, {}}) {}
+  TlsClient(std::uint16_t port, const Options& o) : context_(makeContext(o)), stream_(ioc_, context_) {
+    if (o.maxVersion != 0) SSL_set_max_proto_version(stream_.native_handle(), o.maxVersion);
     stream_.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
     stream_.handshake(boost::asio::ssl::stream_base::client);
   }
@@ -104,9 +109,20 @@ class TlsClient : public BasicClient<boost::asio::ssl::stream<boost::asio::ip::t
     return name;
   }
   int protocolVersion() { return SSL_version(stream_.native_handle()); }
+  std::string cipher() { return SSL_get_cipher_name(stream_.native_handle()); }
 
  private:
   boost::asio::ssl::stream<boost::asio::ip::tcp::socket>& stream() override { return stream_; }
+  static boost::asio::ssl::context makeContext(const Options& o) {
+    boost::asio::ssl::context c(boost::asio::ssl::context::tls_client);
+    c.set_verify_mode(boost::asio::ssl::verify_none);
+    if (!o.cipherList.empty()) SSL_CTX_set_cipher_list(c.native_handle(), o.cipherList.c_str());
+    if (!o.certPem.empty()) {
+      c.use_certificate_chain(boost::asio::buffer(o.certPem));
+      c.use_private_key(boost::asio::buffer(o.keyPem), boost::asio::ssl::context::pem);
+    }
+    return c;
+  }
   boost::asio::ssl::context context_;
   boost::asio::ssl::stream<boost::asio::ip::tcp::socket> stream_;
 };

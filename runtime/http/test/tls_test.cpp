@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -184,4 +185,166 @@ TEST(HttpsServer, ChangesAreLookedAtNoMoreOftenThanTheCheckInterval) {
   EXPECT_EQ(TlsClient(server.port()).peerSerial(), 1);  // checked at start, not yet due
   std::this_thread::sleep_for(std::chrono::milliseconds(350));
   EXPECT_EQ(TlsClient(server.port()).peerSerial(), 2);
+}
+
+namespace {
+
+struct Recorder {
+  std::mutex mu;
+  std::map<std::string, int> rejected;
+  Observer observer() {
+    Observer o;
+    o.onRejected = [this](std::string_view kind) {
+      std::lock_guard lock(mu);
+      ++rejected[std::string(kind)];
+    };
+    return o;
+  }
+};
+
+// A TLS server asking for client certificates signed by `ca`: /healthz for
+// anyone, POST /private for a verified caller with an allowed name.
+struct MutualTlsHarness {
+  TempDir dir;
+  std::unique_ptr<Server> server;
+  Recorder rejected;
+
+  MutualTlsHarness(const TestCertificate& ca, std::vector<std::string> allowed) {
+    const TestCertificate serving = makeSignedCertificate(ca, "webhook.tally.svc", Use::Server);
+    replaceFile(dir.path / "tls.crt", serving.certPem);
+    replaceFile(dir.path / "tls.key", serving.keyPem);
+    replaceFile(dir.path / "ca.crt", ca.certPem);
+    ServerOptions o;
+    o.tls = TlsFiles{.certFile = (dir.path / "tls.crt").string(),
+                     .keyFile = (dir.path / "tls.key").string(),
+                     .clients = ClientCertificates{(dir.path / "ca.crt").string(), std::move(allowed)}};
+    Router router;
+    addOperationRoutes(router, {});
+    router.add(
+        "POST", "/private", "private",
+        [](Request& req, Respond respond) {
+          Response r;
+          r.body = req.client() ? req.client()->commonName : "no client";
+          respond(std::move(r));
+        },
+        Caller::VerifiedClient);
+    server = std::make_unique<Server>(std::move(o), std::move(router), rejected.observer());
+    server->start();
+  }
+  std::uint16_t port() const { return server->port(); }
+};
+
+TlsClient::Options presenting(const TestCertificate& cert) { return {0, {}, cert.certPem, cert.keyPem}; }
+
+}  // namespace
+
+TEST(MutualTls, OnlyAVerifiedClientWithAnAllowedNameReachesTheRoute) {
+  const TestCertificate ca = makeCa("tally-test-client-ca");
+  MutualTlsHarness h(ca, {"kube-apiserver-webhook-client"});
+
+  // No certificate: the handshake completes, the route answers 401 and its handler never runs.
+  TlsClient anonymous(h.port());
+  auto r = anonymous.send("POST", "/private", "{}");
+  EXPECT_EQ(r.status, 401) << r.body;
+  EXPECT_NE(r.body.find("client certificate"), std::string::npos) << r.body;
+  EXPECT_EQ(anonymous.send("GET", "/healthz").status, 200) << "routes for anyone still answer";
+
+  // The allowed name, as CN or as a DNS subjectAltName.
+  TlsClient apiserver(h.port(), presenting(makeSignedCertificate(ca, "kube-apiserver-webhook-client", Use::Client)));
+  r = apiserver.send("POST", "/private", "{}");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "kube-apiserver-webhook-client");
+  TlsClient bySan(h.port(),
+                  presenting(makeSignedCertificate(ca, "other-cn", Use::Client, {"kube-apiserver-webhook-client"})));
+  EXPECT_EQ(bySan.send("POST", "/private", "{}").status, 200);
+
+  // The same CA, another name: 403 naming the caller.
+  TlsClient tenant(h.port(), presenting(makeSignedCertificate(ca, "tenant-a", Use::Client)));
+  r = tenant.send("POST", "/private", "{}");
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.body.find("CN=tenant-a"), std::string::npos) << r.body;
+
+  std::lock_guard lock(h.rejected.mu);
+  EXPECT_EQ(h.rejected.rejected["unauthenticated"], 1);
+  EXPECT_EQ(h.rejected.rejected["forbidden"], 1);
+}
+
+TEST(MutualTls, CertificatesTheCaDidNotSignForClientsAreRefusedInTheHandshake) {
+  const TestCertificate ca = makeCa("tally-test-client-ca");
+  MutualTlsHarness h(ca, {});
+  // Any name the CA signed is allowed here.
+  TlsClient ok(h.port(), presenting(makeSignedCertificate(ca, "anyone", Use::Client)));
+  EXPECT_EQ(ok.send("POST", "/private", "{}").status, 200);
+
+  const TestCertificate otherCa = makeCa("someone-elses-ca");
+  EXPECT_THROW(
+      {
+        TlsClient forged(h.port(), presenting(makeSignedCertificate(otherCa, "anyone", Use::Client)));
+        forged.send("POST", "/private", "{}");
+      },
+      boost::system::system_error);
+  // Signed by the CA but for serving, not for clients.
+  EXPECT_THROW(
+      {
+        TlsClient wrongUse(h.port(), presenting(makeSignedCertificate(ca, "anyone", Use::Server)));
+        wrongUse.send("POST", "/private", "{}");
+      },
+      boost::system::system_error);
+  // Self-signed.
+  EXPECT_THROW(
+      {
+        TlsClient selfSigned(h.port(), presenting(makeCertificate("anyone", 7)));
+        selfSigned.send("POST", "/private", "{}");
+      },
+      boost::system::system_error);
+}
+
+TEST(MutualTls, ARouteForVerifiedClientsOnAServerWithoutAClientCaDoesNotStart) {
+  TempDir dir;
+  const TestCertificate serving = makeCertificate("webhook.tally.svc", 3);
+  replaceFile(dir.path / "tls.crt", serving.certPem);
+  replaceFile(dir.path / "tls.key", serving.keyPem);
+  Router router;
+  router.add(
+      "POST", "/private", "private", [](Request&, Respond respond) { respond({}); }, Caller::VerifiedClient);
+  ServerOptions o;
+  o.tls = TlsFiles{.certFile = (dir.path / "tls.crt").string(), .keyFile = (dir.path / "tls.key").string()};
+  Server withoutCa(o, router);
+  EXPECT_THROW(withoutCa.start(), std::runtime_error);
+  Server plain(ServerOptions{}, router);
+  EXPECT_THROW(plain.start(), std::runtime_error);
+}
+
+TEST(MutualTls, AClientCaFileThatCannotBeLoadedFailsTheStartNamingIt) {
+  TempDir dir;
+  const TestCertificate serving = makeCertificate("webhook.tally.svc", 4);
+  replaceFile(dir.path / "tls.crt", serving.certPem);
+  replaceFile(dir.path / "tls.key", serving.keyPem);
+  replaceFile(dir.path / "ca.crt", "not a certificate\n");
+  ServerOptions o;
+  o.tls = TlsFiles{.certFile = (dir.path / "tls.crt").string(),
+                   .keyFile = (dir.path / "tls.key").string(),
+                   .clients = ClientCertificates{(dir.path / "ca.crt").string(), {}}};
+  Server s(o, Router{});
+  try {
+    s.start();
+    FAIL() << "started with an unreadable client CA";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ca.crt"), std::string::npos) << e.what();
+  }
+}
+
+// TLS 1.2 clients offering only ciphers without forward secrecy or without
+// AEAD are refused; a modern one gets an ECDHE AEAD suite.
+TEST(HttpsServer, WeakTls12CiphersAreRefused) {
+  TlsHarness h(makeCertificate("webhook.tally.svc", 11));
+  for (const char* weak : {"AES128-SHA", "AES256-GCM-SHA384", "ECDHE-ECDSA-AES128-SHA", "ECDHE-ECDSA-AES256-SHA384",
+                           "DES-CBC3-SHA", "RC4-SHA:NULL-SHA"}) {
+    EXPECT_THROW(TlsClient(h.port(), TlsClient::Options{TLS1_2_VERSION, weak, {}, {}}), boost::system::system_error)
+        << weak;
+  }
+  TlsClient modern(h.port(), TlsClient::Options{TLS1_2_VERSION, {}, {}, {}});
+  EXPECT_NE(modern.cipher().find("ECDHE-ECDSA"), std::string::npos) << modern.cipher();
+  EXPECT_NE(modern.cipher().find("GCM"), std::string::npos) << modern.cipher();
+  EXPECT_EQ(modern.send("GET", "/healthz").status, 200);
 }

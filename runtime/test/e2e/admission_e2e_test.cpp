@@ -147,6 +147,10 @@ struct Harness {
         webhookOptions);
     http::ServerOptions serverOptions;
     serverOptions.tls = keeper->tlsFiles();
+    // Reviews only from the API server's client certificate (the cluster's
+    // AdmissionConfiguration presents pki/webhook-client.crt).
+    serverOptions.tls->clients =
+        http::ClientCertificates{Cluster::instance().state() + "/pki/ca.crt", {"tally-webhook-client"}};
     serverOptions.tls->reloadCheckInterval = 0ms;
     // Kept-alive connections end soon, so the API server shakes hands again
     // (with the rotated certificate) during the rotation test.
@@ -223,6 +227,41 @@ TEST(AdmissionE2E, KeeperCreatedTheTlsSecretAndInjectedItsCaIntoBothConfiguratio
   EXPECT_EQ(harness->injectedBundle(kMutating, "adm-mutate"), ca);
   EXPECT_GE(harness->keeper->stats().bundleInjections, 2u) << "the test created both configurations without one";
   EXPECT_EQ(harness->keeper->stats().secretsCreated, 1u);
+}
+
+// What curl gets posting a forged review straight to the webhook: "STATUS BODY".
+std::string forgedReview(const std::string& name, const std::string& clientCert) {
+  const std::string pki = Cluster::instance().state() + "/pki/";
+  const auto file = harness->dir / ("forged-" + name + ".json");
+  {
+    std::ofstream out(file);
+    out << R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"forged-1",)"
+        << R"("kind":{"group":"","version":"v1","kind":"ConfigMap"},"resource":{"group":"","version":"v1",)"
+        << R"("resource":"configmaps"},"namespace":"adm","operation":"CREATE","userInfo":{"username":"mallory"},)"
+        << R"("object":)" << configMap(name, "allow") << "}}";
+  }
+  std::string cert;
+  if (!clientCert.empty()) cert = " --cert " + pki + clientCert + ".crt --key " + pki + clientCert + ".key";
+  return runCommand(
+      "curl -sk --max-time 5 -o - -w ' %{http_code}' -H 'Content-Type: application/json' --data-binary @" +
+      file.string() + cert + " https://127.0.0.1:" + std::to_string(harness->server->port()) + "/validate");
+}
+
+TEST(AdmissionE2E, ReviewsFromAnyoneButTheApiServerAreRefusedBeforeTheHandler) {
+  // No client certificate: 401. The cluster's admin certificate (same CA,
+  // another name): 403. Neither reaches the handler.
+  const std::string anonymous = forgedReview("forged-anonymous", "");
+  EXPECT_NE(anonymous.find(" 401"), std::string::npos) << anonymous;
+  const std::string admin = forgedReview("forged-admin", "admin");
+  EXPECT_NE(admin.find(" 403"), std::string::npos) << admin;
+  EXPECT_NE(admin.find("tally-e2e-admin"), std::string::npos) << admin;
+  // The API server's own certificate is answered (what the API server does through its configuration).
+  const std::string apiserver = forgedReview("forged-as-apiserver", "webhook-client");
+  EXPECT_NE(apiserver.find(" 200"), std::string::npos) << apiserver;
+  std::lock_guard lock(harness->mu);
+  EXPECT_EQ(harness->reviewed.count("forged-anonymous"), 0u);
+  EXPECT_EQ(harness->reviewed.count("forged-admin"), 0u);
+  EXPECT_EQ(harness->reviewed.count("forged-as-apiserver"), 1u);
 }
 
 TEST(AdmissionE2E, RefusedCreateReturnsTheHandlersMessageToTheClient) {

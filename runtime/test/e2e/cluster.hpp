@@ -23,6 +23,9 @@ class Cluster {
   const std::string& kubeconfig() const { return kubeconfig_; }
   // The directory of the cluster's binaries (kubectl, tally-fixtures, ...).
   const std::string& bin() const { return bin_; }
+  // The cluster's state directory (pki/ holds its CA and client certificates:
+  // webhook-client.crt is what the API server presents to webhooks).
+  const std::string& state() const { return state_; }
   std::shared_ptr<Client> client(RetryPolicy retry = {}) const;
   std::string kubectl(const std::string& args, int* exitCode = nullptr) const;
   // Current etcd revision, then a physical compaction at it.

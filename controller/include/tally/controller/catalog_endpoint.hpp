@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "tally/common/snapshot_cell.hpp"
 #include "tally/observability/metrics.hpp"
@@ -44,14 +45,35 @@ class AccessReviewer {
 // TokenReview + SubjectAccessReview against the API server. Unknown when
 // either review cannot be made (the caller gets 503: nothing is allowed on a
 // review that did not happen).
+// What the caller must be allowed. The default, GET /options's: create
+// gpudevices.gpu.tally.dev in the namespace asked about; with
+// nonResourcePath, that verb on that non-resource URL (RBAC nonResourceURLs),
+// whatever the namespace.
+struct AccessRule {
+  std::string verb = "create", group = "gpu.tally.dev", resource = "gpudevices";
+  std::string nonResourcePath;
+  std::string describe(std::string_view ns) const;  // "create gpudevices.gpu.tally.dev in namespace NS"
+};
+
 class KubernetesAccessReviewer final : public AccessReviewer {
  public:
-  explicit KubernetesAccessReviewer(std::shared_ptr<runtime::Client> client) : client_(std::move(client)) {}
+  explicit KubernetesAccessReviewer(std::shared_ptr<runtime::Client> client, AccessRule rule = {})
+      : client_(std::move(client)), rule_(std::move(rule)) {}
   Access review(std::string_view token, std::string_view ns) override;
 
  private:
   std::shared_ptr<runtime::Client> client_;
+  AccessRule rule_;
 };
+
+// The bearer token of an Authorization header, or why there is none usable
+// (an Access with verdict Unauthenticated and a message naming `rule`).
+std::variant<std::string_view, Access> bearerToken(std::string_view authorization, const AccessRule& rule,
+                                                   std::string_view ns);
+
+// An error answer in the JSON shape of the API server's Status-like errors:
+// {"code":..,"reason":..,"message":..}.
+runtime::http::Response accessErrorResponse(int status, std::string_view reason, const std::string& message);
 
 // Remembers decisions (not Unknown ones) of `backend` for `ttl`, keyed by a
 // SHA-256 of token and namespace (tokens are never kept).

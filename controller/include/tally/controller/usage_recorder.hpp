@@ -31,6 +31,7 @@
 
 #include "tally/codec/usage_records.hpp"
 #include "tally/common/snapshot_cell.hpp"
+#include "tally/controller/catalog_endpoint.hpp"
 #include "tally/controller/usage_plan.hpp"
 #include "tally/model/usage_records.hpp"
 #include "tally/observability/metrics.hpp"
@@ -98,11 +99,30 @@ runtime::Result<std::vector<UsageDay>> readUsageDays(runtime::Client& client, co
 runtime::Result<std::vector<model::UsageBucket>> readUsage(runtime::Client& client, const std::string& ns,
                                                            model::Timestamp since, model::Timestamp until);
 
+// What a caller of GET /usage must be allowed: get on the non-resource URL
+// /usage (RBAC: nonResourceURLs ["/usage"], verbs ["get"]). Every tenant's
+// billing data is in the answer, so there is no per-namespace grant.
+AccessRule usageAccessRule();
+
+struct UsageRouteOptions {
+  // TokenReview + SubjectAccessReview of the bearer token (usageAccessRule).
+  AccessReviewer* reviewer = nullptr;
+  // Where a request's review and answer run (both call the API server: off
+  // the ops thread, which answers the probes). Unset: inline.
+  std::function<void(std::function<void()>)> run;
+};
+
 // GET /usage?since=RFC3339&until=RFC3339 (until defaults to now): the
 // recorded usage and the billing windows of the snapshot's ledger (open ones
 // ended at the moment of the answer), as JSON lines (application/x-ndjson).
-// 400 on a bad time, 503 when the checkpoints cannot be read.
+// 401 without a valid bearer token, 403 for a user who may not get /usage,
+// 400 on a bad time, 503 when the caller or the checkpoints cannot be read.
 void addUsageRoute(runtime::http::Router& router, const UsageRecorder& recorder,
-                   const SnapshotCell<state::Snapshot>& snapshots);
+                   const SnapshotCell<state::Snapshot>& snapshots, UsageRouteOptions options);
+
+// One exchange of GET /usage, for tests.
+runtime::http::Response answerUsage(const UsageRecorder& recorder, const SnapshotCell<state::Snapshot>& snapshots,
+                                    AccessReviewer& reviewer, std::optional<std::string_view> since,
+                                    std::optional<std::string_view> until, std::string_view authorization);
 
 }  // namespace tally::controller

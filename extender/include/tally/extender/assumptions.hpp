@@ -68,6 +68,8 @@ class Assumptions final : public state::Extension {
   std::unordered_map<std::string, Clock::time_point> deadline_;
   std::deque<std::pair<Clock::time_point, std::string>> deadlineQueue_;
   std::vector<std::shared_ptr<std::promise<AssumeOutcome>>> waitingForPublish_;
+  // The last published cluster (door gates applied): bind decides as the filter did.
+  std::shared_ptr<const model::Cluster> gated_;
   std::atomic<std::uint64_t> expired_{0};
   std::atomic<std::size_t> lastRowsRebuilt_{0};
 };

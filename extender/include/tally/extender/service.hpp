@@ -27,6 +27,9 @@ http::ServerOptions serverOptions();
 struct ServiceOptions {
   std::string urlPrefix = "/tally";
   model::ScoreStrategy strategy = model::ScoreStrategy::BinPack;
+  // Who may call the verbs: kube-scheduler's verified client certificate, or
+  // anyone who reaches the listener (a loopback-only sidecar).
+  http::Caller verbCallers = http::Caller::Anyone;
 };
 
 class ExtenderService {

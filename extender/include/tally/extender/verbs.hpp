@@ -45,6 +45,8 @@ struct DecisionTally {
 // ago is no reason to refuse the pod for good.
 wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
                                DecisionTally* tally = nullptr);
+// The result holds views into args (node names): a temporary would leave them dangling.
+wire::FilterResult filterNodes(const ExtenderSnapshot&, const wire::ExtenderArgs&&, DecisionTally* = nullptr) = delete;
 
 // Scores 0..10 per candidate; neutral zeros when the snapshot is not ready
 // (prioritize errors are ignored by the scheduler anyway).

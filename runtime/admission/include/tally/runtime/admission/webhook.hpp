@@ -50,6 +50,9 @@ struct WebhookOptions {
   // make the API server call this same server) must be handed elsewhere, or
   // the reviews it causes could queue behind it on its thread.
   std::function<void(std::function<void()>)> run;
+  // Who may send reviews: the API server's verified client certificate
+  // (its admission configuration's kubeConfigFile), or anyone.
+  http::Caller caller = http::Caller::VerifiedClient;
 };
 
 // Registers POST `path` (route label `name`) on the router.

@@ -15,6 +15,17 @@
 // certificate, open ones keep theirs, and files that cannot be loaded leave
 // the previous certificate in place (logged through tally::logWarning).
 //
+// Mutual TLS: with client certificates configured the handshake asks every
+// client for one and verifies what it presents (chain to the configured CAs,
+// the clientAuth purpose); a route that wants a verified caller answers 401
+// to a connection that presented none and 403 to one whose names are not
+// allowed, before its handler runs. TLS 1.2 or newer, forward-secret AEAD
+// ciphers only.
+//
+// Bounded: at most maxConnections open connections (more are closed as they
+// are accepted), and a body's memory follows the bytes that arrived, not the
+// Content-Length a client declares.
+//
 // Knows nothing about what it serves: routes map a method and a path to a
 // handler, and the owner says how an error body looks.
 
@@ -40,6 +51,13 @@ namespace detail {
 struct RequestAccess;
 }
 
+// The verified client certificate of a connection (mutual TLS).
+struct ClientIdentity {
+  std::string commonName;             // the subject's CN, empty without one
+  std::vector<std::string> dnsNames;  // subjectAltName DNS entries
+  std::string subject;                // the whole subject, for logs
+};
+
 // One request as a handler sees it. Valid until the handler responds (the
 // session reuses it for the next request); a handler answering later keeps
 // what it needs, typically by moving the body out.
@@ -61,6 +79,9 @@ class Request {
   std::optional<std::string_view> query(std::string_view key) const;
   // The first header field named `name`, compared case-insensitively.
   std::optional<std::string_view> header(std::string_view name) const;
+  // The caller's verified client certificate; null when the connection
+  // presented none (or is not TLS).
+  const ClientIdentity* client() const { return client_; }
   // Mutable: handlers parse it in place (it has room for simdjson's padding
   // when it came with a Content-Length) or move it out.
   std::string& body() { return body_; }
@@ -76,6 +97,7 @@ class Request {
   // The parsed message's header fields (Beast's, kept opaque here), owned by
   // the session; null for a request built by hand.
   const void* fields_ = nullptr;
+  const ClientIdentity* client_ = nullptr;
 };
 
 struct Response {
@@ -95,30 +117,53 @@ using ErrorBody = std::function<Response(int status, std::string_view message)>;
 // The default: the message as text/plain, with a newline.
 Response plainErrorBody(int status, std::string_view message);
 
+// Who may call a route.
+enum class Caller {
+  Anyone,          // the handler decides (health probes, bearer tokens it reviews itself)
+  VerifiedClient,  // a client certificate the server verified, with an allowed name
+};
+
 class Router {
  public:
   // `label` names the route in metrics ("filter", "healthz", ...).
-  void add(std::string method, std::string path, std::string label, Handler handler);
+  void add(std::string method, std::string path, std::string label, Handler handler, Caller caller = Caller::Anyone);
 
   struct Match {
     const Handler* handler = nullptr;
     std::string_view label = "unknown";
     int status = 200;   // 404 or 405 when no handler
     std::string allow;  // for 405
+    Caller caller = Caller::Anyone;
   };
   Match match(std::string_view method, std::string_view path) const;
+  // The label of a route that wants a verified client, if any.
+  std::optional<std::string> firstVerifiedRoute() const;
 
  private:
+  struct Entry {
+    Handler handler;
+    Caller caller = Caller::Anyone;
+  };
   struct Route {
     std::string label;
-    std::map<std::string, Handler, std::less<>> byMethod;
+    std::map<std::string, Entry, std::less<>> byMethod;
   };
   std::map<std::string, Route, std::less<>> routes_;
+};
+
+// The client certificates a TLS server asks for.
+struct ClientCertificates {
+  std::string caFile;  // PEM bundle of the CAs that sign callers' certificates
+  // A caller of a Caller::VerifiedClient route must carry one of these as its
+  // subject CN or a DNS subjectAltName; empty: any certificate caFile verifies.
+  std::vector<std::string> allowedNames;
 };
 
 struct TlsFiles {
   std::string certFile;  // PEM chain, the serving certificate first
   std::string keyFile;   // PEM private key
+  // Set: mutual TLS (the CA file is reloaded with the certificate).
+  std::optional<ClientCertificates> clients;
   // How often, at most, an accepted connection makes the server look at the
   // files' inode, size and mtime (two stat calls); 0: on every accept.
   std::chrono::milliseconds reloadCheckInterval{1'000};
@@ -132,6 +177,9 @@ struct ServerOptions {
   std::string serverHeader = "tally";     // the Server field of every response
   std::size_t maxBodyBytes = 16 << 20;
   std::size_t maxHeaderBytes = 16 << 10;
+  // Open connections at most; one accepted beyond it is closed at once
+  // (counted as rejected "connection_limit").
+  std::size_t maxConnections = 1024;
   // The TLS handshake and the first request's header on a new connection;
   // 0: readTimeout.
   std::chrono::milliseconds headerTimeout{0};
@@ -150,7 +198,9 @@ struct Observer {
   // body was read (the handler's own time, without waiting for the client).
   std::function<void(std::string_view route, int status, double seconds, double handlingSeconds)> onResponse;
   // A request that never reached a handler: "body_too_large", "timeout",
-  // "not_found", "method_not_allowed", "malformed_http", "tls_handshake".
+  // "not_found", "method_not_allowed", "malformed_http", "tls_handshake",
+  // "connection_limit", "unauthenticated" (no client certificate),
+  // "forbidden" (a client certificate whose names are not allowed).
   std::function<void(std::string_view kind)> onRejected;
 };
 
@@ -162,7 +212,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Binds and starts the threads; throws std::runtime_error naming the
-  // address, or a TLS file that cannot be loaded.
+  // address, a TLS file that cannot be loaded, or a route that wants verified
+  // clients on a server configured with no client certificates.
   void start();
   void stop();
   std::uint16_t port() const;
@@ -171,6 +222,8 @@ class Server {
   // not fully arrived with the header (one per request when the low-water mark
   // does its job). For tests and diagnostics.
   std::uint64_t bodyCompletionReads() const;
+  // Connections open now.
+  std::size_t openConnections() const;
 
   struct CertificateStats {
     std::uint64_t reloads = 0;   // changed files loaded and served to new connections
