@@ -1352,12 +1352,21 @@ void askOtherDoors(World& world, Counts& counts) {
   }
 }
 
-// Sanitizer builds (make test-sanitizers) run ten times slower: fewer cases by default.
+// Sanitizer builds (make test-sanitizers) run twenty times slower: fewer cases
+// by default. There the test looks for memory and undefined-behaviour errors
+// on the doors' paths; that every relation is asked (some questions are rare:
+// a launcher still to be placed comes up a few dozen times in 10,000 cases)
+// and that each perturbation is caught is asserted from the full count on,
+// which the test command's main build runs.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr std::int64_t kDefaultCases = 2000;
+constexpr std::int64_t kDefaultPerturbedCases = 100;
 #else
 constexpr std::int64_t kDefaultCases = 10000;
+constexpr std::int64_t kDefaultPerturbedCases = 1500;
 #endif
+constexpr std::int64_t kFullCoverageCases = 10000;
+constexpr std::int64_t kFullCoveragePerturbedCases = 1500;
 
 TEST(EveryDoorAgrees, RandomClustersAndEvents) {
   const std::int64_t target = envOr("TALLY_DIFFERENTIAL_CASES", kDefaultCases);
@@ -1387,7 +1396,12 @@ TEST(EveryDoorAgrees, RandomClustersAndEvents) {
     std::cout << "  " << kRelationNames[r] << ": " << counts.checked[r] << " checked, " << counts.disagreed[r]
               << " disagreements\n";
     total += counts.disagreed[r];
-    EXPECT_GT(counts.checked[r], 0) << kRelationNames[r] << " was never checked";
+    if (target >= kFullCoverageCases) {
+      EXPECT_GT(counts.checked[r], 0) << kRelationNames[r] << " was never checked";
+    } else if (counts.checked[r] == 0) {
+      std::cout << "  (" << kRelationNames[r] << " not asked in " << target << " cases; asserted from "
+                << kFullCoverageCases << " on)\n";
+    }
   }
   std::cout << "  configurations:";
   for (const auto& [name, n] : counts.configurations) std::cout << ' ' << name << '=' << n;
@@ -1415,7 +1429,7 @@ TEST(EveryDoorAgrees, RandomClustersAndEvents) {
 // Each relation the switch can perturb is shown to fail when one of its doors
 // answers another question: a relation that cannot fail proves nothing.
 TEST(EveryDoorAgrees, EachRelationCatchesAPerturbedDoor) {
-  const std::int64_t target = envOr("TALLY_DIFFERENTIAL_PERTURBED_CASES", 1500);
+  const std::int64_t target = envOr("TALLY_DIFFERENTIAL_PERTURBED_CASES", kDefaultPerturbedCases);
   for (int i = 0; i < kRelations; ++i) {
     const Relation r = static_cast<Relation>(i);
     perturbed = r;
@@ -1434,7 +1448,9 @@ TEST(EveryDoorAgrees, EachRelationCatchesAPerturbedDoor) {
     perturbed = kRelations;
     std::cout << "  perturbed " << kRelationNames[r] << ": " << counts.disagreed[r] << " of " << counts.checked[r]
               << " disagree\n";
-    EXPECT_GT(counts.disagreed[r], 0) << kRelationNames[r] << " did not notice its perturbed door";
+    if (target >= kFullCoveragePerturbedCases) {
+      EXPECT_GT(counts.disagreed[r], 0) << kRelationNames[r] << " did not notice its perturbed door";
+    }
   }
 }
 
