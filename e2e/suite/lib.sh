@@ -136,9 +136,11 @@ extender_ready() {
   kill -0 "$EXT_PID" 2>/dev/null || return 1
   [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$EXT_PORT/readyz")" == 200 ]]
 }
+# extender_stop [SIGNAL]: TERM by default; KILL plays a crash (no graceful
+# shutdown, binds in flight cut off).
 extender_stop() {
   [[ -n "$EXT_PID" ]] || return 0
-  kill -TERM "$EXT_PID" 2>/dev/null || true
+  kill "-${1:-TERM}" "$EXT_PID" 2>/dev/null || true
   local i
   for ((i = 0; i < 100; i++)); do kill -0 "$EXT_PID" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$EXT_PID" 2>/dev/null; then

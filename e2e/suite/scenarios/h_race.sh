@@ -3,7 +3,7 @@
 # over-committed, also across an extender restart mid-run.
 # 25 nodes advertise 8 H200 each (kube-scheduler alone would fit all 200), and
 # a GPUDevice holds 4 on every node: Tally has 25 x 4 = 100 units.
-# Waves: 50 pods; once some are bound the extender is stopped; 50 more are
+# Waves: 50 pods; once some are bound the extender is SIGKILLed; 50 more are
 # created while it is down (kube-scheduler gets errors and backs off); the
 # extender starts again (relists) and the last 100 are created at once.
 # In the cluster (the kind path) the extender is the sidecar of the
@@ -40,9 +40,11 @@ if in_cluster; then
   say "tally-scheduler pod $old_pod (kube-scheduler + tally-extender) deleted with $at_stop pod(s) bound"
 else
   old_pid="$EXT_PID"
-  extender_stop
+  # SIGKILL while the first wave binds: no graceful shutdown, binds in flight
+  # cut off between Tally's assumption and the API server's answer.
+  extender_stop KILL
   at_stop="$(count_bound "$N" race=1)"
-  say "extender (pid $old_pid) stopped with $at_stop pod(s) bound"
+  say "extender (pid $old_pid) SIGKILLed with $at_stop pod(s) bound"
 fi
 wave 50 99 2
 # An observation window: kube-scheduler retries the second wave against the
