@@ -16,7 +16,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config curl ca-certificate
   libssl-dev libyaml-cpp-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev \
   libbenchmark-dev prometheus-cpp-dev lcov clang clang-format-14 libclang-rt-14-dev openssl python3-yaml ccache golang-go
 
-.PHONY: deps build test test-unit test-sanitizers test-e2e test-image test-kind demo demo-down bench coverage cluster-binaries clean format format-check
+.PHONY: fuzz deps build test test-unit test-sanitizers test-e2e test-image test-kind demo demo-down bench coverage cluster-binaries clean format format-check
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -99,6 +99,21 @@ coverage: deps
 	lcov --quiet --capture --directory build-cov --output-file build-cov/all.info
 	lcov --quiet --extract build-cov/all.info '*/model/src/*' '*/model/include/*' --output-file build-cov/model.info
 	lcov --summary build-cov/model.info
+
+# Every libFuzzer target (ASan+UBSan, built by clang in build/codec-fuzz) for
+# FUZZ_SECONDS each (default 300), seeded from its checked-in corpus; the test
+# command runs each for a bounded time only.
+FUZZ_SECONDS ?= 300
+fuzz: build
+	@set -e; f=$(BUILD)/codec-fuzz; \
+	for t in codec_snapshot_fuzzer:codec/fuzz/corpus codec_ledger_configmap_fuzzer:codec/fuzz/ledger-corpus \
+	         runtime_admission_review_fuzzer:runtime/admission/fuzz/corpus extender_wire_fuzzer:extender/fuzz/corpus \
+	         codec_usage_configmap_fuzzer:codec/fuzz/usage-corpus; do \
+	  name=$${t%%:*}; seeds=$${t#*:}; mkdir -p $(BUILD)/fuzz-work/$$name; \
+	  echo "== $$name ($(FUZZ_SECONDS) s)"; \
+	  $$f/$$name -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+	    $(BUILD)/fuzz-work/$$name $$seeds 2>&1 | grep -E '^(stat::|==|INFO: Running|Done|SUMMARY)' || exit 1; \
+	done
 
 demo: build
 	./e2e/demo/demo.sh

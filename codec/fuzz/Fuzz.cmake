@@ -48,6 +48,21 @@ if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
     add_test(NAME codec_ledger_fuzz_smoke
       COMMAND sh -c "mkdir -p '${TALLY_LEDGER_FUZZ_WORK}' && exec '${TALLY_FUZZ_BINARY_DIR}/codec_ledger_configmap_fuzzer' -seed=1 -runs=20000 -max_total_time=120 -max_len=8192 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 '${TALLY_LEDGER_FUZZ_WORK}' '${CMAKE_CURRENT_LIST_DIR}/ledger-corpus'")
     set_tests_properties(codec_ledger_fuzz_smoke PROPERTIES LABELS codec TIMEOUT 600)
+    # The doors' other parsers (codec/fuzz/CMakeLists.txt), libFuzzer under
+    # ASan+UBSan, each bounded here; `make fuzz` runs them longer.
+    set(TALLY_DOOR_FUZZ_SECONDS 30 CACHE STRING "Seconds each door parser fuzzer runs in the test command")
+    foreach(entry "runtime_admission_review_fuzzer|${CMAKE_CURRENT_LIST_DIR}/../../runtime/admission/fuzz/corpus|65536"
+                  "extender_wire_fuzzer|${CMAKE_CURRENT_LIST_DIR}/../../extender/fuzz/corpus|65536"
+                  "codec_usage_configmap_fuzzer|${CMAKE_CURRENT_LIST_DIR}/usage-corpus|16384")
+      string(REPLACE "|" ";" parts "${entry}")
+      list(GET parts 0 fuzzer)
+      list(GET parts 1 seeds)
+      list(GET parts 2 maxlen)
+      set(work ${CMAKE_BINARY_DIR}/${fuzzer}-corpus)
+      add_test(NAME ${fuzzer}_smoke
+        COMMAND sh -c "mkdir -p '${work}' && exec '${TALLY_FUZZ_BINARY_DIR}/${fuzzer}' -seed=1 -max_total_time=${TALLY_DOOR_FUZZ_SECONDS} -max_len=${maxlen} -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 '${work}' '${seeds}'")
+      set_tests_properties(${fuzzer}_smoke PROPERTIES LABELS codec TIMEOUT 600)
+    endforeach()
   else()
     # Not a silent skip: the test command would pass without its fuzzers.
     message(FATAL_ERROR "codec fuzzers: no clang++ found (make deps installs clang; -DTALLY_CODEC_FUZZ=OFF builds "
