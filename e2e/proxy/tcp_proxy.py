@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A round-robin TCP proxy: what a Service (kube-proxy) does for the tests.
 
-    tcp_proxy.py --listen 127.0.0.1:PORT --backends FILE [--state FILE]
+    tcp_proxy.py --listen 127.0.0.1:PORT --backends FILE [--state FILE] [--block-file FILE]
 
 FILE lists the backends, one host:port per line; it is read again whenever it
 changes (a test replaces a restarted replica's port there, as a Service's
@@ -12,7 +12,9 @@ refuses the connection (its process is gone) is skipped for the next one, as
 a Service drops an endpoint that is not ready. Bytes pass through untouched
 (TLS and client certificates end at the backend). Connections are counted per
 backend in --state (JSON, rewritten on every change), so a test can tell that
-both replicas served. Test infrastructure only: never part of the product.
+both replicas served. While --block-file exists the proxy is a black hole, as
+a network partition is: open connections stay open but no byte passes either
+way, new ones are accepted and held; when the file goes, bytes flow again. Test infrastructure only: never part of the product.
 """
 import argparse
 import asyncio
@@ -27,7 +29,8 @@ def endpoint(text):
 
 
 class Proxy:
-    def __init__(self, backends_file, state):
+    def __init__(self, backends_file, state, block_file=""):
+        self.block_file = block_file
         self.backends_file = backends_file
         self.stamp = None
         self.backends = []
@@ -60,9 +63,14 @@ class Proxy:
             json.dump({"connections": self.counts, "refused": self.refused}, f)
         os.replace(tmp, self.state)
 
+    async def held(self):
+        while self.block_file and os.path.exists(self.block_file):
+            await asyncio.sleep(0.05)
+
     async def pipe(self, reader, writer):
         try:
             while data := await reader.read(65536):
+                await self.held()
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, asyncio.CancelledError):
@@ -74,6 +82,7 @@ class Proxy:
                 pass
 
     async def handle(self, client_reader, client_writer):
+        await self.held()
         self.reload()
         upstream = None
         for _ in range(len(self.backends)):
@@ -98,8 +107,9 @@ async def main():
     parser.add_argument("--listen", required=True, type=endpoint)
     parser.add_argument("--backends", required=True)
     parser.add_argument("--state", default="")
+    parser.add_argument("--block-file", default="")
     args = parser.parse_args()
-    proxy = Proxy(args.backends, args.state)
+    proxy = Proxy(args.backends, args.state, args.block_file)
     proxy.save()
     server = await asyncio.start_server(proxy.handle, args.listen[0], args.listen[1])
     stop = asyncio.Event()

@@ -1,5 +1,7 @@
 #include "tally/runtime/leader_election.hpp"
 
+#include <future>
+
 #include <random>
 
 #include "tally/runtime/json_watch.hpp"
@@ -145,11 +147,25 @@ void LeaderElector::run(std::stop_token st) {
     logInfo("became leader", {{"identity", cfg_.identity}, {"lease", cfg_.leaseName}});
     std::jthread work;
     if (cfg_.onStartedLeading) work = std::jthread([this](std::stop_token ws) { cfg_.onStartedLeading(ws); });
-    // Renew until stopped or the renew deadline passes.
+    // Renew until stopped or the renew deadline passes. Each attempt runs on
+    // its own thread and is waited for no longer than the deadline leaves: an
+    // API server that does not answer (a partition, a black-holed connection)
+    // holds a request for the client's timeout and retries, far past the
+    // lease, and the leader must stop leading before another can take it.
     auto lastRenew = std::chrono::steady_clock::now();
     bool lost = false;
+    std::future<Result<bool>> pending;
     while (sleepFor(st, cfg_.retryPeriod)) {
-      auto renewed = tryAcquireOrRenew();
+      pending = std::async(std::launch::async, [this] { return tryAcquireOrRenew(); });
+      const auto left = cfg_.renewDeadline - (std::chrono::steady_clock::now() - lastRenew);
+      if (pending.wait_for(std::max(left, std::chrono::steady_clock::duration::zero())) != std::future_status::ready) {
+        logWarning(
+            "lease renew did not answer within the renew deadline; stopping leading",
+            {{"lease", cfg_.leaseName}, {"renewDeadlineMs", static_cast<std::int64_t>(cfg_.renewDeadline.count())}});
+        lost = true;
+        break;
+      }
+      auto renewed = pending.get();
       const auto now = std::chrono::steady_clock::now();
       if (renewed && *renewed) {
         lastRenew = now;
@@ -164,10 +180,13 @@ void LeaderElector::run(std::stop_token st) {
       }
     }
     leading_.store(false);
+    logInfo("stopped leading", {{"identity", cfg_.identity}, {"lease", cfg_.leaseName}, {"lost", lost}});
     if (work.joinable()) {
       work.request_stop();
       work.join();
     }
+    // The renew still out is waited for only now, when nothing leads here.
+    if (pending.valid()) pending.wait();
     if (cfg_.onStoppedLeading) cfg_.onStoppedLeading();
     if (!lost && cfg_.releaseOnStop) {
       if (auto s = release(); !s) {

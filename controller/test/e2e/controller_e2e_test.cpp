@@ -17,7 +17,13 @@
 
 #include <cstdio>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
 #include "harness.hpp"
+#include "tally/common/rfc3339.hpp"
 
 namespace tally::runtime::e2e {
 namespace {
@@ -288,6 +294,108 @@ TEST(GpuDeviceOrdersZ, SigtermStopsAReplicaCleanly) {
   EXPECT_LT(seconds, 10.0);
   // It released the Lease on its way out (no successor has to wait for expiry).
   EXPECT_EQ(kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}"), "");
+}
+
+}  // namespace
+}  // namespace tally::runtime::e2e
+
+namespace tally::runtime::e2e {
+namespace {
+
+// The ts= of the first line of `log` holding `needle` (logfmt), as
+// milliseconds since the epoch; -1 when there is none.
+std::int64_t firstLogTime(const std::string& log, const std::string& needle) {
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(needle) == std::string::npos) continue;
+    const auto at = line.find("ts=");
+    if (at == std::string::npos) continue;
+    auto t = parseRfc3339(std::string_view(line).substr(at + 3, 24));
+    if (t) return t->seconds * 1000 + t->nanos / 1'000'000;
+  }
+  return -1;
+}
+
+// A leader cut off from the API server (its connections black-holed by a
+// proxy, as a partition would) stops leading within its renew deadline,
+// before its lease can pass to the other replica; when the partition heals it
+// does not take the lease back. Lease 4 s, renew deadline 3 s, retry 0.5 s
+// (startReplica's). These replicas hold a Lease of their own and run no
+// leader-only controller, so the suite's replicas are not disturbed.
+TEST(LeaderZ, ALeaderCutOffFromTheApiServerStopsLeadingBeforeTheOtherTakesOver) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ctl-partition-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  // The cluster's kubeconfig with its server behind the proxy.
+  std::ifstream original(cluster().kubeconfig());
+  std::stringstream text;
+  text << original.rdbuf();
+  std::string kubeconfig = text.str();
+  const std::string marker = "server: https://127.0.0.1:";
+  const auto at = kubeconfig.find(marker);
+  ASSERT_NE(at, std::string::npos) << kubeconfig;
+  const auto end = kubeconfig.find('\n', at);
+  const std::string apiPort = kubeconfig.substr(at + marker.size(), end - at - marker.size());
+  const std::uint16_t proxyPort = freePort();
+  kubeconfig.replace(at + marker.size(), end - at - marker.size(), std::to_string(proxyPort));
+  const std::string proxied = (dir / "kubeconfig").string();
+  std::ofstream(proxied) << kubeconfig;
+  std::ofstream(dir / "backends") << "127.0.0.1:" << apiPort << "\n";
+  const std::string block = (dir / "blocked").string();
+  const pid_t proxy = ::fork();
+  if (proxy == 0) {
+    const std::string script = std::string(TALLY_REPO_DIR) + "/e2e/proxy/tcp_proxy.py";
+    const std::string listen = "127.0.0.1:" + std::to_string(proxyPort);
+    const std::string backends = (dir / "backends").string();
+    ::execlp("python3", "python3", script.c_str(), "--listen", listen.c_str(), "--backends", backends.c_str(),
+             "--block-file", block.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  struct Stop {
+    pid_t pid;
+    ~Stop() {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } stopProxy{proxy};
+
+  const std::vector<std::string> own = {"--leader-election-id=tally-partition", "--cert-secret=tally-partition-tls",
+                                        "--enable-device-binder=false",         "--enable-pool-auditor=false",
+                                        "--enable-quota-controller=false",      "--enable-usage-recorder=false"};
+  auto holder = [] { return kubectl("get lease -n tally-system tally-partition -o jsonpath={.spec.holderIdentity}"); };
+  std::vector<std::string> viaProxy = own;
+  viaProxy.push_back("--kubeconfig=" + proxied);
+  Replica cut = startReplica("cut-off", "", viaProxy);
+  ASSERT_GT(cut.pid, 0);
+  ASSERT_TRUE(eventually([&] { return holder() == "cut-off"; }, 30s)) << "cut-off never led; log " << cut.log;
+  Replica other = startReplica("takes-over", "", own);
+  ASSERT_GT(other.pid, 0);
+  std::this_thread::sleep_for(2s);  // a few renewals by the leader, seen by the other
+  ASSERT_EQ(holder(), "cut-off");
+
+  std::ofstream(block) << "partition\n";
+  const auto blocked = std::chrono::system_clock::now();
+  ASSERT_TRUE(eventually([&] { return holder() == "takes-over"; }, 30s)) << "no takeover; log " << other.log;
+  const std::int64_t blockedMs =
+      std::chrono::duration_cast<std::chrono::milliseconds>(blocked.time_since_epoch()).count();
+  EXPECT_TRUE(eventually([&] { return firstLogTime(cut.log, "msg=\"stopped leading\"") > 0; }, 10s))
+      << "the cut-off leader never said it stopped leading; log " << cut.log;
+  const std::int64_t stopped = firstLogTime(cut.log, "msg=\"stopped leading\"");
+  const std::int64_t tookOver = firstLogTime(other.log, "msg=\"became leader\"");
+  std::printf("partition at +0 ms: the cut-off leader stopped leading at +%lld ms, the other led at +%lld ms\n",
+              static_cast<long long>(stopped - blockedMs), static_cast<long long>(tookOver - blockedMs));
+  ASSERT_GT(tookOver, 0);
+  EXPECT_LT(stopped, tookOver) << "two leaders at once: the cut-off one still led when the other took the Lease";
+  EXPECT_LE(stopped - blockedMs, 3000 + 500 + 1000) << "not within the renew deadline (3 s) of its last renewal";
+
+  // The partition heals: the old leader campaigns again but the Lease stays
+  // with the new one.
+  std::filesystem::remove(block);
+  std::this_thread::sleep_for(6s);
+  EXPECT_EQ(holder(), "takes-over");
+  EXPECT_EQ(::kill(cut.pid, 0), 0) << "the cut-off replica exited instead of waiting as a standby";
+  stopReplica(cut, SIGTERM);
+  stopReplica(other, SIGTERM);
+  kubectl("delete lease -n tally-system tally-partition");
 }
 
 }  // namespace

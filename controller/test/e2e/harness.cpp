@@ -77,8 +77,10 @@ Replica startReplica(const std::string& identity, const std::string& configurati
   const auto dir = std::filesystem::temp_directory_path() / ("ctl-e2e-" + std::to_string(::getpid()) + "-" + identity);
   std::filesystem::create_directories(dir);
   r.log = (dir / "log").string();
+  // A test may give the replica its own kubeconfig (e.g. through a proxy).
+  const bool ownKubeconfig = std::any_of(extraArgs.begin(), extraArgs.end(),
+                                         [](const std::string& a) { return a.starts_with("--kubeconfig="); });
   std::vector<std::string> args = {TALLY_CONTROLLER_BINARY,
-                                   "--kubeconfig=" + cluster().kubeconfig(),
                                    "--webhook-bind-address=127.0.0.1",
                                    "--webhook-port=" + std::to_string(r.webhookPort),
                                    "--ops-bind-address=127.0.0.1",
@@ -99,6 +101,7 @@ Replica startReplica(const std::string& identity, const std::string& configurati
                                    "--log-format=text"};
   // Most tenants here live in bare namespaces; a test of the tenancy rule
   // passes its own --unorganized-gpu-namespaces.
+  if (!ownKubeconfig) args.push_back("--kubeconfig=" + cluster().kubeconfig());
   if (std::none_of(extraArgs.begin(), extraArgs.end(),
                    [](const std::string& a) { return a.starts_with("--unorganized-gpu-namespaces"); })) {
     args.push_back("--unorganized-gpu-namespaces=allow");
