@@ -88,7 +88,7 @@ test-sanitizers: deps
 	  if [ -n "$$targets" ]; then cmake --build . -j $(JOBS) --target $$targets && \
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L concurrent \
 	    --output-junit $(CURDIR)/build-tsan/ctest-junit.xml && \
-	  ./tests/check-skips.py build-tsan/ctest-junit.xml tests/allowed-skips.txt; \
+	  $(CURDIR)/tests/check-skips.py $(CURDIR)/build-tsan/ctest-junit.xml $(CURDIR)/tests/allowed-skips.txt; \
 	  else echo "test-sanitizers: no test is labelled concurrent, so TSan would check nothing"; exit 1; fi
 
 coverage: deps

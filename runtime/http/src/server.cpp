@@ -240,9 +240,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
     if (ec == beast::error::timeout) {
       // The stream closed the socket when its timer fired; a client that
-      // started a request and stalled is counted, an idle kept-alive one is not.
+      // started a request and stalled is counted, an idle kept-alive one is
+      // not. No TLS close_notify on a socket that is gone: the socket is closed
+      // at once (a shutdown would wait on it and leave a client that just sent
+      // its next request on this connection waiting for an answer).
       if (first_ || buffer_.size() > 0 || (parser_ && parser_->is_header_done())) server_.reject("timeout");
-      return close();
+      beast::error_code ignored;
+      beast::get_lowest_layer(stream_).socket().close(ignored);
+      return;
     }
     if (ec == bhttp::error::body_limit || ec == bhttp::error::header_limit) return tooLarge();
     server_.reject("malformed_http");

@@ -348,3 +348,22 @@ TEST(HttpsServer, WeakTls12CiphersAreRefused) {
   EXPECT_NE(modern.cipher().find("GCM"), std::string::npos) << modern.cipher();
   EXPECT_EQ(modern.send("GET", "/healthz").status, 200);
 }
+
+// A body that follows its header in later TLS records (Go's client writes a
+// request's header and body separately) is read whole, on a kept-alive
+// connection again and again.
+TEST(HttpsServer, BodyInLaterRecordsIsReadWholeOnAKeptAliveConnection) {
+  TlsHarness h(makeCertificate("webhook.tally.svc", 12));
+  TlsClient c(h.port());
+  for (int i = 0; i < 5; ++i) {
+    const std::string body(20000 + i, static_cast<char>('a' + i));
+    c.writeRaw("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    c.writeRaw(body.substr(0, 100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    c.writeRaw(body.substr(100));
+    auto r = c.read();
+    ASSERT_EQ(r.status, 200) << i;
+    EXPECT_EQ(r.body, body) << i;
+  }
+}
