@@ -206,8 +206,9 @@ struct Recorder {
 // anyone, POST /private for a verified caller with an allowed name.
 struct MutualTlsHarness {
   TempDir dir;
+  Recorder rejected;  // before the server: its threads report here until it stops
   std::unique_ptr<Server> server;
-  Recorder rejected;
+  ~MutualTlsHarness() { server->stop(); }
 
   MutualTlsHarness(const TestCertificate& ca, std::vector<std::string> allowed) {
     const TestCertificate serving = makeSignedCertificate(ca, "webhook.tally.svc", Use::Server);
