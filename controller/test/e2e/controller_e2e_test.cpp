@@ -341,22 +341,7 @@ TEST(LeaderZ, ALeaderCutOffFromTheApiServerStopsLeadingBeforeTheOtherTakesOver) 
   std::ofstream(proxied) << kubeconfig;
   std::ofstream(dir / "backends") << "127.0.0.1:" << apiPort << "\n";
   const std::string block = (dir / "blocked").string();
-  const pid_t proxy = ::fork();
-  if (proxy == 0) {
-    const std::string script = std::string(TALLY_REPO_DIR) + "/e2e/proxy/tcp_proxy.py";
-    const std::string listen = "127.0.0.1:" + std::to_string(proxyPort);
-    const std::string backends = (dir / "backends").string();
-    ::execlp("python3", "python3", script.c_str(), "--listen", listen.c_str(), "--backends", backends.c_str(),
-             "--block-file", block.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  struct Stop {
-    pid_t pid;
-    ~Stop() {
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
-    }
-  } stopProxy{proxy};
+  const auto proxy = startTcpProxy(proxyPort, (dir / "backends").string(), {"--block-file", block});
 
   const std::vector<std::string> own = {"--leader-election-id=tally-partition", "--cert-secret=tally-partition-tls",
                                         "--enable-device-binder=false",         "--enable-pool-auditor=false",

@@ -142,6 +142,33 @@ int stopReplica(Replica& r, int signal) {
   return status;
 }
 
+PythonProcess::PythonProcess(const std::string& script, const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"python3", script};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  if (posix_spawnp(&pid_, "python3", &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+  posix_spawn_file_actions_destroy(&actions);
+}
+
+PythonProcess::~PythonProcess() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  ::waitpid(pid_, nullptr, 0);
+}
+
+std::unique_ptr<PythonProcess> startTcpProxy(std::uint16_t port, const std::string& backendsFile,
+                                             const std::vector<std::string>& extraArgs) {
+  std::vector<std::string> args = {"--listen", "127.0.0.1:" + std::to_string(port), "--backends", backendsFile};
+  args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+  return std::make_unique<PythonProcess>(std::string(TALLY_REPO_DIR) + "/e2e/proxy/tcp_proxy.py", args);
+}
+
 std::string metricsOf(const Replica& r) {
   return runCommand("curl -s --max-time 3 http://127.0.0.1:" + std::to_string(r.opsPort) + "/metrics");
 }

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,6 +62,25 @@ Replica startReplica(const std::string& identity, const std::string& configurati
 // The wait status of the replica after `signal` (-1 when it was not running).
 int stopReplica(Replica& r, int signal);
 std::string metricsOf(const Replica& r);
+
+// A helper process of a test (python3 SCRIPT ARGS...; stdout and stderr to
+// /dev/null), stopped with SIGTERM and reaped however the test ends.
+class PythonProcess {
+ public:
+  PythonProcess(const std::string& script, const std::vector<std::string>& args);
+  ~PythonProcess();
+  PythonProcess(const PythonProcess&) = delete;
+  PythonProcess& operator=(const PythonProcess&) = delete;
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// e2e/proxy/tcp_proxy.py on 127.0.0.1:`port` in front of the host:port lines
+// of `backendsFile`; `extraArgs` such as --state FILE or --block-file FILE.
+std::unique_ptr<PythonProcess> startTcpProxy(std::uint16_t port, const std::string& backendsFile,
+                                             const std::vector<std::string>& extraArgs = {});
 
 // A ValidatingWebhookConfiguration for GPUDevices with a url clientConfig.
 std::string webhookConfiguration(const std::string& name, std::uint16_t port);

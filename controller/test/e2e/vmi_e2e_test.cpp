@@ -110,7 +110,7 @@ bool pointWebhooksAt(std::uint16_t port) {
   return rc1 == 0 && rc2 == 0;
 }
 
-pid_t proxyPid = -1;
+std::unique_ptr<PythonProcess> proxy;
 std::uint16_t proxyPort = 0;
 std::string backendsFile, proxyState;
 
@@ -132,14 +132,7 @@ bool startProxy() {
   proxyState = (dir / "state.json").string();
   writeBackends();
   proxyPort = freePort();
-  const std::string script = std::string(TALLY_REPO_DIR) + "/e2e/proxy/tcp_proxy.py";
-  proxyPid = ::fork();
-  if (proxyPid == 0) {
-    const std::string listen = "127.0.0.1:" + std::to_string(proxyPort);
-    ::execlp("python3", "python3", script.c_str(), "--listen", listen.c_str(), "--backends", backendsFile.c_str(),
-             "--state", proxyState.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  proxy = startTcpProxy(proxyPort, backendsFile, {"--state", proxyState});
   return eventually([] { return std::filesystem::exists(proxyState); }, 10s);
 }
 
@@ -369,10 +362,7 @@ class VmiEnvironment : public ::testing::Environment {
       ::kill(extenderPid, SIGTERM);
       ::waitpid(extenderPid, nullptr, 0);
     }
-    if (proxyPid > 0) {
-      ::kill(proxyPid, SIGTERM);
-      ::waitpid(proxyPid, nullptr, 0);
-    }
+    proxy.reset();
     cluster().down();
   }
 };
@@ -529,23 +519,8 @@ TEST(VmDoor, CalledAgainForTheSameVmiTheWebhookWritesNothingMoreAndAnswersTheSam
          "srv = http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), H)\n"
          "srv.socket = ctx.wrap_socket(srv.socket, server_side=True)\n"
          "srv.serve_forever()\n";
-  const pid_t mutator = ::fork();
-  if (mutator == 0) {
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    ::dup2(devnull, 1);
-    ::dup2(devnull, 2);
-    const std::string portText = std::to_string(port);
-    ::execlp("python3", "python3", script.c_str(), portText.c_str(), certs.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
   // Stopped however the test ends.
-  struct Stop {
-    pid_t pid;
-    ~Stop() {
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
-    }
-  } stopMutator{mutator};
+  const PythonProcess mutator(script, {std::to_string(port), certs});
   int rc = 0;
   const std::string patchFile = (dir / "standin-patch.json").string();
   std::ofstream(patchFile)
