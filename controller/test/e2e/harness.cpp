@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <simdjson.h>
+
 extern char** environ;
 
 namespace tally::runtime::e2e {
@@ -169,6 +171,50 @@ std::unique_ptr<PythonProcess> startTcpProxy(std::uint16_t port, const std::stri
   return std::make_unique<PythonProcess>(std::string(TALLY_REPO_DIR) + "/e2e/proxy/tcp_proxy.py", args);
 }
 
+bool ReplicaService::start(const std::vector<const Replica*>& replicas) {
+  static std::atomic<int> n{0};
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ctl-service-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+  std::filesystem::create_directories(dir);
+  backends_ = (dir / "backends").string();
+  state_ = (dir / "state.json").string();
+  endpoints(replicas);
+  port_ = freePort();
+  proxy_ = startTcpProxy(port_, backends_, {"--state", state_});
+  return eventually([this] { return std::filesystem::exists(state_); }, 10s);
+}
+
+void ReplicaService::endpoints(const std::vector<const Replica*>& replicas) {
+  // Whole or not at all: the proxy rereads the file when it changes.
+  const std::string next = backends_ + ".next";
+  {
+    std::ofstream out(next);
+    for (const Replica* r : replicas) {
+      if (r && r->pid > 0) out << "127.0.0.1:" << r->webhookPort << "\n";
+    }
+  }
+  std::filesystem::rename(next, backends_);
+}
+
+std::map<std::string, int> ReplicaService::connections() const {
+  std::ifstream in(state_);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::map<std::string, int> out;
+  simdjson::padded_string json(text.str());
+  simdjson::ondemand::parser parser;
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object connections;
+  if (parser.iterate(json).get(doc) || doc["connections"].get_object().get(connections)) return out;
+  for (auto field : connections) {
+    std::string_view key;
+    std::int64_t count = 0;
+    if (field.unescaped_key().get(key) || field.value().get_int64().get(count)) continue;
+    out[std::string(key)] = static_cast<int>(count);
+  }
+  return out;
+}
+
 std::string metricsOf(const Replica& r) {
   return runCommand("curl -s --max-time 3 http://127.0.0.1:" + std::to_string(r.opsPort) + "/metrics");
 }
@@ -214,16 +260,6 @@ std::string vmiWebhookConfiguration(const std::string& name, std::uint16_t port)
          "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
          "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations" +
          " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n";
-}
-
-bool pointAt(const std::string& name, std::uint16_t port) {
-  int rc = 0;
-  kubectl("patch validatingwebhookconfiguration " + name +
-              " --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/0/clientConfig/url\",\"value\":"
-              "\"https://127.0.0.1:" +
-              std::to_string(port) + "/validate/gpudevices\"}]'",
-          &rc);
-  return rc == 0;
 }
 
 std::string leaseHolder() {

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -82,6 +83,28 @@ class PythonProcess {
 std::unique_ptr<PythonProcess> startTcpProxy(std::uint16_t port, const std::string& backendsFile,
                                              const std::vector<std::string>& extraArgs = {});
 
+// Replicas behind one address, as behind the Service tally-controller: the
+// round-robin TCP proxy in front of their webhook ports. Webhook
+// configurations name port() once and keep it. A replica that dies is
+// skipped (its port refuses, as a Service drops an endpoint that is not
+// ready); its replacement, a new process on a new port, joins when the test
+// calls endpoints(), as a Service's endpoints follow the Deployment's pods.
+class ReplicaService {
+ public:
+  // False when the proxy did not come up within 10 s.
+  bool start(const std::vector<const Replica*>& replicas);
+  std::uint16_t port() const { return port_; }
+  void endpoints(const std::vector<const Replica*>& replicas);
+  // Connections the proxy handed to each backend ("127.0.0.1:PORT") so far.
+  std::map<std::string, int> connections() const;
+  void stop() { proxy_.reset(); }
+
+ private:
+  std::unique_ptr<PythonProcess> proxy_;
+  std::uint16_t port_ = 0;
+  std::string backends_, state_;
+};
+
 // A ValidatingWebhookConfiguration for GPUDevices with a url clientConfig.
 std::string webhookConfiguration(const std::string& name, std::uint16_t port);
 // The raw GPU pod webhook (/validate/gpu-pods), as one more entry of a
@@ -92,9 +115,6 @@ std::string gpuPodWebhookEntry(std::uint16_t port, const std::string& namespaces
 std::string vmiWebhookConfiguration(const std::string& name, std::uint16_t port);
 // The same for Organization CREATEs and UPDATEs (/validate/organizations).
 std::string organizationWebhookConfiguration(const std::string& name, std::uint16_t port);
-// Repoints it (as a Service dropping a dead endpoint would) without touching
-// the caBundle the keeper injected.
-bool pointAt(const std::string& name, std::uint16_t port);
 std::string leaseHolder();
 // Every GPUDeviceClass carries a CreationOpen condition: the auditor decided
 // each pool once (until then every door refuses it, "not audited yet").

@@ -89,72 +89,9 @@ std::string validatingConfiguration(std::uint16_t port) {
   return webhookConfiguration(kValidating, port) + gpuPodWebhookEntry(port, "vm, raw");
 }
 
-// Both replicas behind one address, as behind the Service tally-controller:
-// a round-robin TCP proxy (e2e/proxy/tcp_proxy.py) whose backends file lists
-// their webhook ports. The race points every webhook at it once, before it
-// starts; when a replica dies no URL changes (the proxy skips a port that
-// refuses, as a Service drops an endpoint).
-bool pointWebhooksAt(std::uint16_t port) {
-  int rc1 = 0, rc2 = 0;
-  const std::string base = "\"https://127.0.0.1:" + std::to_string(port);
-  auto url = [&](int i, const char* path) {
-    return std::string("{\"op\":\"replace\",\"path\":\"/webhooks/") + std::to_string(i) +
-           "/clientConfig/url\",\"value\":" + base + path + "\"}";
-  };
-  kubectl(std::string("patch validatingwebhookconfiguration ") + kValidating + " --type=json -p '[" +
-              url(0, "/validate/gpudevices") + "," + url(1, "/validate/gpu-pods") + "]'",
-          &rc1);
-  kubectl(std::string("patch mutatingwebhookconfiguration ") + kMutating + " --type=json -p '[" +
-              url(0, "/mutate/virtualmachineinstances") + "," + url(1, "/mutate/launcher-pods") + "]'",
-          &rc2);
-  return rc1 == 0 && rc2 == 0;
-}
-
-std::unique_ptr<PythonProcess> proxy;
-std::uint16_t proxyPort = 0;
-std::string backendsFile, proxyState;
-
-void writeBackends() {
-  const std::string next = backendsFile + ".next";
-  {
-    std::ofstream out(next);
-    for (Replica* r : replicas) {
-      if (r) out << "127.0.0.1:" << r->webhookPort << "\n";
-    }
-  }
-  std::filesystem::rename(next, backendsFile);
-}
-
-bool startProxy() {
-  const auto dir = std::filesystem::temp_directory_path() / ("vmi-proxy-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  backendsFile = (dir / "backends").string();
-  proxyState = (dir / "state.json").string();
-  writeBackends();
-  proxyPort = freePort();
-  proxy = startTcpProxy(proxyPort, backendsFile, {"--state", proxyState});
-  return eventually([] { return std::filesystem::exists(proxyState); }, 10s);
-}
-
-// Connections the proxy handed to each replica's port.
-std::map<std::string, int> proxiedConnections() {
-  std::ifstream in(proxyState);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::map<std::string, int> out;
-  simdjson::padded_string json(text.str());
-  simdjson::ondemand::parser parser;
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object connections;
-  if (parser.iterate(json).get(doc) || doc["connections"].get_object().get(connections)) return out;
-  for (auto field : connections) {
-    std::string_view key;
-    std::int64_t n = 0;
-    if (field.unescaped_key().get(key) || field.value().get_int64().get(n)) continue;
-    out[std::string(key)] = static_cast<int>(n);
-  }
-  return out;
-}
+// Both replicas behind one address (harness.hpp's ReplicaService): every
+// webhook names it from the start; when a replica dies no URL changes.
+ReplicaService service;
 
 pid_t extenderPid = -1;
 
@@ -331,10 +268,11 @@ class VmiEnvironment : public ::testing::Environment {
     replicas[0] = new Replica(startReplica("vmi-a", kValidating, kReplicaArgs));
     ASSERT_TRUE(eventually([] { return leaseHolder() == "vmi-a"; })) << "vmi-a never took the Lease";
     replicas[1] = new Replica(startReplica("vmi-b", kValidating, kReplicaArgs));
-    ASSERT_TRUE(startProxy()) << "the round-robin proxy in front of both replicas did not start";
-    applyYaml(validatingConfiguration(replicas[0]->webhookPort), &rc);
+    ASSERT_TRUE(service.start({replicas[0], replicas[1]}))
+        << "the round-robin proxy in front of both replicas did not start";
+    applyYaml(validatingConfiguration(service.port()), &rc);
     ASSERT_EQ(rc, 0);
-    applyYaml(mutatingConfiguration(replicas[0]->webhookPort), &rc);
+    applyYaml(mutatingConfiguration(service.port()), &rc);
     ASSERT_EQ(rc, 0);
     for (Replica* r : replicas) {
       ASSERT_TRUE(eventually([r] {
@@ -362,7 +300,7 @@ class VmiEnvironment : public ::testing::Environment {
       ::kill(extenderPid, SIGTERM);
       ::waitpid(extenderPid, nullptr, 0);
     }
-    proxy.reset();
+    service.stop();
     cluster().down();
   }
 };
@@ -884,7 +822,7 @@ Round race(int round, bool killLeader) {
     std::printf("round %d: killed the leader %s during the race (no URL changed)\n", round, victim.identity.c_str());
     // The Deployment's replacement: a new process, its port in the proxy's endpoints.
     victim = startReplica(victim.identity + "-again", kValidating, kReplicaArgs);
-    writeBackends();
+    service.endpoints({replicas[0], replicas[1]});
   }
   for (auto& t : threads) t.join();
   return result;
@@ -893,7 +831,6 @@ Round race(int round, bool killLeader) {
 TEST(VmDoor, TwentyVmisRaceForOneHeldDeviceTenTimesAndExactlyOneAttachesEachTime) {
   bound("race", "contested", 1);
   int failedCreates = 0;
-  ASSERT_TRUE(pointWebhooksAt(proxyPort));
   // Both replicas' caches hold the device Bound before the race: dry runs
   // through the proxy (alternating replicas) are admitted six times in a row.
   int inARow = 0;
@@ -910,7 +847,7 @@ TEST(VmDoor, TwentyVmisRaceForOneHeldDeviceTenTimesAndExactlyOneAttachesEachTime
       },
       30s))
       << "dry runs through the proxy were not admitted";
-  const auto before = proxiedConnections();
+  const auto before = service.connections();
   for (int round = 1; round <= 10; ++round) {
     const bool kill = round == 5;
     Round r = race(round, kill);
@@ -956,7 +893,7 @@ TEST(VmDoor, TwentyVmisRaceForOneHeldDeviceTenTimesAndExactlyOneAttachesEachTime
   std::printf("creates that failed (the killed leader's connections), retried: %d\n", failedCreates);
   // The race was spread over both replicas: each decided some reviews, and
   // they met on the device (a conflict read again and decided again).
-  const auto after = proxiedConnections();
+  const auto after = service.connections();
   int served = 0;
   for (const auto& [backend, n] : after) {
     const int during = n - (before.count(backend) ? before.at(backend) : 0);
@@ -965,7 +902,6 @@ TEST(VmDoor, TwentyVmisRaceForOneHeldDeviceTenTimesAndExactlyOneAttachesEachTime
   }
   EXPECT_GE(served, 2) << "the race did not reach both replicas";
   EXPECT_GT(conflicts, 0u) << "two replicas racing for one device never met a conflict";
-  EXPECT_TRUE(pointWebhooksAt(replicas[0]->webhookPort));
 }
 
 // The API server restarted under the running binaries (both controller
@@ -987,7 +923,6 @@ TEST(VmDoor, TheApiServerRestartedUnderTheRunningBinariesEveryoneResumesWithoutA
         << r->identity << " not ready after the restart";
   }
   bound("dry", "after-restart", 1);
-  ASSERT_TRUE(pointWebhooksAt(proxyPort));
   int rc = 0;
   std::string last;
   EXPECT_TRUE(eventually(
@@ -1000,7 +935,6 @@ TEST(VmDoor, TheApiServerRestartedUnderTheRunningBinariesEveryoneResumesWithoutA
       60s))
       << "no VMI admitted after the restart: " << last;
   EXPECT_EQ(deviceOf("dry", "after-restart").vmi, "vm-after-restart");
-  EXPECT_TRUE(pointWebhooksAt(replicas[0]->webhookPort));
   kubectl("delete vmi -n dry vm-after-restart --timeout=30s", &rc);
   EXPECT_TRUE(eventually([] { return deviceOf("dry", "after-restart").vmi.empty(); }, 30s));
   kubectl("delete gpudevice -n dry after-restart --timeout=30s", &rc);
