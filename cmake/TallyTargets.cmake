@@ -20,10 +20,14 @@ if(TALLY_COVERAGE)
   target_link_options(tally_options INTERFACE --coverage)
 endif()
 
-# tally_add_test(NAME LABEL <library> [concurrent] [e2e] SOURCES ... LIBS ... [TIMEOUT s])
-# One label per library (common, model, codec, runtime, observability, extender,
-# cli, manifests, e2e, bench-smoke), plus `concurrent` for the tests TSan runs
-# and `e2e` for those that start a control plane.
+# tally_add_test(NAME LABEL <labels> SOURCES ... LIBS ... [TIMEOUT s])
+# LABEL becomes the test's CTest labels as given (a ;-list, e.g.
+# "runtime;concurrent"); TIMEOUT defaults to 300 s. The first label names the
+# library or part: common, model, codec, runtime, observability, state,
+# extender, controller, cli or differential. Add `concurrent` for the tests
+# TSan runs (make test-sanitizers) and `e2e` for those that start a control
+# plane. Tests registered with add_test directly also carry manifests, image,
+# bench-smoke or ci.
 function(tally_add_test name)
   cmake_parse_arguments(T "" "TIMEOUT" "LABEL;SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
