@@ -7,6 +7,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -68,6 +70,30 @@ Status decodeEventObject(EventType type, simdjson::ondemand::value v, WatchEvent
   }
 }
 
+// Calls f(value) on the one JSON value of `text`, read inside "[...]" so that
+// it is a nested value: simdjson reads a document's root value apart (its
+// scalar reads, is_null() among them, are for nested values: at the root they
+// assert, or are undefined under NDEBUG), and codecs read the values of events
+// and list items, never roots.
+template <class F>
+Status withNestedValue(simdjson::ondemand::parser& parser, std::string_view text, std::string_view what, F&& f) {
+  namespace od = simdjson::ondemand;
+  simdjson::padded_string padded(text.size() + 2);
+  padded.data()[0] = '[';
+  std::copy(text.begin(), text.end(), padded.data() + 1);
+  padded.data()[text.size() + 1] = ']';
+  od::document doc;
+  if (auto e = parser.iterate(padded).get(doc)) return jsonError(e, what);
+  od::array array;
+  if (auto e = doc.get_array().get(array)) return jsonError(e, what);
+  for (auto element : array) {
+    od::value v;
+    if (auto e = std::move(element).get(v)) return jsonError(e, what);
+    return f(v);
+  }
+  return Error(ErrorCode::kDecode, std::string(what) + ": empty");
+}
+
 }  // namespace detail
 
 // Decodes one watch event line. Never keeps the document.
@@ -112,12 +138,9 @@ Result<WatchEvent<typename C::Object>> decodeJsonEvent(simdjson::ondemand::parse
   if (!haveType || !haveObject) return Error(ErrorCode::kDecode, "watch event without type or object");
   if (!deferred.empty()) {
     od::parser second;
-    simdjson::padded_string padded(deferred);
-    od::document d2;
-    if (auto e = second.iterate(padded).get(d2)) return jsonError(e, "watch event object");
-    od::value v;
-    if (auto e = d2.get_value().get(v)) return jsonError(e, "watch event object");
-    if (auto st = detail::decodeEventObject<C>(ev.type, v, ev); !st) return std::move(st).error();
+    auto st = detail::withNestedValue(second, deferred, "watch event object",
+                                      [&](od::value v) { return detail::decodeEventObject<C>(ev.type, v, ev); });
+    if (!st) return std::move(st).error();
   }
   return ev;
 }
@@ -199,12 +222,15 @@ Result<ListPage<typename C::Object>> decodeJsonList(simdjson::ondemand::parser& 
 template <JsonCodec C>
 Result<typename C::Object> decodeJsonObject(std::string_view body) {
   simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(body);
-  simdjson::ondemand::document doc;
-  if (auto e = parser.iterate(padded).get(doc)) return jsonError(e, "object");
-  simdjson::ondemand::value v;
-  if (auto e = doc.get_value().get(v)) return jsonError(e, "object");
-  return C::fromJson(v);
+  std::optional<typename C::Object> object;
+  auto st = detail::withNestedValue(parser, body, "object", [&](simdjson::ondemand::value v) -> Status {
+    auto decoded = C::fromJson(v);
+    if (!decoded) return std::move(decoded).error();
+    object.emplace(std::move(*decoded));
+    return {};
+  });
+  if (!st) return std::move(st).error();
+  return std::move(*object);
 }
 
 }  // namespace tally::runtime
