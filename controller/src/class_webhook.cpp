@@ -17,36 +17,6 @@ using runtime::admission::AdmissionRequest;
 using runtime::admission::AdmissionResponse;
 using runtime::admission::Operation;
 
-runtime::Result<std::vector<Acknowledgement>> decodeAcknowledgements(std::string_view objectJson) {
-  auto bad = [](std::string what) { return runtime::Error(runtime::ErrorCode::kDecode, std::move(what)); };
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.parse(objectJson.data(), objectJson.size()).get(doc)) return bad("the object is not JSON");
-  std::vector<Acknowledgement> out;
-  simdjson::dom::element list;
-  if (doc["spec"]["gateAcknowledgements"].get(list)) return out;
-  if (list.is_null()) return out;
-  simdjson::dom::array items;
-  if (list.get(items)) return bad("spec.gateAcknowledgements is not a list");
-  std::size_t index = 0;
-  for (auto item : items) {
-    if (!item.is_object()) return bad(fmt::format("spec.gateAcknowledgements[{}] is not an object", index));
-    Acknowledgement a;
-    for (auto [field, target] :
-         {std::pair{"failureId", &a.failureId}, std::pair{"role", &a.role}, std::pair{"identity", &a.identity},
-          std::pair{"at", &a.at}, std::pair{"note", &a.note}}) {
-      simdjson::dom::element e;
-      if (item[field].get(e)) continue;
-      std::string_view v;
-      if (e.get(v)) return bad(fmt::format("spec.gateAcknowledgements[{}].{} is not a string", index, field));
-      *target = std::string(v);
-    }
-    out.push_back(std::move(a));
-    ++index;
-  }
-  return out;
-}
-
 std::string acknowledgementVerb(std::string_view role) { return "acknowledge-" + std::string(role); }
 
 RoleCheck SubjectAccessRoles::check(const runtime::admission::UserInfo& user, std::string_view role,

@@ -1,6 +1,5 @@
 #include "tally/controller/gpu_device_webhook.hpp"
 
-#include "tally/common/object_meta_decode.hpp"
 #include "tally/controller/device_binder.hpp"
 
 #include "refusals.hpp"
@@ -9,6 +8,7 @@
 #include <vector>
 #include <string_view>
 
+#include "tally/codec/admission_objects.hpp"
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/model/admission.hpp"
@@ -45,51 +45,15 @@ struct Decoded {
 };
 
 Decoded decodeDevice(const simdjson::padded_string& json, const AdmissionRequest& request, const char* which) {
-  Decoded out;
-  auto decoded = codec::decodeText<codec::GpuDeviceCodec>(std::string_view(json.data(), json.size()));
-  if (!decoded) {
-    out.error = std::string("the ") + which + " GPUDevice cannot be read: " + decoded.error().describe();
-    return out;
-  }
-  out.device = std::move(decoded).value();
-  if (out.device.ns.empty()) out.device.ns = request.namespace_;
-  if (out.device.name.empty()) out.device.name = request.name;
-  return out;
+  auto decoded = codec::decodeAdmittedGpuDevice(json, request.namespace_, request.name, which);
+  return {std::move(decoded.value), std::move(decoded.error)};
 }
 
-// The raw JSON of a top-level member ("spec", "status"); nullopt when absent.
-std::optional<std::string> rawMember(const simdjson::padded_string& json, std::string_view member) {
-  simdjson::ondemand::parser parser;
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object object;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(object)) return std::nullopt;
-  simdjson::ondemand::value value;
-  if (object.find_field_unordered(member).get(value)) return std::nullopt;
-  std::string_view raw;
-  simdjson::ondemand::object inner;
-  if (value.get_object().get(inner) == simdjson::SUCCESS) {
-    if (inner.raw_json().get(raw)) return std::nullopt;
-  } else {
-    raw = value.raw_json_token();
-  }
-  // raw_json keeps trailing whitespace; the API server writes none, trim anyway.
-  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\t' || raw.back() == '\r')) {
-    raw.remove_suffix(1);
-  }
-  return std::string(raw);
-}
+using codec::rawMember;
 
 // Whether metadata.finalizers holds the binder's finalizer (false when unreadable).
 bool holdsReleaseFinalizer(const simdjson::padded_string& json) {
-  simdjson::ondemand::parser parser;
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object object;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(object)) return false;
-  simdjson::ondemand::value metadata;
-  if (object.find_field_unordered("metadata").get(metadata)) return false;
-  ObjectMeta meta;
-  if (!decodeObjectMetaJson(metadata, meta, kMetaFinalizers)) return false;
-  return meta.hasFinalizer(kReleaseFinalizer);
+  return codec::holdsFinalizer(json, kReleaseFinalizer);
 }
 
 std::string subjectOf(const model::GpuDevice& d) {

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "refusals.hpp"
+#include "tally/codec/admission_objects.hpp"
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/model/admission.hpp"
@@ -34,17 +35,8 @@ struct Decoded {
 };
 
 Decoded decodeOrganization(const simdjson::padded_string& json, const AdmissionRequest& request, const char* which) {
-  Decoded out;
-  auto decoded = codec::decodeText<codec::OrganizationCodec>(std::string_view(json.data(), json.size()));
-  if (!decoded) {
-    out.error = fmt::format("the {} Organization {}/{} cannot be read: {}", which, request.namespace_, request.name,
-                            decoded.error().describe());
-    return out;
-  }
-  out.org = std::move(decoded).value();
-  if (out.org.ns.empty()) out.org.ns = request.namespace_;
-  if (out.org.name.empty()) out.org.name = request.name;
-  return out;
+  auto decoded = codec::decodeAdmittedOrganization(json, request.namespace_, request.name, which);
+  return {std::move(decoded.value), std::move(decoded.error)};
 }
 
 Answer decide(const model::Cluster& cluster, const model::CapacityView& view, const AdmissionRequest& request) {

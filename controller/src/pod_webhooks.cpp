@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tally/codec/admission_objects.hpp"
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/common/json.hpp"
@@ -22,9 +23,11 @@ using runtime::admission::AdmissionRequest;
 using runtime::admission::AdmissionResponse;
 using runtime::admission::JsonPatch;
 using runtime::admission::Operation;
-namespace od = simdjson::ondemand;
 
-constexpr std::string_view kRequired = "requiredDuringSchedulingIgnoredDuringExecution";
+constexpr std::string_view kRequired = codec::kRequiredNodeAffinity;
+using codec::readRequiredAffinity;
+using codec::RequiredAffinity;
+using codec::withPlaceholderName;
 
 // An answer and the reason codes it refuses for (for the refusal metric).
 struct Answer {
@@ -62,29 +65,6 @@ struct DecodedPod {
   std::string error;  // set: the pod could not be read
 };
 
-// At a CREATE by generateName the pod has no metadata.name yet (the API server
-// names it after admission), and the codec wants one: a copy of the JSON with
-// a placeholder name first in metadata. Nullopt when metadata is not an object.
-std::optional<std::string> withPlaceholderName(const simdjson::padded_string& json) {
-  od::parser parser;
-  od::document doc;
-  od::object root;
-  od::value metadata;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root) ||
-      root.find_field_unordered("metadata").get(metadata)) {
-    return std::nullopt;
-  }
-  const std::string_view open = metadata.raw_json_token();
-  if (open.empty() || open.front() != '{') return std::nullopt;
-  const std::size_t at = static_cast<std::size_t>(open.data() - json.data()) + 1;
-  const std::string_view text(json.data(), json.size());
-  const std::size_t next = text.find_first_not_of(" \t\r\n", at);
-  const bool empty = next != std::string_view::npos && text[next] == '}';
-  std::string copy(text);
-  copy.insert(at, empty ? R"("name":"generated")" : R"("name":"generated",)");
-  return copy;
-}
-
 DecodedPod decodePod(const AdmissionRequest& request) {
   DecodedPod out;
   const std::string_view json(request.object.data(), request.object.size());
@@ -120,131 +100,6 @@ std::optional<Answer> wrongKind(const AdmissionRequest& request) {
   if (request.kind.group.empty() && request.kind.kind == "Pod") return std::nullopt;
   return Answer(invalid("this webhook reviews core Pods, not " + request.kind.group + "/" + request.kind.kind),
                 "WrongKind");
-}
-
-// What the pin needs to know of spec.affinity.nodeAffinity.required...: the
-// first level that is absent (or null), else every term.
-struct RequiredAffinity {
-  enum class Missing { Nothing, Affinity, NodeAffinity, Required, Terms };
-  struct Term {
-    bool empty = true;  // no matchExpressions and no matchFields: it matches no node
-    bool hasMatchFields = false;
-    bool pinned = false;  // carries exactly the pin's expression
-  };
-  Missing missing = Missing::Affinity;
-  std::vector<Term> terms;
-  std::string error;  // set: the pod's JSON is not what a Pod is
-};
-
-// Member `name` of `parent`: false when absent or null (then `out` is unset).
-simdjson::error_code member(od::object& parent, std::string_view name, od::value& out, bool& present) {
-  present = false;
-  auto found = parent.find_field_unordered(name);
-  if (found.error() == simdjson::NO_SUCH_FIELD) return simdjson::SUCCESS;
-  if (found.error()) return found.error();
-  out = std::move(found).value_unsafe();
-  od::json_type type;
-  if (auto e = out.type().get(type)) return e;
-  present = type != od::json_type::null;
-  return simdjson::SUCCESS;
-}
-
-bool isPin(od::value expression, std::string_view node, simdjson::error_code& error) {
-  od::object object;
-  if ((error = expression.get_object().get(object))) return false;
-  std::string key, op;
-  std::vector<std::string> values;
-  for (auto entry : object) {
-    od::field field;
-    std::string_view name;
-    if ((error = std::move(entry).get(field)) || (error = field.unescaped_key().get(name))) return false;
-    od::value v = field.value();
-    if (name == "key" || name == "operator") {
-      std::string_view s;
-      if ((error = v.get_string().get(s))) return false;
-      (name == "key" ? key : op) = std::string(s);
-    } else if (name == "values") {
-      od::array array;
-      if ((error = v.get_array().get(array))) return false;
-      for (auto element : array) {
-        std::string_view s;
-        if ((error = element.get_string().get(s))) return false;
-        values.emplace_back(s);
-      }
-    }
-  }
-  return key == "metadata.name" && op == "In" && values.size() == 1 && values.front() == node;
-}
-
-simdjson::error_code readTerm(od::value value, std::string_view node, RequiredAffinity::Term& term) {
-  od::json_type type;
-  if (auto e = value.type().get(type)) return e;
-  if (type == od::json_type::null) return simdjson::SUCCESS;
-  od::object object;
-  if (auto e = value.get_object().get(object)) return e;
-  for (auto entry : object) {
-    od::field field;
-    std::string_view name;
-    if (auto e = std::move(entry).get(field)) return e;
-    if (auto e = field.unescaped_key().get(name)) return e;
-    od::value v = field.value();
-    if (v.type().get(type)) return simdjson::INCORRECT_TYPE;
-    if (type == od::json_type::null || (name != "matchExpressions" && name != "matchFields")) continue;
-    od::array array;
-    if (auto e = v.get_array().get(array)) return e;
-    for (auto element : array) {
-      od::value expression;
-      if (auto e = std::move(element).get(expression)) return e;
-      term.empty = false;
-      if (name == "matchExpressions") continue;  // skipped unread by the iterator
-      simdjson::error_code error = simdjson::SUCCESS;
-      term.pinned = isPin(expression, node, error) || term.pinned;
-      if (error) return error;
-    }
-    if (name == "matchFields") term.hasMatchFields = true;
-  }
-  return simdjson::SUCCESS;
-}
-
-RequiredAffinity readRequiredAffinity(const simdjson::padded_string& json, std::string_view node) {
-  RequiredAffinity out;
-  auto fail = [&](std::string where) {
-    out.error = "the created Pod's " + where + " cannot be read";
-    return out;
-  };
-  od::parser parser;
-  od::document doc;
-  od::object root;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root)) return fail("JSON");
-  od::value value;
-  bool present = false;
-  od::object spec, affinity, nodeAffinity, required;
-  if (member(root, "spec", value, present) || !present || value.get_object().get(spec)) return fail("spec");
-  if (member(spec, "affinity", value, present)) return fail("spec.affinity");
-  if (!present) return out;
-  if (value.get_object().get(affinity)) return fail("spec.affinity");
-  out.missing = RequiredAffinity::Missing::NodeAffinity;
-  if (member(affinity, "nodeAffinity", value, present)) return fail("spec.affinity.nodeAffinity");
-  if (!present) return out;
-  if (value.get_object().get(nodeAffinity)) return fail("spec.affinity.nodeAffinity");
-  out.missing = RequiredAffinity::Missing::Required;
-  const std::string requiredPath = "spec.affinity.nodeAffinity." + std::string(kRequired);
-  if (member(nodeAffinity, kRequired, value, present)) return fail(requiredPath);
-  if (!present) return out;
-  if (value.get_object().get(required)) return fail(requiredPath);
-  out.missing = RequiredAffinity::Missing::Terms;
-  if (member(required, "nodeSelectorTerms", value, present)) return fail(requiredPath + ".nodeSelectorTerms");
-  if (!present) return out;
-  out.missing = RequiredAffinity::Missing::Nothing;
-  od::array terms;
-  if (value.get_array().get(terms)) return fail(requiredPath + ".nodeSelectorTerms");
-  for (auto element : terms) {
-    od::value term;
-    if (std::move(element).get(term) || readTerm(term, node, out.terms.emplace_back())) {
-      return fail(requiredPath + ".nodeSelectorTerms[" + std::to_string(out.terms.size() - 1) + "]");
-    }
-  }
-  return out;
 }
 
 // The JSON Patch that makes every term require the node (none when each does).

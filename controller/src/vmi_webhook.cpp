@@ -7,6 +7,7 @@
 
 #include "device_status.hpp"
 #include "refusals.hpp"
+#include "tally/codec/admission_objects.hpp"
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/common/json.hpp"
@@ -58,6 +59,8 @@ struct VmiWebhook::Metrics {
 
 namespace {
 
+using codec::DomainDevices;
+using codec::readDomainDevices;
 using detail::describe;
 using detail::devicesResource;
 using detail::forbidden;
@@ -67,49 +70,6 @@ using detail::RecordCodec;
 std::string newToken() {
   static thread_local std::mt19937_64 random{std::random_device{}()};
   return fmt::format("{:016x}", random());
-}
-
-// What the VMI's spec.domain.devices holds: each gpus[] entry as raw JSON by
-// name (entries Tally does not write are kept as they are).
-struct DomainDevices {
-  bool hasDomain = false;
-  bool hasDevices = false;
-  std::vector<std::pair<std::string, std::string>> gpus;  // name, raw JSON
-  std::string error;
-};
-
-DomainDevices readDomainDevices(const simdjson::padded_string& json) {
-  DomainDevices out;
-  simdjson::ondemand::parser parser;
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object root, spec, domain, devices;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root)) {
-    out.error = "the VMI is not a JSON object";
-    return out;
-  }
-  if (root.find_field_unordered("spec").get_object().get(spec)) return out;
-  if (spec.find_field_unordered("domain").get_object().get(domain)) return out;
-  out.hasDomain = true;
-  if (domain.find_field_unordered("devices").get_object().get(devices)) return out;
-  out.hasDevices = true;
-  simdjson::ondemand::array gpus;
-  if (devices.find_field_unordered("gpus").get_array().get(gpus)) return out;
-  for (auto element : gpus) {
-    simdjson::ondemand::object gpu;
-    std::string_view raw;
-    if (element.get_object().get(gpu) || gpu.raw_json().get(raw)) {
-      out.error = "spec.domain.devices.gpus holds an entry that is not an object";
-      return out;
-    }
-    std::string text(raw);
-    simdjson::padded_string padded(text);
-    simdjson::ondemand::parser inner;
-    simdjson::ondemand::document entry;
-    std::string_view name;
-    if (inner.iterate(padded).get(entry) || entry.find_field_unordered("name").get_string().get(name)) name = {};
-    out.gpus.emplace_back(std::string(name), std::move(text));
-  }
-  return out;
 }
 
 // The template-of annotation of a device the webhook creates.

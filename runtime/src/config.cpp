@@ -37,13 +37,14 @@ std::string str(const YAML::Node& n, const char* key) {
 }
 
 // Reads either inline base64 `<key>-data` or the file named by `<key>`.
-Result<std::string> pemFrom(const YAML::Node& n, const std::string& key, const std::filesystem::path& baseDir) {
+Result<std::string> pemFrom(const YAML::Node& n, const std::string& key, const std::filesystem::path& baseDir,
+                            const KubeconfigFileReader& files) {
   if (std::string data = str(n, (key + "-data").c_str()); !data.empty()) {
     auto pem = base64Decode(data);
     if (!pem) return std::move(pem).error().withContext(key + "-data");
     return pem;
   }
-  if (std::string file = str(n, key.c_str()); !file.empty()) return readFile(resolve(baseDir, file));
+  if (std::string file = str(n, key.c_str()); !file.empty()) return files(resolve(baseDir, file));
   return std::string();
 }
 
@@ -147,6 +148,11 @@ Result<ServerUrl> parseServerUrl(std::string_view url) {
 
 Result<ClusterConfig> parseKubeconfig(const std::string& yaml, const std::filesystem::path& baseDir,
                                       const std::string& contextOverride) {
+  return parseKubeconfig(yaml, baseDir, contextOverride, readFile);
+}
+
+Result<ClusterConfig> parseKubeconfig(const std::string& yaml, const std::filesystem::path& baseDir,
+                                      const std::string& contextOverride, const KubeconfigFileReader& files) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -170,16 +176,16 @@ Result<ClusterConfig> parseKubeconfig(const std::string& yaml, const std::filesy
     if (std::string ns = str(context, "namespace"); !ns.empty()) cfg.defaultNamespace = ns;
     cfg.insecureSkipTlsVerify = str(cluster, "insecure-skip-tls-verify") == "true";
     cfg.tlsServerName = str(cluster, "tls-server-name");
-    auto ca = pemFrom(cluster, "certificate-authority", baseDir);
+    auto ca = pemFrom(cluster, "certificate-authority", baseDir, files);
     if (!ca) return std::move(ca).error();
     cfg.caPem = std::move(*ca);
 
     const std::string userName = str(context, "user");
     const YAML::Node user = findNamed(root["users"], userName, "user");
     if (user) {
-      auto cert = pemFrom(user, "client-certificate", baseDir);
+      auto cert = pemFrom(user, "client-certificate", baseDir, files);
       if (!cert) return std::move(cert).error();
-      auto key = pemFrom(user, "client-key", baseDir);
+      auto key = pemFrom(user, "client-key", baseDir, files);
       if (!key) return std::move(key).error();
       cfg.clientCertPem = std::move(*cert);
       cfg.clientKeyPem = std::move(*key);

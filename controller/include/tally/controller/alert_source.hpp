@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "tally/codec/alertmanager_alerts.hpp"
 #include "tally/common/expected.hpp"
 #include "tally/model/objects.hpp"
 #include "tally/observability/metrics.hpp"
@@ -30,10 +31,9 @@ namespace tally::controller {
 
 inline constexpr std::string_view kAlertmanagerUnreachable = "alertmanager-unreachable";
 
-// The alerts of a v2 /api/v2/alerts answer (a JSON array): those whose
-// status.state is "active" (or that carry no status) and whose labels hold
-// `poolLabel`, named by their alertname label. An error says what is wrong.
-Expected<std::vector<model::ActiveAlert>, std::string> parseAlerts(std::string_view json, std::string_view poolLabel);
+// The alerts of a v2 /api/v2/alerts answer (codec/alertmanager_alerts.hpp,
+// fuzzed by codec/fuzz/alertmanager_fuzzer.cpp).
+using codec::parseAlerts;
 
 // The alert list the source hands on after a failed read: one alert that
 // applies to every pool, whose name says what failed.

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tally/codec/admission_objects.hpp"
 #include "tally/runtime/admission/review.hpp"
 #include "tally/runtime/admission/webhook.hpp"
 #include "tally/runtime/client.hpp"
@@ -28,14 +29,10 @@ namespace tally::controller {
 inline constexpr std::string_view kClassWebhookPath = "/validate/gpudeviceclasses";
 inline constexpr std::string_view kClassWebhookName = "gpudeviceclasses";
 
-struct Acknowledgement {
-  std::string failureId, role, identity, at, note;
-  friend bool operator==(const Acknowledgement&, const Acknowledgement&) = default;
-};
-
-// spec.gateAcknowledgements of a GPUDeviceClass object (JSON); an error names
-// what cannot be read.
-runtime::Result<std::vector<Acknowledgement>> decodeAcknowledgements(std::string_view objectJson);
+// spec.gateAcknowledgements of a GPUDeviceClass object (JSON) and its reader
+// (codec/admission_objects.hpp); an error names what cannot be read.
+using codec::Acknowledgement;
+using codec::decodeAcknowledgements;
 
 // The roles of the two-person review, and the RBAC verb that authorises each.
 inline constexpr std::string_view kAcknowledgementRoles[] = {"product", "sre"};

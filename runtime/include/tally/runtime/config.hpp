@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,13 @@ struct ClusterConfig {
 // Parses a kubeconfig document. `baseDir` resolves relative file references.
 Result<ClusterConfig> parseKubeconfig(const std::string& yaml, const std::filesystem::path& baseDir,
                                       const std::string& contextOverride = {});
+// The same, with `files` reading the files the document names
+// (certificate-authority, client-certificate, client-key; a tokenFile is read
+// only when the token is asked for), so that a caller may serve them without
+// the file system (the fuzz target, runtime/fuzz/kubeconfig_fuzz.cpp).
+using KubeconfigFileReader = std::function<Result<std::string>(const std::filesystem::path&)>;
+Result<ClusterConfig> parseKubeconfig(const std::string& yaml, const std::filesystem::path& baseDir,
+                                      const std::string& contextOverride, const KubeconfigFileReader& files);
 Result<ClusterConfig> loadKubeconfig(const std::filesystem::path& path, const std::string& contextOverride = {});
 
 struct InClusterPaths {
