@@ -108,7 +108,11 @@ fuzz: build
 	@set -e; f=$(BUILD)/codec-fuzz; \
 	for t in codec_snapshot_fuzzer:codec/fuzz/corpus codec_ledger_configmap_fuzzer:codec/fuzz/ledger-corpus \
 	         runtime_admission_review_fuzzer:runtime/admission/fuzz/corpus extender_wire_fuzzer:extender/fuzz/corpus \
-	         codec_usage_configmap_fuzzer:codec/fuzz/usage-corpus; do \
+	         codec_usage_configmap_fuzzer:codec/fuzz/usage-corpus state_json_watch_fuzzer:codec/fuzz/watch-json-corpus \
+	         state_protobuf_watch_fuzzer:codec/fuzz/watch-protobuf-corpus \
+	         codec_admission_objects_fuzzer:codec/fuzz/admission-objects-corpus \
+	         runtime_kubeconfig_fuzzer:runtime/fuzz/kubeconfig-corpus \
+	         controller_alertmanager_fuzzer:codec/fuzz/alertmanager-corpus; do \
 	  name=$${t%%:*}; seeds=$${t#*:}; mkdir -p $(BUILD)/fuzz-work/$$name; \
 	  echo "== $$name ($(FUZZ_SECONDS) s)"; \
 	  $$f/$$name -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \

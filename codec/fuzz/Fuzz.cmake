@@ -48,12 +48,20 @@ if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
     add_test(NAME codec_ledger_fuzz_smoke
       COMMAND sh -c "mkdir -p '${TALLY_LEDGER_FUZZ_WORK}' && exec '${TALLY_FUZZ_BINARY_DIR}/codec_ledger_configmap_fuzzer' -seed=1 -runs=20000 -max_total_time=120 -max_len=8192 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 '${TALLY_LEDGER_FUZZ_WORK}' '${CMAKE_CURRENT_LIST_DIR}/ledger-corpus'")
     set_tests_properties(codec_ledger_fuzz_smoke PROPERTIES LABELS codec TIMEOUT 600)
-    # The doors' other parsers (codec/fuzz/CMakeLists.txt), libFuzzer under
-    # ASan+UBSan, each bounded here; `make fuzz` runs them longer.
+    # The doors' other parsers (codec/fuzz/CMakeLists.txt): AdmissionReviews and
+    # the objects the webhooks read in them, the extender's verbs, the usage
+    # checkpoints, the informers' JSON and protobuf watches and LISTs, the
+    # kubeconfig, Alertmanager's answer. libFuzzer under ASan+UBSan, each
+    # bounded here; `make fuzz` runs them longer.
     set(TALLY_DOOR_FUZZ_SECONDS 30 CACHE STRING "Seconds each door parser fuzzer runs in the test command")
     foreach(entry "runtime_admission_review_fuzzer|${CMAKE_CURRENT_LIST_DIR}/../../runtime/admission/fuzz/corpus|65536"
                   "extender_wire_fuzzer|${CMAKE_CURRENT_LIST_DIR}/../../extender/fuzz/corpus|65536"
-                  "codec_usage_configmap_fuzzer|${CMAKE_CURRENT_LIST_DIR}/usage-corpus|16384")
+                  "codec_usage_configmap_fuzzer|${CMAKE_CURRENT_LIST_DIR}/usage-corpus|16384"
+                  "state_json_watch_fuzzer|${CMAKE_CURRENT_LIST_DIR}/watch-json-corpus|65536"
+                  "state_protobuf_watch_fuzzer|${CMAKE_CURRENT_LIST_DIR}/watch-protobuf-corpus|65536"
+                  "codec_admission_objects_fuzzer|${CMAKE_CURRENT_LIST_DIR}/admission-objects-corpus|65536"
+                  "runtime_kubeconfig_fuzzer|${CMAKE_CURRENT_LIST_DIR}/../../runtime/fuzz/kubeconfig-corpus|16384"
+                  "controller_alertmanager_fuzzer|${CMAKE_CURRENT_LIST_DIR}/alertmanager-corpus|65536")
       string(REPLACE "|" ";" parts "${entry}")
       list(GET parts 0 fuzzer)
       list(GET parts 1 seeds)
