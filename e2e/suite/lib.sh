@@ -60,6 +60,26 @@ wait_until() {
     sleep 0.5
   done
 }
+# stays_for SECONDS DESCRIPTION CMD...: CMD holds for the whole window, checked
+# every 0.5 s and once more at its end. Not a wait: a window in which nothing
+# may change (a late binding, an eviction); PASS, or FAIL at the first check
+# that breaks it (status 1).
+stays_for() {
+  local window="$1" what="$2"; shift 2
+  local start now
+  start="$(now_ms)"
+  while :; do
+    now="$(now_ms)"
+    if ! "$@"; then
+      fail "$what: broken after $(((now - start) / 1000)).$(((now - start) % 1000 / 100)) s of $window s"
+      return 1
+    fi
+    ((now - start < window * 1000)) || break
+    sleep 0.5
+  done
+  pass "$what (held for $window s)"
+}
+now_ms() { local t="${EPOCHREALTIME//[.,]/}"; echo $((t / 1000)); }
 
 k() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG" "$@"; }
 fixtures() { "$BIN/tally-fixtures" "$@" --kubeconfig "$KUBECONFIG"; }
@@ -194,6 +214,7 @@ suite_finish() {
   if ((!torn_down)); then
     torn_down=1
     if ((EXTERNAL)); then
+      forward_stop
       external_cleanup
       rm -rf "$STATE"
     else
@@ -426,9 +447,130 @@ count_bound() {
 }
 count_pods() { k get pods -n "$1" -l "$2" --no-headers 2>/dev/null | wc -l; }
 
-# Let the extender's informers catch up with objects just written (its
-# snapshots publish within milliseconds; this bounds the watch delay).
-settle() { sleep "${1:-2}"; }
+# ------------------------------------------------------------ the extender's view
+
+# Objects just written reach the extender through its watches a little later.
+# Before a scenario relies on them, it asks the extender's own verbs, as
+# kube-scheduler does, about the pod it is about to create (not created: a
+# verb only reads the extender's snapshot) and waits for the answer those
+# objects make.
+#
+# extender_reach: sets VERB_URL to the extender's verbs (.../tally). Local
+# path: the extender of this run. In the cluster (the kind path): the sidecar
+# of the tally-scheduler pod serves them on that pod's loopback only, which
+# kubectl port-forward reaches (it dials the pod's loopback); one forward per
+# pod, replaced with the pod. Another external cluster: TALLY_E2E_EXTENDER_URL.
+# Called in the current shell (not in $(...)): it keeps the forward.
+VERB_URL=""
+FWD_PID=""
+FWD_POD=""
+extender_reach() {
+  if ((!EXTERNAL)); then VERB_URL="$EXT_URL"; return 0; fi
+  if [[ -n "${TALLY_E2E_EXTENDER_URL:-}" ]]; then VERB_URL="$TALLY_E2E_EXTENDER_URL"; return 0; fi
+  in_cluster || return 1
+  local pod
+  pod="$(scheduler_pod)"
+  [[ -n "$pod" ]] || return 1
+  if [[ "$pod" != "$FWD_POD" ]] || ! kill -0 "$FWD_PID" 2>/dev/null; then
+    forward_stop
+    local port
+    port="$(free_port)"
+    "$BIN/kubectl" --kubeconfig "$KUBECONFIG" -n "$TALLY_NS" port-forward --address 127.0.0.1 "pod/$pod" "$port:8888" \
+      >>"$STATE/port-forward.log" 2>&1 &
+    FWD_PID=$!
+    FWD_POD="$pod"
+    VERB_URL="http://127.0.0.1:$port/tally"
+    wait_until 15 forward_up "$port" || { forward_stop; return 1; }
+  fi
+}
+forward_up() {
+  kill -0 "$FWD_PID" 2>/dev/null &&
+    [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/readyz")" == 200 ]]
+}
+forward_stop() {
+  [[ -n "$FWD_PID" ]] || return 0
+  kill "$FWD_PID" 2>/dev/null || true
+  wait "$FWD_PID" 2>/dev/null || true
+  FWD_PID=""
+  FWD_POD=""
+}
+
+# extender_ask VERB POD-DOC NODE...: the extender's answer (VERB filter or
+# prioritize) for POD-DOC (one pod, YAML or JSON) on NODE..., one line per node:
+# filter "NODE pass" / "NODE refused|unresolvable MESSAGE" / "NODE missing",
+# or "error MESSAGE" (not ready); prioritize "NODE SCORE". Needs VERB_URL.
+extender_ask() {
+  local verb="$1" doc="$2"; shift 2
+  python3 -c '
+import json, sys, urllib.request
+import yaml
+url, verb, nodes = sys.argv[1], sys.argv[2], sys.argv[3:]
+pod = next(d for d in yaml.safe_load_all(sys.stdin) if d)
+body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": nodes}).encode()
+req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=5) as r:
+    res = json.load(r)
+if verb == "prioritize":
+    scores = {h["Host"]: h["Score"] for h in res or []}
+    for n in nodes:
+        print(n, scores.get(n, 0))  # a score of 0 may be left out
+    sys.exit(0)
+if res.get("Error"):
+    print("error", res["Error"])
+    sys.exit(0)
+passed = set(res.get("NodeNames") or [])
+failed = res.get("FailedNodes") or {}
+unresolvable = res.get("FailedAndUnresolvableNodes") or {}
+for n in nodes:
+    if n in passed:
+        print(n, "pass")
+    elif n in failed:
+        print(n, "refused", failed[n])
+    elif n in unresolvable:
+        print(n, "unresolvable", unresolvable[n])
+    else:
+        print(n, "missing")
+' "$VERB_URL/$verb" "$verb" "$@" <<<"$doc"
+}
+
+# verdicts_are POD-DOC SPEC...: the extender's filter answers POD-DOC as SPECs
+# say: "NODE" passes; "NODE~TEXT" is refused with a message holding TEXT
+# ("NODE~": for any reason). A node the extender has not cached yet matches
+# no SPEC. The answer is kept in EXT_ANSWER.
+EXT_ANSWER=""
+verdicts_are() {
+  local doc="$1"; shift
+  local spec nodes=()
+  for spec in "$@"; do nodes+=("${spec%%~*}"); done
+  extender_reach || { EXT_ANSWER="(the extender's verbs are not reachable)"; return 1; }
+  EXT_ANSWER="$(extender_ask filter "$doc" "${nodes[@]}" 2>&1)" || return 1
+  local node line
+  for spec in "$@"; do
+    node="${spec%%~*}"
+    line="$(awk -v n="$node" '$1 == n {print; exit}' <<<"$EXT_ANSWER")"
+    if [[ "$spec" != *~* ]]; then
+      [[ "$line" == "$node pass" ]] || return 1
+      continue
+    fi
+    [[ "$line" == "$node refused "* || "$line" == "$node unresolvable "* ]] || return 1
+    [[ "$line" != *"is not in tally-extender's cache yet"* && "$line" == *"${spec#*~}"* ]] || return 1
+  done
+}
+
+# extender_sees WHAT POD-DOC SPEC...: wait (30 s) for verdicts_are: the
+# extender has seen WHAT, the objects just written that those answers need.
+extender_sees() {
+  local what="$1" doc="$2"; shift 2
+  if ((EXTERNAL)) && ! in_cluster && [[ -z "${TALLY_E2E_EXTENDER_URL:-}" ]]; then
+    skip "waiting for the extender to see $what needs its verbs: TALLY_E2E_EXTENDER_URL on this cluster"
+  fi
+  local t0=$SECONDS
+  if ! wait_until 30 verdicts_are "$doc" "$@"; then
+    sed "s/^/[$SCENARIO] extender: /" <<<"$EXT_ANSWER"
+    fatal "the extender did not see $what within 30 s (its filter answer above; expected: $*)"
+  fi
+  say "the extender sees $what ($((SECONDS - t0)) s)"
+}
 
 # status_patch KIND NS|"" NAME JSON: write a status as the platform would.
 # Where Tally's controller runs in the cluster (TALLY_E2E_IN_CLUSTER=1, the kind
@@ -482,12 +624,19 @@ count_unschedulable() {
 }
 # settled NS SELECTOR TOTAL: every pod is either bound or reported unschedulable.
 settled() { (($(count_bound "$1" "$2") + $(count_unschedulable "$1" "$2") == $3)); }
-# wait_settled NS SELECTOR TOTAL [SECONDS]: wait for settled, then keep
-# watching a few seconds so that a late (over-committing) binding shows.
+# wait_settled NS SELECTOR TOTAL [SECONDS]: wait for settled, then watch 3 s
+# more in which no pod may bind: a late (over-committing) binding shows.
 wait_settled() {
-  wait_until "${4:-120}" settled "$1" "$2" "$3" || say "pods $2 did not settle: $(count_bound "$1" "$2") bound, $(count_unschedulable "$1" "$2") unschedulable of $3"
-  sleep 3
+  if ! wait_until "${4:-120}" settled "$1" "$2" "$3"; then
+    say "pods $2 did not settle: $(count_bound "$1" "$2") bound, $(count_unschedulable "$1" "$2") unschedulable of $3"
+    return 0
+  fi
+  local bound
+  bound="$(count_bound "$1" "$2")"
+  stays_for 3 "no pod $2 binds late ($bound bound)" bound_is "$1" "$2" "$bound"
 }
+bound_is() { (($(count_bound "$1" "$2") == $3)); } # NS SELECTOR COUNT
+pod_unbound() { [[ -z "$(pod_node "$1" "$2")" ]]; } # NS NAME
 # nodes_of NS SELECTOR: the distinct nodes the pods are bound to.
 nodes_of() {
   k get pods -n "$1" -l "$2" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' 2>/dev/null | sed '/^$/d' | sort -u | tr '\n' ' ' | sed 's/ $//'

@@ -21,13 +21,19 @@ nodes h200- 1 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=2
 nodes h200wrong- 1 --mode pod-hami --resource nvidia.com/GH100_H200_SXM_141GB=8
 namespace team
 N="$(ns team)"
-settle
+shared() { pod "shared-$1" "$N" 'nvidia.com/gpu: "1", nvidia.com/gpumem: "8192", nvidia.com/gpucores: "25"' kind=shared; }
+whole() { pod "whole-$1" "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=whole; }
+# Each kind passes only its right node: the extender holds all five nodes,
+# both classes with their gates, and the namespace.
+all_but() { local n; for n in hami-0 hamiwrong-0 hamimoving-0 h200-0 h200wrong-0; do [[ $n == "$1" ]] || echo "$ID-$n~"; done; }
+mapfile -t others < <(all_but hami-0)
+extender_sees "the five nodes, class $(cls shared) and namespace $N" "$(shared 0)" "$ID-hami-0" "${others[@]}"
+mapfile -t others < <(all_but h200-0)
+extender_sees "the five nodes, class $(cls h200) and namespace $N" "$(whole 0)" "$ID-h200-0" "${others[@]}"
 
 {
-  for i in $(seq 0 9); do
-    pod "shared-$i" "$N" 'nvidia.com/gpu: "1", nvidia.com/gpumem: "8192", nvidia.com/gpucores: "25"' kind=shared
-  done
-  for i in 0 1 2; do pod "whole-$i" "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=whole; done
+  for i in $(seq 0 9); do shared "$i"; done
+  for i in 0 1 2; do whole "$i"; done
 } | k apply -f - >/dev/null || fatal "creating the pods"
 
 wait_settled "$N" kind=shared 10

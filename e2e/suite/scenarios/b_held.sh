@@ -12,7 +12,11 @@ check_eq "GPUDevice parked is Bound on h200-0" "Bound $ID-h200-0" \
   "$(k get gpudevice -n "$N" parked -o jsonpath='{.status.phase} {.status.node}')"
 check_eq "kube-scheduler sees 4 H200 allocatable on h200-0" 4 \
   "$(k get node "$ID-h200-0" -o jsonpath='{.status.allocatable.nvidia\.com/GH100_H200_SXM_141GB}')"
-settle
+# A raw pod fits; one asking 3 meets the 2 held units.
+extender_sees "node h200-0, class $(cls h200) and namespace $N" \
+  "$(pod raw-0 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=raw)" "$ID-h200-0"
+extender_sees "GPUDevice parked holding 2 units" "$(pod raw-3 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "3"' kind=raw)" \
+  "$ID-h200-0~with 2 of 4 nvidia.com/GH100_H200_SXM_141GB free (2 held by GPUDevices); pod needs 3"
 
 for i in 0 1 2; do pod "raw-$i" "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=raw; done | k apply -f - >/dev/null ||
   fatal "creating the pods"

@@ -31,12 +31,16 @@ puid="$(k get pod -n "$N" virt-launcher-vm1 -o jsonpath='{.metadata.uid}')"
 status_patch vmi "$N" vm1 "{\"status\":{\"phase\":\"Scheduling\",\"activePods\":{\"$puid\":\"\"}}}"
 check_eq "VMI lists the launcher in status.activePods" "$puid" \
   "$(k get vmi -n "$N" vm1 -o jsonpath='{.status.activePods}' | python3 -c 'import json,sys; print(*json.load(sys.stdin).keys())')"
-settle
+# The extender knows the launcher (the VMI's activePods, its Attached device):
+# asked about the free node h200-0 (the one kube-scheduler lets through), it
+# pins the launcher to h200-1.
+extender_sees "VMI vm1 launched by this pod, its devices on h200-1" "$(k get pod -n "$N" virt-launcher-vm1 -o json)" \
+  "$ID-h200-0~pod $N/virt-launcher-vm1 launches VMI vm1 whose GPUs are held on node $ID-h200-1"
 ungate "$N" virt-launcher-vm1
 
 wait_until 60 pod_is_unschedulable "$N" virt-launcher-vm1 || true
-sleep 3
-check_eq "launcher not placed while its devices' node is full" "" "$(pod_node "$N" virt-launcher-vm1)"
+wait_until 30 has_failed_event "$N" virt-launcher-vm1 || true
+stays_for 3 "launcher not placed while its devices' node is full" pod_unbound "$N" virt-launcher-vm1
 msg="$(pod_unsched "$N" virt-launcher-vm1)"
 say "launcher: $msg"
 if [[ "${TALLY_E2E_IN_CLUSTER:-0}" == 1 ]]; then

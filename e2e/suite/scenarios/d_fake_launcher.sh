@@ -28,13 +28,13 @@ uid="$(vmi "$N" vm1 nvidia.com/GH100_H200_SXM_141GB 4 '["vm1-gpus"]')"
 gpudevice "$N" vm1-gpus "$(cls h200)" 4 Attached "$ID-h200-1" vm1 "$uid"
 # The real launcher is some other pod (its UID only; it is not the subject).
 status_patch vmi "$N" vm1 "{\"status\":{\"phase\":\"Running\",\"activePods\":{\"00000000-0000-4000-8000-00000000e2e0\":\"$ID-h200-1\"}}}"
-settle
+fake4="$(POD_OWNER_VMI="vm1 $uid" pod fake-4 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "4"' kind=fake)"
+extender_sees "both held devices and VMI vm1" "$fake4" \
+  "$ID-h200-0~(2 held by GPUDevices); pod needs 4" "$ID-h200-1~(4 held by GPUDevices); pod needs 4"
 
-POD_OWNER_VMI="vm1 $uid" pod fake-4 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "4"' kind=fake | k apply -f - >/dev/null ||
-  fatal "creating fake-4"
+k apply -f - >/dev/null <<<"$fake4" || fatal "creating fake-4"
 wait_until 60 pod_is_unschedulable "$N" fake-4 || true
-sleep 2
-check_eq "fake-4 is not placed on the VMI's devices" "" "$(pod_node "$N" fake-4)"
+stays_for 2 "fake-4 is not placed on the VMI's devices" pod_unbound "$N" fake-4
 msg="$(pod_unsched "$N" fake-4)"
 say "fake-4: $msg"
 check_has "reason: the VMI's units are held, the fake launcher needs all 4" \
@@ -54,8 +54,7 @@ POD_OWNER_VMI="vm1 $uid" pod fake-2 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "2"' 
 if in_cluster; then
   check_eq "the launcher webhook pinned fake-2 to vm1's devices' node" "$ID-h200-1" "$(pinned_to fake-2)"
   wait_until 60 pod_is_unschedulable "$N" fake-2 || true
-  sleep 2
-  check_eq "fake-2 is not placed on the VMI's devices" "" "$(pod_node "$N" fake-2)"
+  stays_for 2 "fake-2 is not placed on the VMI's devices" pod_unbound "$N" fake-2
   msg="$(pod_unsched "$N" fake-2)"
   say "fake-2: $msg"
   check_has "reason: fake-2 is raw usage, the VMI's 4 units are held" \
@@ -70,11 +69,12 @@ else
   fake2_bound() { [[ -n "$(pod_node "$N" fake-2)" ]]; }
   wait_until 60 fake2_bound || fail "fake-2 was not bound"
   check_eq "fake-2 goes to the free node, not the VMI's" "$ID-h200-0" "$(pod_node "$N" fake-2)"
-  settle
-  pod raw-1 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=raw | k apply -f - >/dev/null || fatal "creating raw-1"
+  raw1="$(pod raw-1 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=raw)"
+  extender_sees "fake-2 bound on h200-0" "$raw1" \
+    "$ID-h200-0~with 0 of 4 nvidia.com/GH100_H200_SXM_141GB free (2 held by GPUDevices); pod needs 1"
+  k apply -f - >/dev/null <<<"$raw1" || fatal "creating raw-1"
   wait_until 60 pod_is_unschedulable "$N" raw-1 || true
-  sleep 2
-  check_eq "raw-1 finds no room" "" "$(pod_node "$N" raw-1)"
+  stays_for 2 "raw-1 finds no room" pod_unbound "$N" raw-1
   msg="$(pod_unsched "$N" raw-1)"
   say "raw-1: $msg"
   check_has "fake-2 is charged as raw usage on h200-0" \

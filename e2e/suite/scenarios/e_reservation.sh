@@ -127,13 +127,31 @@ EOF2
   check_eq "4 devices reserved" 4 "$(class_status reservedDevices)"
 else
   ledger_record gpu-res-e2e-1 "$ORG_A" "$C" 4
-  settle 3 # the ledger folder is re-read every second
 fi
 
 B="$(ns org-b-proj)"
 A="$(ns org-a-proj)"
-for i in $(seq 0 5); do pod "b-$i" "$B" 'nvidia.com/GH100_H200_SXM_141GB: "1"' org=b; done | k apply -f - >/dev/null ||
-  fatal "creating org B's pods"
+b_pod() { pod "b-$1" "$B" "nvidia.com/GH100_H200_SXM_141GB: \"${2:-1}\"" org=b; }
+a_pod() { pod "a-$1" "$A" "nvidia.com/GH100_H200_SXM_141GB: \"${2:-1}\"" org=a; }
+extender_sees "both nodes, class $C and namespace $B" "$(b_pod 0)" "$ID-h200-0" "$ID-h200-1"
+extender_sees "namespace $A" "$(a_pod 0)" "$ID-h200-0" "$ID-h200-1"
+# The extender reads the record (the ledger folder every second, or the
+# ConfigMap): no filter answer of one pod shows it while all 8 units are free
+# (each node's 4 fit before the pool's 4 left run out), but scoring does:
+# breaking into an empty node costs a pod more when another organization's
+# reservation is idle. So org B's pod asking 2 scores below org A's.
+reservation_seen() {
+  extender_reach || return 1
+  local a b
+  a="$(extender_ask prioritize "$(a_pod 0 2)" "$ID-h200-0" | awk '{print $2}')"
+  b="$(extender_ask prioritize "$(b_pod 0 2)" "$ID-h200-0" | awk '{print $2}')"
+  EXT_ANSWER="org A's pod scores '$a', org B's '$b' on h200-0"
+  [[ -n "$a" && -n "$b" ]] && ((b < a))
+}
+t0=$SECONDS
+wait_until 30 reservation_seen || fatal "the extender did not see org A's reservation within 30 s: $EXT_ANSWER"
+say "the extender sees org A's idle reservation ($((SECONDS - t0)) s: $EXT_ANSWER)"
+for i in $(seq 0 5); do b_pod "$i"; done | k apply -f - >/dev/null || fatal "creating org B's pods"
 wait_settled "$B" org=b 6
 check_eq "org B gets only the unreserved units" 4 "$(count_bound "$B" org=b)"
 p="$(first_pending "$B" org=b)"
@@ -143,8 +161,7 @@ check_has "pending org B pod is Unschedulable" "Unschedulable:" "$msg"
 check_has "reason: idle reservation of another organization" \
   "pool $C has 0 unit(s) left after idle reservations of other organizations; pod needs 1" "$msg"
 
-for i in $(seq 0 3); do pod "a-$i" "$A" 'nvidia.com/GH100_H200_SXM_141GB: "1"' org=a; done | k apply -f - >/dev/null ||
-  fatal "creating org A's pods"
+for i in $(seq 0 3); do a_pod "$i"; done | k apply -f - >/dev/null || fatal "creating org A's pods"
 wait_settled "$A" org=a 4
 check_eq "org A uses its reservation" 4 "$(count_bound "$A" org=a)"
 check_eq "org B still has only 4" 4 "$(count_bound "$B" org=b)"

@@ -8,11 +8,12 @@ nodes a100- 1 --mode vm-vgpu --resource nvidia.com/A100-10C=8 \
   --vgpu-type nvidia.com/A100-10C --vgpu-parents 2 --vgpu-total 4 --vgpu-created 1 --vgpu-available 1
 namespace team
 N="$(ns team)"
-settle
-pod big "$N" 'nvidia.com/A100-10C: "6"' kind=big | k apply -f - >/dev/null || fatal "creating pod big"
+big="$(pod big "$N" 'nvidia.com/A100-10C: "6"' kind=big)"
+extender_sees "node a100-0's vGPU inventory, class $(cls a100) and namespace $N" "$big" \
+  "$ID-a100-0~with 4 of 4 nvidia.com/A100-10C free (0 held by GPUDevices); pod needs 6"
+k apply -f - >/dev/null <<<"$big" || fatal "creating pod big"
 wait_until 60 has_failed_event "$N" big || fail "no FailedScheduling event for pod big"
-sleep 3
-check_eq "over-capacity pod stays unbound" "" "$(pod_node "$N" big)"
+stays_for 3 "over-capacity pod stays unbound" pod_unbound "$N" big
 check_eq "over-capacity pod stays Pending" Pending "$(pod_phase "$N" big)"
 ev="$(failed_events "$N" big)"
 say "FailedScheduling: $(head -n 1 <<<"$ev")"

@@ -37,7 +37,10 @@ check_eq "with the binder's finalizer" "gpu.tally.dev/release" \
   "$(k get gpudevice -n "$N" held -o jsonpath='{.metadata.finalizers[0]}')"
 check_eq "condition Bound=True, reason Placed" "True Placed" \
   "$(k get gpudevice -n "$N" held -o jsonpath='{.status.conditions[?(@.type=="Bound")].status} {.status.conditions[?(@.type=="Bound")].reason}')"
-settle
+extender_sees "node h200-0, class $(cls h200) and namespace $N" \
+  "$(pod raw-0 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=raw)" "$ID-h200-0"
+extender_sees "GPUDevice held bound with 3 units" "$(pod raw-3 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "2"' kind=raw)" \
+  "$ID-h200-0~with 1 of 4 nvidia.com/GH100_H200_SXM_141GB free (3 held by GPUDevices); pod needs 2"
 
 for i in 0 1 2; do pod "raw-$i" "$N" 'nvidia.com/GH100_H200_SXM_141GB: "1"' kind=raw; done | k apply -f - >/dev/null ||
   fatal "creating the pods"
