@@ -11,10 +11,6 @@
 namespace tally::cli {
 namespace {
 
-std::int64_t inDevices(const model::Term& term, const model::PoolInvariant& inv) {
-  return inv.unitsPerDevice > 0 ? term.units / inv.unitsPerDevice : term.units;
-}
-
 void writeTerm(JsonWriter& json, std::string_view name, const model::Term& term) {
   json.key(name).beginObject().field("units", term.units);
   json.key("sources").beginArray();
@@ -28,17 +24,18 @@ void writeTerm(JsonWriter& json, std::string_view name, const model::Term& term)
 
 void writePool(JsonWriter& json, const model::PoolReport& pool) {
   const model::PoolInvariant& inv = pool.invariant;
+  const model::PoolFigures figures = model::poolFigures(inv);  // as the GPUDeviceClass status shows them
   json.beginObject()
       .field("pool", std::string_view(pool.pool))
       .field("quotaUnit", std::string_view(inv.quotaUnit))
-      .field("healthySchedulableDevices", inv.healthySchedulableDevices)
-      .field("healthySchedulableUnits", inv.healthy.units)
-      .field("reservedDevices", inDevices(inv.reserved, inv))
-      .field("reservedUnits", inv.reserved.units)
-      .field("nonReservedHardQuota", inv.nonReservedHard.units)
-      .field("spareDevices", inDevices(inv.spare, inv))
-      .field("spareUnits", inv.spare.units)
-      .field("headroom", inv.headroom)
+      .field("healthySchedulableDevices", figures.healthySchedulableDevices)
+      .field("healthySchedulableUnits", figures.healthySchedulableUnits)
+      .field("reservedDevices", figures.reservedDevices)
+      .field("reservedUnits", figures.reservedUnits)
+      .field("nonReservedHardQuota", figures.nonReservedHardQuota)
+      .field("spareDevices", figures.spareDevices)
+      .field("spareUnits", figures.spareUnits)
+      .field("headroom", figures.headroom)
       .field("invariantHolds", inv.holds());
   json.key("findings").beginArray();
   for (const auto& finding : pool.findings) {
@@ -111,10 +108,11 @@ std::string reportTable(const model::Report& report) {
       {"POOL", "HEALTHY", "UNITS", "RESERVED", "HARD-QUOTA", "SPARE", "HEADROOM", "INVARIANT", "GATE"}};
   for (const auto& pool : report.pools) {
     const model::PoolInvariant& inv = pool.invariant;
-    pools.push_back({pool.pool, std::to_string(inv.healthySchedulableDevices), std::to_string(inv.healthy.units),
-                     std::to_string(inDevices(inv.reserved, inv)), std::to_string(inv.nonReservedHard.units),
-                     std::to_string(inDevices(inv.spare, inv)), std::to_string(inv.headroom),
-                     inv.holds() ? "holds" : "BROKEN", pool.gate.open ? "open" : "closed"});
+    const model::PoolFigures f = model::poolFigures(inv);
+    pools.push_back({pool.pool, std::to_string(f.healthySchedulableDevices), std::to_string(f.healthySchedulableUnits),
+                     std::to_string(f.reservedDevices), std::to_string(f.nonReservedHardQuota),
+                     std::to_string(f.spareDevices), std::to_string(f.headroom), inv.holds() ? "holds" : "BROKEN",
+                     pool.gate.open ? "open" : "closed"});
   }
   std::ostringstream out;
   out << renderTable(pools);

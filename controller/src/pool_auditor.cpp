@@ -69,30 +69,23 @@ bool PoolStatus::sameAs(const PoolStatus& other) const {
   return a == b;
 }
 
-std::string gateReason(const model::GateState& gate) {
-  if (gate.open) return "Open";
-  if (gate.paused) return "Paused";
-  if (!gate.transaction.empty()) return "TransactionInFlight";
-  if (gate.reason.starts_with("findings cleared")) return "AwaitingAcknowledgement";
-  if (gate.converging) return "Converging";
-  return "AuditFailed";
-}
+std::string gateReason(const model::GateState& gate) { return std::string(model::toString(gate.why)); }
 
 PoolStatus desiredStatus(const PoolAudit& audit, const model::DeviceClass& pool, const PoolStatus* current,
                          std::string_view now) {
   const model::PoolInvariant& inv = audit.invariant;
-  const std::int64_t perDevice = std::max<std::int64_t>(1, inv.unitsPerDevice);
+  const model::PoolFigures figures = model::poolFigures(inv);
   PoolStatus s;
   s.nodeMode = std::string(model::toString(pool.nodeMode));
   s.quotaUnit = inv.quotaUnit;
-  s.healthySchedulableDevices = std::max<std::int64_t>(0, inv.healthySchedulableDevices);
-  s.healthySchedulableUnits = std::max<std::int64_t>(0, inv.healthy.units);
-  s.reservedDevices = std::max<std::int64_t>(0, inv.reserved.units / perDevice);
-  s.reservedUnits = std::max<std::int64_t>(0, inv.reserved.units);
-  s.nonReservedHardQuota = std::max<std::int64_t>(0, inv.nonReservedHard.units);
-  s.spareDevices = std::max<std::int64_t>(0, inv.spare.units / perDevice);
-  s.spareUnits = std::max<std::int64_t>(0, inv.spare.units);
-  s.headroom = inv.headroom;
+  s.healthySchedulableDevices = figures.healthySchedulableDevices;
+  s.healthySchedulableUnits = figures.healthySchedulableUnits;
+  s.reservedDevices = figures.reservedDevices;
+  s.reservedUnits = figures.reservedUnits;
+  s.nonReservedHardQuota = figures.nonReservedHardQuota;
+  s.spareDevices = figures.spareDevices;
+  s.spareUnits = figures.spareUnits;
+  s.headroom = figures.headroom;
   s.inFlightTransaction = audit.gate.transaction;
   s.gateFailureId = audit.gate.open ? std::string() : audit.gate.failureId;
   s.lastAuditTime = std::string(now);

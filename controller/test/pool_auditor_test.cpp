@@ -238,9 +238,11 @@ TEST(PoolStatusTest, EventsOnTheFirstAuditAndOnAnInvariantChange) {
 }
 
 TEST(PoolStatusTest, ATransactionInFlightAndAPauseNameTheirReason) {
-  model::GateState transaction{false, "", "gpu-res-9", false, "reservation gpu-res-9 is pending"};
+  // The condition's reason is the model's (model::GateReason), whatever the message says.
+  model::GateState transaction{
+      false, "", "gpu-res-9", false, "findings cleared, and more", model::GateReason::TransactionInFlight};
   EXPECT_EQ(gateReason(transaction), "TransactionInFlight");
-  model::GateState paused{false, "", "", true, "paused"};
+  model::GateState paused{false, "", "", true, "paused", model::GateReason::Paused};
   EXPECT_EQ(gateReason(paused), "Paused");
   EXPECT_EQ(gateReason(model::GateState{}), "Open");
   model::Cluster quiet = twoNodes();

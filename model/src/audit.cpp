@@ -570,6 +570,7 @@ GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const st
   if (!failing.empty()) {
     gate.open = false;
     gate.failureId = failureId(pool, findings, cluster.now);
+    gate.why = GateReason::AuditFailed;
     gate.reason = fmt::format("{} failing finding(s), first: {}: {}", failing.size(), toString(failing.front()->code),
                               failing.front()->message);
     return gate;
@@ -592,6 +593,7 @@ GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const st
                             : products.empty()               ? "product"
                             : sres.empty()                   ? "sre"
                                                              : "product and sre by two different identities";
+      gate.why = GateReason::AwaitingAcknowledgement;
       gate.reason =
           fmt::format("findings cleared; failure {} awaits acknowledgement by {}", pool.gateFailureId, missing);
       return gate;
@@ -601,6 +603,7 @@ GateState evaluateGate(const Cluster& cluster, const DeviceClass& pool, const st
   if (!converging.empty()) {
     gate.open = false;
     gate.converging = true;
+    gate.why = GateReason::Converging;
     gate.reason = fmt::format("{} finding(s) still converging, first: {}: {}", converging.size(),
                               toString(converging.front()->code), converging.front()->message);
     return gate;
@@ -616,6 +619,7 @@ std::optional<GateState> closedBySpec(const Cluster& cluster, const DeviceClass&
   gate.open = false;
   if (pool.creationPaused) {
     gate.paused = true;
+    gate.why = GateReason::Paused;
     gate.reason = fmt::format("creation in pool {} is paused by the operator (spec.creationPaused)", pool.name);
     return gate;
   }
@@ -623,6 +627,7 @@ std::optional<GateState> closedBySpec(const Cluster& cluster, const DeviceClass&
   for (const auto& r : cluster.ledger.records) {
     if (r.profileId != pool.name || !inFlight(r.state)) continue;
     gate.transaction = r.id;
+    gate.why = GateReason::TransactionInFlight;
     gate.reason = fmt::format(
         "reservation {} of organization {} is {} in pool {}: creation stays closed until the "
         "transaction ends",
@@ -630,6 +635,19 @@ std::optional<GateState> closedBySpec(const Cluster& cluster, const DeviceClass&
     return gate;
   }
   return std::nullopt;
+}
+
+std::string_view toString(GateReason reason) {
+  switch (reason) {
+    case GateReason::Open: return "Open";
+    case GateReason::AuditFailed: return "AuditFailed";
+    case GateReason::AwaitingAcknowledgement: return "AwaitingAcknowledgement";
+    case GateReason::Converging: return "Converging";
+    case GateReason::Paused: return "Paused";
+    case GateReason::TransactionInFlight: return "TransactionInFlight";
+    case GateReason::NotAudited: return "NotAudited";
+  }
+  return "Unknown";
 }
 
 std::string_view toString(GateSource source) { return source == GateSource::Published ? "published" : "evaluated"; }
@@ -649,13 +667,20 @@ GateState gateFrom(const Cluster& cluster, const DeviceClass& pool, GateSource s
   if (!pool.gateDecided) {
     gate.open = false;
     gate.undecided = true;
+    gate.why = GateReason::NotAudited;
     gate.reason = notAuditedMessage(pool);
     return gate;
   }
   gate.open = pool.gateOpen;
   gate.failureId = pool.gateFailureId;
   gate.reason = pool.gateReason;
-  if (!gate.open) return gate;
+  // A published closed gate names its failure (AuditFailed, or awaiting its
+  // acknowledgement) or is closed by the spec, which closedBySpec tells again.
+  gate.why = gate.open ? GateReason::Open : GateReason::AuditFailed;
+  if (!gate.open) {
+    if (auto closed = closedBySpec(cluster, pool); closed && gate.failureId.empty()) gate.why = closed->why;
+    return gate;
+  }
   if (auto closed = closedBySpec(cluster, pool)) gate = std::move(*closed);
   return gate;
 }

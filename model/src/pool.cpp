@@ -42,6 +42,21 @@ std::string PoolInvariant::equation() const {
   return text;
 }
 
+PoolFigures poolFigures(const PoolInvariant& inv) {
+  const std::int64_t perDevice = std::max<std::int64_t>(1, inv.unitsPerDevice);
+  auto count = [](std::int64_t n) { return std::max<std::int64_t>(0, n); };
+  PoolFigures f;
+  f.healthySchedulableDevices = count(inv.healthySchedulableDevices);
+  f.healthySchedulableUnits = count(inv.healthy.units);
+  f.reservedDevices = count(inv.reserved.units / perDevice);
+  f.reservedUnits = count(inv.reserved.units);
+  f.nonReservedHardQuota = count(inv.nonReservedHard.units);
+  f.spareDevices = count(inv.spare.units / perDevice);
+  f.spareUnits = count(inv.spare.units);
+  f.headroom = inv.headroom;
+  return f;
+}
+
 bool grantsInPool(const Cluster& cluster, const Organization& org, const DeviceClass& pool) {
   for (const auto& a : org.addons) {
     if (a.quantity == 0) continue;

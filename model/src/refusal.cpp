@@ -2,7 +2,9 @@
 
 namespace tally::model {
 
-std::string_view toString(Code code) {
+namespace {
+
+constexpr std::string_view nameOf(Code code) {
   switch (code) {
     case Code::NodeNotReady: return "NodeNotReady";
     case Code::NodeCordoned: return "NodeCordoned";
@@ -45,8 +47,25 @@ std::string_view toString(Code code) {
     case Code::RecordForbiddenContent: return "RecordForbiddenContent";
     case Code::RecordTransition: return "RecordTransition";
     case Code::RecordDuplicate: return "RecordDuplicate";
+    case Code::kCount: break;
   }
-  return "Unknown";
+  return {};
+}
+
+// Every code below kCount has its name (a code added without one fails here).
+constexpr bool everyCodeNamed() {
+  for (std::size_t c = 0; c < kCodeCount; ++c) {
+    if (nameOf(static_cast<Code>(c)).empty()) return false;
+  }
+  return true;
+}
+static_assert(everyCodeNamed(), "a model::Code has no name in nameOf");
+
+}  // namespace
+
+std::string_view toString(Code code) {
+  const std::string_view name = nameOf(code);
+  return name.empty() ? "Unknown" : name;
 }
 
 std::string Decision::summary() const {

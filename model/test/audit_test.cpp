@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "fixtures.hpp"
 #include "tally/model/audit.hpp"
 #include "tally/model/report.hpp"
@@ -54,6 +56,7 @@ TEST_F(AuditedPool, AFreshStatusDisagreementClosesTheGateUntilItConverges) {
   GateState gate = evaluateGate(c, c.classes.at("h200"), findings);
   EXPECT_FALSE(gate.open);
   EXPECT_TRUE(gate.converging);
+  EXPECT_EQ(gate.why, GateReason::Converging);
   EXPECT_TRUE(gate.failureId.empty()) << "converging is no failure";
   EXPECT_FALSE(gate.failed());
 
@@ -73,6 +76,7 @@ TEST_F(AuditedPool, AStatusDisagreementThatOutlastsTheBoundIsAFailure) {
   EXPECT_TRUE(std::none_of(findings.begin(), findings.end(), [](const Finding& f) { return f.converging; }));
   GateState gate = evaluateGate(c, c.classes.at("h200"), findings);
   EXPECT_TRUE(gate.failed());
+  EXPECT_EQ(gate.why, GateReason::AuditFailed);
   EXPECT_FALSE(gate.failureId.empty());
 
   firstSeen.clear();
@@ -195,6 +199,10 @@ TEST_F(AuditedPool, ActiveRecordAboveHrqHardFails) {
 TEST_F(AuditedPool, MoreThanOneTransactionInFlightFails) {
   c.ledger.records.push_back(record("gpu-res-2", "beta", "h200", 1, ReservationState::Pending));
   EXPECT_FALSE(has(FindingCode::MultipleTransactions));
+  const GateState frozen = evaluateGate(c, c.classes.at("h200"), auditPool(c, c.classes.at("h200")));
+  EXPECT_FALSE(frozen.open);
+  EXPECT_EQ(frozen.why, GateReason::TransactionInFlight);
+  EXPECT_EQ(frozen.transaction, "gpu-res-2");
   c.ledger.records.push_back(record("gpu-res-3", "gamma", "h200", 1, ReservationState::Releasing));
   EXPECT_TRUE(has(FindingCode::MultipleTransactions));
 }
@@ -346,6 +354,8 @@ TEST(Gate, StaysClosedAfterFindingsClearUntilProductAndSreAcknowledge) {
   cls.gateOpen = false;
   cls.gateFailureId = "h200-1000";
   EXPECT_FALSE(evaluateGate(c, cls, {}).open);
+  // Told by the reason, not by the wording of its message.
+  EXPECT_EQ(evaluateGate(c, cls, {}).why, GateReason::AwaitingAcknowledgement);
   cls.acknowledgements.push_back({"h200-1000", "product", "pat"});
   EXPECT_FALSE(evaluateGate(c, cls, {}).open);
   cls.acknowledgements.push_back({"h200-1000", "sre", "pat"});  // same person twice
@@ -354,6 +364,30 @@ TEST(Gate, StaysClosedAfterFindingsClearUntilProductAndSreAcknowledge) {
   EXPECT_FALSE(evaluateGate(c, cls, {}).open);
   cls.acknowledgements.push_back({"h200-1000", "sre", "sam"});
   EXPECT_TRUE(evaluateGate(c, cls, {}).open);
+  EXPECT_EQ(evaluateGate(c, cls, {}).why, GateReason::Open);
+  cls.creationPaused = true;
+  EXPECT_EQ(evaluateGate(c, cls, {}).why, GateReason::Paused);
+}
+
+TEST(Gate, EveryReasonHasItsConditionWord) {
+  EXPECT_EQ(toString(GateReason::Open), "Open");
+  EXPECT_EQ(toString(GateReason::AuditFailed), "AuditFailed");
+  EXPECT_EQ(toString(GateReason::AwaitingAcknowledgement), "AwaitingAcknowledgement");
+  EXPECT_EQ(toString(GateReason::Converging), "Converging");
+  EXPECT_EQ(toString(GateReason::Paused), "Paused");
+  EXPECT_EQ(toString(GateReason::TransactionInFlight), "TransactionInFlight");
+  EXPECT_EQ(toString(GateReason::NotAudited), "NotAudited");
+}
+
+TEST(Codes, EveryCodeBelowTheCountHasItsOwnNameAndNoneLiesPastIt) {
+  std::set<std::string_view> names;
+  for (std::size_t c = 0; c < kCodeCount; ++c) {
+    const std::string_view name = toString(static_cast<Code>(c));
+    EXPECT_NE(name, "Unknown") << "code " << c;
+    EXPECT_TRUE(names.insert(name).second) << name << " names two codes";
+  }
+  EXPECT_EQ(toString(Code::kCount), "Unknown");
+  EXPECT_EQ(toString(Code::RecordDuplicate), "RecordDuplicate");
 }
 
 TEST(Gate, AnyProductIdentityPairsWithAnyDifferentSreIdentity) {

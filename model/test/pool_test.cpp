@@ -166,5 +166,29 @@ TEST_F(H200Pool, PlanModeTransitionIsRefusedWhenItBreaksThePoolItLeaves) {
   EXPECT_TRUE(plan(c, NodeModeChange{"gpu-2", NodeMode::VmPassthrough}).decision.allowed());
 }
 
+// One figure set for every dashboard: whole devices rounded down, a count
+// below zero shown as 0, headroom with its sign.
+TEST(PoolFigures, DevicesAreWholeCountsNeverNegativeAndHeadroomKeepsItsSign) {
+  PoolInvariant inv;
+  inv.unitsPerDevice = 2;
+  inv.healthySchedulableDevices = 3;
+  inv.healthy.units = 6;
+  inv.reserved.units = 5;
+  inv.nonReservedHard.units = -3;
+  inv.spare.units = 2;
+  inv.headroom = -4;
+  const PoolFigures f = poolFigures(inv);
+  EXPECT_EQ(f.healthySchedulableDevices, 3);
+  EXPECT_EQ(f.healthySchedulableUnits, 6);
+  EXPECT_EQ(f.reservedDevices, 2);
+  EXPECT_EQ(f.reservedUnits, 5);
+  EXPECT_EQ(f.nonReservedHardQuota, 0);
+  EXPECT_EQ(f.spareDevices, 1);
+  EXPECT_EQ(f.spareUnits, 2);
+  EXPECT_EQ(f.headroom, -4);
+  inv.unitsPerDevice = 0;  // never divides by zero
+  EXPECT_EQ(poolFigures(inv).reservedDevices, 5);
+}
+
 }  // namespace
 }  // namespace tally::model

@@ -15,12 +15,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <atomic>
 #include <thread>
 
 #include "harness.hpp"

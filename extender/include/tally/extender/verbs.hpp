@@ -17,9 +17,8 @@ namespace tally::extender {
 
 enum class FilterResultKind { Pass, Failed, Unresolvable, Error };
 inline constexpr std::size_t kFilterResultKinds = 4;
-// Codes the filter counts: every model::Code, up to its last member,
-// RecordDuplicate (the metrics test fails when a Code is added past it).
-inline constexpr std::size_t kCodeCount = static_cast<std::size_t>(model::Code::RecordDuplicate) + 1;
+// Codes the filter counts: every model::Code (model::Code::kCount of them).
+using model::kCodeCount;
 
 // Per-request decision counts by result and the model's reason code (none for a
 // pass, an unknown node or an error); the caller turns them into metrics.

@@ -3,6 +3,7 @@
 // admits or schedules a NEW GPU workload or device order there.
 
 #include <string>
+#include <string_view>
 
 namespace tally::model {
 
@@ -19,6 +20,20 @@ enum class GateSource {
   Evaluated,
 };
 
+// Why a gate stands as it does, for a condition's reason or a metric (the
+// message says it to a person in `GateState::reason`).
+enum class GateReason {
+  Open,                     // audit clean (or a cleared failure acknowledged)
+  AuditFailed,              // failing findings
+  AwaitingAcknowledgement,  // findings cleared, the failure not acknowledged by product and sre
+  Converging,               // only convergent findings younger than their bound
+  Paused,                   // spec.creationPaused
+  TransactionInFlight,      // a reservation record pending or releasing in the pool
+  NotAudited,               // no decision published yet (GateSource::Published)
+};
+// The reason as a CamelCase word ("AwaitingAcknowledgement").
+std::string_view toString(GateReason reason);
+
 struct GateState {
   bool open = true;
   // The failure that closed it, kept until acknowledged; empty when the gate is
@@ -27,6 +42,7 @@ struct GateState {
   std::string transaction;  // the in-flight record (pending or releasing) freezing creation
   bool paused = false;      // spec.creationPaused
   std::string reason;
+  GateReason why = GateReason::Open;
   bool converging = false;  // closed only while convergent findings are younger than their bound
   bool undecided = false;   // closed because no auditor has published a decision (GateSource::Published)
   // Closed by a failed audit: new grants (add-on increases) are refused too.

@@ -52,6 +52,22 @@ struct PoolInvariant {
   friend bool operator==(const PoolInvariant&, const PoolInvariant&) = default;
 };
 
+// The invariant's figures as a pool's dashboard shows them (the
+// GPUDeviceClass status the auditor writes, tallyctl report): devices are
+// whole devices (units / unitsPerDevice, rounded down), and a count that
+// came out below zero (an HRQ hard below its reservation grant, say) is
+// shown as 0. Headroom keeps its sign: a negative headroom is the broken
+// invariant the dashboard exists to show.
+struct PoolFigures {
+  std::int64_t healthySchedulableDevices = 0, healthySchedulableUnits = 0;
+  std::int64_t reservedDevices = 0, reservedUnits = 0;
+  std::int64_t nonReservedHardQuota = 0;  // in the pool's quota unit
+  std::int64_t spareDevices = 0, spareUnits = 0;
+  std::int64_t headroom = 0;
+  friend bool operator==(const PoolFigures&, const PoolFigures&) = default;
+};
+PoolFigures poolFigures(const PoolInvariant& invariant);
+
 // Operator spare in devices: 0 for an empty pool (nothing to keep spare, so a
 // sequential node can leave a pool nobody holds); else operatorSpareDevices when
 // >= 1; otherwise 1, and 0 only for a one-device pool with singleDevicePilotApproved.

@@ -2,6 +2,7 @@
 // Decisions carry a machine code and a message a person can act on: the object,
 // the quantity and the limit.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,8 +54,12 @@ enum class Code {
   RecordForbiddenContent,
   RecordTransition,
   RecordDuplicate,
+  kCount,  // not a code: how many there are (stays last)
 };
 
+inline constexpr std::size_t kCodeCount = static_cast<std::size_t>(Code::kCount);
+
+// The code's name as the doors and metrics write it; "Unknown" past the last code.
 std::string_view toString(Code code);
 
 struct Refusal {
