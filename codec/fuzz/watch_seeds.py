@@ -7,8 +7,9 @@
                           and LIST bodies of the built-in kinds
 
 Each seed's first byte is the fuzz targets' piece selector (the watch stream
-arrives in pieces of 1 + byte % 64 * 37 bytes); the rest is what the API
-server sends. The objects are those of codec/fuzz/corpus (and the ledger
+arrives in pieces of 1 + byte % 64 * 37 bytes); a JSON seed's second byte is
+the kind (its index in state::kKinds, model::Kind's order); the rest is what
+the API server sends. The objects are those of codec/fuzz/corpus (and the ledger
 ConfigMap of ledger-corpus); the protobuf messages are encoded by protoc from
 runtime/proto, the reference for the wire format the decoders read, and framed
 as a real API server frames them (a 4-byte big-endian length, WatchEvent,
@@ -41,9 +42,15 @@ def with_rv(obj, rv, **labels):
     return out
 
 
-def write(directory, name, piece, body):
+def write(directory, name, piece, body, kind=None):
     directory.mkdir(exist_ok=True)
-    (directory / name).write_bytes(bytes([piece]) + body)
+    (directory / name).write_bytes(bytes([piece] + ([] if kind is None else [KIND_INDEX[kind]])) + body)
+
+
+# model::Kind's order (state::kKinds): the JSON target's second byte.
+KIND_INDEX = {k: i for i, k in enumerate(
+    ["Node", "Pod", "Namespace", "HierarchicalResourceQuota", "ResourceQuota", "DeviceClass", "GpuDevice",
+     "VirtualMachineInstance", "Organization", "BillingPlans", "KubeVirt", "Ledger"])}
 
 
 GONE = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
@@ -54,22 +61,23 @@ def json_seeds():
     out = HERE / "watch-json-corpus"
     ledger = json.loads((HERE / "ledger-corpus" / "configmap.json").read_text())
     kinds = {
-        "node": (items("node.json")[0], "NodeList"),
-        "node-inventory": (items("nodeinventory.json")[0], "NodeList"),
-        "pod": (items("pod.json")[0], "PodList"),
-        "pod-init": (items("podinit.json")[0], "PodList"),
-        "namespace": (items("namespace.json")[0], "NamespaceList"),
-        "hrq": (items("hierarchicalresourcequota.json")[0], "HierarchicalResourceQuotaList"),
-        "resourcequota": (items("resourcequota.json")[0], "ResourceQuotaList"),
-        "gpudeviceclass": (items("gpudeviceclass.json")[0], "GPUDeviceClassList"),
-        "gpudevice": (items("gpudevice.json")[0], "GPUDeviceList"),
-        "vmi": (items("virtualmachineinstance.json")[0], "VirtualMachineInstanceList"),
-        "organization": (items("organization.json")[0], "OrganizationList"),
-        "billing-plans": (items("configmap.json")[0], "ConfigMapList"),
-        "kubevirt": (items("kubevirt.json")[0], "KubeVirtList"),
-        "ledger": (ledger, "ConfigMapList"),
+        "node": (items("node.json")[0], "NodeList", "Node"),
+        "node-inventory": (items("nodeinventory.json")[0], "NodeList", "Node"),
+        "pod": (items("pod.json")[0], "PodList", "Pod"),
+        "pod-init": (items("podinit.json")[0], "PodList", "Pod"),
+        "namespace": (items("namespace.json")[0], "NamespaceList", "Namespace"),
+        "hrq": (items("hierarchicalresourcequota.json")[0], "HierarchicalResourceQuotaList",
+                "HierarchicalResourceQuota"),
+        "resourcequota": (items("resourcequota.json")[0], "ResourceQuotaList", "ResourceQuota"),
+        "gpudeviceclass": (items("gpudeviceclass.json")[0], "GPUDeviceClassList", "DeviceClass"),
+        "gpudevice": (items("gpudevice.json")[0], "GPUDeviceList", "GpuDevice"),
+        "vmi": (items("virtualmachineinstance.json")[0], "VirtualMachineInstanceList", "VirtualMachineInstance"),
+        "organization": (items("organization.json")[0], "OrganizationList", "Organization"),
+        "billing-plans": (items("configmap.json")[0], "ConfigMapList", "BillingPlans"),
+        "kubevirt": (items("kubevirt.json")[0], "KubeVirtList", "KubeVirt"),
+        "ledger": (ledger, "ConfigMapList", "Ledger"),
     }
-    for n, (name, (obj, list_kind)) in enumerate(sorted(kinds.items())):
+    for n, (name, (obj, list_kind, kind)) in enumerate(sorted(kinds.items())):
         # A watch from a resourceVersion: the object added, changed, a
         # bookmark, the object deleted; the first one's watch then expires.
         events = [
@@ -84,17 +92,17 @@ def json_seeds():
             events.append({"type": "ERROR", "object": GONE})
         # Pieces of 1, 38, 186 and 2332 bytes, in turn.
         piece = [0, 1, 5, 63][n % 4]
-        write(out, f"{name}-watch.jsonl", piece, "".join(compact(e) + "\n" for e in events).encode())
+        write(out, f"{name}-watch.jsonl", piece, "".join(compact(e) + "\n" for e in events).encode(), kind)
         page = {"kind": list_kind, "apiVersion": obj.get("apiVersion", "v1"),
                 "metadata": {"resourceVersion": "200", "continue": "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MjAwfQ"},
                 "items": [with_rv(obj, 199)]}
-        write(out, f"{name}-list.json", 63, compact(page).encode())
+        write(out, f"{name}-list.json", 63, compact(page).encode(), kind)
     # The object before its type (the decoder defers it), and an empty LIST.
     pod = items("pod.json")[0]
     write(out, "pod-object-first.jsonl", 1,
-          (compact({"object": with_rv(pod, 301), "type": "ADDED"}) + "\n").encode())
+          (compact({"object": with_rv(pod, 301), "type": "ADDED"}) + "\n").encode(), "Pod")
     write(out, "empty-list.json", 63, b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7"},'
-                                      b'"items":null}')
+                                      b'"items":null}', "Pod")
 
 
 # -- protobuf -----------------------------------------------------------------
