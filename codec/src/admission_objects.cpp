@@ -221,9 +221,16 @@ std::optional<std::string> rawMember(const simdjson::padded_string& json, std::s
   simdjson::ondemand::value value;
   if (object.find_field_unordered(member).get(value)) return std::nullopt;
   std::string_view raw;
-  simdjson::ondemand::object inner;
-  if (value.get_object().get(inner) == simdjson::SUCCESS) {
-    if (inner.raw_json().get(raw)) return std::nullopt;
+  // An object or an array whole (raw_json_token() would give its first
+  // character only: two different arrays would compare equal).
+  simdjson::ondemand::json_type type;
+  if (value.type().get(type)) return std::nullopt;
+  if (type == simdjson::ondemand::json_type::object) {
+    simdjson::ondemand::object inner;
+    if (value.get_object().get(inner) || inner.raw_json().get(raw)) return std::nullopt;
+  } else if (type == simdjson::ondemand::json_type::array) {
+    simdjson::ondemand::array inner;
+    if (value.get_array().get(inner) || inner.raw_json().get(raw)) return std::nullopt;
   } else {
     raw = value.raw_json_token();
   }

@@ -179,6 +179,11 @@ TEST(Usage, AHeldDeviceAccruesCountTimesElapsedAcrossALeaderChangeAndTallyctlRea
   const std::string metrics = metricsOf(*second);
   EXPECT_NE(metrics.find("tally_controller_usage_flushes_total{result=\"ok\"}"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("tally_controller_usage_unit_seconds_total{class=\"h200\"}"), std::string::npos);
+  // /metrics asks for no credential (manifests/README.md, "Webhook callers"):
+  // no series names the tenant or carries a namespace.
+  for (const char* tenant : {"acme", "namespace=\""}) {
+    EXPECT_EQ(metrics.find(tenant), std::string::npos) << "a metric names " << tenant;
+  }
 }
 
 // Today's parts as the API server holds them, found by the day label.

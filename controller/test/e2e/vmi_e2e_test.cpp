@@ -891,6 +891,9 @@ TEST(VmDoor, TwentyVmisRaceForOneHeldDeviceTenTimesAndExactlyOneAttachesEachTime
   }
   std::printf("attach conflicts read again and decided again: %zu\n", conflicts);
   std::printf("creates that failed (the killed leader's connections), retried: %d\n", failedCreates);
+  // Only a call the killed leader held when it died may fail (the API server
+  // does not retry a POST whose connection broke): one per racing client.
+  EXPECT_LE(failedCreates, 20);
   // The race was spread over both replicas: each decided some reviews, and
   // they met on the device (a conflict read again and decided again).
   const auto after = service.connections();

@@ -532,7 +532,7 @@ TEST(ConflictHelper, ThreadsAndTwoProcessesIncrementOneCounterExactly) {
               const std::string* v = cur.metadata.annotation("tally.dev/counter");
               const int n = v ? std::stoi(*v) : 0;
               JsonPatch p;
-              p.replace("/metadata/annotations/" + JsonPatch::pointerToken("tally.dev/counter"),
+              p.replace(JsonPatch::pointer({"metadata", "annotations", "tally.dev/counter"}),
                         jsonString(std::to_string(n + 1)));
               return std::optional<JsonPatch>(std::move(p));
             },

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
           [](const MetaObject& cur) -> Result<std::optional<JsonPatch>> {
             const std::string* v = cur.metadata.annotation("tally.dev/counter");
             JsonPatch p;
-            p.replace("/metadata/annotations/" + JsonPatch::pointerToken("tally.dev/counter"),
+            p.replace(JsonPatch::pointer({"metadata", "annotations", "tally.dev/counter"}),
                       jsonString(std::to_string((v ? std::stoi(*v) : 0) + 1)));
             return std::optional<JsonPatch>(std::move(p));
           },

@@ -14,54 +14,10 @@
 #include <vector>
 
 #include "tally/runtime/client.hpp"
+#include "tally/runtime/json_patch.hpp"
 #include "tally/runtime/json_watch.hpp"
 
 namespace tally::runtime {
-
-class JsonPatch {
- public:
-  // `jsonValue` is raw JSON text (use jsonString() for strings).
-  JsonPatch& add(std::string_view path, std::string_view jsonValue) { return op("add", path, jsonValue); }
-  JsonPatch& replace(std::string_view path, std::string_view jsonValue) { return op("replace", path, jsonValue); }
-  JsonPatch& test(std::string_view path, std::string_view jsonValue) { return op("test", path, jsonValue); }
-  JsonPatch& remove(std::string_view path) {
-    ops_.push_back(R"({"op":"remove","path":)" + jsonString(path) + "}");
-    return *this;
-  }
-  bool empty() const { return ops_.empty(); }
-  std::string body(std::string_view pinnedResourceVersion = {}) const {
-    std::string out = "[";
-    if (!pinnedResourceVersion.empty()) {
-      out += R"({"op":"replace","path":"/metadata/resourceVersion","value":)" + jsonString(pinnedResourceVersion) + "}";
-    }
-    for (const auto& o : ops_) {
-      if (out.size() > 1) out += ",";
-      out += o;
-    }
-    return out + "]";
-  }
-  // Escapes a map key for a JSON Pointer ("a/b" -> "a~1b").
-  static std::string pointerToken(std::string_view key) {
-    std::string out;
-    for (char c : key) {
-      if (c == '~')
-        out += "~0";
-      else if (c == '/')
-        out += "~1";
-      else
-        out.push_back(c);
-    }
-    return out;
-  }
-
- private:
-  JsonPatch& op(const char* name, std::string_view path, std::string_view value) {
-    ops_.push_back(std::string(R"({"op":")") + name + R"(","path":)" + jsonString(path) + R"(,"value":)" +
-                   std::string(value) + "}");
-    return *this;
-  }
-  std::vector<std::string> ops_;
-};
 
 struct ConflictStats {
   int attempts = 0;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "tally/runtime/json_patch.hpp"
 #include "tally/runtime/result.hpp"
 
 namespace tally::runtime::admission {
@@ -83,34 +84,8 @@ struct DecodeOptions {
 // apiVersion or kind, JSON that is not an object.
 Result<AdmissionRequest> decodeAdmissionReview(std::string_view body, const DecodeOptions& options = {});
 
-// RFC 6902 JSON Patch, built op by op. Values are raw JSON (jsonString()
-// for a string); paths are JSON Pointers, made with pointer().
-class JsonPatch {
- public:
-  enum class Op { kAdd, kReplace, kRemove, kTest };
-  struct Operation {
-    Op op;
-    std::string path;
-    std::string valueJson;  // empty for kRemove
-  };
-
-  JsonPatch& add(std::string path, std::string valueJson);
-  JsonPatch& replace(std::string path, std::string valueJson);
-  JsonPatch& remove(std::string path);
-  JsonPatch& test(std::string path, std::string valueJson);
-
-  // "/" + each token with '~' as "~0" and '/' as "~1": pointer({"metadata",
-  // "labels", "tally.dev/tenant"}) is "/metadata/labels/tally.dev~1tenant".
-  static std::string pointer(std::initializer_list<std::string_view> tokens);
-  static std::string escapeToken(std::string_view token);
-
-  bool empty() const { return ops_.empty(); }
-  const std::vector<Operation>& operations() const { return ops_; }
-  std::string toJson() const;
-
- private:
-  std::vector<Operation> ops_;
-};
+// The patch a mutating webhook answers (tally/runtime/json_patch.hpp).
+using runtime::JsonPatch;
 
 // What a webhook answers.
 struct AdmissionResponse {

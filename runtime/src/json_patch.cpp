@@ -1,0 +1,70 @@
+#include "tally/runtime/json_patch.hpp"
+
+#include "tally/common/json.hpp"
+
+namespace tally::runtime {
+
+JsonPatch& JsonPatch::add(std::string path, std::string valueJson) {
+  ops_.push_back({Op::kAdd, std::move(path), std::move(valueJson)});
+  return *this;
+}
+JsonPatch& JsonPatch::replace(std::string path, std::string valueJson) {
+  ops_.push_back({Op::kReplace, std::move(path), std::move(valueJson)});
+  return *this;
+}
+JsonPatch& JsonPatch::remove(std::string path) {
+  ops_.push_back({Op::kRemove, std::move(path), {}});
+  return *this;
+}
+JsonPatch& JsonPatch::test(std::string path, std::string valueJson) {
+  ops_.push_back({Op::kTest, std::move(path), std::move(valueJson)});
+  return *this;
+}
+
+std::string JsonPatch::escapeToken(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string JsonPatch::pointer(std::initializer_list<std::string_view> tokens) {
+  std::string out;
+  for (auto t : tokens) out.append("/").append(escapeToken(t));
+  return out;
+}
+
+namespace {
+
+void appendOperation(std::string& out, const JsonPatch::Operation& op) {
+  static constexpr std::string_view kNames[] = {"add", "replace", "remove", "test"};
+  if (out.size() > 1) out += ',';
+  out.append(R"({"op":")").append(kNames[static_cast<int>(op.op)]).append(R"(","path":)");
+  appendJsonString(out, op.path);
+  if (op.op != JsonPatch::Op::kRemove) out.append(R"(,"value":)").append(op.valueJson.empty() ? "null" : op.valueJson);
+  out += '}';
+}
+
+}  // namespace
+
+std::string JsonPatch::toJson() const { return body(); }
+
+std::string JsonPatch::body(std::string_view pinnedResourceVersion) const {
+  std::string out = "[";
+  if (!pinnedResourceVersion.empty()) {
+    appendOperation(out, {Op::kReplace, "/metadata/resourceVersion", jsonString(pinnedResourceVersion)});
+  }
+  for (const auto& op : ops_) appendOperation(out, op);
+  out += ']';
+  return out;
+}
+
+}  // namespace tally::runtime
