@@ -1,20 +1,18 @@
 #include "tally/controller/catalog_endpoint.hpp"
 
 #include <openssl/evp.h>
-#include <simdjson.h>
 
 #include <vector>
 
-#include "subject_access.hpp"
 #include "tally/codec/catalog_json.hpp"
 #include "tally/common/json.hpp"
 #include "tally/common/log.hpp"
 #include "tally/model/catalog.hpp"
+#include "tally/runtime/access_review.hpp"
 
 namespace tally::controller {
 namespace {
 
-namespace od = simdjson::ondemand;
 using runtime::http::Response;
 
 Response errorResponse(int status, std::string_view reason, const std::string& message) {
@@ -25,64 +23,6 @@ Response errorResponse(int status, std::string_view reason, const std::string& m
       .field("message", std::string_view(message))
       .endObject();
   return Response{status, json.str() + "\n", "application/json", {}};
-}
-
-// The authenticated user of a TokenReview's answer; `raw` keeps the JSON of
-// groups and extra so the SubjectAccessReview asks for exactly that user.
-struct User {
-  bool authenticated = false;
-  std::string name, uid, error;
-  std::vector<std::string> groups;
-  std::string extraJson;  // "{}" when none
-};
-
-std::string readString(od::object& object, std::string_view key) {
-  std::string_view v;
-  if (object.find_field_unordered(key).get_string().get(v) == simdjson::SUCCESS) return std::string(v);
-  return {};
-}
-
-User parseTokenReview(const std::string& body) {
-  User user;
-  simdjson::padded_string json(body);
-  od::parser parser;
-  od::document doc;
-  od::object root, status, u;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root) ||
-      root.find_field_unordered("status").get_object().get(status)) {
-    user.error = "the TokenReview answer cannot be read";
-    return user;
-  }
-  bool authenticated = false;
-  if (status.find_field_unordered("authenticated").get_bool().get(authenticated) != simdjson::SUCCESS) {
-    authenticated = false;
-  }
-  user.authenticated = authenticated;
-  if (!authenticated) {
-    if (status.reset().error() == simdjson::SUCCESS) user.error = readString(status, "error");
-    return user;
-  }
-  if (status.reset().error() || status.find_field_unordered("user").get_object().get(u)) {
-    user.authenticated = false;
-    user.error = "the TokenReview names no user";
-    return user;
-  }
-  user.name = readString(u, "username");
-  if (u.reset().error() == simdjson::SUCCESS) user.uid = readString(u, "uid");
-  od::array groups;
-  if (u.reset().error() == simdjson::SUCCESS && u.find_field_unordered("groups").get_array().get(groups) == 0) {
-    for (auto g : groups) {
-      std::string_view s;
-      if (g.get_string().get(s) == simdjson::SUCCESS) user.groups.emplace_back(s);
-    }
-  }
-  user.extraJson = "{}";
-  od::object extra;
-  if (u.reset().error() == simdjson::SUCCESS && u.find_field_unordered("extra").get_object().get(extra) == 0) {
-    std::string_view raw;
-    if (extra.raw_json().get(raw) == simdjson::SUCCESS) user.extraJson = std::string(raw);
-  }
-  return user;
 }
 
 std::string digest(std::string_view token, std::string_view ns) {
@@ -104,33 +44,23 @@ constexpr std::size_t kMaxCachedDecisions = 4096;
 
 Access KubernetesAccessReviewer::review(std::string_view token, std::string_view ns) {
   Access access;
-  JsonWriter tokenReview;
-  tokenReview.beginObject()
-      .field("apiVersion", "authentication.k8s.io/v1")
-      .field("kind", "TokenReview")
-      .key("spec")
-      .beginObject()
-      .field("token", token)
-      .endObject()
-      .endObject();
-  auto reviewed =
-      client_->create(runtime::Resource::of("authentication.k8s.io", "v1", "tokenreviews"), tokenReview.str());
-  if (!reviewed) {
-    access.message = "the token cannot be reviewed (TokenReview failed: " + reviewed.error().describe() + ")";
+  const runtime::TokenReviewAnswer reviewed = runtime::reviewToken(*client_, token);
+  if (reviewed.outcome == runtime::TokenReviewAnswer::Outcome::Failed) {
+    access.message = "the token cannot be reviewed (TokenReview failed: " + reviewed.detail + ")";
     return access;
   }
-  User user = parseTokenReview(*reviewed);
-  if (!user.authenticated) {
+  if (!reviewed.authenticated()) {
     access.verdict = Access::Verdict::Unauthenticated;
-    access.message = "the bearer token is not valid" + (user.error.empty() ? std::string() : ": " + user.error);
+    access.message =
+        "the bearer token is not valid" + (reviewed.detail.empty() ? std::string() : ": " + reviewed.detail);
     return access;
   }
+  const runtime::ReviewedUser& user = reviewed.user;
   access.user = user.name;
-  using Outcome = detail::AccessAnswer::Outcome;
-  detail::ResourceAccess what{std::string(ns), rule_.verb, rule_.group, rule_.resource, "", rule_.nonResourcePath};
+  using Outcome = runtime::AccessAnswer::Outcome;
+  runtime::AccessAttributes what{std::string(ns), rule_.verb, rule_.group, rule_.resource, "", rule_.nonResourcePath};
   if (!rule_.nonResourcePath.empty()) what.ns.clear();
-  const detail::AccessAnswer verdict =
-      detail::reviewSubjectAccess(*client_, {user.name, user.uid, user.groups, user.extraJson}, what);
+  const runtime::AccessAnswer verdict = runtime::reviewSubjectAccess(*client_, user, what);
   if (verdict.outcome == Outcome::Failed) {
     access.message =
         "access of " + user.name + " cannot be reviewed (SubjectAccessReview failed: " + verdict.detail + ")";

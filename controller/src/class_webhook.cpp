@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "refusals.hpp"
-#include "subject_access.hpp"
 #include "tally/controller/pool_auditor.hpp"
+#include "tally/runtime/access_review.hpp"
 
 namespace tally::controller {
 
@@ -21,8 +21,8 @@ std::string acknowledgementVerb(std::string_view role) { return "acknowledge-" +
 
 RoleCheck SubjectAccessRoles::check(const runtime::admission::UserInfo& user, std::string_view role,
                                     std::string_view pool) {
-  using Outcome = detail::AccessAnswer::Outcome;
-  const detail::AccessAnswer answer = detail::reviewSubjectAccess(
+  using Outcome = runtime::AccessAnswer::Outcome;
+  const runtime::AccessAnswer answer = runtime::reviewSubjectAccess(
       *client_, {user.username, user.uid, user.groups, user.extraJson},
       {"", acknowledgementVerb(role), "gpu.tally.dev", "gpudeviceclasses", std::string(pool)});
   switch (answer.outcome) {
