@@ -13,12 +13,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "tally/codec/informer_codecs.hpp"
+#include "tally/state/watch_codec.hpp"
 #include "tally/runtime/json_watch.hpp"
 #include "tally/runtime/protobuf_watch.hpp"
 
 using namespace tally::runtime;
-using ShippedPodCodec = tally::codec::PodInformerCodec;
+using ShippedPodCodec = tally::state::WatchCodec<tally::codec::PodCodec>;  // what the informers run
 
 namespace {
 
@@ -46,7 +46,7 @@ Outcome decodeOnce(const std::string& data) {
     ++o.events;
     if (ev.object) {
       ++o.pods;
-      o.containers += ev.object->object.containers.size();
+      o.containers += ev.object->value.containers.size();
     }
   };
   constexpr size_t kPiece = 64 * 1024;
