@@ -277,6 +277,7 @@ PY
     # configuration; of GPU objects only what the binder writes.
     can yes tally-controller watch gpudevices.gpu.tally.dev -A
     can yes tally-controller watch virtualmachineinstances.kubevirt.io -A
+    can yes tally-controller get virtualmachineinstances.kubevirt.io -n "$scratch"
     can yes tally-controller watch organizations.kube-dc.com -A
     # The device binder: a device read before each write, its finalizer, its status, Events.
     can yes tally-controller patch gpudevices.gpu.tally.dev --subresource=status -n "$scratch"

@@ -18,6 +18,7 @@
 #include "tally/model/vmi.hpp"
 #include "tally/runtime/conflict.hpp"
 #include "tally/runtime/json_watch.hpp"
+#include "tally/state/watch_codec.hpp"
 
 namespace tally::controller {
 
@@ -127,7 +128,12 @@ struct VmiWebhook::Call {
         auto snap = self.cell_->read();
         const model::AttachWindow window{toUnixTime(std::chrono::system_clock::now()).seconds,
                                          self.options_.attachTimeout.count()};
-        const std::string holder = model::attachmentHolder(snap->cluster(), fresh, window);
+        std::string holder = model::attachmentHolder(snap->cluster(), fresh, window);
+        // Free by this replica's snapshot, which may lag the device just read
+        // (another replica attached it, the VMI was created and the binder
+        // recorded its uid before this cache saw the VMI): the holder is gone
+        // only when the API server says so.
+        if (holder.empty()) holder = liveHolder(fresh);
         if (!holder.empty()) {
           return fmt::format("[DeviceAttached] gpudevice/{}/{} is attached to {}; a device serves one VM at a time", ns,
                              name, holder);
@@ -157,6 +163,22 @@ struct VmiWebhook::Call {
     }
     return fmt::format("gpudevice/{}/{} was not attached: still conflicting after {} attempts", ns, name,
                        self.options_.maxConflicts);
+  }
+
+  // The holder of `device`'s attachment as the API server has it now: its
+  // VMI read, judged by the model; a VMI that cannot be read holds it (fail closed).
+  std::string liveHolder(const model::GpuDevice& device) {
+    const std::string vmiNs = device.attachedTo.ns.empty() ? device.ns : device.attachedTo.ns;
+    const std::string subject = "vmi/" + vmiNs + "/" + device.attachedTo.name;
+    static const runtime::Resource vmis = runtime::Resource::of("kubevirt.io", "v1", "virtualmachineinstances");
+    auto body = self.client_->get(vmis.inNamespace(vmiNs), device.attachedTo.name);
+    if (!body) {
+      if (body.error().is(runtime::ErrorCode::kNotFound)) return {};
+      return subject + " (it cannot be read to prove it gone: " + body.error().describe() + ")";
+    }
+    auto live = runtime::decodeJsonObject<state::WatchCodec<codec::VirtualMachineInstanceCodec>>(*body);
+    if (!live) return subject + " (it cannot be read to prove it gone: " + live.error().describe() + ")";
+    return model::holdsAttachment(live->value, device) ? subject : std::string();
   }
 
   std::string create(const model::TemplateDevice& t) {

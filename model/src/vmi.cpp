@@ -38,13 +38,17 @@ std::string deviceSubject(const GpuDevice& d) { return fmt::format("gpudevice/{}
 
 }  // namespace
 
+bool holdsAttachment(const VirtualMachineInstance& vmi, const GpuDevice& device) {
+  if (!attached(device) || vmi.ns != attachmentNamespace(device) || vmi.name != device.attachedTo.name) return false;
+  if (!device.attachedTo.uid.empty()) return vmi.uid == device.attachedTo.uid;
+  if (!device.attachToken.empty()) return vmi.attachToken == device.attachToken;
+  return true;  // attached by name alone (not by the VM door): the name is all there is
+}
+
 const VirtualMachineInstance* attachmentVmi(const Cluster& cluster, const GpuDevice& device) {
   if (!attached(device)) return nullptr;
   const VirtualMachineInstance* vmi = vmiNamed(cluster, attachmentNamespace(device), device.attachedTo.name);
-  if (!vmi) return nullptr;
-  if (!device.attachedTo.uid.empty()) return vmi->uid == device.attachedTo.uid ? vmi : nullptr;
-  if (!device.attachToken.empty()) return vmi->attachToken == device.attachToken ? vmi : nullptr;
-  return vmi;  // attached by name alone (not by the VM door): the name is all there is
+  return vmi && holdsAttachment(*vmi, device) ? vmi : nullptr;
 }
 
 std::string attachmentHolder(const Cluster& cluster, const GpuDevice& device, AttachWindow window) {

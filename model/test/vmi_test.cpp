@@ -316,5 +316,27 @@ TEST_F(VmDoor, TheBinderPlacesAnAttachedSetWholeBeforeItsVmiExists) {
   EXPECT_EQ(set.vmi, "alpha/vm");
 }
 
+// What a door judges a VMI it read from the API server by (its cache may
+// lag the device: attachmentHolder of a snapshot without the VMI is empty).
+TEST_F(VmDoor, AVmiHoldsTheAttachmentByItsUidOnceRecordedByItsTokenBefore) {
+  GpuDevice d = device("alpha", "held", "h200", 1, DevicePhase::Bound);
+  VirtualMachineInstance v = vmi("vm", {"held"});
+  v.uid = "uid-1";
+  v.attachToken = "tok";
+  EXPECT_FALSE(holdsAttachment(v, d)) << "not attached";
+  d = attachedTo(d, "vm", "uid-1", "tok", c.now);
+  EXPECT_TRUE(holdsAttachment(v, d));
+  EXPECT_TRUE(attachmentHolder(c, d, {c.now + 100, kBound}).empty()) << "the snapshot lacks the VMI: free by it";
+  v.uid = "uid-2";  // the same name, another VMI
+  EXPECT_FALSE(holdsAttachment(v, d));
+  d.attachedTo.uid.clear();  // not recorded yet: the token decides
+  EXPECT_TRUE(holdsAttachment(v, d));
+  v.attachToken = "other";
+  EXPECT_FALSE(holdsAttachment(v, d));
+  v.ns = "beta";
+  v.attachToken = "tok";
+  EXPECT_FALSE(holdsAttachment(v, d)) << "another namespace";
+}
+
 }  // namespace
 }  // namespace tally::model

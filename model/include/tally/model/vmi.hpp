@@ -35,6 +35,10 @@ std::string templateDeviceName(std::string_view vmi, std::string_view token, std
 // Whether the device carries an attachment (a VMI named in status.attachedTo).
 inline bool attached(const GpuDevice& d) { return !d.attachedTo.empty(); }
 
+// Whether `vmi` is the one the device's attachment is to: the namespace and
+// name it names, and then its uid once recorded; before, the token.
+bool holdsAttachment(const VirtualMachineInstance& vmi, const GpuDevice& device);
+
 // The VMI the device's attachment is to, when that VMI exists and is the one:
 // by uid once recorded; before, the VMI of that name carrying the token.
 const VirtualMachineInstance* attachmentVmi(const Cluster& cluster, const GpuDevice& device);
@@ -42,7 +46,10 @@ const VirtualMachineInstance* attachmentVmi(const Cluster& cluster, const GpuDev
 // Who holds a device another VMI wants: the live attachment's VMI
 // ("vmi/ns/name"), or one still starting (no uid yet, the window's bound not
 // passed). Empty when the device is free: never attached, or an attachment
-// whose VMI is gone or never appeared (the reconciler undoes it).
+// whose VMI is gone or never appeared (the reconciler undoes it). "Gone" is
+// as the cluster knows it: a door whose VMI cache may lag the device it just
+// read must prove the holder gone before it takes the device (the VM door
+// reads the VMI from the API server; holdsAttachment judges what it read).
 std::string attachmentHolder(const Cluster& cluster, const GpuDevice& device, AttachWindow window);
 
 // The plan for a VMI's device references at its CREATE, decided before any
