@@ -15,6 +15,12 @@ simdjson::error_code objectAt(od::object& parent, std::string_view key, od::obje
   return parent.find_field_unordered(key).get_object().get(out);
 }
 
+// The status object of a review's answer; false when the answer has none.
+bool statusOf(od::parser& parser, const simdjson::padded_string& json, od::document& doc, od::object& status) {
+  od::object root;
+  return !(parser.iterate(json).get(doc) || doc.get_object().get(root) || objectAt(root, "status", status));
+}
+
 std::string stringAt(od::object& object, std::string_view key) {
   std::string_view v;
   if (object.reset().error() || object.find_field_unordered(key).get_string().get(v)) return {};
@@ -41,8 +47,8 @@ TokenReviewAnswer decodeTokenReview(std::string_view body) {
   simdjson::padded_string json(body);
   od::parser parser;
   od::document doc;
-  od::object root, status, user;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root) || objectAt(root, "status", status)) {
+  od::object status, user;
+  if (!statusOf(parser, json, doc, status)) {
     answer.outcome = TokenReviewAnswer::Outcome::Unreadable;
     answer.detail = "the TokenReview answer cannot be read";
     return answer;
@@ -157,8 +163,8 @@ AccessAnswer decodeSubjectAccessReview(std::string_view body) {
   simdjson::padded_string json(body);
   od::parser parser;
   od::document doc;
-  od::object root, status;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root) || objectAt(root, "status", status)) {
+  od::object status;
+  if (!statusOf(parser, json, doc, status)) {
     answer.outcome = AccessAnswer::Outcome::Unreadable;
     return answer;
   }
