@@ -1,7 +1,6 @@
 #include "tally/controller/pool_auditor.hpp"
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <algorithm>
 
@@ -59,16 +58,6 @@ PoolAudit auditOf(const model::Cluster& cluster, const model::DeviceClass& pool,
   return a;
 }
 
-bool PoolStatus::sameAs(const PoolStatus& other) const {
-  PoolStatus a = *this, b = other;
-  a.lastAuditTime.clear();
-  b.lastAuditTime.clear();
-  for (auto* s : {&a, &b}) {
-    for (auto& c : s->conditions) c.lastTransitionTime.clear();
-  }
-  return a == b;
-}
-
 std::string gateReason(const model::GateState& gate) { return std::string(model::toString(gate.why)); }
 
 PoolStatus desiredStatus(const PoolAudit& audit, const model::DeviceClass& pool, const PoolStatus* current,
@@ -106,106 +95,6 @@ PoolStatus desiredStatus(const PoolAudit& audit, const model::DeviceClass& pool,
   setCondition(s.conditions, std::move(gate), now);
   std::sort(s.conditions.begin(), s.conditions.end(),
             [](const Condition& a, const Condition& b) { return a.type < b.type; });
-  return s;
-}
-
-std::string statusPatch(const PoolStatus& s) {
-  // Built by hand: a merge patch removes an empty string field with null.
-  std::string out = "{\"status\":{";
-  auto text = [&](std::string_view name, const std::string& v) {
-    out += jsonString(name) + ":" + (v.empty() ? std::string("null") : jsonString(v)) + ",";
-  };
-  auto number = [&](std::string_view name, std::int64_t v) { out += jsonString(name) + ":" + std::to_string(v) + ","; };
-  text("nodeMode", s.nodeMode);
-  text("quotaUnit", s.quotaUnit);
-  number("healthySchedulableDevices", s.healthySchedulableDevices);
-  number("healthySchedulableUnits", s.healthySchedulableUnits);
-  number("reservedDevices", s.reservedDevices);
-  number("reservedUnits", s.reservedUnits);
-  number("nonReservedHardQuota", s.nonReservedHardQuota);
-  number("spareDevices", s.spareDevices);
-  number("spareUnits", s.spareUnits);
-  number("headroom", s.headroom);
-  text("inFlightTransaction", s.inFlightTransaction);
-  text("gateFailureId", s.gateFailureId);
-  text("lastAuditTime", s.lastAuditTime);
-  JsonWriter findings;
-  findings.beginArray();
-  for (const auto& f : s.findings) {
-    findings.beginObject().field("code", f.code).field("message", f.message);
-    if (!f.subject.empty()) findings.field("subject", f.subject);
-    findings.endObject();
-  }
-  findings.endArray();
-  out += "\"findings\":" + findings.str() + ",";
-  JsonWriter conditions;
-  writeConditions(conditions, s.conditions);
-  out += "\"conditions\":" + conditions.str() + "}}";
-  return out;
-}
-
-runtime::Result<PoolStatus> decodePoolStatus(std::string_view objectJson) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  auto bad = [](std::string what) { return runtime::Error(runtime::ErrorCode::kDecode, "GPUDeviceClass " + what); };
-  if (parser.parse(objectJson.data(), objectJson.size()).get(doc)) return bad("is not JSON");
-  PoolStatus s;
-  simdjson::dom::element status;
-  if (doc["status"].get(status)) return s;
-  simdjson::dom::object obj;
-  if (status.get(obj)) return bad("status is not an object");
-  auto str = [](simdjson::dom::element e, std::string& out) {
-    std::string_view v;
-    if (!e.get(v)) out = std::string(v);
-  };
-  auto num = [](simdjson::dom::element e, std::int64_t& out) {
-    std::int64_t v = 0;
-    if (!e.get(v)) out = v;
-  };
-  for (auto [key, value] : obj) {
-    if (key == "nodeMode") str(value, s.nodeMode);
-    if (key == "quotaUnit") str(value, s.quotaUnit);
-    if (key == "reservedUnits") num(value, s.reservedUnits);
-    if (key == "spareUnits") num(value, s.spareUnits);
-    if (key == "healthySchedulableDevices") num(value, s.healthySchedulableDevices);
-    if (key == "healthySchedulableUnits") num(value, s.healthySchedulableUnits);
-    if (key == "reservedDevices") num(value, s.reservedDevices);
-    if (key == "nonReservedHardQuota") num(value, s.nonReservedHardQuota);
-    if (key == "spareDevices") num(value, s.spareDevices);
-    if (key == "headroom") num(value, s.headroom);
-    if (key == "inFlightTransaction") str(value, s.inFlightTransaction);
-    if (key == "gateFailureId") str(value, s.gateFailureId);
-    if (key == "lastAuditTime") str(value, s.lastAuditTime);
-    if (key == "findings") {
-      simdjson::dom::array items;
-      if (value.get(items)) return bad("status.findings is not an array");
-      for (auto item : items) {
-        PoolStatus::FindingEntry f;
-        simdjson::dom::element e;
-        if (!item["code"].get(e)) str(e, f.code);
-        if (!item["message"].get(e)) str(e, f.message);
-        if (!item["subject"].get(e)) str(e, f.subject);
-        s.findings.push_back(std::move(f));
-      }
-    }
-    if (key == "conditions") {
-      simdjson::dom::array items;
-      if (value.get(items)) return bad("status.conditions is not an array");
-      for (auto item : items) {
-        Condition c;
-        simdjson::dom::element e;
-        if (!item["type"].get(e)) str(e, c.type);
-        if (!item["status"].get(e)) str(e, c.status);
-        if (!item["reason"].get(e)) str(e, c.reason);
-        if (!item["message"].get(e)) str(e, c.message);
-        if (!item["lastTransitionTime"].get(e)) str(e, c.lastTransitionTime);
-        if (!item["observedGeneration"].get(e)) num(e, c.observedGeneration);
-        s.conditions.push_back(std::move(c));
-      }
-      std::sort(s.conditions.begin(), s.conditions.end(),
-                [](const Condition& a, const Condition& b) { return a.type < b.type; });
-    }
-  }
   return s;
 }
 
@@ -502,21 +391,14 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
     }
     return std::move(body).error().withContext("read gpudeviceclass " + pool);
   }
-  codec::ObjectMeta meta;
   auto fresh = codec::decodeText<codec::DeviceClassCodec>(*body);
   if (!fresh) {
     return runtime::Error(runtime::ErrorCode::kDecode,
                           "gpudeviceclass " + pool + " cannot be read: " + fresh.error().describe());
   }
-  auto current = decodePoolStatus(*body);
-  if (!current) return std::move(current).error();
   std::string uid;
-  {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view v;
-    if (!parser.parse(body->data(), body->size()).get(doc) && !doc["metadata"]["uid"].get(v)) uid = std::string(v);
-  }
+  auto current = decodePoolStatus(*body, &uid);
+  if (!current) return runtime::Error(runtime::ErrorCode::kDecode, current.error().describe());
   const auto auditStarted = steady_clock::now();
   PoolAudit audit = auditOf(cluster, *fresh, auditOptions);
   nameHolders(audit);

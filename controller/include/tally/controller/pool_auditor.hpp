@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "tally/codec/pool_status.hpp"
 #include "tally/common/condition.hpp"
 #include "tally/controller/leader_controller.hpp"
 #include "tally/model/audit.hpp"
@@ -60,30 +61,7 @@ PoolAudit auditOf(const model::Cluster& cluster, const model::DeviceClass& pool,
                   const model::AuditOptions& options = {});
 
 // The status of a GPUDeviceClass as the auditor writes and reads it.
-struct PoolStatus {
-  struct FindingEntry {
-    std::string code, message, subject;
-    friend bool operator==(const FindingEntry&, const FindingEntry&) = default;
-  };
-  std::string nodeMode;   // the effective node mode of the pool
-  std::string quotaUnit;  // "devices" or "shares": the unit of every *Units figure and of the equation
-  std::int64_t healthySchedulableDevices = 0;
-  std::int64_t healthySchedulableUnits = 0;
-  std::int64_t reservedDevices = 0;
-  std::int64_t reservedUnits = 0;
-  std::int64_t nonReservedHardQuota = 0;  // in quotaUnit
-  std::int64_t spareDevices = 0;
-  std::int64_t spareUnits = 0;
-  std::int64_t headroom = 0;  // in quotaUnit
-  std::string inFlightTransaction;
-  std::string gateFailureId;
-  std::string lastAuditTime;
-  std::vector<FindingEntry> findings;
-  std::vector<Condition> conditions;
-  friend bool operator==(const PoolStatus&, const PoolStatus&) = default;
-  // Equal in all but lastAuditTime and the conditions' lastTransitionTime.
-  bool sameAs(const PoolStatus& other) const;
-};
+using codec::PoolStatus;
 
 // The status the audit makes, at `now` (RFC 3339); conditions whose status is
 // the one in `current` keep its lastTransitionTime.
@@ -94,12 +72,10 @@ PoolStatus desiredStatus(const PoolAudit& audit, const model::DeviceClass& pool,
 // Converging, Paused or TransactionInFlight.
 std::string gateReason(const model::GateState& gate);
 
-// The merge patch of the status subresource that publishes `status` (empty
-// strings are removed).
-std::string statusPatch(const PoolStatus& status);
-
-// The status of a GPUDeviceClass object (JSON); an absent status is empty.
-runtime::Result<PoolStatus> decodePoolStatus(std::string_view objectJson);
+// The status's wire (codec/pool_status.hpp): the merge patch that publishes
+// it, and the status read back from a GPUDeviceClass object.
+using codec::decodePoolStatus;
+using codec::statusPatch;
 
 struct PoolEvent {
   std::string type, reason, message;

@@ -33,6 +33,7 @@
 #include <stop_token>
 #include <string>
 
+#include "tally/codec/quota_wire.hpp"
 #include "tally/controller/leader_controller.hpp"
 #include "tally/model/quota.hpp"
 #include "tally/observability/metrics.hpp"
@@ -50,30 +51,17 @@ struct QuotaReconcilerOptions {
   observability::Registry* metrics = nullptr;
 };
 
-// What the API server holds of one quota object, as far as Tally's keys go.
-struct ObservedQuota {
-  bool exists = false;
-  std::map<std::string, std::string> hard;  // spec.hard as written (quantities)
-  std::set<std::string> owned;              // spec.hard keys the field manager applied
-};
-
-// Reads spec.hard and the keys of spec.hard `fieldManager` owns through
-// server-side apply (metadata.managedFields) from an HRQ or ResourceQuota.
-runtime::Result<ObservedQuota> observeQuota(std::string_view json, std::string_view fieldManager);
+// What Tally reads back and writes of quotas and Organization status
+// (codec/quota_wire.hpp).
+using codec::acceleratorStatusPatch;
+using codec::hrqApplyBody;
+using codec::ObservedQuota;
+using codec::observeQuota;
+using codec::resourceQuotaApplyBody;
 
 // Whether the object already holds exactly `desired` as Tally's keys: every
 // value equal and owned by Tally, and Tally owning no other key.
 bool quotaConverged(const ObservedQuota& observed, const model::ResourceList& desired);
-
-// The apply body of an HRQ plan-quota or a ResourceQuota project-quota holding
-// only `hard` (no spec at all when it is empty: Tally then owns no key).
-std::string hrqApplyBody(std::string_view ns, const model::ResourceList& hard);
-std::string resourceQuotaApplyBody(std::string_view ns, const model::ResourceList& hard);
-
-// The merge patch of an Organization's status subresource that makes
-// status.quotaUsage.accelerators `desired` (profiles no longer there: null).
-std::string acceleratorStatusPatch(const std::map<std::string, model::AcceleratorUsage>& observed,
-                                   const std::map<std::string, model::AcceleratorUsage>& desired);
 
 // The leader-only controller "quota" (leader_controller.hpp).
 class QuotaReconciler final : public LeaderController {
