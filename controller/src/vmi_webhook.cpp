@@ -18,6 +18,7 @@
 #include "tally/model/vmi.hpp"
 #include "tally/runtime/conflict.hpp"
 #include "tally/runtime/json_watch.hpp"
+#include "tally/state/kinds.hpp"
 #include "tally/state/watch_codec.hpp"
 
 namespace tally::controller {
@@ -170,13 +171,17 @@ struct VmiWebhook::Call {
   std::string liveHolder(const model::GpuDevice& device) {
     const std::string vmiNs = device.attachedTo.ns.empty() ? device.ns : device.attachedTo.ns;
     const std::string subject = "vmi/" + vmiNs + "/" + device.attachedTo.name;
-    static const runtime::Resource vmis = runtime::Resource::of("kubevirt.io", "v1", "virtualmachineinstances");
+    // The VMI's resource and codec as the informers have them (state/kinds.hpp).
+    constexpr model::Kind kVmi = model::Kind::VirtualMachineInstance;
+    static const runtime::Resource vmis =
+        runtime::Resource::of(std::string(state::kindInfo(kVmi).group), std::string(state::kindInfo(kVmi).version),
+                              std::string(state::kindInfo(kVmi).resource));
     auto body = self.client_->get(vmis.inNamespace(vmiNs), device.attachedTo.name);
     if (!body) {
       if (body.error().is(runtime::ErrorCode::kNotFound)) return {};
       return subject + " (it cannot be read to prove it gone: " + body.error().describe() + ")";
     }
-    auto live = runtime::decodeJsonObject<state::WatchCodec<codec::VirtualMachineInstanceCodec>>(*body);
+    auto live = runtime::decodeJsonObject<state::WatchCodec<state::KindCodec<kVmi>::type>>(*body);
     if (!live) return subject + " (it cannot be read to prove it gone: " + live.error().describe() + ")";
     return model::holdsAttachment(live->value, device) ? subject : std::string();
   }
