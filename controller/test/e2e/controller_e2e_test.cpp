@@ -242,10 +242,8 @@ TEST(GpuDeviceOrders, DeletingADeviceARunningVmiHoldsIsRefusedNamingTheVmi) {
 
 // The CountAboveMax refusals of CREATEs `r` answered so far.
 long countAboveMaxAnswered(const Replica& r) {
-  const std::string name = "\ntally_controller_gpudevice_refusals_total{code=\"CountAboveMax\",operation=\"CREATE\"} ";
-  const std::string metrics = metricsOf(r);
-  const auto at = metrics.find(name);
-  return at == std::string::npos ? 0 : std::stol(metrics.substr(at + name.size()));
+  return static_cast<long>(
+      metricOf(r, "tally_controller_gpudevice_refusals_total", R"(code="CountAboveMax",operation="CREATE")"));
 }
 
 // Runs last (gtest keeps the file's order): it kills the leader.

@@ -219,6 +219,18 @@ std::string metricsOf(const Replica& r) {
   return runCommand("curl -s --max-time 3 http://127.0.0.1:" + std::to_string(r.opsPort) + "/metrics");
 }
 
+double metricOf(const Replica& r, const std::string& name, const std::string& labels) {
+  double sum = 0;
+  std::istringstream in(metricsOf(r));
+  for (std::string line; std::getline(in, line);) {
+    if (!(line.starts_with(name + "{") || line.starts_with(name + " ")) || line.find(labels) == std::string::npos) {
+      continue;
+    }
+    sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
 std::string webhookConfiguration(const std::string& name, std::uint16_t port) {
   return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
          "metadata: {name: " + name + "}\nwebhooks:\n- name: gpudevices.gpu.tally.dev\n" +

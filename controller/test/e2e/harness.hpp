@@ -63,6 +63,9 @@ Replica startReplica(const std::string& identity, const std::string& configurati
 // The wait status of the replica after `signal` (-1 when it was not running).
 int stopReplica(Replica& r, int signal);
 std::string metricsOf(const Replica& r);
+// The sum of the series `name` on r's /metrics whose labels contain `labels`
+// (all of them when empty): `code="CountAboveMax"`, say.
+double metricOf(const Replica& r, const std::string& name, const std::string& labels = "");
 
 // A helper process of a test (python3 SCRIPT ARGS...; stdout and stderr to
 // /dev/null), stopped with SIGTERM and reaped however the test ends.

@@ -80,18 +80,7 @@ std::string resourceVersion(const std::string& what) {
 }
 
 // The sum of a counter's series whose labels contain `labels`.
-double metric(const std::string& name, const std::string& labels) {
-  const std::string text = metricsOf(*replica);
-  double sum = 0;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!(line.starts_with(name + "{") || line.starts_with(name + " ")) || line.find(labels) == std::string::npos) {
-      continue;
-    }
-    sum += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return sum;
-}
+double metric(const std::string& name, const std::string& labels) { return metricOf(*replica, name, labels); }
 
 Replica start() {
   Replica r = startReplica("quota-a", kConfiguration,

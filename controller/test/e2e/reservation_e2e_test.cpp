@@ -136,7 +136,7 @@ int killLeaderNow() {
 // The standby takes the Lease; the killed one starts again as the new
 // standby (the Deployment's replacement, joining the Service), so two
 // replicas run on.
-void replaceKilled(int i, const std::string& identity) {
+void replaceKilled(int i, std::string identity) {  // a copy: replicas[i] is replaced
   ASSERT_TRUE(eventually([&] { return !leaseHolder().empty() && leaseHolder() != identity; }, 30s))
       << "the standby never took the Lease";
   replicas[i] = startReplica(identity, kValidating, replicaArgs);
@@ -144,11 +144,9 @@ void replaceKilled(int i, const std::string& identity) {
   service.endpoints({&replicas[0], &replicas[1]});
 }
 void killLeader() {
-  const int i = leaderIndex();
+  const int i = killLeaderNow();
   ASSERT_GE(i, 0) << "no replica holds the Lease";
-  const std::string identity = replicas[i].identity;
-  killLeaderNow();
-  replaceKilled(i, identity);
+  replaceKilled(i, replicas[i].identity);
 }
 
 std::string rfc3339(std::time_t t) {
@@ -303,10 +301,9 @@ TEST(Reservation, AssignmentProcedureConvergesWithTheGateClosedDuringTheTransact
   // and nothing re-pointed: the standby answers while the Lease is still the
   // dead leader's. A create the dead leader's broken connection failed is
   // counted and sent again, as the operator would.
-  const int killed = leaderIndex();
+  const int killed = killLeaderNow();
   ASSERT_GE(killed, 0) << "no replica holds the Lease";
-  const std::string killedIdentity = replicas[killed].identity;
-  killLeaderNow();
+  const std::string killedIdentity = replicas[killed].identity;  // kept by stopReplica
   const auto killedAt = std::chrono::steady_clock::now();
   int rc = 0, failed = 0;
   std::string out;

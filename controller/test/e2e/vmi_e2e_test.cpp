@@ -884,10 +884,7 @@ TEST(VmDoor, TwentyVmisRaceForOneHeldDeviceTenTimesAndExactlyOneAttachesEachTime
   EXPECT_NE(metrics.find("tally_controller_binder_attachments_total{action=\"detached\"}"), std::string::npos);
   std::size_t conflicts = 0;
   for (Replica* r : replicas) {
-    const std::string m = metricsOf(*r);
-    const std::string name = "\ntally_controller_vmi_attach_conflicts_total ";
-    const auto at = m.find(name);
-    if (at != std::string::npos) conflicts += std::stoul(m.substr(at + name.size()));
+    conflicts += static_cast<std::size_t>(metricOf(*r, "tally_controller_vmi_attach_conflicts_total"));
   }
   std::printf("attach conflicts read again and decided again: %zu\n", conflicts);
   std::printf("creates that failed (the killed leader's connections), retried: %d\n", failedCreates);
