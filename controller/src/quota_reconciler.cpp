@@ -15,6 +15,11 @@ using runtime::ReconcileResult;
 
 namespace {
 
+// A quota object codec could not read, said as the runtime says a decode error.
+std::string unreadable(const codec::DecodeError& e) {
+  return runtime::Error(runtime::ErrorCode::kDecode, e.describe()).describe();
+}
+
 const runtime::Resource kHrqs = runtime::Resource::of("hnc.x-k8s.io", "v1alpha2", "hierarchicalresourcequotas");
 const runtime::Resource kResourceQuotas = runtime::Resource::core("resourcequotas");
 const runtime::Resource kOrganizations = runtime::Resource::of("kube-dc.com", "v1", "organizations");
@@ -166,7 +171,7 @@ QuotaReconciler::Outcome QuotaReconciler::reconcilePlanQuota(const model::Cluste
   if (auto got = client_->get(res, model::kOrgQuotaName); got) {
     auto read = observeQuota(*got, options_.fieldManager);
     if (!read) {
-      error = fmt::format("hrq {}/{}: {}", org.ns, model::kOrgQuotaName, read.error().describe());
+      error = fmt::format("hrq {}/{}: {}", org.ns, model::kOrgQuotaName, unreadable(read.error()));
       count("plan-quota", Outcome::Failed);
       return Outcome::Failed;
     }
@@ -208,7 +213,7 @@ QuotaReconciler::Outcome QuotaReconciler::reconcileProjectCaps(const model::Clus
     if (auto got = client_->get(res, model::kProjectQuotaName); got) {
       auto read = observeQuota(*got, options_.fieldManager);
       if (!read) {
-        error = fmt::format("resourcequota {}/{}: {}", cap.ns, model::kProjectQuotaName, read.error().describe());
+        error = fmt::format("resourcequota {}/{}: {}", cap.ns, model::kProjectQuotaName, unreadable(read.error()));
         count("project-quota", Outcome::Failed);
         return Outcome::Failed;
       }
