@@ -1,7 +1,7 @@
 #include <string>
 
 #include "tally/common/object_meta_decode.hpp"
-#include "tally/common/proto_wire.hpp"
+#include "tally/common/object_meta_protobuf.hpp"
 #include "tally/common/rfc3339.hpp"
 
 namespace tally {
@@ -127,59 +127,6 @@ MetaStatus parseCreated(std::string_view text, std::int64_t& out) {
   return {};
 }
 
-MetaError malformed(std::string field) { return {std::move(field), "malformed protobuf"}; }
-
-// map<string, string> entry: key 1, value 2.
-MetaStatus protoPair(std::string_view entry, const char* field, StringPairs& out) {
-  proto::Reader r(entry);
-  std::string_view key, value;
-  while (r.next()) {
-    if (!r.isBytes()) continue;
-    if (r.field() == 1) key = r.bytes();
-    if (r.field() == 2) value = r.bytes();
-  }
-  if (r.failed()) return malformed(field);
-  out.emplace_back(std::string(key), std::string(value));
-  return {};
-}
-
-MetaStatus protoOwner(std::string_view message, OwnerRef& owner) {
-  proto::Reader r(message);
-  while (r.next()) {
-    const bool bytes = r.isBytes();
-    switch (r.field()) {
-      case 1:
-        if (bytes) owner.kind.assign(r.bytes());
-        break;
-      case 3:
-        if (bytes) owner.name.assign(r.bytes());
-        break;
-      case 4:
-        if (bytes) owner.uid.assign(r.bytes());
-        break;
-      case 5:
-        if (bytes) owner.apiVersion.assign(r.bytes());
-        break;
-      case 6:
-        if (r.isVarint()) owner.controller = r.varintValue() != 0;
-        break;
-      default: break;
-    }
-  }
-  if (r.failed()) return malformed("metadata.ownerReferences");
-  return {};
-}
-
-// metav1.Time: seconds 1.
-MetaStatus protoTime(std::string_view message, std::int64_t& seconds) {
-  proto::Reader r(message);
-  while (r.next()) {
-    if (r.field() == 1 && r.isVarint()) seconds = r.int64Value();
-  }
-  if (r.failed()) return malformed("metadata.creationTimestamp");
-  return {};
-}
-
 }  // namespace
 
 MetaStatus decodeObjectMetaJson(od::value json, ObjectMeta& out, unsigned parts) {
@@ -218,54 +165,7 @@ MetaStatus decodeObjectMetaJson(od::value json, ObjectMeta& out, unsigned parts)
 }
 
 MetaStatus decodeObjectMetaProtobuf(std::string_view message, ObjectMeta& out, unsigned parts) {
-  proto::Reader r(message);
-  while (r.next()) {
-    const bool bytes = r.isBytes();
-    switch (r.field()) {
-      case 1:
-        if (bytes) out.name.assign(r.bytes());
-        break;
-      case 3:
-        if (bytes) out.ns.assign(r.bytes());
-        break;
-      case 5:
-        if (bytes) out.uid.assign(r.bytes());
-        break;
-      case 6:
-        if (bytes) out.resourceVersion.assign(r.bytes());
-        break;
-      case 7:
-        if (r.isVarint()) out.generation = r.int64Value();
-        break;
-      case 8:
-        if (bytes && (parts & kMetaCreated)) {
-          if (auto st = protoTime(r.bytes(), out.created); !st) return st;
-        }
-        break;
-      case 9: out.deleting = true; break;
-      case 11:
-        if (bytes && (parts & kMetaLabels)) {
-          if (auto st = protoPair(r.bytes(), "metadata.labels", out.labels); !st) return st;
-        }
-        break;
-      case 12:
-        if (bytes && (parts & kMetaAnnotations)) {
-          if (auto st = protoPair(r.bytes(), "metadata.annotations", out.annotations); !st) return st;
-        }
-        break;
-      case 13:
-        if (bytes && (parts & kMetaOwners)) {
-          if (auto st = protoOwner(r.bytes(), out.ownerReferences.emplace_back()); !st) return st;
-        }
-        break;
-      case 14:
-        if (bytes && (parts & kMetaFinalizers)) out.finalizers.emplace_back(r.bytes());
-        break;
-      default: break;
-    }
-  }
-  if (r.failed()) return malformed("metadata");
-  return {};
+  return decodeObjectMetaProtobufOn<proto::Reader>(message, out, parts);
 }
 
 }  // namespace tally

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "tally/codec/objects.hpp"
+#include "tally/common/proto_wire.hpp"
 
 namespace tally::codec {
 
@@ -23,5 +24,19 @@ Status decodeNodeProtobuf(std::string_view message, model::Node& out, ObjectMeta
 Status decodePodProtobuf(std::string_view message, model::Pod& out, ObjectMeta* meta = nullptr);
 Status decodeNamespaceProtobuf(std::string_view message, model::Namespace& out, ObjectMeta* meta = nullptr);
 Status decodeResourceQuotaProtobuf(std::string_view message, model::ResourceQuota& out, ObjectMeta* meta = nullptr);
+
+// The same decoders on a wire reader of the caller's choice. The forms above
+// are these on proto::Reader, the reader the product ships; tally_codec_coded
+// (codec/coded/) instantiates them on proto::CodedReader, libprotobuf's
+// CodedInputStream, which the tests, a fuzz target and bench/decode compare
+// the product against. Other readers are not instantiated.
+template <proto::WireReader Reader>
+Status decodeNodeProtobufOn(std::string_view message, model::Node& out, ObjectMeta* meta = nullptr);
+template <proto::WireReader Reader>
+Status decodePodProtobufOn(std::string_view message, model::Pod& out, ObjectMeta* meta = nullptr);
+template <proto::WireReader Reader>
+Status decodeNamespaceProtobufOn(std::string_view message, model::Namespace& out, ObjectMeta* meta = nullptr);
+template <proto::WireReader Reader>
+Status decodeResourceQuotaProtobufOn(std::string_view message, model::ResourceQuota& out, ObjectMeta* meta = nullptr);
 
 }  // namespace tally::codec

@@ -3,12 +3,30 @@
 // fields they need and skip the rest without materialising them; any
 // malformed input ends the walk with an error instead of reading past the end.
 
+#include <concepts>
 #include <cstdint>
 #include <string_view>
 
 namespace tally::proto {
 
 enum WireType : uint8_t { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
+
+// What a decoder asks of a wire reader. Reader below is the one the product
+// ships; CodedReader (proto_coded_reader.hpp) is the same on libprotobuf's
+// CodedInputStream. Decoders that take the reader as a template parameter run
+// on either, so the two can be compared on the same bytes.
+template <class R>
+concept WireReader = std::constructible_from<R, std::string_view> && requires(R r, const R c) {
+  { r.next() } -> std::same_as<bool>;
+  { c.field() } -> std::same_as<uint32_t>;
+  { c.type() } -> std::same_as<uint8_t>;
+  { c.failed() } -> std::same_as<bool>;
+  { c.isBytes() } -> std::same_as<bool>;
+  { c.isVarint() } -> std::same_as<bool>;
+  { c.bytes() } -> std::same_as<std::string_view>;
+  { c.varintValue() } -> std::same_as<uint64_t>;
+  { c.int64Value() } -> std::same_as<int64_t>;
+};
 
 class Reader {
  public:
@@ -128,15 +146,18 @@ struct Unknown {
   std::string_view contentType;
 };
 
+static_assert(WireReader<Reader>);
+
 // Parses magic + runtime.Unknown. False when the bytes are not such an envelope.
-inline bool parseEnvelope(std::string_view data, Unknown& out) {
+template <WireReader R = Reader>
+bool parseEnvelope(std::string_view data, Unknown& out) {
   if (data.substr(0, kMagic.size()) != kMagic) return false;
-  Reader r(data.substr(kMagic.size()));
+  R r(data.substr(kMagic.size()));
   while (r.next()) {
     if (!r.isBytes()) continue;
     switch (r.field()) {
       case 1: {
-        Reader tm(r.bytes());
+        R tm(r.bytes());
         while (tm.next()) {
           if (tm.field() == 1 && tm.isBytes()) out.apiVersion = tm.bytes();
           if (tm.field() == 2 && tm.isBytes()) out.kind = tm.bytes();
