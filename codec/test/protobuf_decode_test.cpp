@@ -1,14 +1,21 @@
 // The protobuf decoders give the same model values as the JSON decoders for
 // the same objects (encoded here with protoc's classes from runtime/proto, the
 // reference for the wire format), and refuse broken bytes without crashing.
+// The same decoders on libprotobuf's CodedInputStream (proto::CodedReader)
+// must give what they give on the product's reader, for every message, every
+// truncation and every mutation of it.
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "decode_test_support.hpp"
 #include "k8s_core.pb.h"
 #include "tally/codec/protobuf.hpp"
+#include "tally/common/proto_coded_reader.hpp"
 
 namespace tally::codec {
 namespace {
@@ -76,7 +83,7 @@ TEST(PodProtobuf, DecodesTheSameModelValueAsJson) {
   EXPECT_EQ(meta.ns, "acme-research");
 }
 
-TEST(NodeProtobuf, DecodesTheSameModelValueAsJson) {
+k8s::Node vgpuNode() {
   k8s::Node node;
   auto* meta = node.mutable_metadata();
   meta->set_name("gpu-a100-01");
@@ -93,7 +100,11 @@ TEST(NodeProtobuf, DecodesTheSameModelValueAsJson) {
   auto* ready = status->add_conditions();
   ready->set_type("Ready");
   ready->set_status("True");
-  auto decoded = decodeNodeProtobuf(node.SerializeAsString());
+  return node;
+}
+
+TEST(NodeProtobuf, DecodesTheSameModelValueAsJson) {
+  auto decoded = decodeNodeProtobuf(vgpuNode().SerializeAsString());
   ASSERT_TRUE(decoded) << decoded.error().describe();
   auto json = decodeOk<NodeCodec>(R"({"metadata": {"name": "gpu-a100-01", "resourceVersion": "7",
     "labels": {"kube-dc.com/gpu.workload-mode": "vm-vgpu", "kube-dc.com/gpu.expected-workload-mode": "vm-vgpu"},
@@ -107,7 +118,7 @@ TEST(NodeProtobuf, DecodesTheSameModelValueAsJson) {
   EXPECT_EQ(decoded->inventory->size(), 1u);
 }
 
-TEST(NamespaceProtobuf, DecodesTreeEntitlementAndDeletion) {
+k8s::Namespace deletingNamespace() {
   k8s::Namespace ns;
   auto* meta = ns.mutable_metadata();
   meta->set_name("acme-research");
@@ -115,7 +126,11 @@ TEST(NamespaceProtobuf, DecodesTreeEntitlementAndDeletion) {
   (*meta->mutable_labels())["acme.tree.hnc.x-k8s.io/depth"] = "1";
   (*meta->mutable_labels())["gpu.tally.dev/entitled-nvidia-a100-10c"] = "true";
   meta->mutable_deletiontimestamp()->set_seconds(1);
-  auto decoded = decodeNamespaceProtobuf(ns.SerializeAsString());
+  return ns;
+}
+
+TEST(NamespaceProtobuf, DecodesTreeEntitlementAndDeletion) {
+  auto decoded = decodeNamespaceProtobuf(deletingNamespace().SerializeAsString());
   ASSERT_TRUE(decoded) << decoded.error().describe();
   EXPECT_EQ(*decoded, decodeOk<NamespaceCodec>(R"({"metadata": {"name": "acme-research",
     "deletionTimestamp": "2026-01-01T00:00:00Z", "labels": {"acme-research.tree.hnc.x-k8s.io/depth": "0",
@@ -124,14 +139,18 @@ TEST(NamespaceProtobuf, DecodesTreeEntitlementAndDeletion) {
   EXPECT_EQ(decoded->tree.at("acme"), 1);
 }
 
-TEST(ResourceQuotaProtobuf, DecodesGpuKeysOfHardAndUsed) {
+k8s::ResourceQuota gpuQuota() {
   k8s::ResourceQuota q;
   q.mutable_metadata()->set_name("project-quota");
   q.mutable_metadata()->set_namespace_("acme-research");
   quantity(*q.mutable_spec()->mutable_hard(), "requests.nvidia.com/gpu", "4");
   quantity(*q.mutable_spec()->mutable_hard(), "requests.cpu", "8");
   quantity(*q.mutable_status()->mutable_used(), "requests.nvidia.com/gpu", "1");
-  auto decoded = decodeResourceQuotaProtobuf(q.SerializeAsString());
+  return q;
+}
+
+TEST(ResourceQuotaProtobuf, DecodesGpuKeysOfHardAndUsed) {
+  auto decoded = decodeResourceQuotaProtobuf(gpuQuota().SerializeAsString());
   ASSERT_TRUE(decoded) << decoded.error().describe();
   EXPECT_EQ(*decoded, decodeOk<ResourceQuotaCodec>(R"({"metadata": {"name": "project-quota",
     "namespace": "acme-research"}, "spec": {"hard": {"requests.nvidia.com/gpu": "4", "requests.cpu": "8"}},
@@ -220,6 +239,114 @@ TEST(PodProtobuf, OverlongVarintsAreRefused) {
   auto decoded = decodePodProtobuf(bytes);
   ASSERT_FALSE(decoded);
   EXPECT_EQ(decoded.error().field, "status");
+}
+
+// What one decode gives: the value and the identity, or the error's text (a
+// refused value is partly filled and not compared).
+template <class T>
+struct Outcome {
+  std::optional<T> value;
+  ObjectMeta meta;
+  std::string error;
+  bool operator==(const Outcome&) const = default;
+};
+
+template <class T>
+using DecodeInto = Status (*)(std::string_view, T&, ObjectMeta*);
+
+template <class T>
+Outcome<T> outcomeOf(DecodeInto<T> decode, std::string_view bytes) {
+  Outcome<T> out;
+  T value;
+  if (Status read = decode(bytes, value, &out.meta); !read) {
+    out.error = read.error().describe();
+  } else {
+    out.value = std::move(value);
+  }
+  return out;
+}
+
+// One kind's decoder on both readers.
+template <class T>
+struct BothReaders {
+  DecodeInto<T> shipped;
+  DecodeInto<T> library;
+  // The two outcomes of `bytes`, asserted equal; true when it decoded.
+  bool same(std::string_view bytes) const {
+    const Outcome<T> a = outcomeOf(shipped, bytes), b = outcomeOf(library, bytes);
+    EXPECT_EQ(a, b) << "proto::Reader: " << (a.value ? "decoded" : a.error)
+                    << "; CodedReader: " << (b.value ? "decoded" : b.error);
+    return a.value.has_value();
+  }
+};
+
+const BothReaders<model::Pod> kPods{decodePodProtobufOn<proto::Reader>, decodePodProtobufOn<proto::CodedReader>};
+const BothReaders<model::Node> kNodes{decodeNodeProtobufOn<proto::Reader>, decodeNodeProtobufOn<proto::CodedReader>};
+const BothReaders<model::Namespace> kNamespaces{decodeNamespaceProtobufOn<proto::Reader>,
+                                                decodeNamespaceProtobufOn<proto::CodedReader>};
+const BothReaders<model::ResourceQuota> kQuotas{decodeResourceQuotaProtobufOn<proto::Reader>,
+                                                decodeResourceQuotaProtobufOn<proto::CodedReader>};
+
+// Every kind's decoder on both readers, for the same bytes.
+void sameOnBothReaders(std::string_view bytes) {
+  kPods.same(bytes);
+  kNodes.same(bytes);
+  kNamespaces.same(bytes);
+  kQuotas.same(bytes);
+}
+
+std::vector<std::string> generatedMessages() {
+  return {launcherPod().SerializeAsString(), vgpuNode().SerializeAsString(), deletingNamespace().SerializeAsString(),
+          gpuQuota().SerializeAsString()};
+}
+
+TEST(ProtobufReaders, GeneratedMessagesDecodeAlikeOnBothReaders) {
+  EXPECT_TRUE(kPods.same(launcherPod().SerializeAsString()));
+  EXPECT_TRUE(kNodes.same(vgpuNode().SerializeAsString()));
+  EXPECT_TRUE(kNamespaces.same(deletingNamespace().SerializeAsString()));
+  EXPECT_TRUE(kQuotas.same(gpuQuota().SerializeAsString()));
+}
+
+TEST(ProtobufReaders, EveryTruncationIsRefusedOrDecodedAlikeOnBothReaders) {
+  for (const std::string& bytes : generatedMessages()) {
+    int refused = 0;
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      // Each prefix in a heap block of its own size: a read past it is the
+      // sanitizer builds' to see.
+      const std::vector<char> prefix(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
+      const std::string_view cut(prefix.data(), prefix.size());
+      sameOnBothReaders(cut);
+      refused += kPods.same(cut) ? 0 : 1;
+    }
+    EXPECT_GT(refused, 0);
+  }
+}
+
+TEST(ProtobufReaders, MutatedMessagesDecodeOrFailAlikeOnBothReaders) {
+  std::mt19937 rng(28);
+  for (const std::string& bytes : generatedMessages()) {
+    for (int i = 0; i < 3000; ++i) {
+      std::string mutated = bytes;
+      const std::size_t at = rng() % mutated.size();
+      switch (i % 3) {
+        case 0: mutated[at] = static_cast<char>(rng()); break;
+        case 1: mutated.insert(at, 1, static_cast<char>(rng() | 0x80)); break;  // a continuation byte
+        default: mutated.erase(at, 1 + rng() % 4); break;
+      }
+      sameOnBothReaders(mutated);
+    }
+  }
+}
+
+TEST(ProtobufReaders, WhatOnlyHandMadeBytesHoldIsRefusedByBothReaders) {
+  // What protoc never writes, inside the pod's status: a group, a tag beyond
+  // 32 bits, field 0, a ten-byte varint carrying bit 65, a length beyond 32 bits.
+  const std::string meta = wireBytes(1, launcherPod().metadata().SerializeAsString());
+  for (const std::string& status : {wireVarint(1 << 3 | 3), wireVarint(std::uint64_t{1} << 35) + wireVarint(1),
+                                    wireVarint(0) + wireVarint(1), wireVarint(2 << 3) + std::string(9, '\xff') + "\x02",
+                                    wireVarint(1 << 3 | 2) + wireVarint((std::uint64_t{1} << 32) + 2) + "ok"}) {
+    EXPECT_FALSE(kPods.same(meta + wireBytes(3, status)));
+  }
 }
 
 }  // namespace

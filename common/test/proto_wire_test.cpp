@@ -1,6 +1,9 @@
 // The wire reader's fast paths (one- and two-byte tags, one-byte lengths and
 // varints) and its general path must read the same fields, and every kind of
 // broken input must end the walk as a failure without reading past the end.
+// Each test runs on the product's reader and on CodedReader (libprotobuf's
+// CodedInputStream behind the same interface); the last one holds the two to
+// the same reading of random bytes.
 
 #include <gtest/gtest.h>
 
@@ -8,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tally/common/proto_coded_reader.hpp"
 #include "tally/common/proto_wire.hpp"
 
 using namespace tally;
@@ -39,8 +43,9 @@ struct Seen {
 };
 
 // All fields, and whether the walk failed.
+template <class Reader>
 std::pair<std::vector<Seen>, bool> readAll(std::string_view data) {
-  proto::Reader r(data);
+  Reader r(data);
   std::vector<Seen> seen;
   while (r.next()) {
     seen.push_back({r.field(), r.type(), r.isBytes() ? 0 : r.varintValue(), std::string(r.isBytes() ? r.bytes() : "")});
@@ -48,13 +53,18 @@ std::pair<std::vector<Seen>, bool> readAll(std::string_view data) {
   return {seen, r.failed()};
 }
 
-TEST(ProtoWire, ReadsTagsAndLengthsOfEveryWidth) {
+template <class Reader>
+class ProtoWire : public ::testing::Test {};
+using Readers = ::testing::Types<proto::Reader, proto::CodedReader>;
+TYPED_TEST_SUITE(ProtoWire, Readers);
+
+TYPED_TEST(ProtoWire, ReadsTagsAndLengthsOfEveryWidth) {
   const std::string longText(300, 'x');  // a two-byte length
   std::string data = bytesField(1, "ab") + varintField(15, 1) + bytesField(16, "two-byte tag") +
                      varintField(2047, 300) + bytesField(2048, longText) + varintField(1u << 28, ~uint64_t{0}) +
                      tag(3, proto::kFixed64) + std::string("\x01\x02\x03\x04\x05\x06\x07\x08", 8) +
                      tag(4, proto::kFixed32) + std::string("\x01\x00\x00\x80", 4);
-  auto [seen, failed] = readAll(data);
+  auto [seen, failed] = readAll<TypeParam>(data);
   EXPECT_FALSE(failed);
   std::vector<Seen> want{{1, proto::kBytes, 0, "ab"},
                          {15, proto::kVarint, 1, ""},
@@ -67,13 +77,13 @@ TEST(ProtoWire, ReadsTagsAndLengthsOfEveryWidth) {
   EXPECT_EQ(seen, want);
 }
 
-TEST(ProtoWire, EmptyInputIsTheEndNotAFailure) {
-  auto [seen, failed] = readAll("");
+TYPED_TEST(ProtoWire, EmptyInputIsTheEndNotAFailure) {
+  auto [seen, failed] = readAll<TypeParam>("");
   EXPECT_TRUE(seen.empty());
   EXPECT_FALSE(failed);
 }
 
-TEST(ProtoWire, RefusesTruncatedTagsLengthsAndValues) {
+TYPED_TEST(ProtoWire, RefusesTruncatedTagsLengthsAndValues) {
   const std::string good = bytesField(1, "ok");
   for (std::string broken : {
            std::string("\x80"),                             // tag cut after a continuation byte
@@ -87,14 +97,14 @@ TEST(ProtoWire, RefusesTruncatedTagsLengthsAndValues) {
            tag(2, proto::kFixed64) + std::string(7, '\0'),  // seven of eight bytes
            tag(2, proto::kFixed32) + std::string(3, '\0'),  // three of four bytes
        }) {
-    auto [seen, failed] = readAll(good + broken);
+    auto [seen, failed] = readAll<TypeParam>(good + broken);
     EXPECT_TRUE(failed) << "input bytes " << broken.size();
     ASSERT_EQ(seen.size(), 1u) << "the good field before the break is read";
     EXPECT_EQ(seen[0].bytes, "ok");
   }
 }
 
-TEST(ProtoWire, RefusesOverlongVarintsFieldZeroAndGroups) {
+TYPED_TEST(ProtoWire, RefusesOverlongVarintsFieldZeroAndGroups) {
   // Ten bytes whose last carries more than the 64th bit, and eleven bytes.
   const std::string overflow = std::string(9, '\xff') + "\x02";
   const std::string eleven = std::string(10, '\x80') + "\x01";
@@ -102,35 +112,35 @@ TEST(ProtoWire, RefusesOverlongVarintsFieldZeroAndGroups) {
        {tag(1, proto::kVarint) + overflow, tag(1, proto::kVarint) + eleven, tag(1, proto::kBytes) + overflow + "x",
         overflow, varintField(0, 1), tag(1, 3) /* start group */, tag(1, 4) /* end group */,
         varint(uint64_t{1} << 35) + "\x00" /* field number beyond 32 bits */}) {
-    auto [seen, failed] = readAll(broken);
+    auto [seen, failed] = readAll<TypeParam>(broken);
     EXPECT_TRUE(failed);
     EXPECT_TRUE(seen.empty());
   }
   // The largest ten-byte varint is fine.
-  auto [seen, failed] = readAll(tag(1, proto::kVarint) + std::string(9, '\xff') + "\x01");
+  auto [seen, failed] = readAll<TypeParam>(tag(1, proto::kVarint) + std::string(9, '\xff') + "\x01");
   EXPECT_FALSE(failed);
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0].value, ~uint64_t{0});
 }
 
-TEST(ProtoWire, NonMinimalEncodingsReadTheSameAsMinimalOnes) {
+TYPED_TEST(ProtoWire, NonMinimalEncodingsReadTheSameAsMinimalOnes) {
   // A one-byte tag, length and value spelled with padding continuation bytes
   // take the general path and mean the same.
   std::string padded = std::string("\x8a\x80\x00", 3) + std::string("\x82\x00", 2) + "ok" + std::string("\x90\x00", 2) +
                        std::string("\x87\x80\x80\x00", 4);
-  auto [seen, failed] = readAll(padded);
+  auto [seen, failed] = readAll<TypeParam>(padded);
   EXPECT_FALSE(failed);
   std::vector<Seen> want{{1, proto::kBytes, 0, "ok"}, {2, proto::kVarint, 7, ""}};
   EXPECT_EQ(seen, want);
 }
 
-TEST(ProtoWire, UnknownAndPackedFieldsAreSkippedWhole) {
+TYPED_TEST(ProtoWire, UnknownAndPackedFieldsAreSkippedWhole) {
   // A packed repeated varint (one bytes field) and an unknown nested message
   // are one field each: the reader does not enter them.
   std::string packed = varint(1) + varint(300) + varint(5);
   std::string data = bytesField(7, packed) + bytesField(99, bytesField(1, "nested") + varintField(2, 3)) +
                      varintField(7, 1) + varintField(7, 300) + bytesField(1, "after");
-  auto [seen, failed] = readAll(data);
+  auto [seen, failed] = readAll<TypeParam>(data);
   EXPECT_FALSE(failed);
   std::vector<Seen> want{{7, proto::kBytes, 0, packed},
                          {99, proto::kBytes, 0, bytesField(1, "nested") + varintField(2, 3)},
@@ -140,23 +150,23 @@ TEST(ProtoWire, UnknownAndPackedFieldsAreSkippedWhole) {
   EXPECT_EQ(seen, want);
 }
 
-TEST(ProtoWire, AfterAFailureNextStaysFalse) {
+TYPED_TEST(ProtoWire, AfterAFailureNextStaysFalse) {
   const std::string truncated = tag(1, proto::kBytes) + varint(50) + "short";  // the reader views it: keep it alive
-  proto::Reader r(truncated);
+  TypeParam r(truncated);
   EXPECT_FALSE(r.next());
   EXPECT_TRUE(r.failed());
   EXPECT_FALSE(r.next());
   EXPECT_TRUE(r.failed());
 }
 
-TEST(ProtoWire, RandomBytesNeverReadPastTheEnd) {
+TYPED_TEST(ProtoWire, RandomBytesNeverReadPastTheEnd) {
   // Each input lives in its own exact-size heap block, so a read past the end
   // is visible to the sanitizer builds; here every byte must be accounted for.
   std::mt19937 rng(14);
   for (int i = 0; i < 20000; ++i) {
     std::vector<char> buf(rng() % 24);
     for (char& c : buf) c = static_cast<char>(rng() & (i % 2 ? 0xff : 0x8f));
-    proto::Reader r(std::string_view(buf.data(), buf.size()));
+    TypeParam r(std::string_view(buf.data(), buf.size()));
     size_t consumed = 0;
     while (r.next()) {
       if (r.isBytes()) {
@@ -166,6 +176,18 @@ TEST(ProtoWire, RandomBytesNeverReadPastTheEnd) {
       ++consumed;
     }
     ASSERT_LE(consumed, buf.size());
+  }
+}
+
+TEST(ProtoWireReaders, BothReadersReadRandomBytesAlike) {
+  // The same fields up to the same point, and the same verdict: biased
+  // towards continuation bytes, small field numbers and short lengths so the
+  // inputs reach past their first tag.
+  std::mt19937 rng(28);
+  for (int i = 0; i < 50000; ++i) {
+    std::string buf(rng() % 32, '\0');
+    for (char& c : buf) c = static_cast<char>(rng() & (i % 3 == 0 ? 0xff : i % 3 == 1 ? 0x8f : 0x1f));
+    ASSERT_EQ(readAll<proto::Reader>(buf), readAll<proto::CodedReader>(buf)) << "input " << i;
   }
 }
 
