@@ -25,6 +25,7 @@
 #include "tally/runtime/manager.hpp"
 #include "tally/runtime/process.hpp"
 #include "tally/state/source_flags.hpp"
+#include "tally/runtime/process_flags.hpp"
 #include "tally/state/informers.hpp"
 
 namespace {
@@ -39,20 +40,16 @@ struct Flags {
   std::string urlPrefix = "/tally";
   std::uint16_t metricsPort = 8889;
   std::string scoring = "binpack";
-  std::string tlsCert, tlsKey;
+  runtime::process::ProcessFlags process;
+  runtime::process::ServingFlags serving{.threads = std::max(2u, std::thread::hardware_concurrency())};
   std::string clientCa;
   std::vector<std::string> allowedClients;
-  std::string kubeconfig, context;
-  unsigned threads = std::max(2u, std::thread::hardware_concurrency());
   std::size_t maxBodyBytes = 16 << 20;
-  std::size_t maxConnections = 1024;
-  std::string readTimeout = "10s", idleTimeout = "90s";
   std::string assumeTtl = "30s", bindDeadline = "2s";
   unsigned bindThreads = 64;
   state::SourceFlags source;
   std::string snapshotFile;
   std::string gates = "published", gateStaleAfter = "300s";
-  std::string logLevel = "info", logFormat = "json";
 };
 
 void addFlags(CLI::App& app, Flags& f) {
@@ -66,9 +63,10 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--scoring,--score-strategy", f.scoring, "Prioritize strategy: binpack or spread")
       ->check(CLI::IsMember({"binpack", "spread"}))
       ->capture_default_str();
-  app.add_option("--tls-cert-file", f.tlsCert,
-                 "Serve the verb listener over HTTPS with this certificate chain (PEM); re-read when it changes");
-  app.add_option("--tls-key-file", f.tlsKey, "Private key (PEM) for --tls-cert-file");
+  runtime::process::addProcessFlags(app, f.process);
+  runtime::process::addServingFlags(app, f.serving, "the verbs");
+  app.get_option("--tls-cert-file")
+      ->description("Serve the verb listener over HTTPS with this certificate chain (PEM); re-read when it changes");
   app.add_option("--client-ca-file", f.clientCa,
                  "CA bundle (PEM) that signs kube-scheduler's client certificate (extenders[].tlsConfig certFile); "
                  "the verbs then answer only callers with a certificate it verifies (401/403 otherwise). Needs "
@@ -78,17 +76,7 @@ void addFlags(CLI::App& app, Flags& f) {
                  "Names (subject CN or DNS subjectAltName) a verb caller's certificate must carry (comma-separated); "
                  "empty: any certificate --client-ca-file verifies")
       ->delimiter(',');
-  app.add_option("--kubeconfig", f.kubeconfig, "Kubeconfig file; empty: $KUBECONFIG, in-cluster, then ~/.kube/config");
-  app.add_option("--context", f.context, "Kubeconfig context; empty: the current one");
-  app.add_option("--threads", f.threads, "HTTP worker threads")->capture_default_str();
   app.add_option("--max-body-bytes", f.maxBodyBytes, "Largest request body; larger ones get 413")
-      ->capture_default_str();
-  app.add_option("--max-connections", f.maxConnections,
-                 "Open connections each listener keeps at most; more are closed as they are accepted")
-      ->capture_default_str();
-  app.add_option("--read-timeout", f.readTimeout, "Time to read one request once it started (and to write the answer)")
-      ->capture_default_str();
-  app.add_option("--idle-timeout", f.idleTimeout, "Time a kept-alive connection may wait for its next request")
       ->capture_default_str();
   state::addSourceFlags(app, f.source, "the verbs");
   app.add_option("--assume-ttl", f.assumeTtl,
@@ -116,8 +104,6 @@ void addFlags(CLI::App& app, Flags& f) {
                  "With --gates evaluated: how long a cache may go unconfirmed before the pools it feeds close "
                  "(StaleCapacity)")
       ->capture_default_str();
-  app.add_option("--log-level", f.logLevel, "debug, info, warning or error")->capture_default_str();
-  app.add_option("--log-format", f.logFormat, "json or text (logfmt)")->capture_default_str();
 }
 
 // Without `billingPlans` (--billing-plans "") the snapshot's catalogue is left
@@ -198,7 +184,7 @@ int main(int argc, char** argv) {
   addFlags(app, f);
   CLI11_PARSE(app, argc, argv);
 
-  if (auto logging = runtime::process::setUpLogging(f.logLevel, f.logFormat); !logging) {
+  if (auto logging = runtime::process::setUpLogging(f.process.logLevel, f.process.logFormat); !logging) {
     std::cerr << logging.error().message << "\n";
     return 2;
   }
@@ -240,7 +226,7 @@ int main(int argc, char** argv) {
     if (offline) {
       if (int rc = loadSnapshotFile(f.snapshotFile, billingPlans, writer)) return rc;
     } else {
-      auto created = runtime::process::connect({f.kubeconfig, f.context, "tally-extender/0.1"});
+      auto created = runtime::process::connect(runtime::process::clientFlags(f.process, "tally-extender/0.1"));
       if (!created) {
         logError("cannot reach Kubernetes", {{"error", created.error().describe()}});
         return 2;
@@ -281,10 +267,8 @@ int main(int argc, char** argv) {
     so.strategy = f.scoring == "spread" ? model::ScoreStrategy::Spread : model::ScoreStrategy::BinPack;
     ExtenderService service(writer.snapshots(), metrics, so, binder.get());
 
-    if (f.tlsCert.empty() != f.tlsKey.empty()) {
-      throw std::runtime_error("TLS needs both --tls-cert-file and --tls-key-file");
-    }
-    if (!f.clientCa.empty() && f.tlsCert.empty()) {
+    const http::ServerOptions serving = runtime::process::serverOptions(f.serving);  // checks the TLS pair
+    if (!f.clientCa.empty() && f.serving.tlsCert.empty()) {
       throw std::runtime_error(
           "--client-ca-file needs --tls-cert-file and --tls-key-file (client certificates are TLS)");
     }
@@ -303,12 +287,12 @@ int main(int argc, char** argv) {
     http::ServerOptions ho = serverOptions();
     ho.address = f.bindAddress;
     ho.port = f.port;
-    ho.threads = f.threads;
+    ho.threads = serving.threads;
     ho.maxBodyBytes = f.maxBodyBytes;
-    ho.maxConnections = f.maxConnections;
-    ho.readTimeout = runtime::process::durationFlag("--read-timeout", f.readTimeout);
-    ho.idleTimeout = runtime::process::durationFlag("--idle-timeout", f.idleTimeout);
-    if (!f.tlsCert.empty()) ho.tls = http::TlsFiles{.certFile = f.tlsCert, .keyFile = f.tlsKey};
+    ho.maxConnections = serving.maxConnections;
+    ho.readTimeout = serving.readTimeout;
+    ho.idleTimeout = serving.idleTimeout;
+    if (!f.serving.tlsCert.empty()) ho.tls = http::TlsFiles{.certFile = f.serving.tlsCert, .keyFile = f.serving.tlsKey};
     if (!f.clientCa.empty()) ho.tls->clients = http::ClientCertificates{f.clientCa, f.allowedClients};
     http::Router verbs;
     service.addVerbRoutes(verbs);

@@ -380,3 +380,41 @@ AttachmentStep attachmentStep(const Cluster& cluster, const GpuDevice& device, A
 }
 
 }  // namespace tally::model
+
+namespace tally::model {
+
+GpuDevice attachedBy(GpuDevice d, const std::string& ns, const std::string& vmi, const std::string& token,
+                     std::vector<std::string> set, Timestamp since) {
+  d.attachedTo = ObjectRef{ns, vmi, ""};
+  d.attachToken = token;
+  d.attachSet = std::move(set);
+  d.attachedAt = since;
+  if (holdsNodeUnits(d)) d.phase = DevicePhase::Attached;
+  return d;
+}
+
+GpuDevice detached(GpuDevice d) {
+  d.attachedTo = {};
+  d.attachToken.clear();
+  d.attachSet.clear();
+  d.attachedAt = 0;
+  if (d.phase == DevicePhase::Attached) d.phase = DevicePhase::Bound;
+  return d;
+}
+
+GpuDevice attachmentAfter(const GpuDevice& device, const AttachmentStep& step) {
+  switch (step.action) {
+    case AttachmentAction::FillUid: {
+      GpuDevice next = device;
+      next.attachedTo.uid = step.uid;
+      if (holdsNodeUnits(next)) next.phase = DevicePhase::Attached;
+      return next;
+    }
+    case AttachmentAction::Detach: return detached(device);
+    case AttachmentAction::Keep:
+    case AttachmentAction::Delete: return device;
+  }
+  return device;
+}
+
+}  // namespace tally::model

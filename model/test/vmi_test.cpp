@@ -338,5 +338,38 @@ TEST_F(VmDoor, AVmiHoldsTheAttachmentByItsUidOnceRecordedByItsTokenBefore) {
   EXPECT_FALSE(holdsAttachment(v, d)) << "another namespace";
 }
 
+TEST_F(VmDoor, TheAttachAndDetachTransitionsMoveThePhaseOnlyForADeviceHoldingNodeUnits) {
+  // Attached by the VM door: the VMI, token, set and time recorded; a placed
+  // device becomes Attached, a Pending one stays Pending (it holds no units yet).
+  GpuDevice placed = device("alpha", "held", "h200", 1, DevicePhase::Bound, "gpu-1");
+  GpuDevice on = attachedBy(placed, "alpha", "vm", "tok", {"held", "vm-gpu-0"}, c.now);
+  EXPECT_EQ(on.phase, DevicePhase::Attached);
+  EXPECT_EQ(on.attachedTo, (ObjectRef{"alpha", "vm", ""}));
+  EXPECT_EQ(on.attachToken, "tok");
+  EXPECT_EQ(on.attachSet, (std::vector<std::string>{"held", "vm-gpu-0"}));
+  EXPECT_EQ(on.attachedAt, c.now);
+  EXPECT_EQ(attachedBy(device("alpha", "p", "h200", 1, DevicePhase::Pending, ""), "alpha", "vm", "tok", {}, c.now).phase,
+            DevicePhase::Pending);
+  // Detached: the attachment gone, Attached back to Bound, still held on its node.
+  GpuDevice off = detached(on);
+  EXPECT_EQ(off.phase, DevicePhase::Bound);
+  EXPECT_TRUE(off.attachedTo.empty());
+  EXPECT_TRUE(off.attachToken.empty());
+  EXPECT_TRUE(off.attachSet.empty());
+  EXPECT_EQ(off.attachedAt, 0);
+  EXPECT_EQ(off.node, "gpu-1");
+  // The reconciler's steps: FillUid records the uid, Detach detaches, Keep
+  // and Delete change nothing.
+  GpuDevice waiting = on;
+  waiting.phase = DevicePhase::Bound;
+  AttachmentStep fill{AttachmentAction::FillUid, "uid-vm", "", 0};
+  GpuDevice filled = attachmentAfter(waiting, fill);
+  EXPECT_EQ(filled.attachedTo.uid, "uid-vm");
+  EXPECT_EQ(filled.phase, DevicePhase::Attached);
+  EXPECT_EQ(attachmentAfter(on, {AttachmentAction::Detach, "", "gone", 0}).phase, DevicePhase::Bound);
+  EXPECT_EQ(attachmentAfter(on, {AttachmentAction::Keep, "", "", 0}).attachToken, "tok");
+  EXPECT_EQ(attachmentAfter(on, {AttachmentAction::Delete, "", "", 0}).attachToken, "tok");
+}
+
 }  // namespace
 }  // namespace tally::model

@@ -33,6 +33,7 @@ struct Controller::Metrics {
   observability::Counter& requeue;
   observability::Counter& requeueAfter;
   observability::Counter& errors;
+  observability::Counter& terminal;
 
   Metrics(observability::Registry& r, const std::string& name)
       : adds(r.counter("workqueue_adds_total", "Total number of adds handled by workqueue", {"name"}).with({name})),
@@ -60,7 +61,10 @@ struct Controller::Metrics {
         requeueAfter(reconcileTotal(r).with({name, "requeue_after"})),
         errors(r.counter("controller_runtime_reconcile_errors_total",
                          "Total number of reconciliation errors per controller", {"controller"})
-                   .with({name})) {}
+                   .with({name})),
+        terminal(r.counter("controller_runtime_terminal_reconcile_errors_total",
+                           "Total number of terminal reconciliation errors per controller", {"controller"})
+                     .with({name})) {}
 
   static observability::Family<observability::Counter>& reconcileTotal(observability::Registry& r) {
     return r.counter("controller_runtime_reconcile_total", "Total number of reconciliations per controller",
@@ -216,6 +220,19 @@ void Controller::reconcileOne(WorkQueue<std::string>& queue, const std::string& 
       if (metrics_) metrics_->requeueAfter.inc();
       queue.forget(key);
       queue.addAfter(key, result->after);
+      break;
+    case ReconcileResult::Action::kTerminal:
+      // Retrying cannot help (the object is malformed, say): the key waits for
+      // its next event instead of backing off forever.
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      if (metrics_) {
+        metrics_->error.inc();
+        metrics_->errors.inc();
+        metrics_->terminal.inc();
+      }
+      logWarning("reconcile failed for good, not retried until the object changes",
+                 {{"controller", options_.name}, {"key", key}, {"error", result->why}});
+      queue.forget(key);
       break;
   }
 }

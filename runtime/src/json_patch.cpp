@@ -1,5 +1,7 @@
 #include "tally/runtime/json_patch.hpp"
 
+#include <algorithm>
+
 #include "tally/common/json.hpp"
 
 namespace tally::runtime {
@@ -19,6 +21,29 @@ JsonPatch& JsonPatch::remove(std::string path) {
 JsonPatch& JsonPatch::test(std::string path, std::string valueJson) {
   ops_.push_back({Op::kTest, std::move(path), std::move(valueJson)});
   return *this;
+}
+
+JsonPatch& JsonPatch::addString(std::string path, std::string_view value) {
+  return add(std::move(path), jsonString(value));
+}
+JsonPatch& JsonPatch::replaceString(std::string path, std::string_view value) {
+  return replace(std::move(path), jsonString(value));
+}
+JsonPatch& JsonPatch::testString(std::string path, std::string_view value) {
+  return test(std::move(path), jsonString(value));
+}
+
+JsonPatch& JsonPatch::addFinalizer(const std::vector<std::string>& current, std::string_view finalizer) {
+  if (std::find(current.begin(), current.end(), finalizer) != current.end()) return *this;
+  if (current.empty()) return add("/metadata/finalizers", "[" + jsonString(finalizer) + "]");
+  return addString("/metadata/finalizers/-", finalizer);
+}
+
+JsonPatch& JsonPatch::removeFinalizer(const std::vector<std::string>& current, std::string_view finalizer) {
+  const auto at = std::find(current.begin(), current.end(), finalizer);
+  if (at == current.end()) return *this;
+  const std::string path = "/metadata/finalizers/" + std::to_string(at - current.begin());
+  return testString(path, finalizer).remove(path);
 }
 
 std::string JsonPatch::escapeToken(std::string_view token) {

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <ctime>
 #include <thread>
@@ -14,6 +15,35 @@ namespace tally::runtime {
 
 using namespace std::chrono_literals;
 
+namespace {
+
+class FunctionRunnable final : public Runnable {
+ public:
+  FunctionRunnable(std::string name, std::function<void()> start, std::function<void()> stop,
+                   std::function<bool()> ready)
+      : name_(std::move(name)), start_(std::move(start)), stop_(std::move(stop)), ready_(std::move(ready)) {}
+  std::string name() const override { return name_; }
+  void start() override {
+    if (start_) start_();
+  }
+  void stop() override {
+    if (stop_) stop_();
+  }
+  bool ready() const override { return !ready_ || ready_(); }
+
+ private:
+  std::string name_;
+  std::function<void()> start_, stop_;
+  std::function<bool()> ready_;
+};
+
+}  // namespace
+
+std::unique_ptr<Runnable> runnable(std::string name, std::function<void()> start, std::function<void()> stop,
+                                   std::function<bool()> ready) {
+  return std::make_unique<FunctionRunnable>(std::move(name), std::move(start), std::move(stop), std::move(ready));
+}
+
 Manager::Manager(std::shared_ptr<Client> client, ManagerOptions options)
     : client_(std::move(client)), options_(std::move(options)) {}
 
@@ -24,6 +54,7 @@ Manager::~Manager() {
   }
   for (auto& c : controllers_) c->stop();
   if (elector_) elector_->stop();
+  for (auto it = started_.rbegin(); it != started_.rend(); ++it) (*it)->stop();
   for (auto& i : informers_) i->stop();
 }
 
@@ -32,10 +63,29 @@ Controller& Manager::controller(ControllerOptions options, Reconciler reconcile)
   return *controllers_.back();
 }
 
+void Manager::add(Stage stage, std::unique_ptr<Runnable> runnable) {
+  Runnable& ref = *runnable;
+  owned_.push_back(std::move(runnable));
+  add(stage, ref);
+}
+
+void Manager::add(Stage stage, Runnable& runnable) { runnables_.emplace_back(stage, &runnable); }
+
+std::vector<Runnable*> Manager::stage(Stage wanted) const {
+  std::vector<Runnable*> out;
+  for (const auto& [stage, r] : runnables_) {
+    if (stage == wanted) out.push_back(r);
+  }
+  return out;
+}
+
 std::vector<std::string> Manager::unsynced() const {
   std::vector<std::string> out;
   for (const auto& i : informers_) {
-    if (!i->hasSynced()) out.push_back(i->name());
+    if (!i->ready()) out.push_back(i->name());
+  }
+  for (const Runnable* r : stage(Stage::Caches)) {
+    if (!r->ready()) out.push_back(r->name());
   }
   return out;
 }
@@ -65,7 +115,7 @@ void Manager::registerMetrics() {
     std::lock_guard lock(state->mu);
     if (!state->alive) return;
     for (auto& s : state->series) {
-      s.synced->set(s.informer->hasSynced() ? 1 : 0);
+      s.synced->set(s.informer->ready() ? 1 : 0);
       std::uint64_t seen = s.informer->events();
       if (seen > s.counted) s.events->inc(seen - s.counted);
       s.counted = seen;
@@ -82,11 +132,16 @@ void Manager::startLeaderControllers() {
   for (auto& c : controllers_) {
     if (c->leaderOnly()) c->start();
   }
+  for (Runnable* r : stage(Stage::Leader)) r->start();
   logInfo("leading: started the leader-only controllers");
 }
 
 void Manager::stopLeaderControllers() {
   std::lock_guard lock(leaderMu_);
+  if (leading_) {
+    auto leader = stage(Stage::Leader);
+    for (auto it = leader.rbegin(); it != leader.rend(); ++it) (*it)->stop();
+  }
   for (auto& c : controllers_) {
     if (c->leaderOnly()) c->stop();
   }
@@ -95,29 +150,47 @@ void Manager::stopLeaderControllers() {
   if (leaderGauge_) leaderGauge_->set(0);
 }
 
-Status Manager::run(std::stop_token stop) {
-  registerMetrics();
+void Manager::stopStage(Stage wanted) {
+  const auto all = stage(wanted);
+  for (std::size_t i = started_.size(); i-- > 0;) {
+    if (std::find(all.begin(), all.end(), started_[i]) == all.end()) continue;
+    started_[i]->stop();
+    started_.erase(started_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+Status Manager::waitForCaches(std::stop_token stop) {
   for (auto& i : informers_) i->start();
+  for (Runnable* r : stage(Stage::Caches)) {
+    r->start();
+    started_.push_back(r);
+  }
   const auto deadline = std::chrono::steady_clock::now() + options_.cacheSyncTimeout;
   std::mutex mu;
   std::condition_variable_any cv;
   while (!unsynced().empty()) {
-    if (stop.stop_requested()) break;
+    if (stop.stop_requested()) return {};
     if (std::chrono::steady_clock::now() >= deadline) {
       std::string names;
       for (const auto& n : unsynced()) names += (names.empty() ? "" : ", ") + n;
-      for (auto& i : informers_) i->stop();
       return Error{ErrorCode::kTimeout,
                    "caches did not sync within " + std::to_string(options_.cacheSyncTimeout.count()) + "ms: " + names};
     }
     std::unique_lock lock(mu);
     cv.wait_for(lock, stop, 10ms, [] { return false; });
   }
-  if (!stop.stop_requested()) {
+  return {};
+}
+
+Status Manager::run(std::stop_token stop) {
+  registerMetrics();
+  for (Runnable* r : stage(Stage::Serving)) {
+    r->start();
+    started_.push_back(r);
+  }
+  Status result = waitForCaches(stop);
+  if (result && !stop.stop_requested()) {
     synced_ = true;
-    for (auto& c : controllers_) {
-      if (!c->leaderOnly()) c->start();
-    }
     if (options_.leaderElection) {
       LeaderElectionConfig cfg = *options_.leaderElection;
       auto started = cfg.onStartedLeading;
@@ -140,19 +213,31 @@ Status Manager::run(std::stop_token stop) {
     } else {
       startLeaderControllers();
     }
+    for (auto& c : controllers_) {
+      if (!c->leaderOnly()) c->start();
+    }
+    for (Runnable* r : stage(Stage::Replica)) {
+      r->start();
+      started_.push_back(r);
+    }
+    std::mutex mu;
+    std::condition_variable_any cv;
     std::unique_lock lock(mu);
     cv.wait(lock, stop, [] { return false; });
   }
-  // Shut down in order: no reconcile runs once the Lease is released, and no
-  // informer stops under a running controller.
+  // Shut down in the reverse order: no request is served once the Lease is
+  // released, no reconcile runs then, and no cache stops under running work.
+  stopStage(Stage::Replica);
   for (auto& c : controllers_) {
     if (!c->leaderOnly()) c->stop();
   }
   stopLeaderControllers();
   if (elector_) elector_->stop();
+  stopStage(Stage::Caches);
   for (auto& i : informers_) i->stop();
+  stopStage(Stage::Serving);
   synced_ = false;
-  return {};
+  return result;
 }
 
 SignalStop::SignalStop() {

@@ -1,7 +1,10 @@
 // The controller loop without an API server: results, backoff, one worker per
-// key, new terms, metrics with client-go's names.
+// key, new terms, metrics with client-go's names; and the manager's stages
+// (start in one order, stop in the reverse one, the caches waited for).
 
 #include "tally/runtime/controller.hpp"
+
+#include "tally/runtime/manager.hpp"
 
 #include <gtest/gtest.h>
 
@@ -257,6 +260,94 @@ TEST(Controller, ScrapeAfterTheControllerIsGoneReadsNothingFreed) {
     c.enqueue("a");
   }
   EXPECT_NE(registry.render().find("workqueue_adds_total{name=\"gone\"} 1"), std::string::npos);
+}
+
+TEST(Controller, TerminalIsCountedAndNotRetriedUntilTheKeyComesAgain) {
+  std::atomic<int> calls{0};
+  observability::Registry registry;
+  Controller c(
+      options("terminal"),
+      [&](const std::string&, std::stop_token) -> Result<ReconcileResult> {
+        ++calls;
+        return ReconcileResult::terminal("the object cannot be decoded");
+      },
+      &registry);
+  c.start();
+  c.enqueue("ns/a");
+  ASSERT_TRUE(eventually([&] { return calls.load() == 1 && c.queueLength() == 0; }));
+  std::this_thread::sleep_for(50ms);  // a retry with backoff (1-20 ms) would have come by now
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(c.stats().errors, 1u);
+  const std::string text = registry.render();
+  EXPECT_NE(text.find(R"(controller_runtime_terminal_reconcile_errors_total{controller="terminal"} 1)"),
+            std::string::npos)
+      << text;
+  c.enqueue("ns/a");  // its next event
+  ASSERT_TRUE(eventually([&] { return calls.load() == 2; }));
+  c.stop();
+}
+
+// Records every start and stop of the runnables it makes, in order.
+struct Journal {
+  std::mutex mu;
+  std::vector<std::string> entries;
+  void note(std::string entry) {
+    std::lock_guard lock(mu);
+    entries.push_back(std::move(entry));
+  }
+  std::vector<std::string> read() {
+    std::lock_guard lock(mu);
+    return entries;
+  }
+  std::unique_ptr<Runnable> make(const std::string& name, std::function<bool()> ready = nullptr) {
+    return runnable(
+        name, [this, name] { note("start " + name); }, [this, name] { note("stop " + name); }, std::move(ready));
+  }
+};
+
+TEST(Manager, StartsByStageWaitsForTheCachesAndStopsInTheReverseOrder) {
+  Journal journal;
+  std::atomic<bool> cacheReady{false};
+  Manager manager(nullptr, ManagerOptions{});  // no informer, no election: it leads alone
+  // Added out of stage order on purpose: the stage decides, then the order added.
+  manager.add(Stage::Replica, journal.make("webhooks"));
+  manager.add(Stage::Leader, journal.make("binder"));
+  manager.add(Stage::Caches, journal.make("writer"));
+  manager.add(Stage::Caches, journal.make("informers", [&] { return cacheReady.load(); }));
+  manager.add(Stage::Serving, journal.make("ops"));
+  std::stop_source stop;
+  std::jthread running([&] { EXPECT_TRUE(manager.run(stop.get_token())); });
+  ASSERT_TRUE(eventually([&] { return journal.read().size() == 3; }));
+  std::this_thread::sleep_for(30ms);
+  // Nothing past the caches starts while one is not ready.
+  EXPECT_EQ(journal.read(), (std::vector<std::string>{"start ops", "start writer", "start informers"}));
+  EXPECT_EQ(manager.unsynced(), std::vector<std::string>{"informers"});
+  EXPECT_FALSE(manager.synced());
+  cacheReady = true;
+  ASSERT_TRUE(eventually([&] { return journal.read().size() == 5; }));
+  EXPECT_TRUE(manager.synced());
+  EXPECT_TRUE(manager.leading());
+  stop.request_stop();
+  running.join();
+  EXPECT_EQ(journal.read(),
+            (std::vector<std::string>{"start ops", "start writer", "start informers", "start binder", "start webhooks",
+                                      "stop webhooks", "stop binder", "stop informers", "stop writer", "stop ops"}));
+}
+
+TEST(Manager, ACacheThatNeverSyncsFailsTheStartNamingItAndStopsWhatStarted) {
+  Journal journal;
+  ManagerOptions o;
+  o.cacheSyncTimeout = 50ms;
+  Manager manager(nullptr, o);
+  manager.add(Stage::Serving, journal.make("ops"));
+  manager.add(Stage::Caches, journal.make("state", [] { return false; }));
+  manager.add(Stage::Leader, journal.make("binder"));
+  std::stop_source stop;
+  const Status ran = manager.run(stop.get_token());
+  ASSERT_FALSE(ran);
+  EXPECT_TRUE(ran.error().is(ErrorCode::kTimeout));
+  EXPECT_NE(ran.error().message.find("state"), std::string::npos) << ran.error().message;
+  EXPECT_EQ(journal.read(), (std::vector<std::string>{"start ops", "start state", "stop state", "stop ops"}));
 }
 
 }  // namespace

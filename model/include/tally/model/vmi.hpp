@@ -126,4 +126,16 @@ struct AttachmentStep {
 // may wait for its VMI to appear.
 AttachmentStep attachmentStep(const Cluster& cluster, const GpuDevice& device, AttachWindow window);
 
+// The attach and detach transitions, as the VM door and the binder write them.
+// The device attached by the VM door to VMI `ns/vmi` under `token` (its set
+// and the time the attachment began): Attached when it holds node units.
+GpuDevice attachedBy(GpuDevice device, const std::string& ns, const std::string& vmi, const std::string& token,
+                     std::vector<std::string> set, Timestamp since);
+// The device without its attachment: Attached becomes Bound, it stays held.
+GpuDevice detached(GpuDevice device);
+// The device after the attachment reconciler's `step`: FillUid records the
+// VMI's uid (Attached when it holds node units), Detach detaches; Keep and
+// Delete leave it as it is (a deletion is no status).
+GpuDevice attachmentAfter(const GpuDevice& device, const AttachmentStep& step);
+
 }  // namespace tally::model

@@ -5,8 +5,9 @@
 // converges, so a dropped, duplicated or reordered event changes nothing.
 //
 // reconcile returns done (forget the key's backoff), requeue (again, with
-// per-key exponential backoff), requeueAfter(d) (again after d), or an error
-// (logged, counted, requeued with backoff). A key is never reconciled by two
+// per-key exponential backoff), requeueAfter(d) (again after d), terminal(why)
+// (an error retrying cannot mend: logged, counted, not requeued; the key's next
+// event brings it back), or an error (logged, counted, requeued with backoff). A key is never reconciled by two
 // workers at once.
 //
 // Metrics carry client-go's workqueue names (workqueue_adds_total,
@@ -37,13 +38,15 @@
 namespace tally::runtime {
 
 struct ReconcileResult {
-  enum class Action { kDone, kRequeue, kRequeueAfter };
+  enum class Action { kDone, kRequeue, kRequeueAfter, kTerminal };
   Action action = Action::kDone;
   std::chrono::milliseconds after{0};
+  std::string why;  // kTerminal: what cannot be mended by retrying
 
   static ReconcileResult done() { return {}; }
-  static ReconcileResult requeue() { return {Action::kRequeue, {}}; }
-  static ReconcileResult requeueAfter(std::chrono::milliseconds d) { return {Action::kRequeueAfter, d}; }
+  static ReconcileResult requeue() { return {Action::kRequeue, {}, {}}; }
+  static ReconcileResult requeueAfter(std::chrono::milliseconds d) { return {Action::kRequeueAfter, d, {}}; }
+  static ReconcileResult terminal(std::string why) { return {Action::kTerminal, {}, std::move(why)}; }
 };
 
 // reconcile(key, stop): `key` is "namespace/name" (or "name" for cluster-scoped

@@ -23,6 +23,17 @@ class JsonPatch {
   JsonPatch& replace(std::string path, std::string valueJson);
   JsonPatch& remove(std::string path);
   JsonPatch& test(std::string path, std::string valueJson);
+  // The same with a string value (quoted and escaped here).
+  JsonPatch& addString(std::string path, std::string_view value);
+  JsonPatch& replaceString(std::string path, std::string_view value);
+  JsonPatch& testString(std::string path, std::string_view value);
+
+  // Finalizers an object carries, `current` as read: adds `finalizer` (the
+  // list made when there is none); removes it at its index, tested first, so a
+  // list changed since the read fails the patch (422) instead of removing
+  // another finalizer. Nothing when it is already there / not there.
+  JsonPatch& addFinalizer(const std::vector<std::string>& current, std::string_view finalizer);
+  JsonPatch& removeFinalizer(const std::vector<std::string>& current, std::string_view finalizer);
 
   // "/" + each token with '~' as "~0" and '/' as "~1": pointer({"metadata",
   // "labels", "tally.dev/tenant"}) is "/metadata/labels/tally.dev~1tenant".

@@ -1,11 +1,19 @@
 #pragma once
-// The manager owns a process's informers and controllers: it starts the
-// informers, waits until every cache has synced, starts the controllers that
-// every replica runs, and campaigns for the leader Lease; leader-only
-// controllers run while this replica leads and stop when it stops leading.
-// run() returns when its stop token is requested (SIGTERM: see SignalStop),
-// after stopping the controllers (in-flight reconciles finish), releasing the
-// Lease and stopping the informers, in that order.
+// The manager owns what a process runs, in one order. run() starts, by stage:
+//   1. Serving: what answers before anything syncs (the ops listener: probes
+//      and /metrics);
+//   2. Caches: informers and whatever else must be current before work starts
+//      (the state writer and its informers); run() waits until every one is
+//      ready(), or fails naming the ones that are not after cacheSyncTimeout;
+//   3. Leader: the campaign for the Lease; leader-only controllers and
+//      runnables run while this replica leads and stop when it stops leading;
+//   4. Replica: controllers and runnables every replica runs once the caches
+//      are current (the webhook listener among them).
+// When its stop token is requested (SIGTERM: see SignalStop) run() stops them
+// in the reverse order: the replica stage (a listener drains its in-flight
+// requests), the leader-only work (in-flight reconciles finish) and the Lease
+// released, the caches, the serving stage. Within a stage, the last added
+// stops first.
 //
 // Metrics: leader_election_master_status{name} (1 while leading, client-go's
 // name), tally_informer_synced{resource}, tally_informer_events_total{resource},
@@ -14,6 +22,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +37,24 @@
 #include "tally/runtime/leader_election.hpp"
 
 namespace tally::runtime {
+
+// Something the manager starts and stops. start() returns once the work runs
+// (a runnable that must wait for something starts a thread of its own); stop()
+// returns once it has ended. ready() is asked of the Caches stage only.
+class Runnable {
+ public:
+  virtual ~Runnable() = default;
+  virtual std::string name() const = 0;
+  virtual void start() = 0;
+  virtual void stop() = 0;
+  virtual bool ready() const { return true; }
+};
+
+enum class Stage { Serving, Caches, Leader, Replica };
+
+// A runnable from functions (ready: none means always ready).
+std::unique_ptr<Runnable> runnable(std::string name, std::function<void()> start, std::function<void()> stop,
+                                   std::function<bool()> ready = nullptr);
 
 struct ManagerOptions {
   // Without it this replica leads alone (one replica, or leader election off).
@@ -55,32 +82,31 @@ class Manager {
   // A controller (see ControllerOptions::leaderOnly). Add before run().
   Controller& controller(ControllerOptions options, Reconciler reconcile);
 
+  // A runnable of `stage`, owned by the manager or not. Add before run().
+  void add(Stage stage, std::unique_ptr<Runnable> runnable);
+  void add(Stage stage, Runnable& runnable);
+
   // Blocks until `stop` is requested. An error when the caches did not sync in
   // time (naming the resources) or leader election could not start.
   Status run(std::stop_token stop);
 
   bool synced() const { return synced_.load(); }
   bool leading() const { return leading_.load(); }
-  // Names of informers not synced yet (for /readyz messages).
+  // Names of informers and Caches-stage runnables not ready yet (for /readyz messages).
   std::vector<std::string> unsynced() const;
 
  private:
-  struct Runnable {
-    virtual ~Runnable() = default;
-    virtual void start() = 0;
-    virtual void stop() = 0;
-    virtual bool hasSynced() const = 0;
-    virtual std::string name() const = 0;
+  struct InformerRunnable : Runnable {
     virtual std::chrono::milliseconds staleness() const = 0;
     virtual std::uint64_t events() const = 0;
   };
   template <JsonCodec C>
-  struct OwnedInformer final : Runnable {
+  struct OwnedInformer final : InformerRunnable {
     OwnedInformer(std::shared_ptr<Client> client, InformerOptions options)
         : resource(options.resource.resource), informer(std::move(client), std::move(options)) {}
     void start() override { informer.start(); }
     void stop() override { informer.stop(); }
-    bool hasSynced() const override { return informer.hasSynced(); }
+    bool ready() const override { return informer.hasSynced(); }
     std::string name() const override { return resource; }
     std::chrono::milliseconds staleness() const override { return informer.staleness(); }
     std::uint64_t events() const override { return informer.stats().events; }
@@ -91,10 +117,16 @@ class Manager {
   void startLeaderControllers();
   void stopLeaderControllers();
   void registerMetrics();
+  Status waitForCaches(std::stop_token stop);
+  void stopStage(Stage stage);
+  std::vector<Runnable*> stage(Stage stage) const;
 
   std::shared_ptr<Client> client_;
   ManagerOptions options_;
-  std::vector<std::unique_ptr<Runnable>> informers_;
+  std::vector<std::unique_ptr<InformerRunnable>> informers_;
+  std::vector<std::unique_ptr<Runnable>> owned_;
+  std::vector<std::pair<Stage, Runnable*>> runnables_;  // in the order added
+  std::vector<Runnable*> started_;                      // non-leader runnables running, in start order
   std::vector<std::unique_ptr<Controller>> controllers_;
   std::unique_ptr<LeaderElector> elector_;
   std::mutex leaderMu_;
@@ -103,7 +135,7 @@ class Manager {
   observability::Gauge* leaderGauge_ = nullptr;
   struct ScrapeState {
     struct Series {
-      Runnable* informer;
+      InformerRunnable* informer;
       observability::Gauge* synced;
       observability::Counter* events;
       observability::Gauge* stale;
