@@ -51,7 +51,8 @@ if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
     # The doors' other parsers (codec/fuzz/CMakeLists.txt): AdmissionReviews and
     # the objects the webhooks read in them, the extender's verbs, the usage
     # checkpoints, the informers' JSON and protobuf watches and LISTs, the
-    # kubeconfig, Alertmanager's answer. libFuzzer under ASan+UBSan, each
+    # kubeconfig, Alertmanager's answer; the protobuf decoders on the shipped
+    # wire reader against CodedInputStream. libFuzzer under ASan+UBSan, each
     # bounded here; `make fuzz` runs them longer.
     set(TALLY_DOOR_FUZZ_SECONDS 30 CACHE STRING "Seconds each door parser fuzzer runs in the test command")
     foreach(entry "runtime_admission_review_fuzzer|${CMAKE_CURRENT_LIST_DIR}/../../runtime/admission/fuzz/corpus|65536"
@@ -61,7 +62,8 @@ if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
                   "state_protobuf_watch_fuzzer|${CMAKE_CURRENT_LIST_DIR}/watch-protobuf-corpus|65536"
                   "codec_admission_objects_fuzzer|${CMAKE_CURRENT_LIST_DIR}/admission-objects-corpus|65536"
                   "runtime_kubeconfig_fuzzer|${CMAKE_CURRENT_LIST_DIR}/../../runtime/fuzz/kubeconfig-corpus|16384"
-                  "controller_alertmanager_fuzzer|${CMAKE_CURRENT_LIST_DIR}/alertmanager-corpus|65536")
+                  "controller_alertmanager_fuzzer|${CMAKE_CURRENT_LIST_DIR}/alertmanager-corpus|65536"
+                  "codec_protobuf_readers_fuzzer|${CMAKE_CURRENT_LIST_DIR}/watch-protobuf-corpus|65536")
       string(REPLACE "|" ";" parts "${entry}")
       list(GET parts 0 fuzzer)
       list(GET parts 1 seeds)
