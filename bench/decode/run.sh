@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Decode benchmark, side by side in one run: Tally's decoders vs client-go's
-# watch decoder on the same recorded bytes, then the informer cache at scale.
+# watch decoder on the same recorded bytes, the protobuf pod decoders on the
+# shipped wire reader vs on CodedInputStream (issue 28), then the informer
+# cache at scale.
 #   bench/decode/run.sh BUILD_DIR [DATA_DIR]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -12,7 +14,7 @@ data="${2:-${HOME}/.cache/tally/bench-decode}"
 # MIN_SECONDS of decoding has passed (Tally's runs take milliseconds).
 repeat="${REPEAT:-5}"
 min_seconds="${MIN_SECONDS:-1}"
-tally="$("$build/bin/tally-decode-bench" --json "$data/pods_watch.json" --protobuf "$data/pods_watch.pb" --repeat "$repeat" --min-seconds "$min_seconds")"
+tally="$("$build/bin/tally-decode-bench" --json "$data/pods_watch.json" --protobuf "$data/pods_watch.pb" --repeat "$repeat" --min-seconds "$min_seconds" --readers)"
 gocli="$("$build/bin/clientgo-decode" -json "$data/pods_watch.json" -protobuf "$data/pods_watch.pb" -repeat "$repeat" -min-seconds "$min_seconds")"
 echo "$tally"
 echo "$gocli"
