@@ -1,59 +1,29 @@
 #include "tally/controller/gpu_device_webhook.hpp"
 
-#include "tally/controller/device_binder.hpp"
-
-#include "refusals.hpp"
-
 #include <optional>
-#include <vector>
 #include <string_view>
 
+#include "refusals.hpp"
 #include "tally/codec/admission_objects.hpp"
-#include "tally/codec/codecs.hpp"
-#include "tally/codec/json_text.hpp"
+#include "tally/controller/device_binder.hpp"
 #include "tally/model/admission.hpp"
 
 namespace tally::controller {
 namespace {
 
-using detail::describe;
+using detail::answerOf;
+using detail::codeName;
 using detail::forbidden;
 using detail::invalid;
 using runtime::admission::AdmissionRequest;
-using runtime::admission::AdmissionResponse;
+using runtime::admission::Answer;
 using runtime::admission::Operation;
 
-// An answer and the reason codes it refuses for (for the refusal metric).
-struct Answer {
-  AdmissionResponse response;
-  std::vector<std::string> codes;
-  // Implicit, so that an allowed answer is returned as it is.
-  Answer(AdmissionResponse r, std::string code = {}) : response(std::move(r)) {
-    if (!code.empty()) codes.push_back(std::move(code));
-  }
-};
-
-Answer refusedBy(const model::Decision& decision, AdmissionResponse response) {
-  Answer a(std::move(response));
-  for (const auto& r : decision.refusals) a.codes.emplace_back(model::toString(r.code));
-  return a;
-}
-
-struct Decoded {
-  model::GpuDevice device;
-  std::string error;  // set: the object could not be read
-};
-
-Decoded decodeDevice(const simdjson::padded_string& json, const AdmissionRequest& request, const char* which) {
-  auto decoded = codec::decodeAdmittedGpuDevice(json, request.namespace_, request.name, which);
-  return {std::move(decoded.value), std::move(decoded.error)};
-}
-
-using codec::rawMember;
-
-// Whether metadata.finalizers holds the binder's finalizer (false when unreadable).
-bool holdsReleaseFinalizer(const simdjson::padded_string& json) {
-  return codec::holdsFinalizer(json, kReleaseFinalizer);
+// The created object (or, with `old`, the deleted one) with the request's
+// namespace and name; the error names `which` it was.
+codec::AdmittedObject<model::GpuDevice> decodeDevice(const AdmissionRequest& request, bool old, const char* which) {
+  return codec::decodeAdmittedGpuDevice(old ? request.oldObject : request.object, request.namespace_, request.name,
+                                        which);
 }
 
 std::string subjectOf(const model::GpuDevice& d) {
@@ -61,110 +31,95 @@ std::string subjectOf(const model::GpuDevice& d) {
 }
 
 Answer reviewCreate(const state::Snapshot& snapshot, const AdmissionRequest& request) {
-  Decoded created = decodeDevice(request.object, request, "created");
-  if (!created.error.empty()) return {invalid(created.error), "Unreadable"};
-  const model::GpuDevice& d = created.device;
+  auto created = decodeDevice(request, false, "created");
+  if (!created.error.empty()) return invalid("Unreadable", created.error);
+  const model::GpuDevice& d = created.value;
   const std::string subject = subjectOf(d);
   if (!snapshot.ready()) {
-    return {forbidden("[CacheNotSynced] " + subject + " refused: " + snapshot.unsyncedCaches() +
-                      ", so the order cannot be checked (this replica is still starting)"),
-            std::string(model::toString(model::Code::CacheNotSynced))};
+    return forbidden(codeName(model::Code::CacheNotSynced),
+                     "[CacheNotSynced] " + subject + " refused: " + snapshot.unsyncedCaches() +
+                         ", so the order cannot be checked (this replica is still starting)");
   }
   model::DeviceOrder order{d.ns, subject, {{d.className, d.count}}};
-  model::Decision decision = model::checkDeviceOrder(snapshot.cluster(), snapshot.usage, order);
-  if (decision.allowed()) return AdmissionResponse::allow();
-  return refusedBy(decision, forbidden(describe(decision)));
+  return answerOf(model::checkDeviceOrder(snapshot.cluster(), snapshot.usage, order));
 }
 
 Answer reviewUpdate(const AdmissionRequest& request, const GpuDeviceWebhookOptions& options) {
+  using codec::rawMember;
   const std::string who = request.userInfo.username;
   const bool tally = who == options.controllerIdentity;
   const std::string subject = "gpudevice/" + request.namespace_ + "/" + request.name;
   const bool statusWrite = request.subResource == "status";
   if (!statusWrite && rawMember(request.object, "spec") != rawMember(request.oldObject, "spec")) {
-    return {invalid(subject +
-                    " refused: spec is immutable (class and count are the order); release this device and order a "
-                    "new one"),
-            "SpecImmutable"};
+    return invalid("SpecImmutable", subject +
+                                        " refused: spec is immutable (class and count are the order); release this "
+                                        "device and order a new one");
   }
   if (!tally && rawMember(request.object, "status") != rawMember(request.oldObject, "status")) {
-    return {
-        forbidden(subject + " refused: its status (phase, node, attachedTo, conditions) is written only by " +
-                  options.controllerIdentity + ", not by " + (who.empty() ? std::string("an anonymous user") : who)),
-        "StatusNotTally"};
+    return forbidden("StatusNotTally",
+                     subject + " refused: its status (phase, node, attachedTo, conditions) is written only by " +
+                         options.controllerIdentity + ", not by " +
+                         (who.empty() ? std::string("an anonymous user") : who));
   }
   // The finalizer keeps a placed device until its release is recorded: only
   // Tally takes it away (a tenant who could would free units unrecorded).
-  if (!tally && holdsReleaseFinalizer(request.oldObject) && !holdsReleaseFinalizer(request.object)) {
-    return {forbidden(subject + " refused: the finalizer " + std::string(kReleaseFinalizer) + " is removed only by " +
-                      options.controllerIdentity +
-                      ", once the release of the device's units is recorded; delete the device to release it"),
-            "FinalizerNotTally"};
+  if (!tally && codec::holdsFinalizer(request.oldObject, kReleaseFinalizer) &&
+      !codec::holdsFinalizer(request.object, kReleaseFinalizer)) {
+    return forbidden("FinalizerNotTally", subject + " refused: the finalizer " + std::string(kReleaseFinalizer) +
+                                              " is removed only by " + options.controllerIdentity +
+                                              ", once the release of the device's units is recorded; delete the "
+                                              "device to release it");
   }
-  return AdmissionResponse::allow();
+  return Answer::allow();
 }
 
 Answer reviewDelete(const state::Snapshot& snapshot, const AdmissionRequest& request) {
   model::GpuDevice device;
   if (request.hasOldObject()) {
-    Decoded old = decodeDevice(request.oldObject, request, "deleted");
-    if (!old.error.empty()) return {invalid(old.error), "Unreadable"};
-    device = std::move(old.device);
+    auto old = decodeDevice(request, true, "deleted");
+    if (!old.error.empty()) return invalid("Unreadable", old.error);
+    device = std::move(old.value);
   } else {
     // An API server that sends no oldObject: what this replica's cache holds.
     auto it = snapshot.cluster().devices.find(model::objectKey(request.namespace_, request.name));
     if (it == snapshot.cluster().devices.end()) {
-      return {forbidden("gpudevice/" + request.namespace_ + "/" + request.name +
-                        " refused: the request carries no old object and this replica's cache holds none, so the "
-                        "VMI holding it is unknown"),
-              std::string(model::toString(model::Code::DeviceUnknown))};
+      return forbidden(codeName(model::Code::DeviceUnknown),
+                       "gpudevice/" + request.namespace_ + "/" + request.name +
+                           " refused: the request carries no old object and this replica's cache holds none, so the "
+                           "VMI holding it is unknown");
     }
     device = it->second;
   }
-  model::Decision decision = model::checkDeviceDeletion(snapshot.cluster(), device);
-  if (decision.allowed()) return AdmissionResponse::allow();
-  return refusedBy(decision, forbidden(describe(decision)));
-}
-
-Answer decide(const state::Snapshot& snapshot, const AdmissionRequest& request,
-              const GpuDeviceWebhookOptions& options) {
-  if (request.kind.group != "gpu.tally.dev" || request.kind.kind != "GPUDevice") {
-    return {
-        invalid("this webhook reviews gpu.tally.dev GPUDevices, not " + request.kind.group + "/" + request.kind.kind),
-        "WrongKind"};
-  }
-  switch (request.operation) {
-    case Operation::kCreate: return reviewCreate(snapshot, request);
-    case Operation::kUpdate: return reviewUpdate(request, options);
-    case Operation::kDelete: return reviewDelete(snapshot, request);
-    case Operation::kConnect: return AdmissionResponse::allow();
-  }
-  return AdmissionResponse::allow();
+  return answerOf(model::checkDeviceDeletion(snapshot.cluster(), device));
 }
 
 }  // namespace
 
 observability::Family<observability::Counter>& gpuDeviceRefusalMetric(observability::Registry& registry) {
-  return registry.counter("tally_controller_gpudevice_refusals_total",
-                          "GPUDevice admission refusals by operation and reason code.", {"operation", "code"});
+  return runtime::admission::WebhookMetrics::refusalFamily(registry);
 }
 
-AdmissionResponse reviewGpuDevice(const state::Snapshot& snapshot, const AdmissionRequest& request,
-                                  const GpuDeviceWebhookOptions& options) {
-  Answer answer = decide(snapshot, request, options);
-  if (options.refusals) {
-    const std::string_view op = runtime::admission::operationName(request.operation);
-    for (const auto& code : answer.codes) options.refusals->with({op, code}).inc();
+Answer reviewGpuDevice(const state::Snapshot& snapshot, const AdmissionRequest& request,
+                       const GpuDeviceWebhookOptions& options) {
+  if (request.kind.group != "gpu.tally.dev" || request.kind.kind != "GPUDevice") {
+    return invalid("WrongKind", "this webhook reviews gpu.tally.dev GPUDevices, not " + request.kind.group + "/" +
+                                    request.kind.kind);
   }
-  return std::move(answer.response);
+  switch (request.operation) {
+    case Operation::kCreate: return reviewCreate(snapshot, request);
+    case Operation::kUpdate: return reviewUpdate(request, options);
+    case Operation::kDelete: return reviewDelete(snapshot, request);
+    case Operation::kConnect: return Answer::allow();
+  }
+  return Answer::allow();
 }
 
-runtime::admission::WebhookHandler gpuDeviceWebhook(const SnapshotCell<state::Snapshot>& cell,
-                                                    GpuDeviceWebhookOptions options) {
-  return [&cell, options = std::move(options)](const AdmissionRequest& request) {
+runtime::admission::Validator gpuDeviceWebhook(const SnapshotCell<state::Snapshot>& cell,
+                                               GpuDeviceWebhookOptions options) {
+  return {[&cell, options = std::move(options)](const AdmissionRequest& request) {
     auto snapshot = cell.read();
     return reviewGpuDevice(*snapshot, request, options);
-  };
+  }};
 }
 
 }  // namespace tally::controller

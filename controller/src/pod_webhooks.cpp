@@ -29,35 +29,21 @@ using codec::readRequiredAffinity;
 using codec::RequiredAffinity;
 using codec::withPlaceholderName;
 
-// An answer and the reason codes it refuses for (for the refusal metric).
-struct Answer {
-  AdmissionResponse response;
-  std::vector<std::string> codes;
-  bool pinned = false;
-  bool routed = false;
-  Answer(AdmissionResponse r, std::string code = {}) : response(std::move(r)) {
-    if (!code.empty()) codes.push_back(std::move(code));
-  }
-};
-
+using detail::answerOf;
+using detail::codeName;
 using detail::forbidden;
 using detail::invalid;
-
-// "[BudgetExceeded] ...; [GateClosed] ..."
-Answer refusedBy(const model::Decision& decision) {
-  Answer a(forbidden(detail::describe(decision)));
-  for (const auto& r : decision.refusals) a.codes.emplace_back(model::toString(r.code));
-  return a;
-}
+using detail::refusedBy;
+using runtime::admission::Answer;
 
 std::string podSubject(const model::Pod& pod) {
   return "pod/" + pod.ns + "/" + (pod.name.empty() ? std::string("(generated name)") : pod.name);
 }
 
 Answer notSynced(const state::Snapshot& snapshot, const model::Pod& pod, std::string_view why) {
-  return {forbidden("[CacheNotSynced] " + podSubject(pod) + " refused: " + snapshot.unsyncedCaches() + ", so " +
-                    std::string(why) + " (this replica is still starting)"),
-          std::string(model::toString(model::Code::CacheNotSynced))};
+  return forbidden(codeName(model::Code::CacheNotSynced), "[CacheNotSynced] " + podSubject(pod) +
+                                                              " refused: " + snapshot.unsyncedCaches() + ", so " +
+                                                              std::string(why) + " (this replica is still starting)");
 }
 
 struct DecodedPod {
@@ -98,8 +84,7 @@ bool reviewed(const AdmissionRequest& request) {
 
 std::optional<Answer> wrongKind(const AdmissionRequest& request) {
   if (request.kind.group.empty() && request.kind.kind == "Pod") return std::nullopt;
-  return Answer(invalid("this webhook reviews core Pods, not " + request.kind.group + "/" + request.kind.kind),
-                "WrongKind");
+  return invalid("WrongKind", "this webhook reviews core Pods, not " + request.kind.group + "/" + request.kind.kind);
 }
 
 // The JSON Patch that makes every term require the node (none when each does).
@@ -148,23 +133,20 @@ JsonPatch pinPatch(const RequiredAffinity& affinity, std::string_view node) {
 }
 
 Answer decideLauncher(const state::Snapshot& snapshot, const AdmissionRequest& request) {
-  if (!reviewed(request)) return AdmissionResponse::allow();
+  if (!reviewed(request)) return Answer::allow();
   if (auto wrong = wrongKind(request)) return std::move(*wrong);
   DecodedPod decoded = decodePod(request);
-  if (!decoded.error.empty()) return {invalid(decoded.error), "Unreadable"};
+  if (!decoded.error.empty()) return invalid("Unreadable", decoded.error);
   const model::Pod& pod = decoded.pod;
-  if (!model::namesVmiOwner(pod)) return AdmissionResponse::allow();
+  if (!model::namesVmiOwner(pod)) return Answer::allow();
   if (!snapshot.ready()) return notSynced(snapshot, pod, "the node of its VMI's GPUs cannot be known");
   model::LauncherPin pin = model::launcherPin(snapshot.cluster(), pod);
   if (!pin.decision.allowed()) return refusedBy(pin.decision);
-  if (!pin.node) return AdmissionResponse::allow();
+  if (!pin.node) return Answer::allow();
   RequiredAffinity affinity = readRequiredAffinity(request.object, *pin.node);
-  if (!affinity.error.empty()) return {invalid(affinity.error), "Unreadable"};
+  if (!affinity.error.empty()) return invalid("Unreadable", affinity.error);
   JsonPatch patch = pinPatch(affinity, *pin.node);
-  if (patch.empty()) return AdmissionResponse::allow();
-  Answer answer(AdmissionResponse::mutate(std::move(patch)));
-  answer.pinned = true;
-  return answer;
+  return Answer::patch(std::move(patch));
 }
 
 // What makes a created pod one of Tally's: a GPU resource some class sells.
@@ -173,13 +155,13 @@ Answer decideLauncher(const state::Snapshot& snapshot, const AdmissionRequest& r
 // `decoded`); an answer: allowed as none of Tally's, or refused.
 std::optional<Answer> notAGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request, DecodedPod& decoded,
                                  std::string_view unsyncedWhy) {
-  if (!reviewed(request)) return Answer(AdmissionResponse::allow());
+  if (!reviewed(request)) return Answer::allow();
   if (auto wrong = wrongKind(request)) return std::move(*wrong);
   decoded = decodePod(request);
-  if (!decoded.error.empty()) return Answer(invalid(decoded.error), "Unreadable");
-  if (model::effectiveRequests(decoded.pod).empty()) return Answer(AdmissionResponse::allow());
+  if (!decoded.error.empty()) return invalid("Unreadable", decoded.error);
+  if (model::effectiveRequests(decoded.pod).empty()) return Answer::allow();
   if (!snapshot.ready()) return notSynced(snapshot, decoded.pod, unsyncedWhy);
-  if (model::gpuRequests(snapshot.cluster(), decoded.pod).empty()) return Answer(AdmissionResponse::allow());
+  if (model::gpuRequests(snapshot.cluster(), decoded.pod).empty()) return Answer::allow();
   return std::nullopt;
 }
 
@@ -189,9 +171,7 @@ Answer decideGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& req
   if (auto answer = notAGpuPod(snapshot, request, decoded, "its GPU budgets and pool gates cannot be checked")) {
     return std::move(*answer);
   }
-  model::Decision decision = model::checkGpuPodAtCreate(snapshot.cluster(), snapshot.usage, decoded.pod, policy);
-  if (decision.allowed()) return AdmissionResponse::allow();
-  return refusedBy(decision);
+  return answerOf(model::checkGpuPodAtCreate(snapshot.cluster(), snapshot.usage, decoded.pod, policy));
 }
 
 // The mutating placement door: every GPU pod to a Tally scheduler profile, a
@@ -212,34 +192,22 @@ Answer routeGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& requ
   JsonPatch patch;
   if (route.pinnedNode) {
     RequiredAffinity affinity = readRequiredAffinity(request.object, *route.pinnedNode);
-    if (!affinity.error.empty()) return {invalid(affinity.error), "Unreadable"};
+    if (!affinity.error.empty()) return invalid("Unreadable", affinity.error);
     patch.remove(JsonPatch::pointer({"spec", "nodeName"}));
     const JsonPatch pin = pinPatch(affinity, *route.pinnedNode);
     for (const auto& op : pin.operations()) patch.add(op.path, op.valueJson);
   }
   if (route.scheduler) patch.add(JsonPatch::pointer({"spec", "schedulerName"}), jsonString(*route.scheduler));
-  if (patch.empty()) return AdmissionResponse::allow();
-  Answer answer(AdmissionResponse::mutate(std::move(patch)));
-  answer.routed = true;
+  return Answer::patch(std::move(patch));
+}
+
+// A patched answer counted in `counter` (pinned, routed) when there is one.
+Answer countedPatch(Answer answer, observability::Counter* counter) {
+  if (counter && !answer.response.patch.empty()) counter->inc();
   return answer;
 }
 
-AdmissionResponse counted(Answer answer, std::string_view webhook, const PodWebhookOptions& options) {
-  if (options.refusals) {
-    for (const auto& code : answer.codes) options.refusals->with({webhook, code}).inc();
-  }
-  if (answer.pinned && options.pinned) options.pinned->inc();
-  if (answer.routed && options.routed) options.routed->inc();
-  return std::move(answer.response);
-}
-
 }  // namespace
-
-observability::Family<observability::Counter>& podRefusalMetric(observability::Registry& registry) {
-  return registry.counter("tally_controller_pod_refusals_total",
-                          "Pod admission refusals by webhook (launcher-pods, gpu-pods) and reason code.",
-                          {"webhook", "code"});
-}
 
 observability::Counter& launcherPinnedMetric(observability::Registry& registry) {
   return registry
@@ -258,48 +226,45 @@ observability::Counter& gpuPodRoutedMetric(observability::Registry& registry) {
 
 PodWebhookOptions podWebhookMetrics(observability::Registry& registry) {
   PodWebhookOptions options;
-  options.refusals = &podRefusalMetric(registry);
   options.pinned = &launcherPinnedMetric(registry);
   options.routed = &gpuPodRoutedMetric(registry);
   return options;
 }
 
-AdmissionResponse reviewLauncherPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
-                                    const PodWebhookOptions& options) {
-  return counted(decideLauncher(snapshot, request), kLauncherPodWebhookName, options);
+Answer reviewLauncherPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
+                         const PodWebhookOptions& options) {
+  return countedPatch(decideLauncher(snapshot, request), options.pinned);
 }
 
-AdmissionResponse reviewGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
-                               const PodWebhookOptions& options) {
-  return counted(decideGpuPod(snapshot, request, options.placement), kGpuPodWebhookName, options);
+Answer reviewGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request,
+                    const PodWebhookOptions& options) {
+  return decideGpuPod(snapshot, request, options.placement);
 }
 
-AdmissionResponse reviewGpuPodRoute(const state::Snapshot& snapshot, const AdmissionRequest& request,
-                                    const PodWebhookOptions& options) {
-  return counted(routeGpuPod(snapshot, request, options.placement), kGpuPodRouteWebhookName, options);
+Answer reviewGpuPodRoute(const state::Snapshot& snapshot, const AdmissionRequest& request,
+                         const PodWebhookOptions& options) {
+  return countedPatch(routeGpuPod(snapshot, request, options.placement), options.routed);
 }
 
-runtime::admission::WebhookHandler launcherPodWebhook(const SnapshotCell<state::Snapshot>& cell,
-                                                      PodWebhookOptions options) {
-  return [&cell, options](const AdmissionRequest& request) {
+runtime::admission::Mutator launcherPodWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options) {
+  return {[&cell, options](const AdmissionRequest& request) {
     auto snapshot = cell.read();
     return reviewLauncherPod(*snapshot, request, options);
-  };
+  }};
 }
 
-runtime::admission::WebhookHandler gpuPodWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options) {
-  return [&cell, options](const AdmissionRequest& request) {
+runtime::admission::Validator gpuPodWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options) {
+  return {[&cell, options](const AdmissionRequest& request) {
     auto snapshot = cell.read();
     return reviewGpuPod(*snapshot, request, options);
-  };
+  }};
 }
 
-runtime::admission::WebhookHandler gpuPodRouteWebhook(const SnapshotCell<state::Snapshot>& cell,
-                                                      PodWebhookOptions options) {
-  return [&cell, options](const AdmissionRequest& request) {
+runtime::admission::Mutator gpuPodRouteWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options) {
+  return {[&cell, options](const AdmissionRequest& request) {
     auto snapshot = cell.read();
     return reviewGpuPodRoute(*snapshot, request, options);
-  };
+  }};
 }
 
 }  // namespace tally::controller

@@ -72,7 +72,7 @@ struct GpuDeviceWebhook : ::testing::Test {
     EXPECT_TRUE(request) << (request ? "" : request.error().message);
     if (!request) return AdmissionResponse::refuse(400, "bad test review");
     auto snapshot = writer->snapshots().read();
-    return reviewGpuDevice(*snapshot, *request, options);
+    return reviewGpuDevice(*snapshot, *request, options).response;
   }
   AdmissionResponse create(std::int64_t count, const std::string& cls = "h200") {
     return answer(reviewJson("CREATE", kTenant, deviceJson("d", cls, count), ""));
@@ -247,23 +247,26 @@ TEST_F(GpuDeviceWebhook, UnreadableObjectIsRefusedWithTheDecoderMessage) {
 
 TEST_F(GpuDeviceWebhook, RefusalsAreCountedByOperationAndEveryCode) {
   observability::Registry registry;
-  options.refusals = &gpuDeviceRefusalMetric(registry);
+  runtime::admission::WebhookOptions frame;
+  frame.metrics = std::make_shared<runtime::admission::WebhookMetrics>(registry);
   auto licensed = passthroughClass();
   licensed.requiresEntitlement = true;
   licensed.maxCount = 2;
   put(licensed);
-  EXPECT_FALSE(create(3).allowed);  // NotEntitled and CountAboveMax at once
-  EXPECT_FALSE(answer(reviewJson("UPDATE", kTenant, deviceJson("d", "h200", 2), deviceJson("d", "h200", 1))).allowed);
+  writer->flush();
+  const std::string name(kGpuDeviceWebhookName);
+  const auto webhook = gpuDeviceWebhook(writer->snapshots(), options);
+  // NotEntitled and CountAboveMax at once, then a changed spec.
+  runtime::admission::answerReview(name, webhook, reviewJson("CREATE", kTenant, deviceJson("d", "h200", 3), ""), frame);
+  runtime::admission::answerReview(
+      name, webhook, reviewJson("UPDATE", kTenant, deviceJson("d", "h200", 2), deviceJson("d", "h200", 1)), frame);
   const std::string text = registry.render();
-  EXPECT_NE(text.find(R"(tally_controller_gpudevice_refusals_total{code="NotEntitled",operation="CREATE"} 1)"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find(R"(tally_controller_gpudevice_refusals_total{code="CountAboveMax",operation="CREATE"} 1)"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find(R"(tally_controller_gpudevice_refusals_total{code="SpecImmutable",operation="UPDATE"} 1)"),
-            std::string::npos)
-      << text;
+  for (const char* series :
+       {R"(tally_webhook_refusals_total{code="NotEntitled",operation="CREATE",webhook="gpudevices"} 1)",
+        R"(tally_webhook_refusals_total{code="CountAboveMax",operation="CREATE",webhook="gpudevices"} 1)",
+        R"(tally_webhook_refusals_total{code="SpecImmutable",operation="UPDATE",webhook="gpudevices"} 1)"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  }
 }
 
 TEST_F(GpuDeviceWebhook, HandlerReadsTheNewestSnapshot) {
@@ -272,10 +275,10 @@ TEST_F(GpuDeviceWebhook, HandlerReadsTheNewestSnapshot) {
   auto request =
       runtime::admission::decodeAdmissionReview(reviewJson("CREATE", kTenant, deviceJson("d", "h200", 3), ""));
   ASSERT_TRUE(request);
-  EXPECT_TRUE(handler(*request).allowed);
+  EXPECT_TRUE(handler.decide(*request).allowed());
   put(device("beta", "held", "h200", 4, model::DevicePhase::Bound, "gpu-1"));
   writer->flush();
-  EXPECT_TRUE(refusedWith(handler(*request), "PoolInsufficient"));
+  EXPECT_TRUE(refusedWith(handler.decide(*request).response, "PoolInsufficient"));
 }
 
 }  // namespace

@@ -100,12 +100,13 @@ struct OrganizationChanges : ::testing::Test {
   }
   AdmissionResponse create(const std::string& name, std::vector<std::pair<std::string, int>> with) {
     model::TotalsCapacityView view(c, model::computeUsage(c));
-    return reviewOrganization(c, view, request(createReviewJson(name, orgJson(addons(with), name))), {});
+    return reviewOrganization(c, view, request(createReviewJson(name, orgJson(addons(with), name))), {}).response;
   }
   AdmissionResponse change(std::vector<std::pair<std::string, int>> to, bool dryRun = false) {
     model::TotalsCapacityView view(c, model::computeUsage(c));
     return reviewOrganization(
-        c, view, request(reviewJson(orgJson(addons(to)), orgJson(addons({{"h200-quota", 3}})), dryRun)), {});
+               c, view, request(reviewJson(orgJson(addons(to)), orgJson(addons({{"h200-quota", 3}})), dryRun)), {})
+        .response;
   }
 };
 

@@ -35,7 +35,7 @@ struct OrganizationRoute : OrganizationChanges {
   }
   AdmissionResponse answer(std::vector<std::pair<std::string, int>> to, OrganizationWebhookOptions options = {}) {
     auto handler = organizationWebhook(writer->snapshots(), *writer, options);
-    return handler(request(reviewJson(orgJson(addons(to)), orgJson(addons({{"h200-quota", 3}})))));
+    return handler.decide(request(reviewJson(orgJson(addons(to)), orgJson(addons({{"h200-quota", 3}}))))).response;
   }
 };
 

@@ -81,7 +81,8 @@ TEST_F(OrganizationChanges, UnsyncedPodCacheIsRefusedClosed) {
 TEST_F(OrganizationChanges, UnreadableAssignmentIsInvalid) {
   model::TotalsCapacityView view(c, model::computeUsage(c));
   AdmissionResponse r =
-      reviewOrganization(c, view, request(reviewJson(orgJson("not json"), orgJson(addons({{"h200-quota", 3}})))), {});
+      reviewOrganization(c, view, request(reviewJson(orgJson("not json"), orgJson(addons({{"h200-quota", 3}})))), {})
+          .response;
   EXPECT_FALSE(r.allowed);
   EXPECT_EQ(r.code, 422) << r.message;
 }
@@ -126,7 +127,8 @@ TEST_F(OrganizationChanges, RemovingAReservationAddonWhileItsRecordIsActiveIsRef
       reviewOrganization(c, view,
                          request(reviewJson(orgJson(addons({{"h200-quota", 3}})),
                                             orgJson(addons({{"h200-quota", 3}, {"h200-reserved", 1}})))),
-                         {});
+                         {})
+          .response;
   EXPECT_TRUE(refusedWith(r, "AddonReductionBlocked")) << r.message;
   EXPECT_NE(r.message.find("gpu-res-7"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("releasing"), std::string::npos) << r.message;

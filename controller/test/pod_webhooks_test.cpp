@@ -105,15 +105,15 @@ struct PodWebhooks : ::testing::Test {
   }
   AdmissionResponse launcher(const std::string& pod) {
     writer->flush();
-    return reviewLauncherPod(*writer->snapshots().read(), request(reviewJson(pod)), options);
+    return reviewLauncherPod(*writer->snapshots().read(), request(reviewJson(pod)), options).response;
   }
   AdmissionResponse gpuPod(const std::string& pod, bool dryRun = false) {
     writer->flush();
-    return reviewGpuPod(*writer->snapshots().read(), request(reviewJson(pod, dryRun)), options);
+    return reviewGpuPod(*writer->snapshots().read(), request(reviewJson(pod, dryRun)), options).response;
   }
   AdmissionResponse route(const std::string& pod) {
     writer->flush();
-    return reviewGpuPodRoute(*writer->snapshots().read(), request(reviewJson(pod)), options);
+    return reviewGpuPodRoute(*writer->snapshots().read(), request(reviewJson(pod)), options).response;
   }
   static bool refusedWith(const AdmissionResponse& r, std::string_view code) {
     return !r.allowed && r.message.rfind(kRefusalPrefix, 0) == 0 &&
@@ -245,15 +245,25 @@ TEST_F(PodWebhooks, PodWithoutAVmiOwnerIsLeftUnchangedEvenWhileStarting) {
 
 TEST_F(PodWebhooks, RawGpuPodOverABudgetIsRefusedNamingTheBudget) {
   put(hrq("acme", "plan-quota", model::quotaKey(kH200), 1));
-  observability::Registry registry;
-  options = podWebhookMetrics(registry);
   auto r = gpuPod(podJson(gpuResources(2)));
   EXPECT_TRUE(refusedWith(r, "BudgetExceeded")) << r.message;
   EXPECT_NE(r.message.find("plan-quota"), std::string::npos) << r.message;
   EXPECT_EQ(r.code, 403);
-  EXPECT_NE(
-      registry.render().find(R"(tally_controller_pod_refusals_total{code="BudgetExceeded",webhook="gpu-pods"} 1)"),
-      std::string::npos)
+}
+
+TEST_F(PodWebhooks, RefusalIsCountedByTheFrameUnderTheWebhooksName) {
+  put(hrq("acme", "plan-quota", model::quotaKey(kH200), 1));
+  writer->flush();
+  observability::Registry registry;
+  runtime::admission::WebhookOptions frame;
+  frame.metrics = std::make_shared<runtime::admission::WebhookMetrics>(registry);
+  const std::string name(kGpuPodWebhookName);
+  auto answered = runtime::admission::answerReview(name, gpuPodWebhook(writer->snapshots(), options),
+                                                   reviewJson(podJson(gpuResources(2))), frame);
+  EXPECT_EQ(answered.status, 200);
+  EXPECT_NE(registry.render().find(
+                R"(tally_webhook_refusals_total{code="BudgetExceeded",operation="CREATE",webhook="gpu-pods"} 1)"),
+            std::string::npos)
       << registry.render();
 }
 
@@ -399,10 +409,10 @@ TEST_F(PodWebhooks, HandlersReadTheNewestSnapshot) {
   auto handler = launcherPodWebhook(writer->snapshots(), options);
   writer->flush();
   auto req = request(reviewJson(podJson(gpuResources(2), vmiOwner("vmi-1"))));
-  EXPECT_FALSE(handler(req).allowed);
+  EXPECT_FALSE(handler.decide(req).allowed());
   trainVmi();
   writer->flush();
-  EXPECT_FALSE(handler(req).patch.empty());
+  EXPECT_FALSE(handler.decide(req).response.patch.empty());
 }
 
 }  // namespace

@@ -323,7 +323,7 @@ runtime::admission::AdmissionResponse review(const std::string& before, const st
   r.object = simdjson::padded_string(after);
   HeldRoles everyone;
   everyone.roles["*"] = {"product", "sre"};
-  return reviewDeviceClass(r, roles ? *roles : everyone);
+  return reviewDeviceClass(r, roles ? *roles : everyone).response;
 }
 
 TEST(ClassWebhookTest, AnIdentityAcknowledgesTheCurrentFailureForItselfOnce) {

@@ -243,7 +243,7 @@ TEST(GpuDeviceOrders, DeletingADeviceARunningVmiHoldsIsRefusedNamingTheVmi) {
 // The CountAboveMax refusals of CREATEs `r` answered so far.
 long countAboveMaxAnswered(const Replica& r) {
   return static_cast<long>(
-      metricOf(r, "tally_controller_gpudevice_refusals_total", R"(code="CountAboveMax",operation="CREATE")"));
+      metricOf(r, "tally_webhook_refusals_total", R"(code="CountAboveMax",operation="CREATE",webhook="gpudevices")"));
 }
 
 // Runs last (gtest keeps the file's order): it kills the leader.
@@ -307,8 +307,9 @@ TEST(GpuDeviceOrdersZ, BothReplicasAnswerAndOrdersAreAdmittedAfterTheLeaderDies)
 
 TEST(GpuDeviceOrdersZ, MetricsCountTheRefusalsAReplicaAnswered) {
   const std::string metrics = metricsOf(*replicaB);
-  EXPECT_NE(metrics.find(R"(tally_controller_gpudevice_refusals_total{code="CountAboveMax",operation="CREATE"})"),
-            std::string::npos)
+  EXPECT_NE(
+      metrics.find(R"(tally_webhook_refusals_total{code="CountAboveMax",operation="CREATE",webhook="gpudevices"})"),
+      std::string::npos)
       << metrics.substr(0, 2000);
   EXPECT_NE(metrics.find("tally_webhook_requests_total"), std::string::npos);
   EXPECT_NE(metrics.find("leader_election_master_status"), std::string::npos);

@@ -214,6 +214,29 @@ Result<AdmissionRequest> decodeAdmissionReview(std::string_view body, const Deco
   return out;
 }
 
+AdmissionRequest copyRequest(const AdmissionRequest& request) {
+  auto padded = [](const simdjson::padded_string& json) {
+    return simdjson::padded_string(std::string_view(json.data(), json.size()));
+  };
+  AdmissionRequest copy;
+  copy.uid = request.uid;
+  copy.kind = request.kind;
+  copy.resource = request.resource;
+  copy.subResource = request.subResource;
+  copy.requestKind = request.requestKind;
+  copy.requestResource = request.requestResource;
+  copy.requestSubResource = request.requestSubResource;
+  copy.name = request.name;
+  copy.namespace_ = request.namespace_;
+  copy.operation = request.operation;
+  copy.userInfo = request.userInfo;
+  copy.dryRun = request.dryRun;
+  copy.object = padded(request.object);
+  copy.oldObject = padded(request.oldObject);
+  copy.options = padded(request.options);
+  return copy;
+}
+
 AdmissionResponse AdmissionResponse::refuse(int code, std::string message, std::string reason) {
   AdmissionResponse r;
   r.allowed = false;

@@ -57,6 +57,24 @@ TEST(DecodeAdmissionReview, CreateCarriesEveryRequestField) {
   EXPECT_NE(std::string_view(r->options.data(), r->options.size()).find("CreateOptions"), std::string_view::npos);
 }
 
+TEST(CopyRequest, CopiesEveryFieldAndTheRawJson) {
+  auto r = decodeAdmissionReview(corpus("create_configmap.json"));
+  ASSERT_TRUE(r) << r.error().describe();
+  const AdmissionRequest copy = copyRequest(*r);
+  EXPECT_EQ(copy.uid, r->uid);
+  EXPECT_EQ(copy.kind, r->kind);
+  EXPECT_EQ(copy.requestKind, r->requestKind);
+  EXPECT_EQ(copy.name, r->name);
+  EXPECT_EQ(copy.namespace_, r->namespace_);
+  EXPECT_EQ(copy.userInfo.groups, r->userInfo.groups);
+  EXPECT_EQ(std::string_view(copy.object.data(), copy.object.size()),
+            std::string_view(r->object.data(), r->object.size()));
+  EXPECT_NE(copy.object.data(), r->object.data());
+  EXPECT_EQ(std::string_view(copy.options.data(), copy.options.size()),
+            std::string_view(r->options.data(), r->options.size()));
+  EXPECT_FALSE(copy.hasOldObject());
+}
+
 TEST(DecodeAdmissionReview, StatusUpdateDryRunWithConvertedKind) {
   auto r = decodeAdmissionReview(corpus("update_status.json"));
   ASSERT_TRUE(r) << r.error().describe();

@@ -96,6 +96,63 @@ TEST_F(Fixture, HandlerExceptionIs500AndTheNextReviewIsServed) {
   EXPECT_NE(text.find("tally_webhook_duration_seconds_count{webhook=\"check\"} 2"), std::string::npos);
 }
 
+Answer setsScheduler(const AdmissionRequest&) {
+  JsonPatch patch;
+  patch.add("/spec/schedulerName", R"("tally")");
+  return Answer::patch(std::move(patch));
+}
+
+TEST_F(Fixture, ValidatorRefusalIsCountedOncePerCode) {
+  Validator validator{[](const AdmissionRequest&) {
+    return Answer::refuse(std::vector<std::string>{"TooBig", "NotYours"}, 403, "no", "Forbidden");
+  }};
+  auto r = answerReview("check", validator, kReview, options);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find(R"("allowed":false,"status":{"code":403,"message":"no","reason":"Forbidden"})"),
+            std::string::npos)
+      << r.body;
+  EXPECT_EQ(count("refused"), 1u);
+  EXPECT_EQ(options.metrics->refusals("check", Operation::kCreate, "TooBig").value(), 1u);
+  EXPECT_EQ(options.metrics->refusals("check", Operation::kCreate, "NotYours").value(), 1u);
+  EXPECT_NE(
+      registry.render().find(R"(tally_webhook_refusals_total{code="TooBig",operation="CREATE",webhook="check"} 1)"),
+      std::string::npos);
+}
+
+TEST_F(Fixture, RefusalNamingNoCodeIsCountedAsUnspecified) {
+  Validator validator{[](const AdmissionRequest&) { return Answer{AdmissionResponse::refuse(403, "no"), {}}; }};
+  answerReview("check", validator, kReview, options);
+  EXPECT_EQ(options.metrics->refusals("check", Operation::kCreate, "Unspecified").value(), 1u);
+}
+
+TEST_F(Fixture, BareHandlerRefusalIsCountedByResultOnly) {
+  answerReview(
+      "check", [](const AdmissionRequest&) { return AdmissionResponse::refuse(403, "no"); }, kReview, options);
+  EXPECT_EQ(count("refused"), 1u);
+  EXPECT_EQ(registry.render().find("tally_webhook_refusals_total"), std::string::npos) << registry.render();
+}
+
+TEST_F(Fixture, MutatorPatchGoesOutAsJsonPatch) {
+  Mutator mutator{setsScheduler};
+  auto r = answerReview("check", mutator, kReview, options);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find(R"("patchType":"JSONPatch")"), std::string::npos) << r.body;
+  EXPECT_EQ(count("allowed"), 1u);
+}
+
+TEST_F(Fixture, ValidatorAnsweringAPatchIs500) {
+  Validator validator{setsScheduler};
+  auto r = answerReview("check", validator, kReview, options);
+  EXPECT_EQ(r.status, 500);
+  EXPECT_NE(r.body.find("a validating webhook answered a patch"), std::string::npos) << r.body;
+  EXPECT_EQ(count("error"), 1u);
+}
+
+TEST_F(Fixture, EmptyPatchIsAPlainAllow) {
+  EXPECT_TRUE(Answer::patch({}).response.patch.empty());
+  EXPECT_TRUE(Answer::patch({}).allowed());
+}
+
 TEST(Webhook, WorksWithoutMetrics) {
   auto r = answerReview("plain", [](const AdmissionRequest&) { return AdmissionResponse::allow(); }, "{}", {});
   EXPECT_EQ(r.status, 400);

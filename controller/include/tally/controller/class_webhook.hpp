@@ -63,10 +63,12 @@ class SubjectAccessRoles final : public AcknowledgementRoles {
   std::shared_ptr<runtime::Client> client_;
 };
 
-runtime::admission::AdmissionResponse reviewDeviceClass(const runtime::admission::AdmissionRequest& request,
-                                                        AcknowledgementRoles& roles);
+// Refusal codes: Unreadable, AckIdentityMismatch, AckUnknownRole, AckNoFailure,
+// AckWrongFailure, AckTwice, AckRoleNotAuthorised, AckRoleUnverified.
+runtime::admission::Answer reviewDeviceClass(const runtime::admission::AdmissionRequest& request,
+                                             AcknowledgementRoles& roles);
 
-// The route's handler; `roles` outlives it.
-runtime::admission::WebhookHandler classWebhook(AcknowledgementRoles& roles);
+// The route's validator; `roles` outlives it.
+runtime::admission::Validator classWebhook(AcknowledgementRoles& roles);
 
 }  // namespace tally::controller

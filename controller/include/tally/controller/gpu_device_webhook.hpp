@@ -16,6 +16,8 @@
 namespace tally::controller {
 
 inline constexpr std::string_view kGpuDeviceWebhookPath = "/validate/gpudevices";
+// The value of the frame's webhook label (tally_webhook_refusals_total{webhook}).
+inline constexpr std::string_view kGpuDeviceWebhookName = "gpudevices";
 inline constexpr std::string_view kDefaultControllerIdentity = "system:serviceaccount:tally-system:tally-controller";
 // Every refusal message starts with it, so a user of `kubectl apply` sees who refused.
 inline constexpr std::string_view kRefusalPrefix = "tally: ";
@@ -23,21 +25,23 @@ inline constexpr std::string_view kRefusalPrefix = "tally: ";
 struct GpuDeviceWebhookOptions {
   // The one identity allowed to change a GPUDevice's status (the binder's).
   std::string controllerIdentity = std::string(kDefaultControllerIdentity);
-  // tally_controller_gpudevice_refusals_total{operation,code}: one per refusal
-  // reason of an answer (an order can be refused for several). Null: not counted.
+  // Not read: the frame counts every reason of a refusal in
+  // tally_webhook_refusals_total{webhook="gpudevices",operation,code}. Kept
+  // (with gpuDeviceRefusalMetric) only while main.cpp still passes it.
   observability::Family<observability::Counter>* refusals = nullptr;
 };
 
-// The family `refusals` expects, registered on `registry`.
+// The frame's refusal family (runtime::admission::WebhookMetrics::refusalFamily);
+// see GpuDeviceWebhookOptions::refusals.
 observability::Family<observability::Counter>& gpuDeviceRefusalMetric(observability::Registry& registry);
 
 // The answer to one review of a GPUDevice, decided on `snapshot` alone.
-runtime::admission::AdmissionResponse reviewGpuDevice(const state::Snapshot& snapshot,
-                                                      const runtime::admission::AdmissionRequest& request,
-                                                      const GpuDeviceWebhookOptions& options);
+runtime::admission::Answer reviewGpuDevice(const state::Snapshot& snapshot,
+                                           const runtime::admission::AdmissionRequest& request,
+                                           const GpuDeviceWebhookOptions& options);
 
-// The handler of the route: each review reads the newest snapshot of `cell`.
-runtime::admission::WebhookHandler gpuDeviceWebhook(const SnapshotCell<state::Snapshot>& cell,
-                                                    GpuDeviceWebhookOptions options);
+// The route's validator: each review reads the newest snapshot of `cell`.
+runtime::admission::Validator gpuDeviceWebhook(const SnapshotCell<state::Snapshot>& cell,
+                                               GpuDeviceWebhookOptions options);
 
 }  // namespace tally::controller

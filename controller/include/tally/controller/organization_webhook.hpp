@@ -14,7 +14,8 @@
 // on the state writer's thread (Writer::post) on the live cluster and usage
 // index, and comes back through a promise; not back within the decision
 // timeout, the change is refused closed. The webhook writes nothing, so a dry
-// run is answered the same. tally_controller_organization_refusals_total{code}.
+// run is answered the same. Refusals are counted by the frame:
+// tally_webhook_refusals_total{webhook="organizations",operation,code}.
 
 #include <chrono>
 #include <string>
@@ -37,7 +38,8 @@ struct OrganizationWebhookOptions {
   // How long a review waits for the writer thread's decision before it is
   // refused closed (keep the configuration's timeoutSeconds above it).
   std::chrono::milliseconds decisionTimeout{3'000};
-  // tally_controller_organization_refusals_total{code}. Null: not counted.
+  // Not read: the frame counts refusals. Kept (with organizationRefusalMetric,
+  // which returns the frame's family) only while main.cpp still sets it.
   observability::Family<observability::Counter>* refusals = nullptr;
 };
 
@@ -45,13 +47,13 @@ observability::Family<observability::Counter>& organizationRefusalMetric(observa
 
 // The answer to one review, decided on a cluster that holds its pods (the
 // writer's live cluster) and the usage over it.
-runtime::admission::AdmissionResponse reviewOrganization(const model::Cluster& cluster, const model::CapacityView& view,
-                                                         const runtime::admission::AdmissionRequest& request,
-                                                         const OrganizationWebhookOptions& options);
+runtime::admission::Answer reviewOrganization(const model::Cluster& cluster, const model::CapacityView& view,
+                                              const runtime::admission::AdmissionRequest& request,
+                                              const OrganizationWebhookOptions& options);
 
-// The handler of the route: refused closed while `cell`'s newest snapshot has
+// The route's validator: refused closed while `cell`'s newest snapshot has
 // not synced; otherwise decided on `writer`'s thread.
-runtime::admission::WebhookHandler organizationWebhook(const SnapshotCell<state::Snapshot>& cell, state::Writer& writer,
-                                                       OrganizationWebhookOptions options);
+runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snapshot>& cell, state::Writer& writer,
+                                                  OrganizationWebhookOptions options);
 
 }  // namespace tally::controller

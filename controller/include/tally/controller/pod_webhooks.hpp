@@ -39,15 +39,12 @@ namespace tally::controller {
 inline constexpr std::string_view kLauncherPodWebhookPath = "/mutate/launcher-pods";
 inline constexpr std::string_view kGpuPodWebhookPath = "/validate/gpu-pods";
 inline constexpr std::string_view kGpuPodRouteWebhookPath = "/mutate/gpu-pods";
-// The values of the refusal metric's webhook label.
+// The values of the frame's webhook label (tally_webhook_refusals_total{webhook}).
 inline constexpr std::string_view kLauncherPodWebhookName = "launcher-pods";
 inline constexpr std::string_view kGpuPodWebhookName = "gpu-pods";
 inline constexpr std::string_view kGpuPodRouteWebhookName = "gpu-pod-routes";
 
 struct PodWebhookOptions {
-  // tally_controller_pod_refusals_total{webhook,code}: one per refusal reason
-  // of an answer. Null: not counted.
-  observability::Family<observability::Counter>* refusals = nullptr;
   // tally_controller_launcher_pods_pinned_total: launcher answers carrying a
   // pin patch (a second call that finds the pin in place adds none). Null: not counted.
   observability::Counter* pinned = nullptr;
@@ -58,28 +55,27 @@ struct PodWebhookOptions {
   model::PlacementPolicy placement;
 };
 
-// The families the options expect, registered on `registry` (once; a second call returns them).
-observability::Family<observability::Counter>& podRefusalMetric(observability::Registry& registry);
+// The counters the options expect, registered on `registry` (once; a second
+// call returns them). Refusals are the frame's (tally_webhook_refusals_total).
 observability::Counter& launcherPinnedMetric(observability::Registry& registry);
+observability::Counter& gpuPodRoutedMetric(observability::Registry& registry);
 // Both, for main.
 PodWebhookOptions podWebhookMetrics(observability::Registry& registry);
 
 // The answer to one review of a Pod by each webhook, decided on `snapshot` alone.
-runtime::admission::AdmissionResponse reviewLauncherPod(const state::Snapshot& snapshot,
-                                                        const runtime::admission::AdmissionRequest& request,
-                                                        const PodWebhookOptions& options);
-runtime::admission::AdmissionResponse reviewGpuPod(const state::Snapshot& snapshot,
-                                                   const runtime::admission::AdmissionRequest& request,
-                                                   const PodWebhookOptions& options);
-runtime::admission::AdmissionResponse reviewGpuPodRoute(const state::Snapshot& snapshot,
-                                                        const runtime::admission::AdmissionRequest& request,
-                                                        const PodWebhookOptions& options);
+runtime::admission::Answer reviewLauncherPod(const state::Snapshot& snapshot,
+                                             const runtime::admission::AdmissionRequest& request,
+                                             const PodWebhookOptions& options);
+runtime::admission::Answer reviewGpuPod(const state::Snapshot& snapshot,
+                                        const runtime::admission::AdmissionRequest& request,
+                                        const PodWebhookOptions& options);
+runtime::admission::Answer reviewGpuPodRoute(const state::Snapshot& snapshot,
+                                             const runtime::admission::AdmissionRequest& request,
+                                             const PodWebhookOptions& options);
 
-// The handlers of the routes: each review reads the newest snapshot of `cell`.
-runtime::admission::WebhookHandler launcherPodWebhook(const SnapshotCell<state::Snapshot>& cell,
-                                                      PodWebhookOptions options);
-runtime::admission::WebhookHandler gpuPodWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options);
-runtime::admission::WebhookHandler gpuPodRouteWebhook(const SnapshotCell<state::Snapshot>& cell,
-                                                      PodWebhookOptions options);
+// The routes' frames: each review reads the newest snapshot of `cell`.
+runtime::admission::Mutator launcherPodWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options);
+runtime::admission::Validator gpuPodWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options);
+runtime::admission::Mutator gpuPodRouteWebhook(const SnapshotCell<state::Snapshot>& cell, PodWebhookOptions options);
 
 }  // namespace tally::controller

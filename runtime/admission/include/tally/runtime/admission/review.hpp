@@ -73,6 +73,10 @@ struct AdmissionRequest {
   bool hasOldObject() const { return oldObject.size() > 0; }
 };
 
+// A copy of `request`, its objects and options copied too (the padded JSON
+// moves but does not copy): for a decision that runs after its handler returns.
+AdmissionRequest copyRequest(const AdmissionRequest& request);
+
 struct DecodeOptions {
   // Above this the review is refused unread. The API server caps an object at
   // about 3 MiB; an UPDATE carries two of them.
