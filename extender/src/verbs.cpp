@@ -1,10 +1,7 @@
 #include "tally/extender/verbs.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
-
-#include "tally/common/json.hpp"
 
 namespace tally::extender {
 
@@ -31,13 +28,21 @@ const std::vector<Answer>& answersFor(const ExtenderSnapshot& snap, const wire::
   return answers;
 }
 
-// The pod's score (unclamped) on every candidate, 0 for one the snapshot does not hold.
-const std::vector<int>& scoresFor(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, Asked& asked,
+// The pod's score (0..10) on every candidate, in order: 0 for one the snapshot
+// does not hold, neutral zeros when it is not ready; thread-local scratch the
+// thread's next call reuses.
+const std::vector<int>& scoresFor(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
                                   model::ScoreStrategy strategy) {
   thread_local std::vector<std::uint32_t> rows;
   thread_local std::vector<int> scores;
+  if (!snap.ready()) {
+    scores.assign(args.nodeNames.size(), 0);
+    return scores;
+  }
+  Asked asked(snap, args.pod);
   snap.fit.findAll(args.nodeNames, rows);
   asked.query.scoreAll(rows, strategy, scores);
+  for (int& score : scores) score = std::clamp(score, 0, 10);
   return scores;
 }
 
@@ -45,136 +50,36 @@ std::string notCachedYet(std::string_view node) {
   return "node " + std::string(node) + " is not in tally-extender's cache yet";
 }
 
-// Copies the n bytes of a node name (tens of bytes) in word-sized moves, the
-// last one overlapping: cheaper than a call to memcpy for each of thousands.
-inline void copyShort(char* d, const char* s, std::size_t n) {
-  if (n < 8) {
-    for (std::size_t i = 0; i < n; ++i) d[i] = s[i];
-    return;
-  }
-  for (std::size_t i = 0; i + 8 < n; i += 8) std::memcpy(d + i, s + i, 8);
-  std::memcpy(d + n - 8, s + n - 8, 8);
-}
-
-// Copies `name` between quotes at `d` and returns the end: for names that need
-// no escape (ExtenderArgs::plainNames), which is what appendJsonString writes.
-char* putQuoted(char* d, std::string_view name) {
-  *d++ = '"';
-  copyShort(d, name.data(), name.size());
-  d += name.size();
-  *d++ = '"';
-  return d;
-}
-
-}  // namespace
-
-wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
-  wire::FilterResult result;
-  result.asNodeList = args.fromNodeList;
-  result.plainNames = args.plainNames;
+// Hands `to` the filter's answer on every candidate, in order: to.pass(i),
+// to.fail(i, message) or to.failForGood(i, message), a message being what
+// to.message(text) returned for it. Nodes that share a verdict share its
+// message, made once; the tally is counted per verdict, not per node. Returns
+// why the snapshot cannot answer yet (handing over nothing), or "".
+template <class To>
+std::string decideFilter(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, To& to, DecisionTally* tally) {
   if (!snap.ready()) {
-    result.error = notReadyReason(snap);
     if (tally) tally->add(FilterResultKind::Error, model::Code::CacheNotSynced);
-    return result;
+    return notReadyReason(snap);
   }
-  Asked asked(snap, args.pod);
-  // Nodes sharing a verdict share its message: each is copied into the result once.
-  std::vector<std::string_view> messageOf;
-  auto message = [&](const Answer& a, std::string_view fallback) {
-    if (a.id >= messageOf.size()) messageOf.resize(a.id + 1);
-    std::string_view& m = messageOf[a.id];
-    if (m.data() == nullptr) {
-      m = result.messages.emplace_back(a.verdict->reason ? std::string_view(a.verdict->reason->message) : fallback);
-    }
-    return m;
-  };
-  result.passed.reserve(args.nodeNames.size());
-  const std::vector<Answer>& answers = answersFor(snap, args, asked);
-  for (std::size_t i = 0; i < args.nodeNames.size(); ++i) {
-    const std::string_view name = args.nodeNames[i];
-    const Answer& a = answers[i];
-    if (!a.verdict) {
-      result.failed.emplace_back(name, result.messages.emplace_back(notCachedYet(name)));
-      if (tally) tally->add(FilterResultKind::Failed, std::nullopt);
-      continue;
-    }
-    const model::NodeVerdict& v = *a.verdict;
-    const std::optional<model::Code> code = v.reason ? std::optional(v.reason->code) : std::nullopt;
-    switch (v.verdict) {
-      case model::Verdict::Fits:
-        result.passed.push_back(name);
-        if (args.fromNodeList && i < args.rawNodes.size()) result.rawPassed.push_back(args.rawNodes[i]);
-        if (tally) tally->add(FilterResultKind::Pass, std::nullopt);
-        break;
-      case model::Verdict::Unschedulable:
-        result.failed.emplace_back(name, message(a, "does not fit"));
-        if (tally) tally->add(FilterResultKind::Failed, code);
-        break;
-      case model::Verdict::Unresolvable:
-        result.unresolvable.emplace_back(name, message(a, "cannot fit"));
-        if (tally) tally->add(FilterResultKind::Unresolvable, code);
-        break;
-    }
-  }
-  return result;
-}
-
-std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
-                                                model::ScoreStrategy strategy) {
-  std::vector<wire::HostPriority> out;
-  out.reserve(args.nodeNames.size());
-  if (!snap.ready()) {
-    for (const auto& name : args.nodeNames) out.push_back({name, 0});
-    return out;
-  }
-  Asked asked(snap, args.pod);
-  const std::vector<int>& scores = scoresFor(snap, args, asked, strategy);
-  for (std::size_t i = 0; i < scores.size(); ++i) out.push_back({args.nodeNames[i], std::clamp(scores[i], 0, 10)});
-  return out;
-}
-
-std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
-  if (!snap.ready() || args.fromNodeList || !args.plainNames) return wire::encode(filterNodes(snap, args, tally));
   Asked asked(snap, args.pod);
   const std::vector<Answer>& answers = answersFor(snap, args, asked);
-
-  // Per distinct verdict: ':' and its message as a JSON literal, and how many
-  // nodes got it (tallied at the end).
   struct Shared {
-    std::string literal;
     std::uint32_t nodes = 0;
     FilterResultKind kind = FilterResultKind::Pass;
     std::optional<model::Code> code;
+    typename To::Message message{};
   };
   std::vector<Shared> shared;
-  thread_local std::string failed, unresolvable;  // "name":"message" pairs, comma-separated
-  failed.clear();
-  unresolvable.clear();
   std::uint32_t unknown = 0;
-
-  constexpr std::string_view kHead = "{\"Nodes\":null,\"NodeNames\":[";
-  std::size_t bound = kHead.size();
-  for (std::string_view name : args.nodeNames) bound += name.size() + 3;
-  std::string out;
-  out.resize(bound);
-  char* d = out.data();
-  std::memcpy(d, kHead.data(), kHead.size());
-  d += kHead.size();
-  char* const first = d;
   for (std::size_t i = 0; i < answers.size(); ++i) {
-    const std::string_view name = args.nodeNames[i];
     const Answer& a = answers[i];
     if (!a.verdict) {
-      if (!failed.empty()) failed += ',';
-      appendJsonString(failed, name);
-      failed += ':';
-      appendJsonString(failed, notCachedYet(name));
+      to.fail(i, to.message(notCachedYet(args.nodeNames[i])));
       ++unknown;
       continue;
     }
     if (a.verdict->verdict == model::Verdict::Fits) {
-      if (d != first) *d++ = ',';
-      d = putQuoted(d, name);
+      to.pass(i);
       continue;
     }
     if (a.id >= shared.size()) shared.resize(a.id + 1);
@@ -184,26 +89,15 @@ std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArg
       const bool resolvable = v.verdict == model::Verdict::Unschedulable;
       sh.kind = resolvable ? FilterResultKind::Failed : FilterResultKind::Unresolvable;
       sh.code = v.reason ? std::optional(v.reason->code) : std::nullopt;
-      sh.literal = ":";
-      appendJsonString(sh.literal, v.reason ? std::string_view(v.reason->message)
-                                            : std::string_view(resolvable ? "does not fit" : "cannot fit"));
+      sh.message = to.message(v.reason ? std::string_view(v.reason->message)
+                                       : std::string_view(resolvable ? "does not fit" : "cannot fit"));
     }
-    std::string& to = sh.kind == FilterResultKind::Failed ? failed : unresolvable;
-    const std::size_t at = to.size();
-    to.resize(at + (at ? 1 : 0) + name.size() + 2 + sh.literal.size());
-    char* w = to.data() + at;
-    if (at) *w++ = ',';
-    w = putQuoted(w, name);
-    std::memcpy(w, sh.literal.data(), sh.literal.size());
+    if (sh.kind == FilterResultKind::Failed) {
+      to.fail(i, sh.message);
+    } else {
+      to.failForGood(i, sh.message);
+    }
   }
-  out.resize(static_cast<std::size_t>(d - out.data()));
-  out.reserve(out.size() + failed.size() + unresolvable.size() + 64);
-  out += "],\"FailedNodes\":{";
-  out += failed;
-  out += "},\"FailedAndUnresolvableNodes\":{";
-  out += unresolvable;
-  out += "},\"Error\":\"\"}";
-
   if (tally) {
     const std::size_t rejected =
         unknown + std::accumulate(shared.begin(), shared.end(), std::size_t{0},
@@ -214,45 +108,74 @@ std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArg
       if (sh.nodes) tally->add(sh.kind, sh.code, sh.nodes);
     }
   }
+  return {};
+}
+
+// decideFilter's answer kept as lists, the result owning the messages.
+struct Listed {
+  using Message = std::string_view;
+  const wire::ExtenderArgs& args;
+  wire::FilterResult& result;
+  Message message(std::string_view text) { return result.messages.emplace_back(text); }
+  void pass(std::size_t i) {
+    result.passed.push_back(args.nodeNames[i]);
+    if (args.fromNodeList && i < args.rawNodes.size()) result.rawPassed.push_back(args.rawNodes[i]);
+  }
+  void fail(std::size_t i, Message m) { result.failed.emplace_back(args.nodeNames[i], m); }
+  void failForGood(std::size_t i, Message m) { result.unresolvable.emplace_back(args.nodeNames[i], m); }
+};
+
+// decideFilter's answer handed straight to the encoder.
+struct Written {
+  using Message = wire::FilterResultWriter::Message;
+  const wire::ExtenderArgs& args;
+  wire::FilterResultWriter& writer;
+  Message message(std::string_view text) { return writer.message(text); }
+  void pass(std::size_t i) {
+    if (!args.fromNodeList) {
+      writer.pass(args.nodeNames[i]);
+    } else if (i < args.rawNodes.size()) {
+      writer.passNode(args.rawNodes[i]);
+    }
+  }
+  void fail(std::size_t i, Message m) { writer.fail(args.nodeNames[i], m); }
+  void failForGood(std::size_t i, Message m) { writer.failForGood(args.nodeNames[i], m); }
+};
+
+}  // namespace
+
+wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
+  wire::FilterResult result;
+  result.asNodeList = args.fromNodeList;
+  result.plainNames = args.plainNames;
+  result.passed.reserve(args.nodeNames.size());
+  Listed listed{args, result};
+  result.error = decideFilter(snap, args, listed, tally);
+  return result;
+}
+
+std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
+                                                model::ScoreStrategy strategy) {
+  const std::vector<int>& scores = scoresFor(snap, args, strategy);
+  std::vector<wire::HostPriority> out;
+  out.reserve(scores.size());
+  for (std::size_t i = 0; i < scores.size(); ++i) out.push_back({args.nodeNames[i], scores[i]});
   return out;
+}
+
+std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
+  wire::FilterResultWriter writer(args.plainNames, args.fromNodeList);
+  if (snap.ready()) writer.reserveFor(args.fromNodeList ? args.rawNodes : args.nodeNames);
+  Written written{args, writer};
+  const std::string error = decideFilter(snap, args, written, tally);
+  return std::move(writer).finish(error);
 }
 
 std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
                                model::ScoreStrategy strategy) {
-  if (!snap.ready() || !args.plainNames) {
-    return wire::encode(prioritizeNodes(snap, args, strategy), args.plainNames);
-  }
-  Asked asked(snap, args.pod);
-  const std::vector<int>& scores = scoresFor(snap, args, asked, strategy);
-  constexpr std::string_view kHost = "{\"Host\":\"", kScore = "\",\"Score\":";
-  std::size_t bound = 2;
-  for (std::string_view name : args.nodeNames) bound += name.size() + kHost.size() + kScore.size() + 4;
-  std::string out;
-  out.resize(bound);
-  char* d = out.data();
-  *d++ = '[';
-  for (std::size_t i = 0; i < scores.size(); ++i) {
-    const std::string_view name = args.nodeNames[i];
-    const int score = std::clamp(scores[i], 0, 10);
-    if (!wire::listedScore(score)) continue;
-    if (d != out.data() + 1) *d++ = ',';
-    std::memcpy(d, kHost.data(), kHost.size());
-    d += kHost.size();
-    copyShort(d, name.data(), name.size());
-    d += name.size();
-    std::memcpy(d, kScore.data(), kScore.size());
-    d += kScore.size();
-    if (score == 10) {
-      *d++ = '1';
-      *d++ = '0';
-    } else {
-      *d++ = static_cast<char>('0' + score);
-    }
-    *d++ = '}';
-  }
-  *d++ = ']';
-  out.resize(static_cast<std::size_t>(d - out.data()));
-  return out;
+  wire::HostPriorityWriter writer(args.plainNames);
+  writer.addAll(args.nodeNames, scoresFor(snap, args, strategy));
+  return std::move(writer).finish();
 }
 
 wire::PreemptionResult preemptVictims(const ExtenderSnapshot& snap, const wire::PreemptionArgs& args) {

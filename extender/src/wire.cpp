@@ -1,7 +1,9 @@
 #include "tally/extender/wire.hpp"
 
 #include <array>
+#include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 
@@ -51,12 +53,20 @@ class Reader {
     if (null) return true;
     od::object object;
     if (!check(value.get_object().get(object), path, "an object")) return false;
+    return forEachMember(object, path, "an object", f);
+  }
+
+  // f(key, value) for every member of `object` until f says false or the
+  // body's reader has finished; an error names `path` and what was `expected`.
+  template <class F>
+  bool forEachMember(od::object& object, std::string_view path, std::string_view expected, F&& f) {
     for (auto entry : object) {
       od::field member;
-      if (!check(std::move(entry).get(member), path, "an object")) return false;
+      if (!check(std::move(entry).get(member), path, expected)) return false;
       std::string_view key;
-      if (!check(member.unescaped_key().get(key), path, "an object")) return false;
+      if (!check(member.unescaped_key().get(key), path, expected)) return false;
       if (!f(key, member.value())) return false;
+      if (finished_) return true;
     }
     return true;
   }
@@ -127,14 +137,8 @@ class Reader {
     if (!check(parser.iterate(body.data(), body.size(), body.capacity()).get(doc), root_, "an object")) return false;
     od::object object;
     if (!check(doc.get_object().get(object), root_, "an object")) return false;
-    for (auto entry : object) {
-      od::field member;
-      if (!check(std::move(entry).get(member), root_, "an object")) return false;
-      std::string_view key;
-      if (!check(member.unescaped_key().get(key), root_, "an object")) return false;
-      if (!f(key, member.value())) return false;
-      if (finished_) return true;
-    }
+    if (!forEachMember(object, root_, "an object", f)) return false;
+    if (finished_) return true;
     if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) {
       return fail("json", root_, "unexpected content after the object");
     }
@@ -175,34 +179,6 @@ bool readVictims(Reader& r, od::value value, const std::string& path, bool meta,
       });
     });
   });
-}
-
-void appendFailures(std::string& out, std::string_view name,
-                    const std::vector<std::pair<std::string_view, std::string_view>>& failures) {
-  appendJsonString(out, name);
-  out += ":{";
-  // Nodes that share a verdict share its message (the same bytes): each message
-  // is escaped once and then copied from where it was first written.
-  struct Written {
-    const char* data = nullptr;
-    std::size_t size = 0, offset = 0, length = 0;
-  };
-  std::array<Written, 16> written{};
-  for (std::size_t i = 0; i < failures.size(); ++i) {
-    if (i) out += ',';
-    appendJsonString(out, failures[i].first);
-    out += ':';
-    const std::string_view message = failures[i].second;
-    Written& w = written[(reinterpret_cast<std::uintptr_t>(message.data()) >> 4) & 15];
-    if (w.data == message.data() && w.size == message.size()) {
-      out.append(out, w.offset, w.length);
-    } else {
-      const std::size_t offset = out.size();
-      appendJsonString(out, message);
-      w = {message.data(), message.size(), offset, out.size() - offset};
-    }
-  }
-  out += '}';
 }
 
 }  // namespace
@@ -424,18 +400,14 @@ Parsed<ExtenderArgs> parseExtenderArgs(std::string& body) {
           if (!r.check(node.reset().error(), indexed(path, i), "a Node object")) return false;
           std::string name;
           // Only metadata.name is read; simdjson skips every other field unparsed.
-          for (auto entry : node) {
-            od::field member;
-            if (!r.check(std::move(entry).get(member), indexed(path, i), "a Node object")) return false;
-            std::string_view k;
-            if (!r.check(member.unescaped_key().get(k), indexed(path, i), "a Node object")) return false;
-            if (!keyEquals(k, "metadata")) continue;
-            std::string metaPath = indexed(path, i) + ".metadata";
-            if (!r.forEachField(member.value(), metaPath, [&](std::string_view mk, od::value mv) {
+          if (!r.forEachMember(node, indexed(path, i), "a Node object", [&](std::string_view k, od::value member) {
+                if (!keyEquals(k, "metadata")) return true;
+                std::string metaPath = indexed(path, i) + ".metadata";
+                return r.forEachField(member, metaPath, [&](std::string_view mk, od::value mv) {
                   return keyEquals(mk, "name") ? r.readString(mv, metaPath + ".name", name) : true;
-                }))
-              return false;
-          }
+                });
+              }))
+            return false;
           if (name.empty()) return r.fail("schema", indexed(path, i) + ".metadata.name", "missing");
           listed.push_back(std::move(name));
           out.value.rawNodes.push_back(raw);
@@ -508,76 +480,218 @@ Parsed<BindingArgs> parseBindingArgs(std::string& body) {
   return out;
 }
 
-std::string encode(const FilterResult& result) {
-  std::string out;
-  std::size_t estimate = 96 + result.error.size();
-  for (auto n : result.passed) estimate += n.size() + 3;
-  for (auto n : result.rawPassed) estimate += n.size() + 1;
-  for (const auto& [n, m] : result.failed) estimate += n.size() + m.size() + 8;
-  for (const auto& [n, m] : result.unresolvable) estimate += n.size() + m.size() + 8;
-  out.reserve(estimate);
-  out += '{';
-  if (result.asNodeList) {
-    out += "\"Nodes\":{\"metadata\":{},\"items\":[";
-    for (std::size_t i = 0; i < result.rawPassed.size(); ++i) {
-      if (i) out += ',';
-      out += result.rawPassed[i];
-    }
-    out += "]},\"NodeNames\":null,";
-  } else {
-    out += "\"Nodes\":null,\"NodeNames\":[";
-    // Names read as written need no escape (the service answers those in
-    // one pass, verbs.cpp's filterResponse; this is the general path).
-    for (std::size_t i = 0; i < result.passed.size(); ++i) {
-      if (i) out += ',';
-      if (result.plainNames) {
-        out += '"';
-        out += result.passed[i];
-        out += '"';
-      } else {
-        appendJsonString(out, result.passed[i]);
-      }
-    }
-    out += "],";
+namespace {
+
+constexpr std::string_view kNamesHead = "{\"Nodes\":null,\"NodeNames\":[";
+constexpr std::string_view kNodeListHead = "{\"Nodes\":{\"metadata\":{},\"items\":[";
+
+// The messages of a FilterResult already handed to the writer, by where their
+// bytes are: nodes that share a verdict point at the same message.
+class WrittenMessages {
+ public:
+  explicit WrittenMessages(FilterResultWriter& writer) : writer_(writer) {}
+  FilterResultWriter::Message of(std::string_view message) {
+    Entry& e = entries_[(reinterpret_cast<std::uintptr_t>(message.data()) >> 4) & 15];
+    if (e.data != message.data() || e.size != message.size())
+      e = {message.data(), message.size(), writer_.message(message)};
+    return e.written;
   }
-  appendFailures(out, "FailedNodes", result.failed);
-  out += ',';
-  appendFailures(out, "FailedAndUnresolvableNodes", result.unresolvable);
-  out += ",\"Error\":";
-  appendJsonString(out, result.error);
-  out += '}';
-  return out;
+
+ private:
+  struct Entry {
+    const char* data = nullptr;
+    std::size_t size = 0;
+    FilterResultWriter::Message written = 0;
+  };
+  FilterResultWriter& writer_;
+  std::array<Entry, 16> entries_{};
+};
+
+}  // namespace
+
+FilterResultWriter::FilterResultWriter(bool plainNames, bool asNodeList)
+    : plainNames_(plainNames), asNodeList_(asNodeList) {
+  thread_local Scratch perThread;
+  if (perThread.busy) {
+    own_ = std::make_unique<Scratch>();
+    scratch_ = own_.get();
+  } else {
+    scratch_ = &perThread;
+  }
+  scratch_->busy = true;
+  scratch_->failed.clear();
+  scratch_->unresolvable.clear();
+  scratch_->messages = 0;
+  out_ = asNodeList ? kNodeListHead : kNamesHead;
+  at_ = end_ = first_ = out_.data() + out_.size();
+}
+
+FilterResultWriter::~FilterResultWriter() { scratch_->busy = false; }
+
+void FilterResultWriter::room(std::size_t bytes) {
+  const auto used = static_cast<std::size_t>(at_ - out_.data());
+  if (out_.size() - used >= bytes) return;
+  const auto head = static_cast<std::size_t>(first_ - out_.data());
+  out_.resize(std::max(used + bytes, 2 * out_.size()));
+  at_ = out_.data() + used;
+  end_ = out_.data() + out_.size();
+  first_ = out_.data() + head;
+}
+
+void FilterResultWriter::reserveFor(const std::vector<std::string_view>& entries) {
+  std::size_t bytes = 0;
+  for (std::string_view e : entries) bytes += e.size() + 3;
+  room(bytes);
+}
+
+void FilterResultWriter::passEscaped(std::string_view name) {
+  if (plainNames_) {  // out of room
+    room(name.size() + 3);
+    return pass(name);
+  }
+  const auto head = static_cast<std::size_t>(first_ - out_.data());
+  out_.resize(static_cast<std::size_t>(at_ - out_.data()));
+  if (out_.size() != head) out_ += ',';
+  appendJsonString(out_, name);
+  at_ = end_ = out_.data() + out_.size();
+  first_ = out_.data() + head;
+}
+
+void FilterResultWriter::passNode(std::string_view rawNode) {
+  room(rawNode.size() + 1);
+  if (at_ != first_) *at_++ = ',';
+  std::memcpy(at_, rawNode.data(), rawNode.size());
+  at_ += rawNode.size();
+}
+
+FilterResultWriter::Message FilterResultWriter::message(std::string_view text) {
+  const Message m = scratch_->messages++;
+  if (m == scratch_->literals.size()) scratch_->literals.emplace_back();
+  std::string& literal = scratch_->literals[m];
+  literal.assign(1, ':');
+  appendJsonString(literal, text);
+  return m;
+}
+
+void FilterResultWriter::putEscapedFailure(std::string& to, std::string_view name, const std::string& literal) {
+  if (!to.empty()) to += ',';
+  appendJsonString(to, name);
+  to += literal;
+}
+
+std::string FilterResultWriter::finish(std::string_view error) && {
+  out_.resize(static_cast<std::size_t>(at_ - out_.data()));
+  out_.reserve(out_.size() + scratch_->failed.size() + scratch_->unresolvable.size() + error.size() + 80);
+  out_ += asNodeList_ ? "]},\"NodeNames\":null," : "],";
+  out_ += "\"FailedNodes\":{";
+  out_ += scratch_->failed;
+  out_ += "},\"FailedAndUnresolvableNodes\":{";
+  out_ += scratch_->unresolvable;
+  out_ += "},\"Error\":";
+  appendJsonString(out_, error);
+  out_ += '}';
+  at_ = end_ = first_ = nullptr;
+  return std::move(out_);
+}
+
+std::string encode(const FilterResult& result) {
+  // plainNames speaks for `passed` only: a failed node's name is escaped unless it needs none.
+  auto plain = [](const auto& failures) {
+    return std::none_of(failures.begin(), failures.end(), [](const auto& f) { return needsJsonEscape(f.first); });
+  };
+  FilterResultWriter writer(result.plainNames && plain(result.failed) && plain(result.unresolvable), result.asNodeList);
+  if (result.asNodeList) {
+    writer.reserveFor(result.rawPassed);
+    for (std::string_view node : result.rawPassed) writer.passNode(node);
+  } else {
+    writer.reserveFor(result.passed);
+    for (std::string_view name : result.passed) writer.pass(name);
+  }
+  WrittenMessages written(writer);
+  for (const auto& [name, message] : result.failed) writer.fail(name, written.of(message));
+  for (const auto& [name, message] : result.unresolvable) writer.failForGood(name, written.of(message));
+  return std::move(writer).finish(result.error);
+}
+
+namespace {
+
+constexpr std::string_view kHost = "{\"Host\":\"", kScore = "\",\"Score\":";
+// A HostPriority entry but its host, scored 0..10, at the most: ',' kHost kScore "10" '}'.
+constexpr std::size_t kEntryBytes = 1 + kHost.size() + kScore.size() + 3;
+
+// Writes the entry of a host that needs no escape, scored 0..10, at `d`; returns its end.
+inline char* putPlainEntry(char* d, bool comma, std::string_view host, std::int64_t score) {
+  if (comma) *d++ = ',';
+  std::memcpy(d, kHost.data(), kHost.size());
+  d += kHost.size();
+  detail::copyShort(d, host.data(), host.size());
+  d += host.size();
+  std::memcpy(d, kScore.data(), kScore.size());
+  d += kScore.size();
+  if (score == 10) {
+    *d++ = '1';
+    *d++ = '0';
+  } else {
+    *d++ = static_cast<char>('0' + score);
+  }
+  *d++ = '}';
+  return d;
+}
+
+}  // namespace
+
+HostPriorityWriter::HostPriorityWriter(bool plainHosts) : out_("["), plainHosts_(plainHosts) {}
+
+void HostPriorityWriter::add(std::string_view host, std::int64_t score) {
+  if (!listedScore(score)) return;
+  if (plainHosts_ && score >= 0 && score <= 10) {
+    if (out_.size() - used_ < host.size() + kEntryBytes) {
+      out_.resize(std::max(used_ + host.size() + kEntryBytes, 2 * out_.size()));
+    }
+    used_ = static_cast<std::size_t>(putPlainEntry(out_.data() + used_, used_ > 1, host, score) - out_.data());
+    return;
+  }
+  out_.resize(used_);
+  if (used_ > 1) out_ += ',';
+  out_ += "{\"Host\":";
+  appendJsonString(out_, host);
+  out_ += ",\"Score\":";
+  std::array<char, 20> digits;
+  out_.append(digits.data(), std::to_chars(digits.data(), digits.data() + digits.size(), score).ptr);
+  out_ += '}';
+  used_ = out_.size();
+}
+
+void HostPriorityWriter::addAll(const std::vector<std::string_view>& hosts, const std::vector<int>& scores) {
+  const std::size_t n = std::min(hosts.size(), scores.size());
+  std::size_t i = 0;
+  if (plainHosts_) {
+    std::size_t bytes = used_ + 1;
+    for (std::size_t k = 0; k < n; ++k) bytes += hosts[k].size() + kEntryBytes;
+    if (out_.size() < bytes) out_.resize(bytes);
+    char* d = out_.data() + used_;
+    char* const first = out_.data() + 1;
+    for (; i < n; ++i) {
+      const int score = scores[i];
+      if (!listedScore(score)) continue;
+      if (score < 0 || score > 10) break;  // the rest entry by entry
+      d = putPlainEntry(d, d != first, hosts[i], score);
+    }
+    used_ = static_cast<std::size_t>(d - out_.data());
+  }
+  for (; i < n; ++i) add(hosts[i], scores[i]);
+}
+
+std::string HostPriorityWriter::finish() && {
+  out_.resize(used_);
+  out_ += ']';
+  return std::move(out_);
 }
 
 std::string encode(const std::vector<HostPriority>& priorities, bool plainHosts) {
-  std::string out;
-  std::size_t size = 2;
-  for (const auto& p : priorities) size += p.host.size() + 32;
-  out.reserve(size);
-  out += '[';
-  bool first = true;
-  for (std::size_t i = 0; i < priorities.size(); ++i) {
-    if (!listedScore(priorities[i].score)) continue;
-    if (!first) out += ',';
-    first = false;
-    if (plainHosts) {
-      out += "{\"Host\":\"";
-      out += priorities[i].host;
-      out += "\",\"Score\":";
-    } else {
-      out += "{\"Host\":";
-      appendJsonString(out, priorities[i].host);
-      out += ",\"Score\":";
-    }
-    const std::int64_t score = priorities[i].score;
-    if (score >= 0 && score <= 9)
-      out += static_cast<char>('0' + score);
-    else
-      out += std::to_string(score);
-    out += '}';
-  }
-  out += ']';
-  return out;
+  HostPriorityWriter writer(plainHosts);
+  for (const HostPriority& p : priorities) writer.add(p.host, p.score);
+  return std::move(writer).finish();
 }
 
 std::string encode(const PreemptionResult& result) {

@@ -79,6 +79,18 @@ TEST(Http, FilterAnswersWithNodeNamesAndFailedNodes) {
   EXPECT_NE(r.body.find(R"("Error":"")"), std::string::npos);
 }
 
+// A name sent with JSON escapes comes back escaped the same way, in the
+// failures and in the passed names alike.
+TEST(Http, FilterAnswersEscapedNamesEscaped) {
+  Harness h;
+  TestClient c(h.port());
+  auto r = c.send("POST", "/tally/filter", filterBody({R"(fr\u0065e)", R"(new\"node)"}));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"Nodes":null,"NodeNames":["free"],"FailedNodes":{"new\"node":)"
+                    R"("node new\"node is not in tally-extender's cache yet"},"FailedAndUnresolvableNodes":{},)"
+                    R"("Error":""})");
+}
+
 TEST(Http, FilterWithFullNodeListAnswersWithNodeObjects) {
   Harness h;
   TestClient c(h.port());

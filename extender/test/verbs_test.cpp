@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <random>
@@ -457,4 +458,53 @@ TEST(Filter, UnorganizedNamespaceIsRefusedUnderTheDefaultPolicy) {
   auto ok = filterNodes(*organized->snapshots().read(), freeOnly);
   ASSERT_EQ(ok.passed.size(), 1u) << (ok.failed.empty() ? ok.error : ok.failed[0].second);
   EXPECT_EQ(ok.passed[0], "free");
+}
+
+// Names JSON must escape (read through the careful parse, plainNames false)
+// are escaped in the answers the service sends too: they read back to the
+// lists filterNodes and prioritizeNodes give.
+TEST(Filter, OnePassAnswersEscapeNamesThatNeedIt) {
+  auto objects = twoNodes();
+  objects.push_back(gpuNode("quoted\"node", 8));
+  objects.push_back(gpuNode("back\\slash", 1));
+  auto writer = loadedWriter(objects);
+  auto snap = writer->snapshots().read();
+  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 2),
+                      {"quoted\"node", "back\\slash", "free", "tab\tghost", "pod-mode", "full"});
+  args.plainNames = false;
+  DecisionTally listed, streamed;
+  const wire::FilterResult lists = filterNodes(*snap, args, &listed);
+  const std::string body = filterResponse(*snap, args, &streamed);
+  EXPECT_EQ(body, wire::encode(lists));
+  EXPECT_EQ(streamed.counts, listed.counts);
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(body).get(doc), simdjson::SUCCESS) << body;
+  std::vector<std::string> passed;
+  const simdjson::dom::array names = doc["NodeNames"].get_array().value();
+  for (simdjson::dom::element name : names) passed.emplace_back(name.get_string().value());
+  EXPECT_EQ(passed, (std::vector<std::string>{"quoted\"node", "free"}));
+  std::vector<std::string> failed, unresolvable;
+  const simdjson::dom::object failures = doc["FailedNodes"].get_object().value();
+  const simdjson::dom::object forGood = doc["FailedAndUnresolvableNodes"].get_object().value();
+  for (auto [name, message] : failures) failed.emplace_back(name);
+  for (auto [name, message] : forGood) unresolvable.emplace_back(name);
+  EXPECT_EQ(failed, (std::vector<std::string>{"back\\slash", "tab\tghost", "full"}));
+  EXPECT_EQ(unresolvable, std::vector<std::string>{"pod-mode"});
+  EXPECT_EQ(std::string_view(doc["FailedNodes"]["tab\tghost"].get_string().value()),
+            "node tab\tghost is not in tally-extender's cache yet");
+
+  const std::string scored = prioritizeResponse(*snap, args, model::ScoreStrategy::Spread);
+  ASSERT_EQ(parser.parse(scored).get(doc), simdjson::SUCCESS) << scored;
+  std::vector<std::pair<std::string, std::int64_t>> read, expected;
+  const simdjson::dom::array entries = doc.get_array().value();
+  for (simdjson::dom::element e : entries) {
+    read.emplace_back(std::string_view(e["Host"].get_string().value()), e["Score"].get_int64().value());
+  }
+  for (const wire::HostPriority& p : prioritizeNodes(*snap, args, model::ScoreStrategy::Spread)) {
+    if (wire::listedScore(p.score)) expected.emplace_back(p.host, p.score);
+  }
+  EXPECT_EQ(read, expected) << scored;
+  EXPECT_FALSE(read.empty());
 }

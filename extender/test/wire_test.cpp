@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
+#include <deque>
+#include <random>
+
 #include "fixtures.hpp"
+#include "tally/common/json.hpp"
 #include "tally/extender/wire.hpp"
 
 using namespace tally::extender;
@@ -236,4 +241,133 @@ TEST(Wire, ResultsUseGoFieldNames) {
   p.victims.push_back({"n1", {{"u1"}, 0}});
   EXPECT_EQ(wire::encode(p), R"({"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"u1"}],"NumPDBViolations":0}}})");
   EXPECT_EQ(wire::encodeError(""), R"({"Error":""})");
+}
+
+namespace {
+
+// A node name: mostly what kube-scheduler sends, sometimes one that JSON must
+// escape (quotes, backslashes, control bytes) or multi-byte UTF-8; unique by `i`.
+std::string randomName(std::mt19937_64& rng, std::size_t i) {
+  static const std::vector<std::string> pieces = {"gpu",  "-",  "node", ".",  "rack7",
+                                                  "\"",   "\\", "\n",   "\t", "\x01",
+                                                  "\x1f", "é",  "日本", "/",  "a-long-segment-of-a-name"};
+  std::string name;
+  const std::size_t parts = rng() % 5;
+  for (std::size_t k = 0; k < parts; ++k) {
+    const std::size_t p = rng() % pieces.size();
+    name += rng() % 4 == 0 ? pieces[p] : pieces[p % 5];
+  }
+  return name + std::to_string(i);
+}
+
+std::vector<std::string> strings(simdjson::dom::array array) {
+  std::vector<std::string> out;
+  for (simdjson::dom::element e : array) out.emplace_back(std::string_view(e.get_string().value()));
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> members(simdjson::dom::object object) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto [key, value] : object) out.emplace_back(std::string(key), std::string(value.get_string().value()));
+  return out;
+}
+
+template <class Views>
+std::vector<std::pair<std::string, std::string>> owned(const Views& failures) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, message] : failures) out.emplace_back(std::string(name), std::string(message));
+  return out;
+}
+
+}  // namespace
+
+// Whatever the names, whichever messages are shared: the encoded answer is
+// JSON that reads back to the lists it was written from.
+TEST(Wire, EncodedFilterResultsParseBackToTheirLists) {
+  std::mt19937_64 rng(28);
+  simdjson::dom::parser parser;
+  const std::vector<std::string> reasons = {"node(s) with 0 of 8 \"h200\" free", "wrong mode\n(pod-hami)", "cordoned",
+                                            "", "namespace tenant-a \\ under no Organization"};
+  for (int round = 0; round < 400; ++round) {
+    std::deque<std::string> names;
+    wire::FilterResult f;
+    const std::size_t nodes = rng() % 60;
+    for (std::size_t i = 0; i < nodes; ++i) {
+      const std::string_view name = names.emplace_back(randomName(rng, i));
+      // Shared: one message for many nodes (as filterNodes writes them); or a copy of its own.
+      std::string_view message = f.messages.emplace_back(reasons[rng() % reasons.size()]);
+      if (rng() % 2) message = f.messages[rng() % f.messages.size()];
+      switch (rng() % 3) {
+        case 0: f.passed.push_back(name); break;
+        case 1: f.failed.emplace_back(name, message); break;
+        default: f.unresolvable.emplace_back(name, message);
+      }
+    }
+    f.plainNames =
+        std::none_of(names.begin(), names.end(), [](const std::string& n) { return tally::needsJsonEscape(n); });
+    if (round % 5 == 0) f.error = reasons[rng() % reasons.size()];
+    const std::string json = wire::encode(f);
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS) << json;
+    EXPECT_TRUE(doc["Nodes"].is_null());
+    EXPECT_EQ(strings(doc["NodeNames"].get_array().value()), std::vector<std::string>(f.passed.begin(), f.passed.end()))
+        << json;
+    EXPECT_EQ(members(doc["FailedNodes"].get_object().value()), owned(f.failed)) << json;
+    EXPECT_EQ(members(doc["FailedAndUnresolvableNodes"].get_object().value()), owned(f.unresolvable)) << json;
+    EXPECT_EQ(std::string_view(doc["Error"].get_string().value()), f.error) << json;
+  }
+}
+
+// Hosts scored 0 are left out; every other score, in range or not, reads back
+// as written, whether the hosts come one by one or all at once.
+TEST(Wire, EncodedHostPrioritiesParseBackToTheListedScores) {
+  std::mt19937_64 rng(5);
+  simdjson::dom::parser parser;
+  for (int round = 0; round < 400; ++round) {
+    std::deque<std::string> names;
+    std::vector<std::string_view> hosts;
+    std::vector<int> scores;
+    std::vector<wire::HostPriority> priorities;
+    std::vector<std::pair<std::string, std::int64_t>> listed;
+    const std::size_t nodes = rng() % 60;
+    for (std::size_t i = 0; i < nodes; ++i) {
+      hosts.push_back(names.emplace_back(randomName(rng, i)));
+      scores.push_back(rng() % 7 == 0 ? static_cast<int>(rng() % 2000) - 1000 : static_cast<int>(rng() % 11));
+      priorities.push_back({hosts.back(), scores.back()});
+      if (wire::listedScore(scores.back())) listed.emplace_back(names.back(), scores.back());
+    }
+    const bool plain =
+        std::none_of(hosts.begin(), hosts.end(), [](std::string_view h) { return tally::needsJsonEscape(h); });
+    wire::HostPriorityWriter writer(plain);
+    writer.addAll(hosts, scores);
+    const std::string all = std::move(writer).finish();
+    EXPECT_EQ(all, wire::encode(priorities, plain));
+    simdjson::dom::element doc;
+    ASSERT_EQ(parser.parse(all).get(doc), simdjson::SUCCESS) << all;
+    std::vector<std::pair<std::string, std::int64_t>> read;
+    const simdjson::dom::array entries = doc.get_array().value();
+    for (simdjson::dom::element entry : entries) {
+      read.emplace_back(std::string(entry["Host"].get_string().value()), entry["Score"].get_int64().value());
+    }
+    EXPECT_EQ(read, listed) << all;
+  }
+}
+
+// The writers of one thread share their scratch; a second one alive at the
+// same time must not write into the first one's answer.
+TEST(Wire, TwoFilterResultWritersOnOneThreadKeepTheirAnswersApart) {
+  wire::FilterResultWriter outer(true);
+  outer.fail("a", outer.message("outer reason"));
+  {
+    wire::FilterResultWriter inner(true);
+    inner.fail("b", inner.message("inner reason"));
+    inner.pass("c");
+    EXPECT_EQ(std::move(inner).finish(), R"({"Nodes":null,"NodeNames":["c"],"FailedNodes":{"b":"inner reason"},)"
+                                         R"("FailedAndUnresolvableNodes":{},"Error":""})");
+  }
+  outer.failForGood("d", outer.message("gone \"for good\""));
+  outer.pass("e");
+  EXPECT_EQ(std::move(outer).finish("late"),
+            R"({"Nodes":null,"NodeNames":["e"],"FailedNodes":{"a":"outer reason"},)"
+            R"("FailedAndUnresolvableNodes":{"d":"gone \"for good\""},"Error":"late"})");
 }

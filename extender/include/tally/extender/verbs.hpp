@@ -52,10 +52,10 @@ wire::FilterResult filterNodes(const ExtenderSnapshot&, const wire::ExtenderArgs
 std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
                                                 model::ScoreStrategy strategy);
 
-// The encoded answers, written in one pass over the candidates without the
-// intermediate lists: byte for byte encode(filterNodes(...)) and
-// encode(prioritizeNodes(...)), and the same tally. For what kube-scheduler
-// sends (NodeNames that need no escape); anything else goes through the lists.
+// The encoded answers: the same decisions as filterNodes and prioritizeNodes,
+// handed to the wire's writers as they are made instead of kept as lists, so
+// byte for byte encode(filterNodes(...)) and encode(prioritizeNodes(...),
+// args.plainNames), with the same tally.
 std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
                            DecisionTally* tally = nullptr);
 std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
