@@ -1,6 +1,7 @@
 #include "tally/controller/device_binder.hpp"
 
 #include "device_status.hpp"
+#include "tally/codec/device_status.hpp"
 
 #include <fmt/format.h>
 
@@ -266,291 +267,307 @@ runtime::Result<ReconcileResult> DeviceBinder::reconcile(const std::string& key,
   return decideAndWrite(*snap, key, stop);
 }
 
+// What the snapshot alone says: most reconciles end here without a request.
+// An attachment to record or undo always needs one; one waiting for its VMI
+// is looked at again when its bound passes. Empty: read the device and decide.
+std::optional<ReconcileResult> DeviceBinder::decideOnSnapshot(const state::Snapshot& snapshot,
+                                                              const model::GpuDevice& d, const std::string& key) {
+  const model::Cluster& cluster = snapshot.cluster();
+  const model::AttachmentStep step = model::attachmentStep(cluster, d, attachWindow());
+  const bool attachmentWork = !d.deleting && step.action != model::AttachmentAction::Keep;
+  if (!attachmentWork) {
+    std::lock_guard lock(aheadMu_);
+    const bool idle = !d.deleting && (d.phase == model::DevicePhase::Released || ahead_.contains(key) ||
+                                      (model::holdsNodeUnits(d) && !model::holdLost(cluster, d)));
+    if (idle) {
+      if (step.recheckAt <= 0) return ReconcileResult::done();
+      return ReconcileResult::requeueAfter(std::chrono::seconds(std::max<std::int64_t>(1, step.recheckAt - unixNow())));
+    }
+  }
+  // An order still waiting for the same reason it was last written with needs
+  // no request (the Lost device likewise): look again later.
+  auto waited = waiting_.find(key);
+  if (waited == waiting_.end() || d.deleting || attachmentWork) return std::nullopt;
+  model::HeldAheadView view = aheadView(snapshot);
+  std::string reason;
+  if (d.phase == model::DevicePhase::Pending) {
+    model::Placement p = binderPlacement(cluster, view, d, d);
+    if (!p.node) reason = reasonOf(p.decision);
+  } else if (d.phase == model::DevicePhase::Lost) {
+    model::Decision back = model::checkRecovery(cluster, view, d);
+    if (!back.allowed()) reason = reasonOf(back);
+  }
+  if (!reason.empty() && reason == waited->second) return ReconcileResult::requeueAfter(options_.retryInterval);
+  waiting_.erase(waited);
+  return std::nullopt;
+}
+
+// One round of the pinned write: the device as just read, and its writes.
+struct DeviceBinder::Round {
+  DeviceBinder& self;
+  const state::Snapshot& snapshot;
+  const model::GpuDevice& seen;  // the snapshot's
+  const std::string& key;
+  const runtime::Resource& res;
+  const std::string& name;
+  codec::GpuDeviceRecord& record;  // as read
+  std::string now = nowText();
+
+  const model::GpuDevice& fresh() const { return record.device; }
+
+  runtime::Result<std::string> patchStatus(const model::GpuDevice& next, const std::vector<Condition>& conditions) {
+    runtime::JsonPatch patch;
+    patch.add("/status", codec::encodeGpuDeviceStatus(next, conditions, record.meta.generation));
+    runtime::PatchOptions po;
+    po.subresource = "status";
+    return self.client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion), po);
+  }
+
+  // The status with `condition` set; false when nothing would change. Waiting
+  // for the same reason as written is no write either: with a thousand orders
+  // waiting on a full pool, every freed unit would otherwise rewrite all of
+  // them for a new count in the message.
+  runtime::Result<bool> writeStatus(const model::GpuDevice& next, Condition condition) {
+    const model::GpuDevice& f = fresh();
+    const bool samePlace = next.phase == f.phase && next.node == f.node;
+    if (const Condition* current = findCondition(record.conditions, kBoundCondition);
+        current && condition.status == "False" && current->status == "False" && current->reason == condition.reason &&
+        samePlace) {
+      return false;
+    }
+    std::vector<Condition> conditions = record.conditions;
+    condition.type = std::string(kBoundCondition);
+    condition.observedGeneration = record.meta.generation;
+    if (!setCondition(conditions, std::move(condition), now) && samePlace) return false;
+    auto written = patchStatus(next, conditions);
+    if (!written) return std::move(written).error().withContext("status of gpudevice " + key);
+    return true;
+  }
+
+  // Metadata (finalizers) as a pinned JSON Patch.
+  runtime::Result<std::string> patchMeta(const runtime::JsonPatch& patch) {
+    return self.client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion));
+  }
+};
+
+using Step = runtime::Result<runtime::Pinned<ReconcileResult>>;
+using Next = runtime::Pinned<ReconcileResult>;
+
 runtime::Result<ReconcileResult> DeviceBinder::decideAndWrite(const state::Snapshot& snapshot, const std::string& key,
                                                               std::stop_token stop) {
-  const model::Cluster& cluster = snapshot.cluster();
-  auto seen = cluster.devices.find(key);
-  if (seen == cluster.devices.end()) {
+  auto seen = snapshot.cluster().devices.find(key);
+  if (seen == snapshot.cluster().devices.end()) {
     waiting_.erase(key);
     std::lock_guard lock(aheadMu_);
     ahead_.erase(key);
     return ReconcileResult::done();
   }
-  // What the snapshot alone says: most reconciles end here without a request.
-  // An attachment to record or undo always needs one; one waiting for its VMI
-  // is looked at again when its bound passes.
-  const model::AttachmentStep step = model::attachmentStep(cluster, seen->second, attachWindow());
-  const bool attachmentWork = !seen->second.deleting && step.action != model::AttachmentAction::Keep;
-  auto idle = [&] {
-    if (step.recheckAt <= 0) return ReconcileResult::done();
-    return ReconcileResult::requeueAfter(std::chrono::seconds(std::max<std::int64_t>(1, step.recheckAt - unixNow())));
-  };
-  if (!attachmentWork) {
-    const model::GpuDevice& d = seen->second;
-    std::lock_guard lock(aheadMu_);
-    const bool aheadOfWatch = ahead_.contains(key);
-    if (!d.deleting && (d.phase == model::DevicePhase::Released || aheadOfWatch)) return idle();
-    if (!d.deleting && model::holdsNodeUnits(d) && !model::holdLost(cluster, d)) return idle();
-  }
-  // An order still waiting for the same reason it was last written with needs
-  // no request (the Lost device likewise): look again later.
-  if (auto waited = waiting_.find(key); waited != waiting_.end() && !seen->second.deleting && !attachmentWork) {
-    const model::GpuDevice& d = seen->second;
-    model::HeldAheadView view = aheadView(snapshot);
-    std::string reason;
-    if (d.phase == model::DevicePhase::Pending) {
-      model::Placement p = binderPlacement(cluster, view, d, d);
-      if (!p.node) reason = reasonOf(p.decision);
-    } else if (d.phase == model::DevicePhase::Lost) {
-      model::Decision back = model::checkRecovery(cluster, view, d);
-      if (!back.allowed()) reason = reasonOf(back);
-    }
-    if (!reason.empty() && reason == waited->second) return ReconcileResult::requeueAfter(options_.retryInterval);
-    waiting_.erase(waited);
-  }
+  if (auto decided = decideOnSnapshot(snapshot, seen->second, key)) return *decided;
 
   const auto slash = key.find('/');
   const runtime::Resource res = devicesResource().inNamespace(key.substr(0, slash));
   const std::string name = key.substr(slash + 1);
-  // The object a write answered with, read instead of a new GET.
-  std::optional<std::string> answered;
-  for (int attempt = 1; attempt <= options_.maxConflicts; ++attempt) {
-    if (stop.stop_requested()) return ReconcileResult::requeue();
-    runtime::Result<std::string> body =
-        answered ? runtime::Result<std::string>(std::move(*answered)) : client_->get(res, name);
-    answered.reset();
-    if (!body && body.error().is(runtime::ErrorCode::kNotFound)) return ReconcileResult::done();
-    if (!body) return std::move(body).error().withContext("get gpudevice " + key);
-    auto read = runtime::decodeJsonObject<RecordCodec>(*body);
-    if (!read) return std::move(read).error().withContext("gpudevice " + key);
-    codec::GpuDeviceRecord record = std::move(read).value();
-    model::GpuDevice& fresh = record.device;
-    if (options_.beforeWrite) options_.beforeWrite(key);
-    const std::string now = nowText();
+  runtime::PinnedWriteOptions po;
+  po.maxAttempts = options_.maxConflicts;
+  po.stop = stop;
+  po.onConflict = [this] {
+    if (metrics_) metrics_->conflicts.inc();
+  };
+  auto decided = runtime::pinnedWrite<ReconcileResult, RecordCodec>(
+      *client_, res, name,
+      [&](codec::GpuDeviceRecord& record) -> Step {
+        if (options_.beforeWrite) options_.beforeWrite(key);
+        Round round{*this, snapshot, seen->second, key, res, name, record};
+        return decideOn(round);
+      },
+      po);
+  if (decided) return decided;
+  if (decided.error().is(runtime::ErrorCode::kNotFound)) return ReconcileResult::done();
+  if (decided.error().is(runtime::ErrorCode::kCancelled)) return ReconcileResult::requeue();
+  // A device the codec cannot read stays so until it changes: no backoff loop.
+  if (decided.error().is(runtime::ErrorCode::kDecode)) return ReconcileResult::terminal(decided.error().describe());
+  return std::move(decided).error();
+}
 
-    auto writeStatus = [&](const model::GpuDevice& next, Condition condition) -> runtime::Result<bool> {
-      // Waiting for the same reason as written: no write (with a thousand
-      // orders waiting on a full pool, every freed unit would otherwise
-      // rewrite all of them for a new count in the message).
-      if (const Condition* current = findCondition(record.conditions, kBoundCondition);
-          current && condition.status == "False" && current->status == "False" && current->reason == condition.reason &&
-          next.phase == fresh.phase && next.node == fresh.node) {
-        return false;
-      }
-      std::vector<Condition> conditions = record.conditions;
-      condition.type = std::string(kBoundCondition);
-      condition.observedGeneration = record.meta.generation;
-      const bool conditionChanged = setCondition(conditions, std::move(condition), now);
-      if (!conditionChanged && next.phase == fresh.phase && next.node == fresh.node) return false;
-      runtime::JsonPatch patch;
-      patch.add("/status", detail::deviceStatusJson(next, conditions, record.meta.generation));
-      runtime::PatchOptions po;
-      po.subresource = "status";
-      auto written =
-          client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion), po);
-      if (!written) return std::move(written).error();
-      return true;
-    };
-    auto conflicted = [&](const runtime::Error& e) {
-      if (!e.is(runtime::ErrorCode::kConflict)) return false;
-      if (metrics_) metrics_->conflicts.inc();
-      return true;
-    };
-
-    // Deleted: record the release, then let the object go.
-    if (fresh.deleting) {
-      if (!record.meta.hasFinalizer(kReleaseFinalizer)) return ReconcileResult::done();
-      if (const model::VirtualMachineInstance* holder = model::runningHolder(cluster, fresh)) {
-        const std::string message = fmt::format(
-            "GPUDevice {} is deleted but VirtualMachineInstance {}/{} still runs "
-            "with it; the release waits until the VMI stops",
-            key, holder->ns, holder->name);
-        auto w = writeStatus(fresh, Condition{"", "True", "ReleaseBlocked", message, "", 0});
-        if (!w && conflicted(w.error())) continue;
-        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
-        if (*w) event(fresh, "Warning", "ReleaseBlocked", message);
-        return ReconcileResult::requeueAfter(options_.retryInterval);
-      }
-      if (fresh.phase != model::DevicePhase::Released) {
-        model::GpuDevice next = fresh;
-        const bool held = model::holdsNodeUnits(fresh);
-        next.phase = model::DevicePhase::Released;
-        const std::string message =
-            held ? fmt::format("released {} GPU(s) of class {} on node {}", fresh.count, fresh.className, fresh.node)
-                 : fmt::format("released (it held no node units: {})", model::toString(fresh.phase));
-        auto w = writeStatus(next, Condition{"", "False", "Released", message, "", 0});
-        if (!w && conflicted(w.error())) continue;
-        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
-        event(fresh, "Normal", "Released", message);
-        if (metrics_) metrics_->releases.inc();
-        continue;  // read again: the finalizer goes on the new resourceVersion
-      }
-      const auto& fs = record.meta.finalizers;
-      const auto index = std::find(fs.begin(), fs.end(), kReleaseFinalizer) - fs.begin();
-      runtime::JsonPatch patch;
-      const std::string path = "/metadata/finalizers/" + std::to_string(index);
-      patch.test(path, jsonString(kReleaseFinalizer)).remove(path);
-      auto removed = client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion));
-      if (!removed && (conflicted(removed.error()) || removed.error().is(runtime::ErrorCode::kInvalid))) continue;
-      if (!removed && removed.error().is(runtime::ErrorCode::kNotFound)) return ReconcileResult::done();
-      if (!removed) return std::move(removed).error().withContext("finalizer of gpudevice " + key);
-      std::lock_guard lock(aheadMu_);
-      ahead_.erase(key);
-      return ReconcileResult::done();
-    }
-
-    // The VM door's attachment: the VMI's uid recorded once it exists; undone
-    // when the VMI is gone or never appeared (a template device is deleted,
-    // its release then recorded as any other's; a held one stays Bound).
-    if (fresh.phase != model::DevicePhase::Released) {
-      const model::AttachmentStep attachment = model::attachmentStep(cluster, fresh, attachWindow());
-      if (attachment.action == model::AttachmentAction::Delete) {
-        runtime::DeleteOptions del;
-        del.preconditionUid = fresh.uid;
-        auto gone = client_->remove(res, name, del);
-        if (!gone && conflicted(gone.error())) continue;
-        if (!gone && !gone.error().is(runtime::ErrorCode::kNotFound)) {
-          return std::move(gone).error().withContext("delete template gpudevice " + key);
-        }
-        event(fresh, "Normal", "TemplateDeleted", "deleted, its VMI is gone: " + attachment.reason);
-        if (metrics_) metrics_->attachments.with({"deleted"}).inc();
-        logInfo("binder: template device deleted", {{"device", key}, {"reason", attachment.reason}});
-        return ReconcileResult::done();
-      }
-      if (attachment.action != model::AttachmentAction::Keep) {
-        const bool fill = attachment.action == model::AttachmentAction::FillUid;
-        model::GpuDevice next = fill ? fresh : detail::detached(fresh);
-        if (fill) {
-          next.attachedTo.uid = attachment.uid;
-          if (model::holdsNodeUnits(next)) next.phase = model::DevicePhase::Attached;
-        }
-        runtime::JsonPatch patch;
-        patch.add("/status", detail::deviceStatusJson(next, record.conditions, record.meta.generation));
-        runtime::PatchOptions po;
-        po.subresource = "status";
-        auto written =
-            client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion), po);
-        if (!written && conflicted(written.error())) continue;
-        if (!written) return std::move(written).error().withContext("attachment of gpudevice " + key);
-        const std::string message = fill ? fmt::format("attached to vmi/{}/{} (uid {})",
-                                                       next.attachedTo.ns.empty() ? fresh.ns : next.attachedTo.ns,
-                                                       next.attachedTo.name, attachment.uid)
-                                         : "detached, it stays held: " + attachment.reason;
-        event(fresh, "Normal", fill ? "Attached" : "Detached", message);
-        if (metrics_) metrics_->attachments.with({fill ? "uid-recorded" : "detached"}).inc();
-        answered = std::move(written).value();
-        continue;  // decide the rest on the object as written
-      }
-    }
-
-    switch (fresh.phase) {
-      case model::DevicePhase::Released: return ReconcileResult::done();
-      case model::DevicePhase::Pending: {
-        // Placed already (by this leader, or an earlier one the snapshot lags).
-        if (!record.meta.hasFinalizer(kReleaseFinalizer)) {
-          runtime::JsonPatch patch;
-          if (record.meta.finalizers.empty()) {
-            patch.add("/metadata/finalizers", "[" + jsonString(kReleaseFinalizer) + "]");
-          } else {
-            patch.add("/metadata/finalizers/-", jsonString(kReleaseFinalizer));
-          }
-          auto added =
-              client_->patch(res, name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion));
-          if (!added && conflicted(added.error())) continue;
-          if (!added) return std::move(added).error().withContext("finalizer of gpudevice " + key);
-          answered = std::move(added).value();
-          continue;  // decide on the object with its finalizer
-        }
-        model::HeldAheadView view = aheadView(snapshot);
-        // A VMI's set goes to one node: the fresh device in place of the
-        // snapshot's, its set from the snapshot's VMIs.
-        model::Placement placement = binderPlacement(cluster, view, seen->second, fresh);
-        if (!placement.node) {
-          const std::string reason = reasonOf(placement.decision);
-          auto w = writeStatus(fresh, Condition{"", "False", reason, placement.decision.summary(), "", 0});
-          if (!w && conflicted(w.error())) continue;
-          if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
-          if (*w) {
-            event(fresh, "Warning", "PlacementWaiting", placement.decision.summary());
-            if (metrics_) metrics_->refusals.with({reason}).inc();
-          }
-          waiting_[key] = reason;
-          return ReconcileResult::requeueAfter(options_.retryInterval);
-        }
-        model::GpuDevice next = fresh;
-        next.phase = model::attached(fresh) ? model::DevicePhase::Attached : model::DevicePhase::Bound;
-        next.node = *placement.node;
-        const std::string message =
-            fmt::format("placed on node {}: {} GPU(s) of class {}", next.node, next.count, next.className);
-        auto w = writeStatus(next, Condition{"", "True", "Placed", message, "", 0});
-        if (!w && conflicted(w.error())) continue;
-        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
-        {
-          std::lock_guard lock(aheadMu_);
-          ahead_[key] = Ahead{next, seen->second.phase};
-        }
-        if (metrics_) {
-          metrics_->placements.inc();
-          if (fresh.created > 0)
-            metrics_->placementSeconds.observe(double(std::max<std::int64_t>(0, unixNow() - fresh.created)));
-        }
-        event(fresh, "Normal", "Placed", message);
-        logInfo("binder: placed", {{"device", key}, {"node", next.node}, {"count", fresh.count}});
-        // The rest of its set follows it to that node.
-        for (const model::GpuDevice* m : model::deviceSetOf(cluster, seen->second).members) {
-          if (m != &seen->second && m->phase == model::DevicePhase::Pending) enqueue(model::objectKey(m->ns, m->name));
-        }
-        return ReconcileResult::done();
-      }
-      case model::DevicePhase::Bound:
-      case model::DevicePhase::Attached: {
-        auto lost = model::holdLost(cluster, fresh);
-        if (!lost) return ReconcileResult::done();
-        model::GpuDevice next = fresh;
-        next.phase = model::DevicePhase::Lost;
-        auto w =
-            writeStatus(next, Condition{"", "False", std::string(model::toString(lost->code)), lost->message, "", 0});
-        if (!w && conflicted(w.error())) continue;
-        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
-        if (*w) {
-          event(fresh, "Warning", "Lost", lost->message);
-          if (metrics_) metrics_->lost.inc();
-          logWarning("binder: device lost", {{"device", key}, {"node", fresh.node}, {"reason", lost->message}});
-        }
-        return ReconcileResult::done();
-      }
-      case model::DevicePhase::Lost: {
-        model::HeldAheadView view = aheadView(snapshot);
-        model::Decision back = model::checkRecovery(cluster, view, fresh);
-        if (!back.allowed()) {
-          const std::string reason = reasonOf(back);
-          auto w = writeStatus(fresh, Condition{"", "False", reason, back.summary(), "", 0});
-          if (!w && conflicted(w.error())) continue;
-          if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
-          if (*w && metrics_) metrics_->refusals.with({reason}).inc();
-          waiting_[key] = reason;
-          return ReconcileResult::requeueAfter(options_.retryInterval);
-        }
-        model::GpuDevice next = fresh;
-        next.phase = fresh.attachedTo.empty() ? model::DevicePhase::Bound : model::DevicePhase::Attached;
-        const std::string message =
-            fmt::format("node {} serves its {} GPU(s) of class {} again", fresh.node, fresh.count, fresh.className);
-        auto w = writeStatus(next, Condition{"", "True", "Recovered", message, "", 0});
-        if (!w && conflicted(w.error())) continue;
-        if (!w) return std::move(w).error().withContext("status of gpudevice " + key);
-        {
-          std::lock_guard lock(aheadMu_);
-          ahead_[key] = Ahead{next, seen->second.phase};
-        }
-        if (metrics_) metrics_->recovered.inc();
-        event(fresh, "Normal", "Recovered", message);
-        return ReconcileResult::done();
-      }
-    }
-    return ReconcileResult::done();
+Step DeviceBinder::decideOn(Round& round) {
+  const model::GpuDevice& fresh = round.fresh();
+  if (fresh.deleting) return release(round);
+  if (fresh.phase != model::DevicePhase::Released) {
+    const model::AttachmentStep attachment = model::attachmentStep(round.snapshot.cluster(), fresh, attachWindow());
+    if (attachment.action != model::AttachmentAction::Keep) return reconcileAttachment(round, attachment);
   }
-  return runtime::Error(runtime::ErrorCode::kConflict,
-                        fmt::format("gpudevice {}: still conflicting after {} attempts", key, options_.maxConflicts));
+  switch (fresh.phase) {
+    case model::DevicePhase::Released: return Next::finish(ReconcileResult::done());
+    case model::DevicePhase::Pending: return place(round);
+    case model::DevicePhase::Bound:
+    case model::DevicePhase::Attached: return markLost(round);
+    case model::DevicePhase::Lost: return recover(round);
+  }
+  return Next::finish(ReconcileResult::done());
+}
+
+// Deleted: record the release, then let the object go.
+Step DeviceBinder::release(Round& round) {
+  const model::GpuDevice& fresh = round.fresh();
+  const std::string& key = round.key;
+  if (!round.record.meta.hasFinalizer(kReleaseFinalizer)) return Next::finish(ReconcileResult::done());
+  if (const model::VirtualMachineInstance* holder = model::runningHolder(round.snapshot.cluster(), fresh)) {
+    const std::string message = fmt::format(
+        "GPUDevice {} is deleted but VirtualMachineInstance {}/{} still runs "
+        "with it; the release waits until the VMI stops",
+        key, holder->ns, holder->name);
+    auto w = round.writeStatus(fresh, Condition{"", "True", "ReleaseBlocked", message, "", 0});
+    if (!w) return std::move(w).error();
+    if (*w) event(fresh, "Warning", "ReleaseBlocked", message);
+    return Next::finish(ReconcileResult::requeueAfter(options_.retryInterval));
+  }
+  if (fresh.phase != model::DevicePhase::Released) {
+    model::GpuDevice next = fresh;
+    next.phase = model::DevicePhase::Released;
+    const std::string message =
+        model::holdsNodeUnits(fresh)
+            ? fmt::format("released {} GPU(s) of class {} on node {}", fresh.count, fresh.className, fresh.node)
+            : fmt::format("released (it held no node units: {})", model::toString(fresh.phase));
+    auto w = round.writeStatus(next, Condition{"", "False", "Released", message, "", 0});
+    if (!w) return std::move(w).error();
+    event(fresh, "Normal", "Released", message);
+    if (metrics_) metrics_->releases.inc();
+    return Next::readAgain();  // the finalizer goes on the new resourceVersion
+  }
+  auto removed = round.patchMeta(runtime::JsonPatch().removeFinalizer(round.record.meta.finalizers, kReleaseFinalizer));
+  // 422: the list changed since the read (its test failed): read again.
+  if (!removed && removed.error().is(runtime::ErrorCode::kInvalid)) return Next::readAgain();
+  if (!removed && removed.error().is(runtime::ErrorCode::kNotFound)) return Next::finish(ReconcileResult::done());
+  if (!removed) return std::move(removed).error().withContext("finalizer of gpudevice " + key);
+  std::lock_guard lock(aheadMu_);
+  ahead_.erase(key);
+  return Next::finish(ReconcileResult::done());
+}
+
+// The VM door's attachment: the VMI's uid recorded once it exists; undone
+// when the VMI is gone or never appeared (a template device is deleted, its
+// release then recorded as any other's; a held one stays Bound).
+Step DeviceBinder::reconcileAttachment(Round& round, const model::AttachmentStep& attachment) {
+  const model::GpuDevice& fresh = round.fresh();
+  const std::string& key = round.key;
+  if (attachment.action == model::AttachmentAction::Delete) {
+    runtime::DeleteOptions del;
+    del.preconditionUid = fresh.uid;
+    auto gone = client_->remove(round.res, round.name, del);
+    if (!gone && !gone.error().is(runtime::ErrorCode::kNotFound)) {
+      return std::move(gone).error().withContext("delete template gpudevice " + key);
+    }
+    event(fresh, "Normal", "TemplateDeleted", "deleted, its VMI is gone: " + attachment.reason);
+    if (metrics_) metrics_->attachments.with({"deleted"}).inc();
+    logInfo("binder: template device deleted", {{"device", key}, {"reason", attachment.reason}});
+    return Next::finish(ReconcileResult::done());
+  }
+  const bool fill = attachment.action == model::AttachmentAction::FillUid;
+  const model::GpuDevice next = model::attachmentAfter(fresh, attachment);
+  auto written = round.patchStatus(next, round.record.conditions);
+  if (!written) return std::move(written).error().withContext("attachment of gpudevice " + key);
+  const std::string message =
+      fill ? fmt::format("attached to vmi/{}/{} (uid {})", next.attachedTo.ns.empty() ? fresh.ns : next.attachedTo.ns,
+                         next.attachedTo.name, attachment.uid)
+           : "detached, it stays held: " + attachment.reason;
+  event(fresh, "Normal", fill ? "Attached" : "Detached", message);
+  if (metrics_) metrics_->attachments.with({fill ? "uid-recorded" : "detached"}).inc();
+  return Next::decideOn(std::move(written).value());  // decide the rest on the object as written
+}
+
+// Pending: placed already (by this leader, or an earlier one the snapshot
+// lags), or placed now with the rest of its set to follow to that node.
+Step DeviceBinder::place(Round& round) {
+  const model::GpuDevice& fresh = round.fresh();
+  const std::string& key = round.key;
+  if (!round.record.meta.hasFinalizer(kReleaseFinalizer)) {
+    auto added = round.patchMeta(runtime::JsonPatch().addFinalizer(round.record.meta.finalizers, kReleaseFinalizer));
+    if (!added) return std::move(added).error().withContext("finalizer of gpudevice " + key);
+    return Next::decideOn(std::move(added).value());  // decide on the object with its finalizer
+  }
+  const model::Cluster& cluster = round.snapshot.cluster();
+  model::HeldAheadView view = aheadView(round.snapshot);
+  // A VMI's set goes to one node: the fresh device in place of the snapshot's,
+  // its set from the snapshot's VMIs.
+  model::Placement placement = binderPlacement(cluster, view, round.seen, fresh);
+  if (!placement.node) {
+    const std::string reason = reasonOf(placement.decision);
+    auto w = round.writeStatus(fresh, Condition{"", "False", reason, placement.decision.summary(), "", 0});
+    if (!w) return std::move(w).error();
+    if (*w) {
+      event(fresh, "Warning", "PlacementWaiting", placement.decision.summary());
+      if (metrics_) metrics_->refusals.with({reason}).inc();
+    }
+    waiting_[key] = reason;
+    return Next::finish(ReconcileResult::requeueAfter(options_.retryInterval));
+  }
+  model::GpuDevice next = fresh;
+  next.phase = model::attached(fresh) ? model::DevicePhase::Attached : model::DevicePhase::Bound;
+  next.node = *placement.node;
+  const std::string message =
+      fmt::format("placed on node {}: {} GPU(s) of class {}", next.node, next.count, next.className);
+  auto w = round.writeStatus(next, Condition{"", "True", "Placed", message, "", 0});
+  if (!w) return std::move(w).error();
+  holdAhead(key, next, round.seen.phase);
+  if (metrics_) {
+    metrics_->placements.inc();
+    if (fresh.created > 0)
+      metrics_->placementSeconds.observe(double(std::max<std::int64_t>(0, unixNow() - fresh.created)));
+  }
+  event(fresh, "Normal", "Placed", message);
+  logInfo("binder: placed", {{"device", key}, {"node", next.node}, {"count", fresh.count}});
+  for (const model::GpuDevice* m : model::deviceSetOf(cluster, round.seen).members) {
+    if (m != &round.seen && m->phase == model::DevicePhase::Pending) enqueue(model::objectKey(m->ns, m->name));
+  }
+  return Next::finish(ReconcileResult::done());
+}
+
+// Bound or Attached: Lost when its node or its devices went.
+Step DeviceBinder::markLost(Round& round) {
+  const model::GpuDevice& fresh = round.fresh();
+  auto lost = model::holdLost(round.snapshot.cluster(), fresh);
+  if (!lost) return Next::finish(ReconcileResult::done());
+  model::GpuDevice next = fresh;
+  next.phase = model::DevicePhase::Lost;
+  auto w =
+      round.writeStatus(next, Condition{"", "False", std::string(model::toString(lost->code)), lost->message, "", 0});
+  if (!w) return std::move(w).error();
+  if (*w) {
+    event(fresh, "Warning", "Lost", lost->message);
+    if (metrics_) metrics_->lost.inc();
+    logWarning("binder: device lost", {{"device", round.key}, {"node", fresh.node}, {"reason", lost->message}});
+  }
+  return Next::finish(ReconcileResult::done());
+}
+
+// Lost: Bound (or Attached) again once its node serves its devices again.
+Step DeviceBinder::recover(Round& round) {
+  const model::GpuDevice& fresh = round.fresh();
+  model::HeldAheadView view = aheadView(round.snapshot);
+  model::Decision back = model::checkRecovery(round.snapshot.cluster(), view, fresh);
+  if (!back.allowed()) {
+    const std::string reason = reasonOf(back);
+    auto w = round.writeStatus(fresh, Condition{"", "False", reason, back.summary(), "", 0});
+    if (!w) return std::move(w).error();
+    if (*w && metrics_) metrics_->refusals.with({reason}).inc();
+    waiting_[round.key] = reason;
+    return Next::finish(ReconcileResult::requeueAfter(options_.retryInterval));
+  }
+  model::GpuDevice next = fresh;
+  next.phase = fresh.attachedTo.empty() ? model::DevicePhase::Bound : model::DevicePhase::Attached;
+  const std::string message =
+      fmt::format("node {} serves its {} GPU(s) of class {} again", fresh.node, fresh.count, fresh.className);
+  auto w = round.writeStatus(next, Condition{"", "True", "Recovered", message, "", 0});
+  if (!w) return std::move(w).error();
+  holdAhead(round.key, next, round.seen.phase);
+  if (metrics_) metrics_->recovered.inc();
+  event(fresh, "Normal", "Recovered", message);
+  return Next::finish(ReconcileResult::done());
+}
+
+void DeviceBinder::holdAhead(const std::string& key, const model::GpuDevice& written, model::DevicePhase seenAs) {
+  std::lock_guard lock(aheadMu_);
+  ahead_[key] = Ahead{written, seenAs};
 }
 
 void DeviceBinder::event(const model::GpuDevice& device, const std::string& type, const std::string& reason,

@@ -129,23 +129,6 @@ std::vector<PoolEvent> statusEvents(const std::string& pool, const PoolStatus* b
   return out;
 }
 
-std::vector<std::string> stuckReleases(const model::Cluster& cluster, const std::string& pool,
-                                       std::map<std::string, model::Timestamp>& firstSeen, model::Timestamp now,
-                                       std::int64_t afterSeconds) {
-  std::set<std::string> releasing;
-  std::vector<std::string> stuck;
-  for (const auto& r : cluster.ledger.records) {
-    if (r.profileId != pool || r.state != model::ReservationState::Releasing) continue;
-    releasing.insert(r.id);
-    auto [it, added] = firstSeen.emplace(r.id, now);
-    model::Timestamp since = it->second;
-    if (r.endsAt && *r.endsAt < since) since = *r.endsAt;
-    if (now - since > afterSeconds) stuck.push_back(r.id);
-  }
-  std::erase_if(firstSeen, [&](const auto& kv) { return !releasing.contains(kv.first); });
-  return stuck;
-}
-
 // --- The controller ----------------------------------------------------------
 
 struct PoolAuditor::Metrics {
@@ -276,80 +259,12 @@ void PoolAuditor::forget(const std::string& pool) {
   pools_.erase(it);
 }
 
-runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool, std::stop_token) {
-  using std::chrono::steady_clock;
-  const auto retry = std::max(options_.debounce, std::chrono::milliseconds(1'000));
-  if (!cell_) return ReconcileResult::done();
-  auto snap = cell_->read();
-  // Until every cache synced once, an audit would only find them unsynced and
-  // close every gate at each restart: it waits. A cache that stops being
-  // current later is a finding.
-  if (!sawReady_) {
-    if (!snap || !snap->ready()) return ReconcileResult::requeueAfter(retry);
-    sawReady_ = true;
-  }
-  const model::Cluster& cluster = snap->cluster();
-  auto found = cluster.classes.find(pool);
-  if (found == cluster.classes.end()) {
-    forget(pool);
-    return ReconcileResult::done();
-  }
-  Pool& state = pools_[pool];
-  const std::int64_t unixNow = now();
-  const std::string nowText = formatRfc3339(unixNow);
-  const auto periodDue = [&] { return !state.written || steady_clock::now() - state.writtenAt >= options_.interval; };
-  // Convergent findings are converging for options_.audit.convergenceSeconds
-  // from when this term first saw them (a new leader starts them again: its
-  // gate stays closed meanwhile), then they are failures: the pool is audited
-  // again when the first of them comes due.
-  model::AuditOptions auditOptions = options_.audit;
-  auditOptions.firstSeen = &state.findingsSince;
-  auditOptions.now = unixNow;
-  // The snapshot keeps pods as sums only: the over-commit check reads them.
-  auditOptions.usage = &snap->usage;
-  std::optional<model::Timestamp> convergenceDue;
-  const auto settle = [&](const PoolAudit& audit) {
-    std::map<std::string, model::Timestamp> seen;
-    convergenceDue.reset();
-    for (const auto& f : audit.findings) {
-      const std::string key = model::findingKey(f);
-      auto it = state.findingsSince.find(key);
-      const model::Timestamp since = it == state.findingsSince.end() ? unixNow : it->second;
-      seen.emplace(key, since);
-      if (f.converging) {
-        const model::Timestamp due = since + options_.audit.convergenceSeconds;
-        convergenceDue = convergenceDue ? std::min(*convergenceDue, due) : due;
-      }
-    }
-    state.findingsSince = std::move(seen);
-  };
-  const auto nextPeriod = [&] {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(options_.interval -
-                                                                      (steady_clock::now() - state.writtenAt));
-    if (convergenceDue) {
-      left = std::min(left, std::chrono::milliseconds((*convergenceDue - unixNow) * 1'000 + 1'000));
-    }
-    // A cache is looked at again when it would become stale (no event says
-    // that nothing was heard); it is confirmed current long before while its
-    // source is.
-    for (const auto& [kind, cache] : cluster.caches) {
-      const model::Timestamp due = cache.lastSynced + options_.audit.staleAfterSeconds + 1;
-      if (cache.synced && cache.configured && due > unixNow) {
-        left = std::min(left, std::chrono::milliseconds((due - unixNow) * 1'000));
-      }
-    }
-    // A release not yet reported stuck is looked at again when it would be.
-    for (const auto& [id, since] : state.releasingSince) {
-      if (state.stuckReported.contains(id)) continue;
-      const model::Timestamp due = since + options_.releaseStuckAfter.count();
-      left = std::min(left, std::chrono::milliseconds((due - unixNow) * 1'000 + 1'000));
-    }
-    return ReconcileResult::requeueAfter(std::max(left, std::chrono::milliseconds(1'000)));
-  };
-
-  // Reservation records stuck in releasing (on the snapshot's ledger).
+// Reservation records stuck in releasing (on the snapshot's ledger): an Event
+// and the gauge once each, the gauge cleared when the release ends.
+void PoolAuditor::reportStuck(const std::string& pool, Pool& state, const model::Cluster& cluster,
+                              std::int64_t unixNow) {
   for (const auto& id :
-       stuckReleases(cluster, pool, state.releasingSince, unixNow, options_.releaseStuckAfter.count())) {
+       model::stuckReleases(cluster, pool, state.releasingSince, unixNow, options_.releaseStuckAfter.count())) {
     if (!state.stuckReported.insert(id).second) continue;
     event(pool, "",
           {"Warning", "ReleaseStuck",
@@ -366,23 +281,80 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
     if (metrics_) metrics_->stuck.with({pool, *it}).set(0);
     it = state.stuckReported.erase(it);
   }
+}
 
+// The audit of `pool` at `unixNow` with this term's history, the findings'
+// first sightings settled.
+PoolAudit PoolAuditor::audit(const state::Snapshot& snap, const model::DeviceClass& pool, Pool& state,
+                             std::int64_t unixNow) {
+  // Convergent findings are converging for options_.audit.convergenceSeconds
+  // from when this term first saw them (a new leader starts them again: its
+  // gate stays closed meanwhile), then they are failures.
+  model::AuditOptions o = options_.audit;
+  o.firstSeen = &state.findingsSince;
+  o.now = unixNow;
+  // The snapshot keeps pods as sums only: the over-commit check reads them.
+  o.usage = &snap.usage;
+  PoolAudit found = auditOf(snap.cluster(), pool, o);
+  nameHolders(found);
+  state.findingsSince = model::settleFindings(found.findings, state.findingsSince, unixNow);
+  return found;
+}
+
+// Again at the period, or earlier when the model says an unchanged pool is due.
+ReconcileResult PoolAuditor::nextAudit(const model::Cluster& cluster, const PoolAudit& audit, const Pool& state,
+                                       std::int64_t unixNow) const {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      options_.interval - (std::chrono::steady_clock::now() - state.writtenAt));
+  const auto due = model::auditDue(
+      cluster, audit.findings, unixNow, options_.audit,
+      {&state.findingsSince, &state.releasingSince, &state.stuckReported, options_.releaseStuckAfter.count()});
+  if (due) left = std::min(left, std::chrono::milliseconds((*due - unixNow) * 1'000));
+  return ReconcileResult::requeueAfter(std::max(left, std::chrono::milliseconds(1'000)));
+}
+
+runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool, std::stop_token) {
+  using std::chrono::steady_clock;
+  if (!cell_) return ReconcileResult::done();
+  auto snap = cell_->read();
+  // Until every cache synced once, an audit would only find them unsynced and
+  // close every gate at each restart: it waits (the manager starts the leader's
+  // work once they have). A cache that stops being current later is a finding.
+  if (!sawReady_) {
+    if (!snap || !snap->ready())
+      return ReconcileResult::requeueAfter(std::max(options_.debounce, std::chrono::milliseconds(1'000)));
+    sawReady_ = true;
+  }
+  const model::Cluster& cluster = snap->cluster();
+  auto found = cluster.classes.find(pool);
+  if (found == cluster.classes.end()) {
+    forget(pool);
+    return ReconcileResult::done();
+  }
+  Pool& state = pools_[pool];
+  const std::int64_t unixNow = now();
+  reportStuck(pool, state, cluster, unixNow);
   // On the snapshot's class first: nothing changed since the last write, and
   // the period is not due, is the common case and needs no read.
-  const auto started = steady_clock::now();
-  if (state.written && !periodDue()) {
-    PoolAudit quick = auditOf(cluster, found->second, auditOptions);
-    nameHolders(quick);
-    settle(quick);
-    PoolStatus candidate = desiredStatus(quick, found->second, &*state.written, nowText);
+  const bool periodDue = !state.written || steady_clock::now() - state.writtenAt >= options_.interval;
+  if (!periodDue) {
+    const auto started = steady_clock::now();
+    PoolAudit quick = audit(*snap, found->second, state, unixNow);
+    PoolStatus candidate = desiredStatus(quick, found->second, &*state.written, formatRfc3339(unixNow));
     if (candidate.sameAs(*state.written)) {
       record(pool, quick, state, std::chrono::duration<double>(steady_clock::now() - started).count());
-      return nextPeriod();
+      return nextAudit(cluster, quick, state, unixNow);
     }
   }
+  return auditAndWrite(*snap, pool, state, unixNow, periodDue);
+}
 
-  // The class as the API server has it: its published failure id and its
-  // acknowledgements decide the gate.
+// The class as the API server has it: its published failure id and its
+// acknowledgements decide the gate; the status is written when it changed or
+// the period is due.
+runtime::Result<ReconcileResult> PoolAuditor::auditAndWrite(const state::Snapshot& snap, const std::string& pool,
+                                                            Pool& state, std::int64_t unixNow, bool periodDue) {
+  using std::chrono::steady_clock;
   auto body = client_->get(classesResource(), pool);
   if (!body) {
     if (body.error().is(runtime::ErrorCode::kNotFound)) {
@@ -400,20 +372,18 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
   auto current = decodePoolStatus(*body, &uid);
   if (!current) return runtime::Error(runtime::ErrorCode::kDecode, current.error().describe());
   const auto auditStarted = steady_clock::now();
-  PoolAudit audit = auditOf(cluster, *fresh, auditOptions);
-  nameHolders(audit);
-  settle(audit);
+  PoolAudit found = audit(snap, *fresh, state, unixNow);
   const double seconds = std::chrono::duration<double>(steady_clock::now() - auditStarted).count();
-  PoolStatus desired = desiredStatus(audit, *fresh, &*current, nowText);
-  record(pool, audit, state, seconds);
-  const bool due = periodDue() && (current->lastAuditTime.empty() || [&] {
+  PoolStatus desired = desiredStatus(found, *fresh, &*current, formatRfc3339(unixNow));
+  record(pool, found, state, seconds);
+  const bool due = periodDue && (current->lastAuditTime.empty() || [&] {
                      auto last = parseRfc3339(current->lastAuditTime);
                      return !last || unixNow - last->seconds >= options_.interval.count();
                    }());
   if (desired.sameAs(*current) && !due) {
     state.written = *current;
     if (state.writtenAt == steady_clock::time_point{}) state.writtenAt = steady_clock::now();
-    return nextPeriod();
+    return nextAudit(snap.cluster(), found, state, unixNow);
   }
   runtime::PatchOptions po;
   po.fieldManager = std::string(kAuditFieldManager);
@@ -438,7 +408,7 @@ runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool,
   }
   state.written = desired;
   state.writtenAt = steady_clock::now();
-  return nextPeriod();
+  return nextAudit(snap.cluster(), found, state, unixNow);
 }
 
 }  // namespace tally::controller

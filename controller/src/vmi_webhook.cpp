@@ -6,6 +6,8 @@
 #include <set>
 
 #include "device_status.hpp"
+#include "tally/codec/device_status.hpp"
+#include "tally/codec/vmi_devices.hpp"
 #include "refusals.hpp"
 #include "tally/codec/admission_objects.hpp"
 #include "tally/codec/codecs.hpp"
@@ -26,6 +28,7 @@ namespace tally::controller {
 namespace obs = tally::observability;
 using runtime::admission::AdmissionRequest;
 using runtime::admission::AdmissionResponse;
+using runtime::admission::Answer;
 using runtime::admission::Operation;
 using Clock = std::chrono::steady_clock;
 
@@ -35,8 +38,6 @@ struct VmiWebhook::Metrics {
                           "VMI CREATE reviews with Tally device references, by result (admitted, refused, dry-run, "
                           "reinvoked).",
                           {"result"})),
-        refusals(
-            r.counter("tally_controller_vmi_refusals_total", "VMI refusals by the model's reason code.", {"code"})),
         conflicts(r.counter("tally_controller_vmi_attach_conflicts_total",
                             "Attachment writes refused with 409 (a newer device): read and decided again.")
                       .with({})),
@@ -52,7 +53,6 @@ struct VmiWebhook::Metrics {
                                 obs::exponentialBuckets(0.001, 2, 14))
                         .with({})) {}
   obs::Family<obs::Counter>& reviews;
-  obs::Family<obs::Counter>& refusals;
   obs::Counter& conflicts;
   obs::Counter& undone;
   obs::Histogram& seconds;
@@ -72,18 +72,6 @@ using detail::RecordCodec;
 std::string newToken() {
   static thread_local std::mt19937_64 random{std::random_device{}()};
   return fmt::format("{:016x}", random());
-}
-
-// The template-of annotation of a device the webhook creates.
-std::string templateAnnotation(const std::string& vmi, const std::string& token, const std::vector<std::string>& set,
-                               model::Timestamp since) {
-  JsonWriter w;
-  w.beginObject().field("vmi", vmi).field("token", token);
-  w.key("set").beginArray();
-  for (const auto& name : set) w.value(name);
-  w.endArray();
-  w.field("since", formatRfc3339(since)).endObject();
-  return w.str();
 }
 
 std::string referencesOf(const model::VirtualMachineInstance& vmi) {
@@ -111,59 +99,61 @@ struct VmiWebhook::Call {
     if (self.options_.beforeWrite) self.options_.beforeWrite(what);
   }
 
-  // Attaches one held device: read, decide on what was read, write pinned to
-  // its resourceVersion; 409 reads again. Empty on success, else the refusal.
+  // Attaches one held device in the pinned-write frame (runtime/conflict.hpp):
+  // read, decide on what was read, write pinned to its resourceVersion; 409
+  // reads again. Empty on success, else the refusal.
   std::string attach(const std::string& name) {
-    for (int attempt = 0; attempt < self.options_.maxConflicts; ++attempt) {
-      auto body = self.client_->get(res(), name);
-      if (!body) return fmt::format("gpudevice/{}/{} cannot be read: {}", ns, name, body.error().describe());
-      auto read = runtime::decodeJsonObject<RecordCodec>(*body);
-      if (!read) return fmt::format("gpudevice/{}/{} cannot be read: {}", ns, name, read.error().describe());
-      codec::GpuDeviceRecord record = std::move(read).value();
-      const model::GpuDevice& fresh = record.device;
-      if (fresh.deleting || fresh.phase == model::DevicePhase::Released || fresh.phase == model::DevicePhase::Lost) {
-        return fmt::format("[DeviceUnavailable] gpudevice/{}/{} is {}{}", ns, name, model::toString(fresh.phase),
-                           fresh.deleting ? " and being deleted" : "");
-      }
-      if (model::attached(fresh) && fresh.attachToken != token) {
-        auto snap = self.cell_->read();
-        const model::AttachWindow window{toUnixTime(std::chrono::system_clock::now()).seconds,
-                                         self.options_.attachTimeout.count()};
-        std::string holder = model::attachmentHolder(snap->cluster(), fresh, window);
-        // Free by this replica's snapshot, which may lag the device just read
-        // (another replica attached it, the VMI was created and the binder
-        // recorded its uid before this cache saw the VMI): the holder is gone
-        // only when the API server says so.
-        if (holder.empty()) holder = liveHolder(fresh);
-        if (!holder.empty()) {
-          return fmt::format("[DeviceAttached] gpudevice/{}/{} is attached to {}; a device serves one VM at a time", ns,
-                             name, holder);
-        }
-      }
-      model::GpuDevice next = fresh;
-      next.attachedTo = model::ObjectRef{ns, vmi, ""};
-      next.attachToken = token;
-      next.attachSet = set;
-      next.attachedAt = since;
-      if (model::holdsNodeUnits(next)) next.phase = model::DevicePhase::Attached;
-      runtime::JsonPatch patch;
-      patch.add("/status", detail::deviceStatusJson(next, record.conditions, record.meta.generation));
-      runtime::PatchOptions po;
-      po.subresource = "status";
-      step("attach " + ns + "/" + name);
-      auto written =
-          self.client_->patch(res(), name, runtime::PatchType::kJsonPatch, patch.body(record.meta.resourceVersion), po);
-      if (written) {
-        attached.push_back(name);
-        return {};
-      }
-      if (!written.error().is(runtime::ErrorCode::kConflict)) {
-        return fmt::format("gpudevice/{}/{} was not attached: {}", ns, name, written.error().describe());
-      }
+    const std::string subject = fmt::format("gpudevice/{}/{}", ns, name);
+    runtime::PinnedWriteOptions po;
+    po.maxAttempts = self.options_.maxConflicts;
+    po.onConflict = [this] {
       if (self.metrics_) self.metrics_->conflicts.inc();
+    };
+    auto refusal = runtime::pinnedWrite<std::string, RecordCodec>(
+        *self.client_, res(), name,
+        [&](codec::GpuDeviceRecord& record) -> runtime::Result<runtime::Pinned<std::string>> {
+          using Next = runtime::Pinned<std::string>;
+          if (std::string why = unavailable(subject, record.device); !why.empty()) return Next::finish(why);
+          const model::GpuDevice next = model::attachedBy(record.device, ns, vmi, token, set, since);
+          runtime::JsonPatch patch;
+          patch.add("/status", codec::encodeGpuDeviceStatus(next, record.conditions, record.meta.generation));
+          runtime::PatchOptions status;
+          status.subresource = "status";
+          step("attach " + ns + "/" + name);
+          auto written = self.client_->patch(res(), name, runtime::PatchType::kJsonPatch,
+                                             patch.body(record.meta.resourceVersion), status);
+          if (!written && written.error().is(runtime::ErrorCode::kConflict)) return std::move(written).error();
+          if (!written) return Next::finish(subject + " was not attached: " + written.error().describe());
+          attached.push_back(name);
+          return Next::finish(std::string());
+        },
+        po);
+    if (refusal) return *refusal;
+    if (refusal.error().is(runtime::ErrorCode::kConflict)) {
+      return fmt::format("{} was not attached: still conflicting after {} attempts", subject,
+                         self.options_.maxConflicts);
     }
-    return fmt::format("gpudevice/{}/{} was not attached: still conflicting after {} attempts", ns, name,
-                       self.options_.maxConflicts);
+    return subject + " cannot be read: " + refusal.error().describe();
+  }
+
+  // Why `fresh` (as just read) cannot be attached to this VMI; empty: it can.
+  std::string unavailable(const std::string& subject, const model::GpuDevice& fresh) {
+    if (fresh.deleting || fresh.phase == model::DevicePhase::Released || fresh.phase == model::DevicePhase::Lost) {
+      return fmt::format("[DeviceUnavailable] {} is {}{}", subject, model::toString(fresh.phase),
+                         fresh.deleting ? " and being deleted" : "");
+    }
+    if (!model::attached(fresh) || fresh.attachToken == token) return {};
+    auto snap = self.cell_->read();
+    const model::AttachWindow window{toUnixTime(std::chrono::system_clock::now()).seconds,
+                                     self.options_.attachTimeout.count()};
+    std::string holder = model::attachmentHolder(snap->cluster(), fresh, window);
+    // Free by this replica's snapshot, which may lag the device just read
+    // (another replica attached it, the VMI was created and the binder
+    // recorded its uid before this cache saw the VMI): the holder is gone
+    // only when the API server says so.
+    if (holder.empty()) holder = liveHolder(fresh);
+    if (holder.empty()) return {};
+    return fmt::format("[DeviceAttached] {} is attached to {}; a device serves one VM at a time", subject, holder);
   }
 
   // The holder of `device`'s attachment as the API server has it now: its
@@ -187,19 +177,12 @@ struct VmiWebhook::Call {
   }
 
   std::string create(const model::TemplateDevice& t) {
-    JsonWriter w;
-    w.beginObject().field("apiVersion", "gpu.tally.dev/v1alpha1").field("kind", "GPUDevice");
-    w.key("metadata").beginObject().field("name", t.name).field("namespace", ns);
     // Created with the binder's finalizer: the binder places it at once,
     // without first writing the finalizer (one API round trip less per VMI).
-    w.key("finalizers").beginArray().value(kReleaseFinalizer).endArray();
-    w.key("annotations").beginObject();
-    w.field(model::kAnnotationTemplateOf, templateAnnotation(vmi, token, set, since));
-    w.endObject().endObject();
-    w.key("spec").beginObject().field("class", t.className).field("count", t.count).endObject();
-    w.endObject();
+    const std::string body = codec::encodeTemplateGpuDevice(
+        {ns, t.name, t.className, t.count, std::string(kReleaseFinalizer), vmi, token, set, since});
     step("create " + ns + "/" + t.name);
-    auto made = self.client_->create(res(), w.str());
+    auto made = self.client_->create(res(), body);
     if (made) {
       auto read = runtime::decodeJsonObject<RecordCodec>(*made);
       created.emplace_back(t.name, read ? read->device.uid : std::string());
@@ -207,9 +190,9 @@ struct VmiWebhook::Call {
     }
     if (made.error().is(runtime::ErrorCode::kAlreadyExists)) {
       // A retried call made it already: ours when it carries the token.
-      auto body = self.client_->get(res(), t.name);
-      auto read = body ? runtime::decodeJsonObject<RecordCodec>(*body)
-                       : runtime::Result<codec::GpuDeviceRecord>(std::move(body).error());
+      auto existing = self.client_->get(res(), t.name);
+      auto read = existing ? runtime::decodeJsonObject<RecordCodec>(*existing)
+                           : runtime::Result<codec::GpuDeviceRecord>(std::move(existing).error());
       if (read && read->device.fromTemplate && read->device.attachToken == token) return {};
       return fmt::format("[DeviceUnavailable] gpudevice/{}/{} exists already and is not this VM's", ns, t.name);
     }
@@ -231,25 +214,26 @@ struct VmiWebhook::Call {
         self.metrics_->undone.inc();
       }
     }
+    runtime::PinnedWriteOptions po;
+    po.maxAttempts = self.options_.maxConflicts;
     for (const auto& name : attached) {
-      for (int attempt = 0; attempt < self.options_.maxConflicts; ++attempt) {
-        auto body = self.client_->get(res(), name);
-        if (!body) break;
-        auto read = runtime::decodeJsonObject<RecordCodec>(*body);
-        if (!read || read->device.attachToken != token) break;
-        runtime::JsonPatch patch;
-        patch.add("/status",
-                  detail::deviceStatusJson(detail::detached(read->device), read->conditions, read->meta.generation));
-        runtime::PatchOptions po;
-        po.subresource = "status";
-        auto written = self.client_->patch(res(), name, runtime::PatchType::kJsonPatch,
-                                           patch.body(read->meta.resourceVersion), po);
-        if (written) {
-          if (self.metrics_) self.metrics_->undone.inc();
-          break;
-        }
-        if (!written.error().is(runtime::ErrorCode::kConflict)) break;
-      }
+      auto undone = runtime::pinnedWrite<bool, RecordCodec>(
+          *self.client_, res(), name,
+          [&](codec::GpuDeviceRecord& record) -> runtime::Result<runtime::Pinned<bool>> {
+            // Attached since by another call: not ours to take back.
+            if (record.device.attachToken != token) return runtime::Pinned<bool>::finish(false);
+            runtime::JsonPatch patch;
+            patch.add("/status", codec::encodeGpuDeviceStatus(model::detached(record.device), record.conditions,
+                                                              record.meta.generation));
+            runtime::PatchOptions status;
+            status.subresource = "status";
+            auto written = self.client_->patch(res(), name, runtime::PatchType::kJsonPatch,
+                                               patch.body(record.meta.resourceVersion), status);
+            if (!written) return std::move(written).error();
+            return runtime::Pinned<bool>::finish(true);
+          },
+          po);
+      if (undone && *undone && self.metrics_) self.metrics_->undone.inc();
     }
   }
 };
@@ -294,18 +278,18 @@ std::optional<std::string> VmiWebhook::waitPlaced(const std::string& ns, const s
   }
 }
 
-runtime::admission::WebhookHandler VmiWebhook::handler() {
-  return [this](const AdmissionRequest& request) { return review(request); };
+runtime::admission::Mutator VmiWebhook::handler() {
+  return {[this](const AdmissionRequest& request) { return review(request); }};
 }
 
-AdmissionResponse VmiWebhook::review(const AdmissionRequest& request) {
+Answer VmiWebhook::review(const AdmissionRequest& request) {
   if (request.kind.group != "kubevirt.io" || request.kind.kind != "VirtualMachineInstance") {
-    return invalid("this webhook reviews kubevirt.io VirtualMachineInstances, not " + request.kind.group + "/" +
+    return invalid("WrongKind", "this webhook reviews kubevirt.io VirtualMachineInstances, not " + request.kind.group + "/" +
                    request.kind.kind);
   }
-  if (request.operation != Operation::kCreate) return AdmissionResponse::allow();
+  if (request.operation != Operation::kCreate) return Answer::allow();
   const auto start = Clock::now();
-  AdmissionResponse answer = create(request);
+  Answer answer = create(request);
   if (metrics_) metrics_->seconds.observe(std::chrono::duration<double>(Clock::now() - start).count());
   return answer;
 }
@@ -321,112 +305,96 @@ std::string VmiWebhook::tokenFor(const std::string& key, const std::string& refe
   return token;
 }
 
-AdmissionResponse VmiWebhook::create(const AdmissionRequest& request) {
+Answer VmiWebhook::create(const AdmissionRequest& request) {
   auto decoded = codec::decodeText<codec::VirtualMachineInstanceCodec>(
       std::string_view(request.object.data(), request.object.size()));
-  if (!decoded) return invalid("the VirtualMachineInstance cannot be read: " + decoded.error().describe());
+  if (!decoded) return invalid("Unreadable", "the VirtualMachineInstance cannot be read: " + decoded.error().describe());
   model::VirtualMachineInstance vmi = std::move(decoded).value();
   if (vmi.ns.empty()) vmi.ns = request.namespace_;
   if (vmi.name.empty()) vmi.name = request.name;
-  if (vmi.heldDevices.empty() && vmi.deviceTemplates.empty()) return AdmissionResponse::allow();
+  if (vmi.heldDevices.empty() && vmi.deviceTemplates.empty()) return Answer::allow();
   const std::string subject = fmt::format("vmi/{}/{}", vmi.ns, vmi.name);
-  auto count = [&](const char* result) {
-    if (metrics_) metrics_->reviews.with({result}).inc();
-  };
-  auto refused = [&](const model::Decision& decision) {
-    count("refused");
-    if (metrics_) {
-      for (const auto& r : decision.refusals) metrics_->refusals.with({model::toString(r.code)}).inc();
-    }
-    return forbidden(describe(decision));
-  };
   if (vmi.name.empty()) {
     count("refused");
-    return invalid("a VirtualMachineInstance with Tally devices needs a name (generateName is not supported)");
+    return invalid("NameRequired", "a VirtualMachineInstance with Tally devices needs a name (generateName is not supported)");
   }
   DomainDevices domain = readDomainDevices(request.object);
-  if (!domain.error.empty()) return invalid(subject + ": " + domain.error);
-  if (!domain.hasDomain) return invalid(subject + " has no spec.domain");
+  if (!domain.error.empty()) return invalid("Unreadable", subject + ": " + domain.error);
+  if (!domain.hasDomain) return invalid("Unreadable", subject + " has no spec.domain");
+  if (!cell_) return forbidden("NoState", subject + " refused: this replica has no cluster state to decide on");
 
-  if (!cell_) return forbidden(subject + " refused: this replica has no cluster state to decide on");
   const model::AttachWindow window{toUnixTime(std::chrono::system_clock::now()).seconds,
                                    options_.attachTimeout.count()};
   std::string token;
-  model::VmiStart plan;
-  {
-    // The snapshot is read for the plan only: not held across the writes and the wait.
-    auto snap = cell_->read();
-    if (!snap->ready()) {
-      model::Decision d;
-      d.refuse(model::Code::CacheNotSynced,
-               fmt::format("{} refused: {}, so its devices cannot be checked (this replica is still starting)", subject,
-                           snap->unsyncedCaches()));
-      return refused(d);
-    }
-    const model::Cluster& cluster = snap->cluster();
-    // The VMI's own token when the API server calls again with our answer
-    // applied. A create retried after a call that wrote (here or on another
-    // replica) finds that call's attachment to its name and takes it; one
-    // retried before it wrote reuses the token of the same references.
-    const bool reinvoked = !vmi.attachToken.empty() && !model::tokenTaken(cluster, vmi.ns, vmi.attachToken);
-    token = reinvoked ? vmi.attachToken : model::startingToken(cluster, vmi.ns, vmi.name, window);
-    if (token.empty()) token = tokenFor(model::objectKey(vmi.ns, vmi.name), referencesOf(vmi));
-    plan = model::planVmiStart(cluster, snap->usage, vmi, token, window);
-  }
+  const model::VmiStart plan = planStart(vmi, subject, window, token);
   if (!plan.decision.allowed()) return refused(plan.decision);
-
-  Call call{*this, vmi.ns, vmi.name, token, plan.set, window.now, {}, {}};
-  const bool writes = !plan.attach.empty() || !plan.create.empty();
   if (!request.dryRun) {
-    auto fail = [&](const std::string& why) {
+    Call call{*this, vmi.ns, vmi.name, token, plan.set, window.now, {}, {}};
+    if (std::string why = write(call, plan); !why.empty()) {
       call.undo();
       count("refused");
-      if (metrics_) metrics_->refusals.with({"WriteFailed"}).inc();
-      return forbidden(subject + " refused: " + why);
-    };
-    for (const auto& name : plan.attach) {
-      if (std::string why = call.attach(name); !why.empty()) return fail(why);
-    }
-    for (const auto& t : plan.create) {
-      if (std::string why = call.create(t); !why.empty()) return fail(why);
-    }
-    // The binder places the set; this replica's watch shows it.
-    const auto waitStart = Clock::now();
-    std::string last;
-    const std::optional<std::string> node = waitPlaced(vmi.ns, plan.set, waitStart + options_.placementWait, last);
-    if (metrics_) metrics_->waitSeconds.observe(std::chrono::duration<double>(Clock::now() - waitStart).count());
-    if (!node) {
-      return fail(fmt::format("the binder did not place its device set on one node within {} ms ({})",
-                              options_.placementWait.count(), last));
+      return forbidden("WriteFailed", subject + " refused: " + why);
     }
   }
+  const bool writes = !plan.attach.empty() || !plan.create.empty();
   count(request.dryRun ? "dry-run" : (writes ? "admitted" : "reinvoked"));
-
   // The answer: the token, and the gpus entries (others' entries kept).
-  std::set<std::string> ours;
-  for (const auto& g : plan.gpus) ours.insert(g.name);
-  std::string array = "[";
-  for (const auto& [name, raw] : domain.gpus) {
-    if (ours.contains(name)) continue;
-    if (array.size() > 1) array += ",";
-    array += raw;
+  runtime::JsonPatch patch;
+  patch.addString(runtime::JsonPatch::pointer({"metadata", "annotations", model::kAnnotationVmiAttachment}), token);
+  patch.add(domain.hasDevices ? "/spec/domain/devices/gpus" : "/spec/domain/devices",
+            codec::encodeVmiGpus(domain, plan.gpus));
+  return Answer::patch(std::move(patch));
+}
+
+void VmiWebhook::count(const char* result) {
+  if (metrics_) metrics_->reviews.with({result}).inc();
+}
+
+Answer VmiWebhook::refused(const model::Decision& decision) {
+  count("refused");
+  return detail::refusedBy(decision);
+}
+
+// The plan on this replica's snapshot, read for the plan only: not held
+// across the writes and the wait. `token` is the attachment's.
+model::VmiStart VmiWebhook::planStart(const model::VirtualMachineInstance& vmi, const std::string& subject,
+                                      model::AttachWindow window, std::string& token) {
+  auto snap = cell_->read();
+  if (!snap->ready()) {
+    model::VmiStart refused;
+    refused.decision.refuse(
+        model::Code::CacheNotSynced,
+        fmt::format("{} refused: {}, so its devices cannot be checked (this replica is still starting)", subject,
+                    snap->unsyncedCaches()));
+    return refused;
   }
-  for (const auto& g : plan.gpus) {
-    JsonWriter entry;
-    entry.beginObject().field("name", g.name).field("deviceName", g.deviceName).endObject();
-    if (array.size() > 1) array += ",";
-    array += entry.str();
+  const model::Cluster& cluster = snap->cluster();
+  // The VMI's own token when the API server calls again with our answer
+  // applied. A create retried after a call that wrote (here or on another
+  // replica) finds that call's attachment to its name and takes it; one
+  // retried before it wrote reuses the token of the same references.
+  const bool reinvoked = !vmi.attachToken.empty() && !model::tokenTaken(cluster, vmi.ns, vmi.attachToken);
+  token = reinvoked ? vmi.attachToken : model::startingToken(cluster, vmi.ns, vmi.name, window);
+  if (token.empty()) token = tokenFor(model::objectKey(vmi.ns, vmi.name), referencesOf(vmi));
+  return model::planVmiStart(cluster, snap->usage, vmi, token, window);
+}
+
+// The plan's writes, then the wait for the binder to place the set (this
+// replica's watch shows it). Empty when placed, else why not.
+std::string VmiWebhook::write(Call& call, const model::VmiStart& plan) {
+  for (const auto& name : plan.attach) {
+    if (std::string why = call.attach(name); !why.empty()) return why;
   }
-  array += "]";
-  runtime::admission::JsonPatch patch;
-  patch.add(runtime::admission::JsonPatch::pointer({"metadata", "annotations", model::kAnnotationVmiAttachment}),
-            jsonString(token));
-  if (domain.hasDevices) {
-    patch.add("/spec/domain/devices/gpus", array);
-  } else {
-    patch.add("/spec/domain/devices", "{\"gpus\":" + array + "}");
+  for (const auto& t : plan.create) {
+    if (std::string why = call.create(t); !why.empty()) return why;
   }
-  return AdmissionResponse::mutate(std::move(patch));
+  const auto waitStart = Clock::now();
+  std::string last;
+  const std::optional<std::string> node = waitPlaced(call.ns, plan.set, waitStart + options_.placementWait, last);
+  if (metrics_) metrics_->waitSeconds.observe(std::chrono::duration<double>(Clock::now() - waitStart).count());
+  if (node) return {};
+  return fmt::format("the binder did not place its device set on one node within {} ms ({})",
+                     options_.placementWait.count(), last);
 }
 
 }  // namespace tally::controller

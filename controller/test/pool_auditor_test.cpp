@@ -263,25 +263,6 @@ TEST(PoolStatusTest, AnAbsentStatusIsEmptyAndABrokenOneIsAnError) {
   EXPECT_FALSE(decodePoolStatus(R"({"status":{"findings":{}}})"));
 }
 
-TEST(StuckReleaseTest, AReleaseIsStuckAfterTheBoundFromWhenItWasFirstSeen) {
-  model::Cluster c = twoNodes();
-  c.ledger.records.push_back(record("gpu-res-5", "acme", "h200", 1, model::ReservationState::Releasing));
-  std::map<std::string, model::Timestamp> seen;
-  EXPECT_TRUE(stuckReleases(c, "h200", seen, 1000, 60).empty());
-  EXPECT_TRUE(stuckReleases(c, "h200", seen, 1060, 60).empty());
-  EXPECT_EQ(stuckReleases(c, "h200", seen, 1061, 60), std::vector<std::string>{"gpu-res-5"});
-  EXPECT_TRUE(stuckReleases(c, "other", seen, 1061, 60).empty());
-  // Its end (the release start) earlier than the first sight counts.
-  model::Cluster ended = c;
-  ended.ledger.records[0].endsAt = 100;
-  std::map<std::string, model::Timestamp> fresh;
-  EXPECT_EQ(stuckReleases(ended, "h200", fresh, 1000, 60), std::vector<std::string>{"gpu-res-5"});
-  // Released: forgotten.
-  c.ledger.records[0].state = model::ReservationState::Released;
-  EXPECT_TRUE(stuckReleases(c, "h200", seen, 2000, 60).empty());
-  EXPECT_TRUE(seen.empty());
-}
-
 // --- The acknowledgement webhook --------------------------------------------
 
 std::string withAcks(const std::string& acks, const std::string& failureId) {

@@ -116,7 +116,7 @@ TEST(VmiWebhookConcurrency, ReviewsOnManyThreadsWhileTheWriterPublishes) {
           if (unexpected++ == 0) ADD_FAILURE() << request.error().describe();
           continue;
         }
-        runtime::admission::AdmissionResponse r = webhook.review(*request);
+        const runtime::admission::AdmissionResponse r = webhook.review(*request).response;
         if (r.allowed != expectAllowed || (r.allowed && r.patch.empty())) {
           if (unexpected++ == 0) ADD_FAILURE() << "round " << round << ": " << r.message;
         } else if (r.allowed) {

@@ -716,4 +716,59 @@ std::string gateClosedMessage(const DeviceClass& pool) {
                      pool.gateReason.empty() ? "" : ": " + pool.gateReason);
 }
 
+std::map<std::string, Timestamp> settleFindings(const std::vector<Finding>& findings,
+                                                const std::map<std::string, Timestamp>& before, Timestamp now) {
+  std::map<std::string, Timestamp> seen;
+  for (const auto& f : findings) {
+    const std::string key = findingKey(f);
+    auto it = before.find(key);
+    seen.emplace(key, it == before.end() ? now : it->second);
+  }
+  return seen;
+}
+
+std::vector<std::string> stuckReleases(const Cluster& cluster, const std::string& pool,
+                                       std::map<std::string, Timestamp>& firstSeen, Timestamp now,
+                                       std::int64_t afterSeconds) {
+  std::set<std::string> releasing;
+  std::vector<std::string> stuck;
+  for (const auto& r : cluster.ledger.records) {
+    if (r.profileId != pool || r.state != ReservationState::Releasing) continue;
+    releasing.insert(r.id);
+    auto [it, added] = firstSeen.emplace(r.id, now);
+    Timestamp since = it->second;
+    if (r.endsAt && *r.endsAt < since) since = *r.endsAt;
+    if (now - since > afterSeconds) stuck.push_back(r.id);
+  }
+  std::erase_if(firstSeen, [&](const auto& kv) { return !releasing.contains(kv.first); });
+  return stuck;
+}
+
+std::optional<Timestamp> auditDue(const Cluster& cluster, const std::vector<Finding>& findings, Timestamp now,
+                                  const AuditOptions& options, const AuditSchedule& schedule) {
+  std::optional<Timestamp> due;
+  const auto earliest = [&](Timestamp t) { due = due ? std::min(*due, t) : t; };
+  if (schedule.firstSeen) {
+    for (const auto& f : findings) {
+      if (!f.converging) continue;
+      auto it = schedule.firstSeen->find(findingKey(f));
+      const Timestamp since = it == schedule.firstSeen->end() ? now : it->second;
+      earliest(since + options.convergenceSeconds + 1);
+    }
+  }
+  // No event says that nothing was heard: a cache confirmed current long
+  // before is looked at again when it would become stale.
+  for (const auto& [kind, cache] : cluster.caches) {
+    const Timestamp stale = cache.lastSynced + options.staleAfterSeconds + 1;
+    if (cache.synced && cache.configured && stale > now) earliest(stale);
+  }
+  if (schedule.releasingSince) {
+    for (const auto& [id, since] : *schedule.releasingSince) {
+      if (schedule.reported && schedule.reported->contains(id)) continue;
+      earliest(since + schedule.releaseStuckAfter + 1);
+    }
+  }
+  return due;
+}
+
 }  // namespace tally::model

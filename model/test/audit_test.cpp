@@ -532,5 +532,59 @@ TEST_F(AuditedPool, EvaluatedDoorGatesAreTheAuditorsGateFunction) {
   EXPECT_NE(gate.reason.find("MissingLedgerRecord"), std::string::npos) << gate.reason;
 }
 
+TEST(AuditOverTime, AReleaseIsStuckAfterTheBoundFromWhenItWasFirstSeen) {
+  Cluster c = syncedCluster();
+  c.ledger.records.push_back(record("gpu-res-5", "acme", "h200", 1, ReservationState::Releasing));
+  std::map<std::string, Timestamp> seen;
+  EXPECT_TRUE(stuckReleases(c, "h200", seen, 1000, 60).empty());
+  EXPECT_TRUE(stuckReleases(c, "h200", seen, 1060, 60).empty());
+  EXPECT_EQ(stuckReleases(c, "h200", seen, 1061, 60), std::vector<std::string>{"gpu-res-5"});
+  EXPECT_TRUE(stuckReleases(c, "other", seen, 1061, 60).empty());
+  // Its end (the release start) earlier than the first sight counts.
+  Cluster ended = c;
+  ended.ledger.records[0].endsAt = 100;
+  std::map<std::string, Timestamp> fresh;
+  EXPECT_EQ(stuckReleases(ended, "h200", fresh, 1000, 60), std::vector<std::string>{"gpu-res-5"});
+  // Released: forgotten.
+  c.ledger.records[0].state = ReservationState::Released;
+  EXPECT_TRUE(stuckReleases(c, "h200", seen, 2000, 60).empty());
+  EXPECT_TRUE(seen.empty());
+}
+
+TEST(AuditOverTime, FindingsKeepTheirFirstSightingWhileFoundAndStartAgainWhenTheyReturn) {
+  const Finding a{FindingCode::StaleCapacity, "cache Node is stale", "cache/Node", true};
+  const Finding b{FindingCode::StaleCapacity, "cache Pod is stale", "cache/Pod", true};
+  auto first = settleFindings({a}, {}, 100);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first.begin()->second, 100);
+  auto second = settleFindings({a, b}, first, 150);
+  EXPECT_EQ(second.at(findingKey(a)), 100);
+  EXPECT_EQ(second.at(findingKey(b)), 150);
+  auto gone = settleFindings({b}, second, 200);
+  EXPECT_FALSE(gone.contains(findingKey(a)));
+  EXPECT_EQ(settleFindings({a, b}, gone, 300).at(findingKey(a)), 300);
+}
+
+TEST(AuditOverTime, AnUnchangedPoolIsDueWhenAFindingFailsACacheGoesStaleOrAReleaseSticks) {
+  Cluster c = syncedCluster();
+  for (auto& [kind, cache] : c.caches) cache.lastSynced = 1000;
+  AuditOptions o;
+  o.staleAfterSeconds = 300;
+  o.convergenceSeconds = 120;
+  // Only the caches: each would be stale one second past the bound.
+  EXPECT_EQ(auditDue(c, {}, 1000, o, {}), 1301);
+  // A converging finding first seen at 1100 fails at 1221, before the caches.
+  const Finding converging{FindingCode::StaleCapacity, "x", "cache/Node", true};
+  const std::map<std::string, Timestamp> seen{{findingKey(converging), 1100}};
+  EXPECT_EQ(auditDue(c, {converging}, 1150, o, {&seen, nullptr, nullptr, 0}), 1221);
+  // A release releasing since 1010 sticks at 1071 with a bound of 60, unless reported already.
+  const std::map<std::string, Timestamp> releasing{{"gpu-res-5", 1010}};
+  const std::set<std::string> none, reported{"gpu-res-5"};
+  EXPECT_EQ(auditDue(c, {}, 1020, o, {nullptr, &releasing, &none, 60}), 1071);
+  EXPECT_EQ(auditDue(c, {}, 1020, o, {nullptr, &releasing, &reported, 60}), 1301);
+  // Caches already stale, nothing else: nothing is due.
+  EXPECT_FALSE(auditDue(c, {}, 2000, o, {}));
+}
+
 }  // namespace
 }  // namespace tally::model

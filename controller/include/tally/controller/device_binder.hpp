@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -40,6 +41,7 @@
 #include "tally/model/placement.hpp"
 #include "tally/model/vmi.hpp"
 #include "tally/observability/metrics.hpp"
+#include "tally/runtime/conflict.hpp"
 
 namespace tally::controller {
 
@@ -100,8 +102,20 @@ class DeviceBinder final : public LeaderController {
   runtime::Status catchUp(const model::Cluster& cluster);
   void prune(const model::Cluster& cluster);
   model::HeldAheadView aheadView(const state::Snapshot& snapshot) const;
+  struct Round;
+  using Step = runtime::Result<runtime::Pinned<runtime::ReconcileResult>>;
   runtime::Result<runtime::ReconcileResult> decideAndWrite(const state::Snapshot& snapshot, const std::string& key,
                                                            std::stop_token stop);
+  std::optional<runtime::ReconcileResult> decideOnSnapshot(const state::Snapshot& snapshot, const model::GpuDevice& d,
+                                                           const std::string& key);
+  // The steps of one pinned write (runtime/conflict.hpp), on the device as read.
+  Step decideOn(Round& round);
+  Step release(Round& round);
+  Step reconcileAttachment(Round& round, const model::AttachmentStep& attachment);
+  Step place(Round& round);
+  Step markLost(Round& round);
+  Step recover(Round& round);
+  void holdAhead(const std::string& key, const model::GpuDevice& written, model::DevicePhase seenAs);
   void startTerm() override;
   void snapshotsSet() override;
   model::AttachWindow attachWindow() const;

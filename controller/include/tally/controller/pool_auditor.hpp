@@ -85,14 +85,6 @@ struct PoolEvent {
 // reason changed) and the invariant's (status changed).
 std::vector<PoolEvent> statusEvents(const std::string& pool, const PoolStatus* before, const PoolStatus& after);
 
-// Records in `releasing` longer than `after`: `firstSeen` holds when this
-// controller first saw each record (by id) in releasing; the record's endsAt
-// counts as its release start when it is earlier. Ids no longer releasing are
-// dropped from `firstSeen`.
-std::vector<std::string> stuckReleases(const model::Cluster& cluster, const std::string& pool,
-                                       std::map<std::string, model::Timestamp>& firstSeen, model::Timestamp now,
-                                       std::int64_t afterSeconds);
-
 struct PoolAuditorOptions {
   std::string component = "tally-controller";  // Events' reportingComponent
   std::string instance;                        // Events' reportingInstance
@@ -147,6 +139,12 @@ class PoolAuditor final : public LeaderController {
   // Names the pods of each NodeOvercommitted finding, as the last tick found them.
   void nameHolders(PoolAudit& audit) const;
   void forget(const std::string& pool);
+  void reportStuck(const std::string& pool, Pool& state, const model::Cluster& cluster, std::int64_t unixNow);
+  PoolAudit audit(const state::Snapshot& snap, const model::DeviceClass& pool, Pool& state, std::int64_t unixNow);
+  runtime::ReconcileResult nextAudit(const model::Cluster& cluster, const PoolAudit& audit, const Pool& state,
+                                     std::int64_t unixNow) const;
+  runtime::Result<runtime::ReconcileResult> auditAndWrite(const state::Snapshot& snap, const std::string& pool,
+                                                          Pool& state, std::int64_t unixNow, bool periodDue);
 
   PoolAuditorOptions options_;
   std::unique_ptr<Metrics> metrics_;

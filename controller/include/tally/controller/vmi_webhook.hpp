@@ -40,6 +40,7 @@
 #include "tally/observability/metrics.hpp"
 #include "tally/runtime/admission/review.hpp"
 #include "tally/runtime/admission/webhook.hpp"
+#include "tally/model/vmi.hpp"
 #include "tally/runtime/client.hpp"
 #include "tally/state/snapshot.hpp"
 #include "tally/state/writer.hpp"
@@ -71,9 +72,9 @@ class VmiWebhook final : public state::Extension {
   // The snapshots it decides on: those of the writer it is an extension of.
   void readFrom(const SnapshotCell<state::Snapshot>& cell) { cell_ = &cell; }
 
-  runtime::admission::AdmissionResponse review(const runtime::admission::AdmissionRequest& request);
-  // The route's handler (the webhook must outlive the server).
-  runtime::admission::WebhookHandler handler();
+  runtime::admission::Answer review(const runtime::admission::AdmissionRequest& request);
+  // The route's frame (the webhook must outlive the server).
+  runtime::admission::Mutator handler();
 
   // state::Extension: a publication wakes the waiting reviews.
   void podChanged(const std::string&, const model::Pod*) override {}
@@ -86,7 +87,12 @@ class VmiWebhook final : public state::Extension {
  private:
   struct Metrics;
   struct Call;
-  runtime::admission::AdmissionResponse create(const runtime::admission::AdmissionRequest& request);
+  runtime::admission::Answer create(const runtime::admission::AdmissionRequest& request);
+  model::VmiStart planStart(const model::VirtualMachineInstance& vmi, const std::string& subject,
+                            model::AttachWindow window, std::string& token);
+  std::string write(Call& call, const model::VmiStart& plan);
+  runtime::admission::Answer refused(const model::Decision& decision);
+  void count(const char* result);
   std::string tokenFor(const std::string& key, const std::string& references);
   // Waits until the set's members hold units on one node in a snapshot, or
   // the deadline passes; the node, else why not (the last snapshot's reason).

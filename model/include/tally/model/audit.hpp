@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,37 @@ struct AuditOptions {
 };
 
 std::vector<Finding> auditPool(const Cluster& cluster, const DeviceClass& pool, const AuditOptions& options = {});
+
+// --- What an auditor that runs over time keeps ------------------------------
+
+// When each of `findings` was first seen, after an audit at `now`: kept from
+// `before` for a finding still found, `now` for a new one; a finding no longer
+// found is dropped (it starts again if it comes back).
+std::map<std::string, Timestamp> settleFindings(const std::vector<Finding>& findings,
+                                                const std::map<std::string, Timestamp>& before, Timestamp now);
+
+// The reservation records of `pool` releasing longer than `afterSeconds` at
+// `now`: `firstSeen` holds when the auditor first saw each record (by id) in
+// releasing, and gains those it sees now; the record's endsAt counts as its
+// release start when it is earlier. Ids no longer releasing are dropped.
+std::vector<std::string> stuckReleases(const Cluster& cluster, const std::string& pool,
+                                       std::map<std::string, Timestamp>& firstSeen, Timestamp now,
+                                       std::int64_t afterSeconds);
+
+// When an unchanged pool must be audited again, since nothing announces it:
+// the first converging finding becoming a failure (`firstSeen` as settled,
+// after options.convergenceSeconds), a synced cache becoming stale (after
+// options.staleAfterSeconds without being confirmed current), a release
+// becoming stuck (`releasingSince`, those already `reported` aside, after
+// `releaseStuckAfter`); each one second past its bound. Empty: none is due.
+struct AuditSchedule {
+  const std::map<std::string, Timestamp>* firstSeen = nullptr;
+  const std::map<std::string, Timestamp>* releasingSince = nullptr;
+  const std::set<std::string>* reported = nullptr;
+  std::int64_t releaseStuckAfter = 0;
+};
+std::optional<Timestamp> auditDue(const Cluster& cluster, const std::vector<Finding>& findings, Timestamp now,
+                                  const AuditOptions& options, const AuditSchedule& schedule);
 
 // The id of the failure a set of findings makes: the pool, a digest of the
 // failing findings' codes and subjects, and when that failure began (kept from
