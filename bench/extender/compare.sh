@@ -19,7 +19,8 @@
 #
 # Environment: ROUNDS (default 5), ITERATIONS (2000), NODES ("500 5000"),
 # VERBS (filter), JOBS (build parallelism, default 2), KEEP=1 keeps the
-# temporary worktrees and builds.
+# temporary worktrees and builds. BEFORE_BIN / AFTER_BIN: an extender-latency
+# binary already built for that side (the revision then only labels it).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 (($# >= 1 && $# <= 2)) || { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 2; }
@@ -61,8 +62,8 @@ build() {
 }
 
 log "$(nproc) CPUs; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-bin_before="$(build before "$before_rev")"
-bin_after="$(build after "$after_rev")"
+bin_before="${BEFORE_BIN:-$(build before "$before_rev")}"
+bin_after="${AFTER_BIN:-$(build after "$after_rev")}"
 [[ -x "$bin_before" && -x "$bin_after" ]] || { log "no extender-latency binary"; exit 1; }
 log "built; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
