@@ -2,7 +2,7 @@
 // lines, the format of the controller's GET /usage (codec/usage_records.hpp).
 //  * live (no --snapshot): the tally-usage-YYYYMMDD[-N] ConfigMaps the
 //    controller's usage recorder keeps, read through the same function the
-//    endpoint uses (one LIST by the day label); the billing windows from
+//    endpoint uses (state/usage_days.hpp: one LIST by the day label); the billing windows from
 //    --ledger when given.
 //  * --snapshot: what the holders of the snapshot's moment accrue over
 //    [since, until), and the billing windows of its --ledger.
@@ -15,9 +15,9 @@
 #include "tally/codec/ledger_directory.hpp"
 #include "tally/common/log.hpp"
 #include "tally/common/rfc3339.hpp"
-#include "tally/controller/usage_recorder.hpp"
 #include "tally/model/usage_records.hpp"
 #include "tally/runtime/process.hpp"
+#include "tally/state/usage_days.hpp"
 
 namespace tally::cli {
 
@@ -57,7 +57,7 @@ int runUsage(const UsageOptions& options) {
     if (!at) return kExitBadInput;
     const model::Cluster& cluster = inputs->cluster;
     auto buckets = model::accrue(model::holdersAt(cluster), *since, *until);
-    std::cout << controller::usageExport(buckets, model::billingWindows(cluster.ledger, *since, *until, *at));
+    std::cout << state::usageExport(buckets, model::billingWindows(cluster.ledger, *since, *until, *at));
     return kExitOk;
   }
   model::Ledger ledger;
@@ -75,12 +75,12 @@ int runUsage(const UsageOptions& options) {
     std::cerr << "cannot reach Kubernetes: " << client.error().describe() << "\n";
     return kExitBadInput;
   }
-  auto buckets = controller::readUsage(**client, options.ns, *since, *until);
+  auto buckets = state::readUsage(**client, options.ns, *since, *until);
   if (!buckets) {
     std::cerr << "cannot read the usage records in " << options.ns << ": " << buckets.error().describe() << "\n";
     return kExitBadInput;
   }
-  std::cout << controller::usageExport(*buckets, model::billingWindows(ledger, *since, *until, now));
+  std::cout << state::usageExport(*buckets, model::billingWindows(ledger, *since, *until, now));
   return kExitOk;
 }
 

@@ -3,48 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 
 #include "tally/common/json.hpp"
 #include "tally/common/rfc3339.hpp"
 
 namespace tally::controller {
 
-std::optional<model::Timestamp> UsageDay::through() const {
-  std::optional<model::Timestamp> out;
-  for (const auto& p : parts) {
-    if (p.through && (!out || *p.through > *out)) out = p.through;
-  }
-  return out;
-}
-
-std::vector<model::UsageBucket> UsageDay::buckets() const {
-  std::vector<model::UsageBucket> out;
-  for (const auto& p : parts) model::mergeBuckets(out, p.buckets);
-  return out;
-}
-
-std::vector<UsageDay> assembleUsageDays(std::vector<codec::UsageCheckpoint> parts, model::Timestamp first,
-                                        model::Timestamp last) {
-  std::map<model::Timestamp, UsageDay> days;
-  for (auto& p : parts) {
-    if (p.day < model::dayOf(first) || p.day > model::dayOf(last)) continue;
-    UsageDay& d = days[p.day];
-    d.day = p.day;
-    d.parts.push_back(std::move(p));
-  }
-  std::vector<UsageDay> out;
-  out.reserve(days.size());
-  for (auto& [day, d] : days) {
-    std::sort(d.parts.begin(), d.parts.end(), [](const auto& a, const auto& b) { return a.part < b.part; });
-    out.push_back(std::move(d));
-  }
-  return out;
-}
-
 namespace {
 
-const UsageDay* dayAt(const std::vector<UsageDay>& days, model::Timestamp day) {
+const state::UsageDay* dayAt(const std::vector<state::UsageDay>& days, model::Timestamp day) {
   for (const auto& d : days) {
     if (d.day == day) return &d;
   }
@@ -53,7 +20,7 @@ const UsageDay* dayAt(const std::vector<UsageDay>& days, model::Timestamp day) {
 
 }  // namespace
 
-UsageWrite planUsageWrite(const std::vector<UsageDay>& days, model::Timestamp now, const UsageTerm& term,
+UsageWrite planUsageWrite(const std::vector<state::UsageDay>& days, model::Timestamp now, const UsageTerm& term,
                           const std::vector<model::Holder>& current, std::size_t maxBytes) {
   UsageWrite w;
   // Where the record stands: the latest day with a `through`; with none at all, now.
@@ -75,7 +42,7 @@ UsageWrite planUsageWrite(const std::vector<UsageDay>& days, model::Timestamp no
     w.added = model::accrue(w.held, w.from, w.until);
     addedLines = codec::usageLines(w.added);
   }
-  const UsageDay* day = dayAt(days, w.day);
+  const state::UsageDay* day = dayAt(days, w.day);
   const codec::UsageCheckpoint* last = (day && !day->parts.empty()) ? &day->parts.back() : nullptr;
   w.part = last ? last->part : 0;
   w.name = codec::usageConfigMapName(w.day, w.part);
@@ -170,27 +137,10 @@ std::optional<UsagePeriod> parseUsagePeriod(std::optional<std::string_view> sinc
   return UsagePeriod{*from, *to};
 }
 
-std::vector<model::UsageBucket> usageIn(const std::vector<UsageDay>& days, model::Timestamp since,
-                                        model::Timestamp until) {
-  std::vector<model::UsageBucket> all;
-  for (const auto& d : days) {
-    if (d.day + model::kSecondsPerDay <= since || d.day >= until) continue;
-    model::mergeBuckets(all, d.buckets());
-  }
-  return model::bucketsIn(all, since, until);
-}
-
-std::string usageExport(const std::vector<model::UsageBucket>& buckets,
-                        const std::vector<model::BillingWindow>& windows) {
-  std::string out = codec::usageLines(buckets);
-  for (const auto& w : windows) out += codec::windowLine(w) + "\n";
-  return out;
-}
-
-std::string usageAnswer(const std::vector<UsageDay>& days, const UsagePeriod& period, const model::Ledger& ledger,
-                        model::Timestamp now) {
-  return usageExport(usageIn(days, period.since, period.until),
-                     model::billingWindows(ledger, period.since, period.until, now));
+std::string usageAnswer(const std::vector<state::UsageDay>& days, const UsagePeriod& period,
+                        const model::Ledger& ledger, model::Timestamp now) {
+  return state::usageExport(state::usageIn(days, period.since, period.until),
+                            model::billingWindows(ledger, period.since, period.until, now));
 }
 
 }  // namespace tally::controller

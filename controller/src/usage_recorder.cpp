@@ -21,9 +21,6 @@ constexpr std::string_view kKey = "usage";
 
 runtime::Resource configMaps(const std::string& ns) { return runtime::Resource::core("configmaps", ns); }
 
-// One page of parts at a time: each is up to ~1 MiB.
-constexpr std::int64_t kPartsPerPage = 8;
-
 // Today's first part by its name: one written before parts carried the day
 // label is not listed by it (the recorder's next update labels it); without
 // this a create would find it existing at every attempt.
@@ -118,17 +115,18 @@ runtime::Status UsageRecorder::flush(model::Timestamp t, const std::vector<model
   const model::Timestamp today = model::dayOf(t);
   for (int attempt = 0; attempt < std::max(1, options_.maxConflicts); ++attempt) {
     // Where the record stands: today's parts; when today has no `through` yet, the days before too.
-    auto days = readUsageDays(*client_, options_.ns, today, today);
+    auto days = state::readUsageDays(*client_, options_.ns, today, today);
     if (days && days->empty()) {
       auto unlabelled = unlabelledPart(*client_, options_.ns, today);
       if (!unlabelled) {
         days = std::move(unlabelled).error();
       } else if (*unlabelled) {
-        days->push_back(UsageDay{today, {std::move(**unlabelled)}});
+        days->push_back(state::UsageDay{today, {std::move(**unlabelled)}});
       }
     }
-    if (days && std::none_of(days->begin(), days->end(), [](const UsageDay& d) { return d.through().has_value(); })) {
-      days = readUsageDays(*client_, options_.ns, today - options_.lookbackDays * model::kSecondsPerDay, today);
+    if (days &&
+        std::none_of(days->begin(), days->end(), [](const state::UsageDay& d) { return d.through().has_value(); })) {
+      days = state::readUsageDays(*client_, options_.ns, today - options_.lookbackDays * model::kSecondsPerDay, today);
     }
     if (!days) {
       count("error");
@@ -182,37 +180,9 @@ runtime::Status UsageRecorder::flush(model::Timestamp t, const std::vector<model
       fmt::format("usage flush: {} conflicts in a row; retried at the next check", options_.maxConflicts));
 }
 
-runtime::Result<std::vector<UsageDay>> readUsageDays(runtime::Client& client, const std::string& ns,
-                                                     model::Timestamp first, model::Timestamp last) {
-  runtime::ListOptions opts;
-  opts.labelSelector = codec::usageDaysSelector(first, last);
-  opts.limit = kPartsPerPage;
-  std::vector<codec::UsageCheckpoint> parts;
-  do {
-    auto response = client.list(configMaps(ns), opts);
-    if (!response)
-      return std::move(response).error().withContext("list configmaps -n " + ns + " -l " + opts.labelSelector);
-    auto page = codec::decodeUsageConfigMapList(response->body);
-    if (!page) {
-      return runtime::Error(runtime::ErrorCode::kDecode, fmt::format("list configmaps -n {} -l {}: {}", ns,
-                                                                     opts.labelSelector, page.error().describe()));
-    }
-    for (auto& p : page->items) parts.push_back(std::move(p));
-    opts.continueToken = page->continueToken;
-  } while (!opts.continueToken.empty());
-  return assembleUsageDays(std::move(parts), first, last);
-}
-
-runtime::Result<std::vector<model::UsageBucket>> readUsage(runtime::Client& client, const std::string& ns,
-                                                           model::Timestamp since, model::Timestamp until) {
-  auto days = readUsageDays(client, ns, since, until - 1);
-  if (!days) return std::move(days).error();
-  return usageIn(*days, since, until);
-}
-
 runtime::Result<std::string> UsageRecorder::exportLines(const UsagePeriod& period, const model::Ledger& ledger,
                                                         model::Timestamp now) const {
-  auto days = readUsageDays(*client_, options_.ns, period.since, period.until - 1);
+  auto days = state::readUsageDays(*client_, options_.ns, period.since, period.until - 1);
   if (!days) return std::move(days).error();
   return usageAnswer(*days, period, ledger, now);
 }

@@ -21,6 +21,9 @@ using Action = UsageWrite::Action;
 using model::Holder;
 using model::HolderKind;
 using model::Timestamp;
+using state::assembleUsageDays;
+using state::UsageDay;
+using state::usageIn;
 
 Timestamp at(std::string_view text) {
   auto t = parseRfc3339(text);

@@ -1,7 +1,7 @@
 #pragma once
 // The usage recorder's decisions, free of I/O: where the stored record stands
-// (the parts of the days read back, assembled into days), the next write of a
-// flush, and what GET /usage answers of the days read. The recorder
+// (the days read back, state/usage_days.hpp), the next write of a flush, and
+// what GET /usage answers of the days read. The recorder
 // (usage_recorder.hpp) reads, asks, writes; its unit test asks without a
 // server.
 
@@ -14,28 +14,13 @@
 #include "tally/codec/usage_records.hpp"
 #include "tally/model/ledger.hpp"
 #include "tally/model/usage_records.hpp"
+#include "tally/state/usage_days.hpp"
 
 namespace tally::controller {
 
 // Under Kubernetes' 1 MiB object limit, with room for the object's metadata:
 // the most usage.jsonl one part holds.
 inline constexpr std::size_t kMaxUsageBytes = 900 * 1024;
-
-// One UTC day of usage records as read back: its parts, in part order.
-struct UsageDay {
-  model::Timestamp day = 0;
-  std::vector<codec::UsageCheckpoint> parts;
-  // How far the day is accrued: the latest `through` of its parts (only the
-  // highest part moves it; a sealed part keeps the one it had).
-  std::optional<model::Timestamp> through() const;
-  // The buckets of every part, summed (the same hour and holder may be in two).
-  std::vector<model::UsageBucket> buckets() const;
-};
-
-// The parts of the days [first, last] (their starts) into days, sorted; parts
-// of other days (a selector is only a filter on the server) are dropped.
-std::vector<UsageDay> assembleUsageDays(std::vector<codec::UsageCheckpoint> parts, model::Timestamp first,
-                                        model::Timestamp last);
 
 // What this leadership term last flushed: through when, with which holders.
 struct UsageTerm {
@@ -75,7 +60,7 @@ struct UsageWrite {
 // its day's end (an older day is closed first) and, when a whole period's
 // buckets would not fit in one part, at its hour's end; the next write goes on
 // from there.
-UsageWrite planUsageWrite(const std::vector<UsageDay>& days, model::Timestamp now, const UsageTerm& term,
+UsageWrite planUsageWrite(const std::vector<state::UsageDay>& days, model::Timestamp now, const UsageTerm& term,
                           const std::vector<model::Holder>& current, std::size_t maxBytes = kMaxUsageBytes);
 
 // The term once `write` succeeded: through its `until`, with the holders of
@@ -99,18 +84,9 @@ struct UsagePeriod {
 std::optional<UsagePeriod> parseUsagePeriod(std::optional<std::string_view> since,
                                             std::optional<std::string_view> until, model::Timestamp now);
 
-// The buckets of the days read whose hour starts in [since, until) (days
-// outside the period, and hours before since inside its first day, dropped).
-std::vector<model::UsageBucket> usageIn(const std::vector<UsageDay>& days, model::Timestamp since,
-                                        model::Timestamp until);
-
-// JSON lines: usage lines, then billing-window lines.
-std::string usageExport(const std::vector<model::UsageBucket>& buckets,
-                        const std::vector<model::BillingWindow>& windows);
-
 // What GET /usage answers of the days read: the period's buckets, then the
 // ledger's billing windows over the period, ended at `now` at the latest.
-std::string usageAnswer(const std::vector<UsageDay>& days, const UsagePeriod& period, const model::Ledger& ledger,
-                        model::Timestamp now);
+std::string usageAnswer(const std::vector<state::UsageDay>& days, const UsagePeriod& period,
+                        const model::Ledger& ledger, model::Timestamp now);
 
 }  // namespace tally::controller

@@ -4,7 +4,8 @@
 // holders change, into hourly (UTC) buckets kept per UTC day in the
 // controller's namespace: tally-usage-YYYYMMDD, and when a day's records pass
 // kMaxUsageBytes, further parts tally-usage-YYYYMMDD-1, -2, ... each labelled
-// with its day (codec/usage_records.hpp). The decisions are usage_plan.hpp's.
+// with its day (codec/usage_records.hpp). The decisions are usage_plan.hpp's;
+// the records are read back through state/usage_days.hpp.
 //
 // Restart-safe: every flush reads today's parts with one LIST (a label
 // selector on the day; the lookback window's when today has no `through` yet)
@@ -87,17 +88,6 @@ class UsageRecorder {
   UsageTerm term_;  // what this leadership term last flushed
   model::Timestamp lastFlush_ = 0;
 };
-
-// Every part of the UTC days from `first`'s to `last`'s in `ns`, with one
-// LIST by the day label (paged), assembled into days. A part that does not
-// decode is an error naming it.
-runtime::Result<std::vector<UsageDay>> readUsageDays(runtime::Client& client, const std::string& ns,
-                                                     model::Timestamp first, model::Timestamp last);
-
-// The buckets recorded in `ns` whose hour is in [since, until). The
-// controller's export and tallyctl usage read through it.
-runtime::Result<std::vector<model::UsageBucket>> readUsage(runtime::Client& client, const std::string& ns,
-                                                           model::Timestamp since, model::Timestamp until);
 
 // What a caller of GET /usage must be allowed: get on the non-resource URL
 // /usage (RBAC: nonResourceURLs ["/usage"], verbs ["get"]). Every tenant's
