@@ -187,7 +187,6 @@ void DeviceBinder::published(const state::Snapshot& snapshot) {
 // --- Reconcile (the one worker) ---------------------------------------------
 
 runtime::Status DeviceBinder::catchUp(const model::Cluster& cluster) {
-  simdjson::ondemand::parser parser;
   runtime::ListOptions opts;
   opts.limit = 500;
   std::size_t counted = 0;
@@ -198,7 +197,7 @@ runtime::Status DeviceBinder::catchUp(const model::Cluster& cluster) {
       return runtime::Error(runtime::ErrorCode::kHttp,
                             fmt::format("list gpudevices (new term): HTTP {}", response->status));
     }
-    auto page = runtime::decodeJsonList<RecordCodec>(parser, response->body);
+    auto page = runtime::decodeJsonList<RecordCodec>(response->body);
     if (!page) return std::move(page).error().withContext("list gpudevices (new term)");
     std::lock_guard lock(aheadMu_);
     for (auto& record : page->items) {

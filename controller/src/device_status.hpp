@@ -9,6 +9,7 @@
 #include "tally/codec/objects.hpp"
 #include "tally/model/objects.hpp"
 #include "tally/runtime/client.hpp"
+#include "tally/state/watch_codec.hpp"
 
 namespace tally::controller::detail {
 
@@ -18,15 +19,6 @@ inline const runtime::Resource& devicesResource() {
 }
 
 // GET, PATCH and LIST bodies decoded with the metadata and conditions a write needs.
-struct RecordCodec {
-  using Object = codec::GpuDeviceRecord;
-  static runtime::Result<Object> fromJson(simdjson::ondemand::value json) {
-    auto decoded = codec::decodeGpuDeviceRecord(json);
-    if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
-    return std::move(decoded).value();
-  }
-  static std::string key(const Object& o) { return o.meta.key(); }
-  static std::string_view resourceVersion(const Object& o) { return o.meta.resourceVersion; }
-};
+using RecordCodec = state::GpuDeviceRecordCodec;
 
 }  // namespace tally::controller::detail

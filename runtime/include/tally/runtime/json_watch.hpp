@@ -218,6 +218,14 @@ Result<ListPage<typename C::Object>> decodeJsonList(simdjson::ondemand::parser& 
   return page;
 }
 
+// The same with a parser of its own (one LIST page at a time, as a caller
+// paging through a collection reads them).
+template <JsonCodec C>
+Result<ListPage<typename C::Object>> decodeJsonList(std::string_view body) {
+  simdjson::ondemand::parser parser;
+  return decodeJsonList<C>(parser, body);
+}
+
 // Decodes a single object body (GET/PUT/PATCH responses).
 template <JsonCodec C>
 Result<typename C::Object> decodeJsonObject(std::string_view body) {

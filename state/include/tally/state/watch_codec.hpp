@@ -149,4 +149,18 @@ struct WatchCodec {
   static std::string_view resourceVersion(const Stored& s) { return s.resourceVersion; }
 };
 
+// A GPUDevice read back for a pinned write (GET, PATCH and LIST answers): the
+// device with the metadata and conditions the binder and the VM door write
+// on (codec::decodeGpuDeviceRecord).
+struct GpuDeviceRecordCodec {
+  using Object = codec::GpuDeviceRecord;
+  static runtime::Result<Object> fromJson(simdjson::ondemand::value json) {
+    auto decoded = codec::decodeGpuDeviceRecord(json);
+    if (!decoded) return runtime::Error(runtime::ErrorCode::kDecode, decoded.error().describe());
+    return std::move(decoded).value();
+  }
+  static std::string key(const Object& o) { return o.meta.key(); }
+  static std::string_view resourceVersion(const Object& o) { return o.meta.resourceVersion; }
+};
+
 }  // namespace tally::state
