@@ -4,10 +4,10 @@
 // have their object and oldObject read; other bytes are read as one object.
 // Each object goes through every reader the webhooks run (codec/
 // admission_objects.hpp and the kinds' codecs): the VMI's devices, the pod's
-// placeholder name and required node affinity, the GPUDevice, its members and
+// generateName and required node affinity, the GPUDevice, its members and
 // finalizer, the Organization, the class's acknowledgements. What the webhooks
 // send back built from what was read must hold: a valid object's gpus entries
-// and its placeholder-named copy are valid JSON. Seeds:
+// and the pin's values are valid JSON. Seeds:
 // codec/fuzz/admission-objects-corpus.
 
 #include <simdjson.h>
@@ -52,16 +52,18 @@ void readObject(const simdjson::padded_string& object, std::string_view ns, std:
   gpus += "]";
   if (valid && domain.error.empty() && !validJson(dom, gpus)) __builtin_trap();
 
-  // The pod webhooks: the codec, with a placeholder name when it has none,
-  // then the required node affinity the pin patches.
-  if (!codec::decodeText<codec::PodCodec>(text)) {
-    if (auto named = codec::withPlaceholderName(object)) {
-      (void)codec::decodeText<codec::PodCodec>(*named);
-      if (valid && !validJson(dom, *named)) __builtin_trap();
-    }
-  }
+  // The pod webhooks: the codec, a generateName pod accepted unnamed, then
+  // the required node affinity the pin patches, and the pin's values.
+  auto named = codec::decodeAdmittedPod(object, ns, name, {});
+  auto generated = codec::decodeAdmittedPod(object, ns, name, {.allowGenerateName = true});
+  if (named.error.empty() && !generated.error.empty()) __builtin_trap();
   codec::RequiredAffinity affinity = codec::readRequiredAffinity(object, kNode);
   if (affinity.missing != codec::RequiredAffinity::Missing::Nothing && !affinity.terms.empty()) __builtin_trap();
+  if (affinity.error.empty()) {
+    for (const auto& edit : codec::nodePinEdits(affinity, kNode)) {
+      if (!validJson(dom, edit.valueJson)) __builtin_trap();
+    }
+  }
 
   // The GPUDevice webhook.
   auto device = codec::decodeAdmittedGpuDevice(object, ns, name, "created");

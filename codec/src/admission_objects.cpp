@@ -4,6 +4,7 @@
 
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
+#include "tally/common/json.hpp"
 #include "tally/common/object_meta_decode.hpp"
 
 namespace tally::codec {
@@ -42,26 +43,6 @@ DomainDevices readDomainDevices(const simdjson::padded_string& json) {
     out.gpus.emplace_back(std::string(name), std::move(text));
   }
   return out;
-}
-
-std::optional<std::string> withPlaceholderName(const simdjson::padded_string& json) {
-  od::parser parser;
-  od::document doc;
-  od::object root;
-  od::value metadata;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root) ||
-      root.find_field_unordered("metadata").get(metadata)) {
-    return std::nullopt;
-  }
-  const std::string_view open = metadata.raw_json_token();
-  if (open.empty() || open.front() != '{') return std::nullopt;
-  const std::size_t at = static_cast<std::size_t>(open.data() - json.data()) + 1;
-  const std::string_view text(json.data(), json.size());
-  const std::size_t next = text.find_first_not_of(" \t\r\n", at);
-  const bool empty = next != std::string_view::npos && text[next] == '}';
-  std::string copy(text);
-  copy.insert(at, empty ? R"("name":"generated")" : R"("name":"generated",)");
-  return copy;
 }
 
 namespace {
@@ -179,6 +160,54 @@ RequiredAffinity readRequiredAffinity(const simdjson::padded_string& json, std::
   return out;
 }
 
+namespace {
+
+const std::string kAffinityPath = "/spec/affinity";
+const std::string kNodeAffinityPath = kAffinityPath + "/nodeAffinity";
+const std::string kRequiredPath = kNodeAffinityPath + "/" + std::string(kRequiredNodeAffinity);
+const std::string kTermsPath = kRequiredPath + "/nodeSelectorTerms";
+
+PatchEdit added(std::string path, std::string valueJson) {
+  return {PatchEdit::Op::kAdd, std::move(path), std::move(valueJson)};
+}
+
+}  // namespace
+
+std::vector<PatchEdit> nodePinEdits(const RequiredAffinity& affinity, std::string_view node) {
+  const std::string expression = R"({"key":"metadata.name","operator":"In","values":[)" + jsonString(node) + "]}";
+  const std::string term = R"({"matchFields":[)" + expression + "]}";
+  const std::string terms = R"({"nodeSelectorTerms":[)" + term + "]}";
+  const std::string required = "{" + jsonString(kRequiredNodeAffinity) + ":" + terms + "}";
+  using Missing = RequiredAffinity::Missing;
+  switch (affinity.missing) {
+    case Missing::Affinity: return {added(kAffinityPath, R"({"nodeAffinity":)" + required + "}")};
+    case Missing::NodeAffinity: return {added(kNodeAffinityPath, required)};
+    case Missing::Required: return {added(kRequiredPath, terms)};
+    case Missing::Terms: return {added(kTermsPath, "[" + term + "]")};
+    case Missing::Nothing: break;
+  }
+  if (affinity.terms.empty()) return {added(kTermsPath + "/-", term)};
+  std::vector<PatchEdit> edits;
+  for (std::size_t i = 0; i < affinity.terms.size(); ++i) {
+    const RequiredAffinity::Term& t = affinity.terms[i];
+    if (t.empty || t.pinned) continue;
+    const std::string path = kTermsPath + "/" + std::to_string(i) + "/matchFields";
+    edits.push_back(t.hasMatchFields ? added(path + "/-", expression) : added(path, "[" + expression + "]"));
+  }
+  return edits;
+}
+
+PatchEdit nodeNameRemoval() { return {PatchEdit::Op::kRemove, "/spec/nodeName", ""}; }
+
+PatchEdit schedulerNameEdit(std::string_view scheduler) { return added("/spec/schedulerName", jsonString(scheduler)); }
+
+// The pod codec read with allowGenerateName or without.
+template <bool AllowGenerateName>
+struct PodCodecWith {
+  using Object = model::Pod;
+  static Result<Object> fromJson(od::value json) { return decodePodWith(json, {AllowGenerateName}); }
+};
+
 // The object `Codec` decodes, with the request's namespace and name where it
 // carries none; a failure described by describe(the codec's error).
 template <class Codec, class Describe>
@@ -195,6 +224,13 @@ AdmittedObject<typename Codec::Object> decodeAdmitted(const simdjson::padded_str
   if (out.value.ns.empty()) out.value.ns = std::string(requestNamespace);
   if (out.value.name.empty()) out.value.name = std::string(requestName);
   return out;
+}
+
+AdmittedObject<model::Pod> decodeAdmittedPod(const simdjson::padded_string& json, std::string_view requestNamespace,
+                                             std::string_view requestName, const PodDecodeOptions& options) {
+  auto describe = [](const std::string& why) { return "the created Pod cannot be read: " + why; };
+  return options.allowGenerateName ? decodeAdmitted<PodCodecWith<true>>(json, requestNamespace, requestName, describe)
+                                   : decodeAdmitted<PodCodecWith<false>>(json, requestNamespace, requestName, describe);
 }
 
 AdmittedObject<model::GpuDevice> decodeAdmittedGpuDevice(const simdjson::padded_string& json,

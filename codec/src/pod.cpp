@@ -65,7 +65,9 @@ Status readSpec(od::value value, model::Pod& pod) {
 
 }  // namespace
 
-Result<model::Pod> decodePod(od::value json, ObjectMeta* out) {
+Result<model::Pod> decodePod(od::value json, ObjectMeta* out) { return decodePodWith(json, {}, out); }
+
+Result<model::Pod> decodePodWith(od::value json, const PodDecodeOptions& options, ObjectMeta* out) {
   model::Pod pod;
   Metadata meta;
   meta.sink = out;
@@ -85,7 +87,10 @@ Result<model::Pod> decodePod(od::value json, ObjectMeta* out) {
     }
     return {};
   });
-  if (auto done = finished(std::move(status), "Pod", meta); !done) return std::move(done).error();
+  const bool unnamedAllowed = options.allowGenerateName && status && meta.name.empty();
+  if (!unnamedAllowed) {
+    if (auto done = finished(std::move(status), "Pod", meta); !done) return std::move(done).error();
+  }
   pod.owners = modelOwners(std::move(meta.ownerReferences));
   pod.ns = std::move(meta.ns);
   pod.name = std::move(meta.name);

@@ -25,3 +25,72 @@ TEST(RawMember, TwoDifferentArraysDiffer) {
 
 }  // namespace
 }  // namespace tally::codec
+
+namespace tally::codec {
+namespace {
+
+constexpr std::string_view kPin = R"({"key":"metadata.name","operator":"In","values":["gpu-2"]})";
+const std::string kTerms =
+    "/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms";
+
+RequiredAffinity affinityOf(const std::string& pod) {
+  return readRequiredAffinity(simdjson::padded_string(pod), "gpu-2");
+}
+
+TEST(NodePinEdits, PodWithoutAffinityGetsTheWholeAffinity) {
+  auto edits = nodePinEdits(affinityOf(R"({"spec":{}})"), "gpu-2");
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].path, "/spec/affinity");
+  EXPECT_EQ(edits[0].valueJson, R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":)"
+                                R"({"nodeSelectorTerms":[{"matchFields":[)" +
+                                    std::string(kPin) + "]}]}}}");
+}
+
+TEST(NodePinEdits, EveryTermButAnEmptyOneIsPinnedOnce) {
+  const std::string pod =
+      R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[)"
+      R"({"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]},{},)"
+      R"({"matchFields":[{"key":"x","operator":"In","values":["y"]}]}]}}}}})";
+  auto edits = nodePinEdits(affinityOf(pod), "gpu-2");
+  ASSERT_EQ(edits.size(), 2u);
+  EXPECT_EQ(edits[0], (PatchEdit{PatchEdit::Op::kAdd, kTerms + "/0/matchFields", "[" + std::string(kPin) + "]"}));
+  EXPECT_EQ(edits[1], (PatchEdit{PatchEdit::Op::kAdd, kTerms + "/2/matchFields/-", std::string(kPin)}));
+}
+
+TEST(NodePinEdits, WhatThePinWritesReadsBackAsPinned) {
+  const std::string pod =
+      R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[)"
+      R"({"matchFields":[)" +
+      std::string(kPin) + "]}]}}}}}";
+  RequiredAffinity affinity = affinityOf(pod);
+  ASSERT_EQ(affinity.terms.size(), 1u);
+  EXPECT_TRUE(affinity.terms[0].pinned);
+  EXPECT_TRUE(nodePinEdits(affinity, "gpu-2").empty());
+}
+
+TEST(NodePinEdits, SchedulerAndNodeNameEdits) {
+  EXPECT_EQ(schedulerNameEdit("tally-\"x\""),
+            (PatchEdit{PatchEdit::Op::kAdd, "/spec/schedulerName", R"("tally-\"x\"")"}));
+  EXPECT_EQ(nodeNameRemoval(), (PatchEdit{PatchEdit::Op::kRemove, "/spec/nodeName", ""}));
+}
+
+TEST(DecodeAdmittedPod, GenerateNamePodIsReadUnnamedOnlyWhenAllowed) {
+  const simdjson::padded_string pod(
+      std::string(R"({"metadata":{"generateName":"virt-launcher-","namespace":"t"},"spec":{"containers":[]}})"));
+  auto strict = decodeAdmittedPod(pod, "t", "", {});
+  EXPECT_NE(strict.error.find("the created Pod cannot be read"), std::string::npos) << strict.error;
+  EXPECT_NE(strict.error.find("metadata.name"), std::string::npos) << strict.error;
+  auto generated = decodeAdmittedPod(pod, "t", "", {.allowGenerateName = true});
+  EXPECT_TRUE(generated.error.empty()) << generated.error;
+  EXPECT_EQ(generated.value.ns, "t");
+  EXPECT_TRUE(generated.value.name.empty());
+}
+
+TEST(DecodeAdmittedPod, AGenerateNamePodStillRefusesWhatIsNoPod) {
+  const simdjson::padded_string pod(std::string(R"({"metadata":{"generateName":"p-"},"spec":{"containers":7}})"));
+  auto generated = decodeAdmittedPod(pod, "t", "", {.allowGenerateName = true});
+  EXPECT_NE(generated.error.find("containers"), std::string::npos) << generated.error;
+}
+
+}  // namespace
+}  // namespace tally::codec

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "tally/codec/catalog_json.hpp"
-#include "tally/common/json.hpp"
+#include "tally/codec/status_body.hpp"
 #include "tally/common/log.hpp"
 #include "tally/model/catalog.hpp"
 #include "tally/runtime/access_review.hpp"
@@ -16,13 +16,8 @@ namespace {
 using runtime::http::Response;
 
 Response errorResponse(int status, std::string_view reason, const std::string& message) {
-  JsonWriter json;
-  json.beginObject()
-      .field("code", std::int64_t{status})
-      .field("reason", reason)
-      .field("message", std::string_view(message))
-      .endObject();
-  return Response{status, json.str() + "\n", "application/json", {}};
+  return Response{
+      status, codec::encodeStatusBody({status, std::string(reason), message}) + "\n", "application/json", {}};
 }
 
 std::string digest(std::string_view token, std::string_view ns) {

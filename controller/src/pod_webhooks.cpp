@@ -2,16 +2,11 @@
 
 #include "refusals.hpp"
 
-#include <simdjson.h>
-
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "tally/codec/admission_objects.hpp"
-#include "tally/codec/codecs.hpp"
-#include "tally/codec/json_text.hpp"
-#include "tally/common/json.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/model/pod_admission.hpp"
 #include "tally/model/usage.hpp"
@@ -24,10 +19,8 @@ using runtime::admission::AdmissionResponse;
 using runtime::admission::JsonPatch;
 using runtime::admission::Operation;
 
-constexpr std::string_view kRequired = codec::kRequiredNodeAffinity;
 using codec::readRequiredAffinity;
 using codec::RequiredAffinity;
-using codec::withPlaceholderName;
 
 using detail::answerOf;
 using detail::codeName;
@@ -46,34 +39,12 @@ Answer notSynced(const state::Snapshot& snapshot, const model::Pod& pod, std::st
                                                               std::string(why) + " (this replica is still starting)");
 }
 
-struct DecodedPod {
-  model::Pod pod;
-  std::string error;  // set: the pod could not be read
-};
+using DecodedPod = codec::AdmittedObject<model::Pod>;
 
+// A pod created by generateName carries no name yet: accepted so.
 DecodedPod decodePod(const AdmissionRequest& request) {
-  DecodedPod out;
-  const std::string_view json(request.object.data(), request.object.size());
-  auto decoded = codec::decodeText<codec::PodCodec>(json);
-  bool generated = false;
-  if (!decoded && request.name.empty()) {
-    if (auto named = withPlaceholderName(request.object)) {
-      auto retried = codec::decodeText<codec::PodCodec>(*named);
-      if (retried) {
-        decoded = std::move(retried);
-        generated = true;
-      }
-    }
-  }
-  if (!decoded) {
-    out.error = "the created Pod cannot be read: " + decoded.error().describe();
-    return out;
-  }
-  out.pod = std::move(decoded).value();
-  if (generated) out.pod.name.clear();
-  if (out.pod.ns.empty()) out.pod.ns = request.namespace_;
-  if (out.pod.name.empty()) out.pod.name = request.name;
-  return out;
+  return codec::decodeAdmittedPod(request.object, request.namespace_, request.name,
+                                  {.allowGenerateName = request.name.empty()});
 }
 
 // Only a Pod's own CREATE is reviewed: a subresource (binding, eviction) or
@@ -87,46 +58,14 @@ std::optional<Answer> wrongKind(const AdmissionRequest& request) {
   return invalid("WrongKind", "this webhook reviews core Pods, not " + request.kind.group + "/" + request.kind.kind);
 }
 
-// The JSON Patch that makes every term require the node (none when each does).
-// A term that matches no node is left so: pinning it would let the pod run
-// where its own affinity never allowed it.
-JsonPatch pinPatch(const RequiredAffinity& affinity, std::string_view node) {
-  const std::string expression = R"({"key":"metadata.name","operator":"In","values":[)" + jsonString(node) + "]}";
-  const std::string term = R"({"matchFields":[)" + expression + "]}";
-  const std::string terms = R"({"nodeSelectorTerms":[)" + term + "]}";
-  const std::string required = "{" + jsonString(kRequired) + ":" + terms + "}";
+// The JSON Patch of the codec's edits (codec::nodePinEdits and the route's).
+JsonPatch patchOf(const std::vector<codec::PatchEdit>& edits) {
   JsonPatch patch;
-  using Missing = RequiredAffinity::Missing;
-  switch (affinity.missing) {
-    case Missing::Affinity:
-      patch.add(JsonPatch::pointer({"spec", "affinity"}), R"({"nodeAffinity":)" + required + "}");
-      return patch;
-    case Missing::NodeAffinity:
-      patch.add(JsonPatch::pointer({"spec", "affinity", "nodeAffinity"}), required);
-      return patch;
-    case Missing::Required:
-      patch.add(JsonPatch::pointer({"spec", "affinity", "nodeAffinity", kRequired}), terms);
-      return patch;
-    case Missing::Terms:
-      patch.add(JsonPatch::pointer({"spec", "affinity", "nodeAffinity", kRequired, "nodeSelectorTerms"}),
-                "[" + term + "]");
-      return patch;
-    case Missing::Nothing: break;
-  }
-  const std::string termsPath =
-      JsonPatch::pointer({"spec", "affinity", "nodeAffinity", kRequired, "nodeSelectorTerms"});
-  if (affinity.terms.empty()) {
-    patch.add(termsPath + "/-", term);
-    return patch;
-  }
-  for (std::size_t i = 0; i < affinity.terms.size(); ++i) {
-    const RequiredAffinity::Term& t = affinity.terms[i];
-    if (t.empty || t.pinned) continue;
-    const std::string path = termsPath + "/" + std::to_string(i) + "/matchFields";
-    if (t.hasMatchFields) {
-      patch.add(path + "/-", expression);
+  for (const auto& e : edits) {
+    if (e.op == codec::PatchEdit::Op::kRemove) {
+      patch.remove(e.path);
     } else {
-      patch.add(path, "[" + expression + "]");
+      patch.add(e.path, e.valueJson);
     }
   }
   return patch;
@@ -137,7 +76,7 @@ Answer decideLauncher(const state::Snapshot& snapshot, const AdmissionRequest& r
   if (auto wrong = wrongKind(request)) return std::move(*wrong);
   DecodedPod decoded = decodePod(request);
   if (!decoded.error.empty()) return invalid("Unreadable", decoded.error);
-  const model::Pod& pod = decoded.pod;
+  const model::Pod& pod = decoded.value;
   if (!model::namesVmiOwner(pod)) return Answer::allow();
   if (!snapshot.ready()) return notSynced(snapshot, pod, "the node of its VMI's GPUs cannot be known");
   model::LauncherPin pin = model::launcherPin(snapshot.cluster(), pod);
@@ -145,8 +84,7 @@ Answer decideLauncher(const state::Snapshot& snapshot, const AdmissionRequest& r
   if (!pin.node) return Answer::allow();
   RequiredAffinity affinity = readRequiredAffinity(request.object, *pin.node);
   if (!affinity.error.empty()) return invalid("Unreadable", affinity.error);
-  JsonPatch patch = pinPatch(affinity, *pin.node);
-  return Answer::patch(std::move(patch));
+  return Answer::patch(patchOf(codec::nodePinEdits(affinity, *pin.node)));
 }
 
 // What makes a created pod one of Tally's: a GPU resource some class sells.
@@ -159,9 +97,9 @@ std::optional<Answer> notAGpuPod(const state::Snapshot& snapshot, const Admissio
   if (auto wrong = wrongKind(request)) return std::move(*wrong);
   decoded = decodePod(request);
   if (!decoded.error.empty()) return invalid("Unreadable", decoded.error);
-  if (model::effectiveRequests(decoded.pod).empty()) return Answer::allow();
-  if (!snapshot.ready()) return notSynced(snapshot, decoded.pod, unsyncedWhy);
-  if (model::gpuRequests(snapshot.cluster(), decoded.pod).empty()) return Answer::allow();
+  if (model::effectiveRequests(decoded.value).empty()) return Answer::allow();
+  if (!snapshot.ready()) return notSynced(snapshot, decoded.value, unsyncedWhy);
+  if (model::gpuRequests(snapshot.cluster(), decoded.value).empty()) return Answer::allow();
   return std::nullopt;
 }
 
@@ -171,7 +109,7 @@ Answer decideGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& req
   if (auto answer = notAGpuPod(snapshot, request, decoded, "its GPU budgets and pool gates cannot be checked")) {
     return std::move(*answer);
   }
-  return answerOf(model::checkGpuPodAtCreate(snapshot.cluster(), snapshot.usage, decoded.pod, policy));
+  return answerOf(model::checkGpuPodAtCreate(snapshot.cluster(), snapshot.usage, decoded.value, policy));
 }
 
 // The mutating placement door: every GPU pod to a Tally scheduler profile, a
@@ -183,22 +121,21 @@ Answer routeGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& requ
   if (auto answer = notAGpuPod(snapshot, request, decoded, "where its GPU units are free cannot be checked")) {
     return std::move(*answer);
   }
-  const model::Pod& pod = decoded.pod;
+  const model::Pod& pod = decoded.value;
   model::CreateLaunch launch = model::launchAtCreate(snapshot.cluster(), pod);
   if (!launch.decision.allowed()) return refusedBy(launch.decision);
   const model::PodDemand demand = model::podDemandAtCreate(snapshot.cluster(), snapshot.usage, pod, launch);
   model::CreateRoute route = model::routeAtCreate(snapshot.cluster(), snapshot.usage, demand, policy);
   if (!route.decision.allowed()) return refusedBy(route.decision);
-  JsonPatch patch;
+  std::vector<codec::PatchEdit> edits;
   if (route.pinnedNode) {
     RequiredAffinity affinity = readRequiredAffinity(request.object, *route.pinnedNode);
     if (!affinity.error.empty()) return invalid("Unreadable", affinity.error);
-    patch.remove(JsonPatch::pointer({"spec", "nodeName"}));
-    const JsonPatch pin = pinPatch(affinity, *route.pinnedNode);
-    for (const auto& op : pin.operations()) patch.add(op.path, op.valueJson);
+    edits = codec::nodePinEdits(affinity, *route.pinnedNode);
+    edits.insert(edits.begin(), codec::nodeNameRemoval());
   }
-  if (route.scheduler) patch.add(JsonPatch::pointer({"spec", "schedulerName"}), jsonString(*route.scheduler));
-  return Answer::patch(std::move(patch));
+  if (route.scheduler) edits.push_back(codec::schedulerNameEdit(*route.scheduler));
+  return Answer::patch(patchOf(edits));
 }
 
 // A patched answer counted in `counter` (pinned, routed) when there is one.

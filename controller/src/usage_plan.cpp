@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "tally/common/json.hpp"
+#include "tally/codec/usage_configmap.hpp"
 #include "tally/common/rfc3339.hpp"
 
 namespace tally::controller {
@@ -103,23 +103,8 @@ bool flushDone(const UsageWrite& write, model::Timestamp now) {
 }
 
 std::string usageConfigMapBody(const std::string& ns, const UsageWrite& write) {
-  JsonWriter w;
-  w.beginObject().field("apiVersion", "v1").field("kind", "ConfigMap").key("metadata").beginObject();
-  w.field("name", write.name).field("namespace", ns);
-  if (!write.resourceVersion.empty()) w.field("resourceVersion", write.resourceVersion);
-  w.key("labels")
-      .beginObject()
-      .field("app.kubernetes.io/managed-by", "tally-controller")
-      .field(codec::kUsageLabel, "true")
-      .field(codec::kUsageDayLabel, codec::usageDayLabel(write.day))
-      .field(codec::kUsagePartLabel, std::to_string(write.part));
-  w.endObject().endObject();
-  w.key("data").beginObject();
-  if (write.through) w.field(codec::kUsageThroughKey, formatRfc3339(*write.through));
-  if (write.sealed) w.field(codec::kUsageSealedKey, "true");
-  w.field(codec::kUsageKey, write.usage);
-  w.endObject().endObject();
-  return w.str();
+  return codec::encodeUsageConfigMap(
+      {ns, write.name, write.resourceVersion, write.day, write.part, write.through, write.sealed, write.usage});
 }
 
 std::optional<UsagePeriod> parseUsagePeriod(std::optional<std::string_view> since,

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "tally/codec/objects.hpp"
 #include "tally/codec/result.hpp"
 #include "tally/model/objects.hpp"
 
@@ -32,11 +33,6 @@ struct DomainDevices {
 DomainDevices readDomainDevices(const simdjson::padded_string& json);
 
 // --- Pod (the launcher-pod and GPU-pod webhooks) -----------------------------
-
-// At a CREATE by generateName the pod has no metadata.name yet (the API server
-// names it after admission), and the codec wants one: a copy of the JSON with
-// a placeholder name first in metadata. Nullopt when metadata is not an object.
-std::optional<std::string> withPlaceholderName(const simdjson::padded_string& json);
 
 inline constexpr std::string_view kRequiredNodeAffinity = "requiredDuringSchedulingIgnoredDuringExecution";
 
@@ -57,7 +53,26 @@ struct RequiredAffinity {
 // matchFields is metadata.name In [node].
 RequiredAffinity readRequiredAffinity(const simdjson::padded_string& json, std::string_view node);
 
-// --- GPUDevice and Organization (their webhooks) -----------------------------
+// One operation of the JSON Patch a webhook answers: add valueJson at path (a
+// JSON Pointer), or remove path.
+struct PatchEdit {
+  enum class Op { kAdd, kRemove };
+  Op op = Op::kAdd;
+  std::string path;
+  std::string valueJson;  // empty for kRemove
+  friend bool operator==(const PatchEdit&, const PatchEdit&) = default;
+};
+
+// The edits that make every term of `affinity` require `node` (the
+// expression readRequiredAffinity finds pinned), none when each does. A term
+// that matches no node is left so: pinning it would let the pod run where its
+// own affinity never allowed it.
+std::vector<PatchEdit> nodePinEdits(const RequiredAffinity& affinity, std::string_view node);
+// spec.nodeName removed (the node moves into the affinity), spec.schedulerName set.
+PatchEdit nodeNameRemoval();
+PatchEdit schedulerNameEdit(std::string_view scheduler);
+
+// --- GPUDevice, Organization and the created Pod (their webhooks) -----------
 
 // An object of the review decoded by its kind's codec, with the request's
 // namespace and name where the object carries none.
@@ -66,6 +81,11 @@ struct AdmittedObject {
   T value;
   std::string error;  // set: the object could not be read
 };
+// A created Pod, read with `options` (a generateName pod with
+// allowGenerateName: its name stays empty unless the request names it).
+// error: "the created Pod cannot be read: ..."
+AdmittedObject<model::Pod> decodeAdmittedPod(const simdjson::padded_string& json, std::string_view requestNamespace,
+                                             std::string_view requestName, const PodDecodeOptions& options);
 // error: "the <which> GPUDevice cannot be read: ..."
 AdmittedObject<model::GpuDevice> decodeAdmittedGpuDevice(const simdjson::padded_string& json,
                                                          std::string_view requestNamespace,

@@ -28,6 +28,14 @@ using ObjectMeta = tally::ObjectMeta;
 
 Result<model::Node> decodeNode(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 Result<model::Pod> decodePod(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
+// How decodePodWith reads a pod: at a CREATE by generateName the pod has no
+// metadata.name yet (the API server names it after admission), which
+// allowGenerateName accepts (the pod's name is then empty).
+struct PodDecodeOptions {
+  bool allowGenerateName = false;
+};
+Result<model::Pod> decodePodWith(simdjson::ondemand::value json, const PodDecodeOptions& options,
+                                 ObjectMeta* meta = nullptr);
 Result<model::Namespace> decodeNamespace(simdjson::ondemand::value json, ObjectMeta* meta = nullptr);
 Result<model::HierarchicalResourceQuota> decodeHierarchicalResourceQuota(simdjson::ondemand::value json,
                                                                          ObjectMeta* meta = nullptr);
