@@ -131,9 +131,7 @@ void measureHttps(const Options& o, std::size_t nodes, const SnapshotCell<state:
   // The bench's client plays the API server without a client certificate.
   wo.caller = http::Caller::Anyone;
   admission::addWebhook(router, std::string(controller::kGpuDeviceWebhookPath), "gpudevices",
-                        controller::gpuDeviceWebhook(cell, {std::string(controller::kDefaultControllerIdentity),
-                                                            &controller::gpuDeviceRefusalMetric(registry)}),
-                        wo);
+                        controller::gpuDeviceWebhook(cell, {std::string(controller::kDefaultControllerIdentity)}), wo);
   http::ServerOptions so;
   so.threads = o.serverThreads;
   so.threadName = "tally-webhook";
@@ -228,7 +226,7 @@ bool reviewOrders(SizeRun& run, const state::Snapshot& snap) {
   std::size_t admitted = 0, refused = 0, overBudget = 0;
   for (std::size_t i = 0; i < run.orders.size(); ++i) {
     const Order& order = run.orders[i];
-    admission::AdmissionResponse r = controller::reviewGpuDevice(snap, run.requests[i], {});
+    admission::AdmissionResponse r = controller::reviewGpuDevice(snap, run.requests[i], {}).response;
     run.admitted.push_back(r.allowed);
     if (r.allowed) {
       ++admitted;
@@ -257,9 +255,8 @@ void sideBySide(SizeRun& run, const state::Snapshot& snap) {
   admission::WebhookOptions wo;
   observability::Registry registry;
   wo.metrics = std::make_shared<admission::WebhookMetrics>(registry);
-  const admission::WebhookHandler handler = [&](const admission::AdmissionRequest& r) {
-    return controller::reviewGpuDevice(snap, r, {});
-  };
+  const admission::Validator handler{
+      [&](const admission::AdmissionRequest& r) { return controller::reviewGpuDevice(snap, r, {}); }};
   std::vector<std::string_view> names;
   for (const auto& [name, node] : cluster.nodes) names.push_back(name);
   std::vector<std::uint32_t> rows;
@@ -275,7 +272,7 @@ void sideBySide(SizeRun& run, const state::Snapshot& snap) {
     auto t0 = Clock::now();
     http::Response answered = admission::answerReview("gpudevices", handler, run.reviews[k], wo);
     auto t1 = Clock::now();
-    admission::AdmissionResponse r = controller::reviewGpuDevice(snap, run.requests[k], {});
+    admission::AdmissionResponse r = controller::reviewGpuDevice(snap, run.requests[k], {}).response;
     auto t2 = Clock::now();
     const std::size_t fits = nodesFitting(cluster, snap.usage, pods[k]);
     auto t3 = Clock::now();

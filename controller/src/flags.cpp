@@ -297,10 +297,9 @@ UsageRecorderOptions usageOptions(const Flags& f, observability::Registry& regis
   return o;
 }
 
-OrganizationWebhookOptions organizationOptions(const Flags& f, observability::Registry& registry) {
+OrganizationWebhookOptions organizationOptions(const Flags& f) {
   OrganizationWebhookOptions o;
   o.decisionTimeout = duration<milliseconds>("--organization-decision-timeout", f.organizationDecisionTimeout);
-  o.refusals = &organizationRefusalMetric(registry);
   return o;
 }
 

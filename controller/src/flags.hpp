@@ -85,7 +85,7 @@ PoolAuditorOptions auditorOptions(const Flags& f, observability::Registry& regis
 VmiWebhookOptions vmiOptions(const Flags& f, observability::Registry& registry);
 AlertSourceOptions alertOptions(const Flags& f, observability::Registry& registry);
 UsageRecorderOptions usageOptions(const Flags& f, observability::Registry& registry);
-OrganizationWebhookOptions organizationOptions(const Flags& f, observability::Registry& registry);
+OrganizationWebhookOptions organizationOptions(const Flags& f);
 // The writer's options: publication interval, tenancy, the watched kinds, and,
 // without the auditor, the gates the doors evaluate themselves.
 state::Writer::Options writerOptions(const Flags& f, const state::SourceSettings& settings);

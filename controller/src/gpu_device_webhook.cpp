@@ -95,10 +95,6 @@ Answer reviewDelete(const state::Snapshot& snapshot, const AdmissionRequest& req
 
 }  // namespace
 
-observability::Family<observability::Counter>& gpuDeviceRefusalMetric(observability::Registry& registry) {
-  return runtime::admission::WebhookMetrics::refusalFamily(registry);
-}
-
 Answer reviewGpuDevice(const state::Snapshot& snapshot, const AdmissionRequest& request,
                        const GpuDeviceWebhookOptions& options) {
   if (request.kind.group != "gpu.tally.dev" || request.kind.kind != "GPUDevice") {

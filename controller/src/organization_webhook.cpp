@@ -43,10 +43,6 @@ std::optional<Answer> unsyncedCache(const model::Cluster& cluster, const std::st
 
 }  // namespace
 
-observability::Family<observability::Counter>& organizationRefusalMetric(observability::Registry& registry) {
-  return runtime::admission::WebhookMetrics::refusalFamily(registry);
-}
-
 Answer reviewOrganization(const model::Cluster& cluster, const model::CapacityView& view,
                           const AdmissionRequest& request, const OrganizationWebhookOptions&) {
   if (request.kind.group != "kube-dc.com" || request.kind.kind != "Organization") {

@@ -128,13 +128,7 @@ Replica::Replica(const Flags& flags, obs::Registry& registry, std::shared_ptr<ru
     alerts_ = std::make_unique<AlertSource>(*writer_, ao);
   }
   if (f_.usageRecorder) usage_ = std::make_unique<UsageRecorder>(client_, *writer_, usageOptions(f_, registry_));
-  state::InformerMetrics im{
-      &registry_.counter("tally_controller_informer_events_total", "Watch events handed to the state writer.",
-                         {"kind"}),
-      &registry_.gauge("tally_controller_informer_staleness_seconds", "Seconds since the kind's watch was last heard.",
-                       {"kind"}),
-      &registry_.gauge("tally_controller_cache_synced", "1 when the kind's cache has synced.", {"kind"})};
-  watches_ = std::make_unique<state::Informers>(client_, *writer_, settings_.source, im);
+  watches_ = std::make_unique<state::Informers>(client_, *writer_, settings_.source, &registry_);
   addToManager();
 }
 
@@ -218,7 +212,7 @@ http::Router Replica::webhookRoutes() {
   wo.metrics = std::make_shared<admission::WebhookMetrics>(registry_);
   wo.caller = f_.insecureWebhookCallers ? http::Caller::Anyone : http::Caller::VerifiedClient;
   addWebhook(routes, std::string(kGpuDeviceWebhookPath), "gpudevices",
-             gpuDeviceWebhook(snapshots, {f_.controllerIdentity, &gpuDeviceRefusalMetric(registry_)}), wo);
+             gpuDeviceWebhook(snapshots, {f_.controllerIdentity}), wo);
   PodWebhookOptions podOptions = podWebhookMetrics(registry_);
   podOptions.placement.schedulers = f_.gpuSchedulers;
   addWebhook(routes, std::string(kLauncherPodWebhookPath), std::string(kLauncherPodWebhookName),
@@ -228,7 +222,7 @@ http::Router Replica::webhookRoutes() {
   addWebhook(routes, std::string(kGpuPodRouteWebhookPath), std::string(kGpuPodRouteWebhookName),
              gpuPodRouteWebhook(snapshots, podOptions), wo);
   addWebhook(routes, std::string(kOrganizationWebhookPath), std::string(kOrganizationWebhookName),
-             organizationWebhook(snapshots, *writer_, organizationOptions(f_, registry_)), wo);
+             organizationWebhook(snapshots, *writer_, organizationOptions(f_)), wo);
   // Acknowledgements ask the API server who holds a review role; VMI reviews
   // wait for the binder: both off the listener's threads.
   admission::WebhookOptions classRoute = wo;

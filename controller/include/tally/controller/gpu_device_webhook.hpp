@@ -25,15 +25,9 @@ inline constexpr std::string_view kRefusalPrefix = "tally: ";
 struct GpuDeviceWebhookOptions {
   // The one identity allowed to change a GPUDevice's status (the binder's).
   std::string controllerIdentity = std::string(kDefaultControllerIdentity);
-  // Not read: the frame counts every reason of a refusal in
-  // tally_webhook_refusals_total{webhook="gpudevices",operation,code}. Kept
-  // (with gpuDeviceRefusalMetric) only while main.cpp still passes it.
-  observability::Family<observability::Counter>* refusals = nullptr;
+  // Refusals: the frame counts every reason of one in
+  // tally_webhook_refusals_total{webhook="gpudevices",operation,code}.
 };
-
-// The frame's refusal family (runtime::admission::WebhookMetrics::refusalFamily);
-// see GpuDeviceWebhookOptions::refusals.
-observability::Family<observability::Counter>& gpuDeviceRefusalMetric(observability::Registry& registry);
 
 // The answer to one review of a GPUDevice, decided on `snapshot` alone.
 runtime::admission::Answer reviewGpuDevice(const state::Snapshot& snapshot,

@@ -38,12 +38,7 @@ struct OrganizationWebhookOptions {
   // How long a review waits for the writer thread's decision before it is
   // refused closed (keep the configuration's timeoutSeconds above it).
   std::chrono::milliseconds decisionTimeout{3'000};
-  // Not read: the frame counts refusals. Kept (with organizationRefusalMetric,
-  // which returns the frame's family) only while main.cpp still sets it.
-  observability::Family<observability::Counter>* refusals = nullptr;
 };
-
-observability::Family<observability::Counter>& organizationRefusalMetric(observability::Registry& registry);
 
 // The answer to one review, decided on a cluster that holds its pods (the
 // writer's live cluster) and the usage over it.
