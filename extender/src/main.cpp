@@ -233,9 +233,7 @@ int main(int argc, char** argv) {
       }
       client = std::move(created).value();
       exportClientStats(client, metrics);
-      watches = std::make_unique<state::Informers>(
-          client, writer, watchOptions,
-          state::InformerMetrics{&metrics.informerEvents, &metrics.informerStaleness, &metrics.cacheSynced});
+      watches = std::make_unique<state::Informers>(client, writer, watchOptions, &metrics.registry());
       PodBinder::Options bo;
       bo.threads = f.bindThreads;
       bo.queueDeadline = runtime::process::durationFlag("--bind-queue-deadline", f.bindDeadline);

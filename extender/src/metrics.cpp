@@ -22,12 +22,7 @@ Series& held(std::atomic<Series*>& slot, Lookup lookup) {
 }  // namespace
 
 ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
-    : informerEvents(registry.counter("tally_extender_informer_events_total",
-                                      "Watch events applied to the extender's cache, by kind.", {"kind"})),
-      informerStaleness(registry.gauge("tally_extender_informer_staleness_seconds",
-                                       "Seconds since the API server was last heard from, by kind.", {"kind"})),
-      cacheSynced(registry.gauge("tally_extender_cache_synced", "1 when the kind's cache has synced.", {"kind"})),
-      snapshotAge(registry.gauge("tally_extender_snapshot_age_seconds", "Age of the snapshot requests read now.")
+    : snapshotAge(registry.gauge("tally_extender_snapshot_age_seconds", "Age of the snapshot requests read now.")
                       .with(obs::LabelValues{})),
       snapshotGeneration(registry.gauge("tally_extender_snapshot_generation", "Snapshots published since start.")
                              .with(obs::LabelValues{})),

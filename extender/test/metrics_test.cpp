@@ -40,12 +40,10 @@ TEST(ExtenderMetrics, RuntimeSeriesRegisteredAtStartAreExposed) {
   ExtenderMetrics metrics(registry);
   metrics.apiConnectionsResumed.inc(2);
   metrics.snapshotGeneration.set(7);
-  metrics.informerEvents.with({"Pod"}).inc();
   const std::string text = registry.render();
   EXPECT_TRUE(has(text, R"(tally_extender_api_connections_total{handshake="full"} 0)")) << text;
   EXPECT_TRUE(has(text, R"(tally_extender_api_connections_total{handshake="resumed"} 2)"));
   EXPECT_TRUE(has(text, "tally_extender_snapshot_generation 7"));
-  EXPECT_TRUE(has(text, R"(tally_extender_informer_events_total{kind="Pod"} 1)"));
   EXPECT_TRUE(has(text, "# TYPE tally_extender_snapshot_publish_duration_seconds histogram"));
   EXPECT_TRUE(has(text, "tally_extender_snapshot_publish_duration_seconds_count 0"));
 }

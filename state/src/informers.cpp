@@ -30,7 +30,7 @@ struct Informers::Source {
 
 namespace {
 
-// Counts into `family`'s series for `kind`, or nowhere.
+// The series of `kind` in `family`, or none.
 template <class Metric>
 Metric* seriesOf(observability::Family<Metric>* family, model::Kind kind) {
   return family ? &family->with({std::string(model::toString(kind))}) : nullptr;
@@ -245,11 +245,25 @@ class Informers::LedgerSource {
   std::optional<model::LedgerReadError> lastError_;
 };
 
+struct Informers::Metrics {
+  explicit Metrics(observability::Registry& r)
+      : events(r.counter(std::string(kInformerEventsMetric), "Watch events handed to the state writer, by kind.",
+                         {"kind"})),
+        staleness(r.gauge(std::string(kInformerStalenessMetric),
+                          "Seconds since the kind's watch was last heard (-1: not yet).", {"kind"})),
+        synced(r.gauge(std::string(kCacheSyncedMetric), "1 when the kind's cache has synced.", {"kind"})) {}
+  observability::Family<observability::Counter>& events;
+  observability::Family<observability::Gauge>& staleness;
+  observability::Family<observability::Gauge>& synced;
+};
+
 Informers::Informers(std::shared_ptr<runtime::Client> client, Writer& writer, SourceOptions options,
-                     InformerMetrics metrics)
-    : options_(std::move(options)), writer_(writer), metrics_(metrics) {
+                     observability::Registry* metrics)
+    : options_(std::move(options)), writer_(writer), metrics_(metrics ? std::make_unique<Metrics>(*metrics) : nullptr) {
+  auto* events = metrics_ ? &metrics_->events : nullptr;
+  auto* synced = metrics_ ? &metrics_->synced : nullptr;
   if (enabled(kindInfo(model::Kind::Ledger), options_)) {
-    ledger_ = std::make_unique<LedgerSource>(client, writer, options_, seriesOf(metrics_.synced, model::Kind::Ledger));
+    ledger_ = std::make_unique<LedgerSource>(client, writer, options_, seriesOf(synced, model::Kind::Ledger));
   }
   forEachKind([&](auto k) {
     constexpr model::Kind kind = decltype(k)::value;
@@ -260,7 +274,7 @@ Informers::Informers(std::shared_ptr<runtime::Client> client, Writer& writer, So
                     "the registry's protobuf column says which codecs read protobuf");
       if (!enabled(info, options_)) return;
       sources_.push_back(std::make_unique<InformerSource<Codec>>(kind, client, informerOptions(info, options_), writer,
-                                                                 seriesOf(metrics_.events, kind),
+                                                                 seriesOf(events, kind),
                                                                  options_.protobuf && info.protobuf));
     }
   });
@@ -306,8 +320,10 @@ void Informers::poll(std::stop_token stop) {
         writer_.setSynced(s->kind, true);
         logInfo("cache synced", {{"kind", std::string(model::toString(s->kind))}, {"objects", s->informerSize()}});
       }
-      if (auto* g = seriesOf(metrics_.synced, s->kind)) g->set(s->synced ? 1 : 0);
-      if (auto* g = seriesOf(metrics_.staleness, s->kind)) g->set(s->stalenessSeconds());
+      if (metrics_) {
+        seriesOf(&metrics_->synced, s->kind)->set(s->synced ? 1 : 0);
+        seriesOf(&metrics_->staleness, s->kind)->set(s->stalenessSeconds());
+      }
     }
     if (ledger_ && std::chrono::steady_clock::now() >= nextLedger) {
       nextLedger = std::chrono::steady_clock::now() + options_.ledgerInterval;

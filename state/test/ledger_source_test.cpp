@@ -15,6 +15,7 @@
 #include "tally/common/log.hpp"
 #include "tally/state/informers.hpp"
 #include "tally/state/writer.hpp"
+#include "unreachable_server.hpp"
 
 namespace tally::state {
 namespace {
@@ -54,13 +55,8 @@ class LedgerSource : public ::testing::Test {
     root_ = fs::temp_directory_path() / ("tally-ledger-source-" + std::to_string(random()));
     fs::create_directories(root_);
     setLogLevel(LogLevel::kError);  // the unreachable server's retries
-    runtime::ClusterConfig config;
-    config.host = "127.0.0.1";
-    config.port = "1";
-    config.connectTimeout = 100ms;
-    auto client = runtime::Client::create(config);
-    ASSERT_TRUE(client) << client.error().describe();
-    client_ = std::move(*client);
+    client_ = testing::unreachableClient();
+    ASSERT_TRUE(client_);
     options_.billingPlans.reset();
     options_.organizations = false;
     options_.ledgerDir = root_ / "ledger";

@@ -24,9 +24,6 @@ class ExtenderMetrics {
   // A bind's outcome and where its time went (postSeconds 0: no Binding was posted).
   void bind(std::string_view result, double assumeSeconds = 0, double postSeconds = 0);
 
-  observability::Family<observability::Counter>& informerEvents;
-  observability::Family<observability::Gauge>& informerStaleness;
-  observability::Family<observability::Gauge>& cacheSynced;
   observability::Gauge& snapshotAge;
   observability::Gauge& snapshotGeneration;
   observability::Histogram& publishDuration;

@@ -8,9 +8,11 @@
 // (model::advanceLedgerHistory); a revision that cannot be read whole keeps
 // the last one that could, marked with the error (fail closed).
 // A poller marks each kind synced once its informer listed and the writer was
-// handed every listed object, and reports sync and staleness by kind.
+// handed every listed object, and reports sync and staleness by kind in the
+// registry it is given (kInformerEventsMetric and the two below it).
 
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -21,17 +23,18 @@
 
 namespace tally::state {
 
-// Series by kind label (model::toString); each may be null: not exported.
-struct InformerMetrics {
-  observability::Family<observability::Counter>* events = nullptr;   // events handed to the writer
-  observability::Family<observability::Gauge>* staleness = nullptr;  // seconds since the watch was last heard
-  observability::Family<observability::Gauge>* synced = nullptr;     // 1 once synced
-};
+// The series every binary that reads the cluster state exports, by kind
+// label (model::toString): one set of names for the controller and the
+// extender, apart from the runtime manager's tally_informer_*{resource}.
+inline constexpr std::string_view kInformerEventsMetric = "tally_state_informer_events_total";
+inline constexpr std::string_view kInformerStalenessMetric = "tally_state_informer_staleness_seconds";
+inline constexpr std::string_view kCacheSyncedMetric = "tally_state_cache_synced";
 
 class Informers {
  public:
+  // `metrics` null: nothing exported.
   Informers(std::shared_ptr<runtime::Client> client, Writer& writer, SourceOptions options,
-            InformerMetrics metrics = {});
+            observability::Registry* metrics = nullptr);
   ~Informers();
   Informers(const Informers&) = delete;
   Informers& operator=(const Informers&) = delete;
@@ -41,13 +44,14 @@ class Informers {
 
   struct Source;
   class LedgerSource;
+  struct Metrics;
 
  private:
   void poll(std::stop_token stop);
 
   SourceOptions options_;
   Writer& writer_;
-  InformerMetrics metrics_;
+  std::unique_ptr<Metrics> metrics_;  // null: not exported
   std::vector<std::unique_ptr<Source>> sources_;
   std::unique_ptr<LedgerSource> ledger_;
   std::jthread poller_;
