@@ -106,24 +106,6 @@ AlertmanagerStandIn* alertmanager = nullptr;
 Replica* replica = nullptr;
 fs::path ledgerDir;
 
-std::string classWebhookConfiguration(std::uint16_t port) {
-  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
-         "metadata: {name: " + kClassConfiguration + "}\nwebhooks:\n- name: gpudeviceclasses.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpudeviceclasses\"}\n" +
-         "  rules:\n  - apiGroups: [gpu.tally.dev]\n    apiVersions: [v1alpha1]\n" +
-         "    operations: [UPDATE]\n    resources: [gpudeviceclasses]\n    scope: Cluster\n" +
-         "  matchConditions:\n  - name: acknowledgements-changed\n    expression: >-\n" +
-         "      (has(object.spec.gateAcknowledgements) ? object.spec.gateAcknowledgements : []) !=\n" +
-         "      (has(oldObject.spec.gateAcknowledgements) ? oldObject.spec.gateAcknowledgements : [])\n" +
-         "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
-         "  admissionReviewVersions: [v1]\n";
-}
-
-// The GPUDevice webhook and the raw GPU pod webhook (pods of namespace acme).
-std::string deviceAndPodWebhookConfiguration(std::uint16_t port) {
-  return webhookConfiguration(kDeviceConfiguration, port) + gpuPodWebhookEntry(port, "acme");
-}
-
 std::string field(const std::string& jsonpath) {
   return kubectl("get gpudeviceclass h200 -o jsonpath='" + jsonpath + "'");
 }
@@ -274,11 +256,12 @@ class AuditEnvironment : public ::testing::Environment {
          "--ledger-dir=" + ledgerDir.string(), "--ledger-interval=1s", "--billing-plans=kube-dc/billing-plans",
          "--alertmanager-interval=1s", "--alertmanager-url=http://127.0.0.1:" + std::to_string(alertmanager->port()),
          "--release-stuck-after=2s"}));
-    applyYaml(deviceAndPodWebhookConfiguration(replica->webhookPort), &rc);
+    applyYaml(shippedWebhooks(kDeviceConfiguration, replica->webhookPort, {{"gpudevices"}, {"gpu-pods", {"acme"}}}),
+              &rc);
     ASSERT_EQ(rc, 0);
-    applyYaml(classWebhookConfiguration(replica->webhookPort), &rc);
+    applyYaml(shippedWebhooks(kClassConfiguration, replica->webhookPort, {{"gpudeviceclasses"}}), &rc);
     ASSERT_EQ(rc, 0);
-    applyYaml(vmiWebhookConfiguration(kVmiConfiguration, replica->webhookPort), &rc);
+    applyYaml(shippedWebhooks(kVmiConfiguration, replica->webhookPort, {{"vmis"}}), &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_TRUE(eventually([] {
       return httpStatus("http://127.0.0.1:" + std::to_string(replica->opsPort) + "/readyz") == 200;
@@ -692,7 +675,7 @@ TEST(AuditE2e, CapacityLostUnderSoldQuotaClosesEveryDoorAndTouchesNothingRunning
   EXPECT_EQ(refusedVmi.find("[NotPermitted]"), std::string::npos) << refusedVmi;
   // The Organization door ("disable new grants"), registered for this test only
   // (the others write add-ons the door would refuse, to see the audit's findings).
-  applyYaml(organizationWebhookConfiguration(kOrganizationConfiguration, replica->webhookPort), &rc);
+  applyYaml(shippedWebhooks(kOrganizationConfiguration, replica->webhookPort, {{"organizations"}}), &rc);
   ASSERT_EQ(rc, 0);
   std::string refusedGrant;
   EXPECT_TRUE(eventually(

@@ -103,7 +103,7 @@ class BinderEnvironment : public ::testing::Environment {
     ASSERT_TRUE(eventually([] { return leaseHolder() == "binder-a"; })) << "binder-a never took the Lease";
     replicas[1] = new Replica(startReplica("binder-b", kConfiguration, kShortCertificates));
     ASSERT_TRUE(service.start({replicas[0], replicas[1]})) << "the proxy in front of both replicas did not start";
-    applyYaml(webhookConfiguration(kConfiguration, service.port()), &rc);
+    applyYaml(shippedWebhooks(kConfiguration, service.port(), {{"gpudevices"}}), &rc);
     ASSERT_EQ(rc, 0);
     for (Replica* r : replicas) {
       ASSERT_TRUE(eventually([r] {

@@ -93,7 +93,7 @@ class CatalogEnvironment : public ::testing::Environment {
 
     replica = new Replica(startReplica("replica-a", kConfiguration, {"--catalog-review-ttl=2s"}));
     ASSERT_GT(replica->pid, 0);
-    applyYaml(webhookConfiguration(kConfiguration, replica->webhookPort), &rc);
+    applyYaml(shippedWebhooks(kConfiguration, replica->webhookPort, {{"gpudevices"}}), &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_TRUE(eventually([] {
       return httpStatus("http://127.0.0.1:" + std::to_string(replica->opsPort) + "/readyz") == 200;

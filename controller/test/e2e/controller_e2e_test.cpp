@@ -92,7 +92,7 @@ class ControllerEnvironment : public ::testing::Environment {
     replicaB = new Replica(startReplica("replica-b", kConfiguration));
     ASSERT_GT(replicaB->pid, 0);
     ASSERT_TRUE(service.start({replicaA, replicaB})) << "the proxy in front of both replicas did not start";
-    applyYaml(webhookConfiguration(kConfiguration, service.port()), &rc);
+    applyYaml(shippedWebhooks(kConfiguration, service.port(), {{"gpudevices"}}), &rc);
     ASSERT_EQ(rc, 0);
     for (Replica* r : {replicaA, replicaB}) {
       ASSERT_TRUE(eventually([r] {

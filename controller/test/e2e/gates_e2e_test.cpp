@@ -42,7 +42,7 @@ Replica serving(const std::string& identity, const std::vector<std::string>& ext
   Replica r = startReplica(identity, kConfiguration, extraArgs);
   EXPECT_GT(r.pid, 0);
   int rc = 0;
-  applyYaml(webhookConfiguration(kConfiguration, r.webhookPort) + gpuPodWebhookEntry(r.webhookPort, "acme"), &rc);
+  applyYaml(shippedWebhooks(kConfiguration, r.webhookPort, {{"gpudevices"}, {"gpu-pods", {"acme"}}}), &rc);
   EXPECT_EQ(rc, 0);
   EXPECT_TRUE(eventually([&] {
     return httpStatus("http://127.0.0.1:" + std::to_string(r.opsPort) + "/readyz") == 200;

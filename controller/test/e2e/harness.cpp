@@ -231,47 +231,18 @@ double metricOf(const Replica& r, const std::string& name, const std::string& la
   return sum;
 }
 
-std::string webhookConfiguration(const std::string& name, std::uint16_t port) {
-  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
-         "metadata: {name: " + name + "}\nwebhooks:\n- name: gpudevices.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpudevices\"}\n" +
-         "  rules:\n  - apiGroups: [gpu.tally.dev]\n    apiVersions: [v1alpha1]\n" +
-         "    operations: [CREATE, UPDATE, DELETE]\n    resources: [gpudevices, gpudevices/status]\n" +
-         "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
-         "  admissionReviewVersions: [v1]\n";
-}
-
-std::string organizationWebhookConfiguration(const std::string& name, std::uint16_t port) {
-  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
-         "metadata: {name: " + name + "}\nwebhooks:\n- name: organizations.validate.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/organizations\"}\n" +
-         "  rules:\n  - apiGroups: [kube-dc.com]\n    apiVersions: [v1]\n" +
-         "    operations: [CREATE, UPDATE]\n    resources: [organizations]\n" +
-         "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 10\n" +
-         "  admissionReviewVersions: [v1]\n";
-}
-
-std::string gpuPodWebhookEntry(std::uint16_t port, const std::string& namespaces) {
-  return std::string("- name: gpu-pods.validate.gpu.tally.dev\n") +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/gpu-pods\"}\n" +
-         "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
-         "    resources: [pods]\n    scope: Namespaced\n" +
-         "  failurePolicy: Fail\n  sideEffects: None\n  timeoutSeconds: 5\n  admissionReviewVersions: [v1]\n" +
-         "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [" +
-         namespaces + "]}]}\n";
-}
-
-std::string vmiWebhookConfiguration(const std::string& name, std::uint16_t port) {
-  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\n") +
-         "metadata: {name: " + name + "}\nwebhooks:\n" + "- name: virtualmachineinstances.mutate.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/virtualmachineinstances\"}\n" +
-         "  rules:\n  - apiGroups: [kubevirt.io]\n    apiVersions: [v1]\n" +
-         "    operations: [CREATE]\n    resources: [virtualmachineinstances]\n    scope: Namespaced\n" +
-         "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 15\n" +
-         "  reinvocationPolicy: IfNeeded\n  admissionReviewVersions: [v1]\n" +
-         "  matchConditions:\n  - name: references-gpus\n    expression: >-\n" +
-         "      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations" +
-         " || 'gpu.tally.dev/device-templates' in object.metadata.annotations)\n";
+std::string shippedWebhooks(const std::string& name, std::uint16_t port, const std::vector<ShippedWebhook>& webhooks) {
+  std::string command = "python3 " + std::string(TALLY_REPO_DIR) +
+                        "/manifests/render-webhooks.py --url https://127.0.0.1:" + std::to_string(port);
+  if (!name.empty()) command += " --name '" + name + "'";
+  for (const ShippedWebhook& w : webhooks) {
+    command += " '" + w.manifest;
+    for (std::size_t i = 0; i < w.namespaces.size(); ++i) command += (i == 0 ? "=" : ",") + w.namespaces[i];
+    command += "'";
+  }
+  int rc = 0;
+  std::string out = runCommand(command, &rc);
+  return rc == 0 ? out : "";
 }
 
 std::string leaseHolder() {

@@ -108,16 +108,18 @@ class ReplicaService {
   std::string backends_, state_;
 };
 
-// A ValidatingWebhookConfiguration for GPUDevices with a url clientConfig.
-std::string webhookConfiguration(const std::string& name, std::uint16_t port);
-// The raw GPU pod webhook (/validate/gpu-pods), as one more entry of a
-// ValidatingWebhookConfiguration, for the pods of `namespaces` ("a, b").
-std::string gpuPodWebhookEntry(std::uint16_t port, const std::string& namespaces);
-// A MutatingWebhookConfiguration `name` whose first webhook is the VM door
-// (/mutate/virtualmachineinstances, for VMIs naming GPUDevices); more entries may follow.
-std::string vmiWebhookConfiguration(const std::string& name, std::uint16_t port);
-// The same for Organization CREATEs and UPDATEs (/validate/organizations).
-std::string organizationWebhookConfiguration(const std::string& name, std::uint16_t port);
+// A configuration of manifests/webhook/ ("gpudevices" for gpudevices.yaml),
+// its objects narrowed to `namespaces` when some are given.
+struct ShippedWebhook {
+  std::string manifest;
+  std::vector<std::string> namespaces = {};
+};
+// The shipped configurations `webhooks` as this cluster calls a replica, by
+// manifests/render-webhooks.py: clientConfig https://127.0.0.1:`port` and the
+// shipped path, their webhooks in order in one configuration `name` (each
+// under its shipped name when `name` is empty), every other field as shipped.
+// JSON for applyYaml; empty when the script fails (its reason on stderr).
+std::string shippedWebhooks(const std::string& name, std::uint16_t port, const std::vector<ShippedWebhook>& webhooks);
 std::string leaseHolder();
 // Every GPUDeviceClass carries a CreationOpen condition: the auditor decided
 // each pool once (until then every door refuses it, "not audited yet").

@@ -12,10 +12,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <regex>
-#include <sstream>
-
 #include "harness.hpp"
 
 namespace tally::runtime::e2e {
@@ -25,20 +21,6 @@ constexpr const char* kValidating = "tally-gpu-pod-validating";
 constexpr const char* kMutating = "tally-pod-placement-mutating";
 constexpr const char* kGaudi = "habana.ai/gaudi2";
 Replica* replica = nullptr;
-
-// A webhook configuration of the base with its Service clientConfig replaced
-// by the replica's URL; everything else (rules, selectors, match conditions)
-// as shipped.
-std::string shipped(const std::string& file, const std::string& path, std::uint16_t port) {
-  std::ifstream in(std::string(TALLY_REPO_DIR) + "/manifests/webhook/" + file);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::regex service("clientConfig:\\n\\s+service:\\n(\\s+\\w+: .*\\n){4}");
-  std::string out = std::regex_replace(
-      text.str(), service, "clientConfig:\n      url: \"https://127.0.0.1:" + std::to_string(port) + path + "\"\n");
-  EXPECT_NE(out.find("127.0.0.1"), std::string::npos) << "no clientConfig.service in " << file;
-  return out;
-}
 
 std::string pod(const std::string& name, const std::string& resource, int count, const std::string& spec = "",
                 const std::string& owner = "") {
@@ -79,9 +61,9 @@ class PlacementEnvironment : public ::testing::Environment {
         "place-a", kValidating,
         {std::string("--mutating-webhook-configurations=") + kMutating, "--gpu-schedulers=tally-scheduler"}));
     ASSERT_GT(replica->pid, 0);
-    applyYaml(shipped("pod-placement.yaml", "/mutate/gpu-pods", replica->webhookPort), &rc);
+    applyYaml(shippedWebhooks("", replica->webhookPort, {{"pod-placement"}}), &rc);
     ASSERT_EQ(rc, 0);
-    applyYaml(shipped("gpu-pods.yaml", "/validate/gpu-pods", replica->webhookPort), &rc);
+    applyYaml(shippedWebhooks("", replica->webhookPort, {{"gpu-pods"}}), &rc);
     ASSERT_EQ(rc, 0);
     ASSERT_TRUE(eventually([] {
       return httpStatus("http://127.0.0.1:" + std::to_string(replica->opsPort) + "/readyz") == 200;

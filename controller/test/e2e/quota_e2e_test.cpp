@@ -46,16 +46,6 @@ void writeRecord(const std::string& state) {
 
 std::string projectQuota() { return kubectl("get resourcequota -n acme-ml project-quota -o jsonpath={.spec}"); }
 
-std::string orgWebhookConfiguration(std::uint16_t port) {
-  return std::string("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\n") +
-         "metadata: {name: " + kConfiguration + "}\nwebhooks:\n- name: organizations.validate.gpu.tally.dev\n" +
-         "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/validate/organizations\"}\n" +
-         "  rules:\n  - apiGroups: [kube-dc.com]\n    apiVersions: [v1]\n" +
-         "    operations: [UPDATE]\n    resources: [organizations]\n" +
-         "    scope: Namespaced\n  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 10\n" +
-         "  admissionReviewVersions: [v1]\n";
-}
-
 std::string billingPlans(int devicesPerQuota) {
   return std::string("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: billing-plans, namespace: kube-dc}\n") +
          "data:\n  plans.yaml: |\n    addons:\n      h200-quota:\n        selfService: true\n        gpu:\n" +
@@ -100,7 +90,7 @@ Replica start() {
 // tried until it is refused by Tally.
 bool webhookAnswers() {
   int rc = 0;
-  applyYaml(orgWebhookConfiguration(replica->webhookPort), &rc);
+  applyYaml(shippedWebhooks(kConfiguration, replica->webhookPort, {{"organizations"}}), &rc);
   if (rc != 0) return false;
   return eventually([] {
     int code = 0;

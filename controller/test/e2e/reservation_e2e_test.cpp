@@ -234,9 +234,9 @@ class ReservationEnvironment : public ::testing::Environment {
     replicas[1] = startReplica("res-b", kValidating, replicaArgs);
     ASSERT_GT(replicas[1].pid, 0);
     ASSERT_TRUE(service.start({&replicas[0], &replicas[1]})) << "the proxy in front of both replicas did not start";
-    applyYaml(webhookConfiguration("tally-e2e-gpudevices", service.port()), &rc);
+    applyYaml(shippedWebhooks("tally-e2e-gpudevices", service.port(), {{"gpudevices"}}), &rc);
     ASSERT_EQ(rc, 0);
-    applyYaml(organizationWebhookConfiguration("tally-e2e-organizations", service.port()), &rc);
+    applyYaml(shippedWebhooks("tally-e2e-organizations", service.port(), {{"organizations"}}), &rc);
     ASSERT_EQ(rc, 0);
     for (Replica& r : replicas) {
       ASSERT_TRUE(eventually([&r] {

@@ -94,7 +94,7 @@ class UsageEnvironment : public ::testing::Environment {
     ASSERT_TRUE(eventually([] { return leaseHolder() == "usage-a"; })) << "usage-a never took the Lease";
     replicas[1] = new Replica(startReplica("usage-b", kConfiguration, kUsageFlags));
     ASSERT_TRUE(service.start({replicas[0], replicas[1]})) << "the proxy in front of both replicas did not start";
-    applyYaml(webhookConfiguration(kConfiguration, service.port()), &rc);
+    applyYaml(shippedWebhooks(kConfiguration, service.port(), {{"gpudevices"}}), &rc);
     ASSERT_EQ(rc, 0);
     for (Replica* r : replicas) {
       ASSERT_TRUE(eventually([r] {

@@ -68,25 +68,14 @@ Replica& leader() {
   return *replicas[0];
 }
 
-// The VMI webhook (and, when `extra` names one, a second mutator after it).
-std::string mutatingConfiguration(std::uint16_t port, const std::string& extra = "") {
-  std::string out = vmiWebhookConfiguration(kMutating, port) + "- name: launcher-pods.mutate.gpu.tally.dev\n" +
-                    "  clientConfig: {url: \"https://127.0.0.1:" + std::to_string(port) + "/mutate/launcher-pods\"}\n" +
-                    "  rules:\n  - apiGroups: [\"\"]\n    apiVersions: [v1]\n    operations: [CREATE]\n" +
-                    "    resources: [pods]\n    scope: Namespaced\n" +
-                    "  failurePolicy: Fail\n  sideEffects: NoneOnDryRun\n  timeoutSeconds: 5\n" +
-                    "  reinvocationPolicy: Never\n  admissionReviewVersions: [v1]\n" +
-                    "  namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: "
-                    "[vm, raw]}]}\n" +
-                    "  matchConditions:\n  - name: vmi-owned\n    expression: >-\n" +
-                    "      has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, o.kind == "
-                    "'VirtualMachineInstance')\n";
-  return out + extra;
+// The VM door and the launcher pod webhook (pods of vm and raw).
+std::string mutatingConfiguration(std::uint16_t port) {
+  return shippedWebhooks(kMutating, port, {{"vmis"}, {"launcher-pods", {"vm", "raw"}}});
 }
 
-// The GPUDevice webhook and the raw GPU pod webhook.
+// The GPUDevice webhook and the raw GPU pod webhook (pods of vm and raw).
 std::string validatingConfiguration(std::uint16_t port) {
-  return webhookConfiguration(kValidating, port) + gpuPodWebhookEntry(port, "vm, raw");
+  return shippedWebhooks(kValidating, port, {{"gpudevices"}, {"gpu-pods", {"vm", "raw"}}});
 }
 
 // Both replicas behind one address (harness.hpp's ReplicaService): every
