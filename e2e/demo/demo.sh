@@ -275,152 +275,16 @@ log "kube-scheduler restarted with the extender entry ($url)"
 # ------------------------------------------------------------- controller
 # tally-controller generates its serving certificate (IP SAN 127.0.0.1: the API
 # server calls it by URL here, not through a Service), keeps it in a Secret and
-# injects its CA into the webhook configurations registered below: those of
-# manifests/webhook/ in the base, with a url clientConfig.
+# injects its CA into the webhook configurations registered below: the seven of
+# manifests/webhook/ in the base, rendered with a url clientConfig and
+# otherwise as shipped (manifests/render-webhooks.py).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 webhook_port="$(free_port)" ops_port="$(free_port)"
 webhook_url="https://127.0.0.1:$webhook_port"
-not_system='{matchExpressions: [{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system, kube-public, kube-node-lease, tally-system]}]}'
-gpu_requests="\"(object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])).exists(c, has(c.resources) && has(c.resources.requests) && c.resources.requests.exists(k, k.contains('/') && !k.startsWith('kubernetes.io/')))\""
 k create namespace tally-system >/dev/null
-k apply -f - >/dev/null <<EOF
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: tally-gpudevice-validating}
-webhooks:
-- name: gpudevices.validate.gpu.tally.dev
-  clientConfig: {url: "$webhook_url/validate/gpudevices"}
-  rules:
-  - apiGroups: [gpu.tally.dev]
-    apiVersions: [v1alpha1]
-    operations: [CREATE, UPDATE, DELETE]
-    resources: [gpudevices, gpudevices/status]
-    scope: Namespaced
-  namespaceSelector: $not_system
-  failurePolicy: Fail
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 10
-  admissionReviewVersions: [v1]
----
-# The VM door: only VMIs with Tally's annotations are sent; timeoutSeconds
-# stays above --vmi-placement-wait (5s).
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {name: tally-vmi-mutating}
-webhooks:
-- name: virtualmachineinstances.mutate.gpu.tally.dev
-  clientConfig: {url: "$webhook_url/mutate/virtualmachineinstances"}
-  rules:
-  - apiGroups: [kubevirt.io]
-    apiVersions: [v1]
-    operations: [CREATE]
-    resources: [virtualmachineinstances]
-    scope: Namespaced
-  namespaceSelector: $not_system
-  matchConditions:
-  - name: references-tally-devices
-    expression: >-
-      has(object.metadata.annotations) &&
-      ('gpu.tally.dev/devices' in object.metadata.annotations ||
-      'gpu.tally.dev/device-templates' in object.metadata.annotations)
-  failurePolicy: Fail
-  reinvocationPolicy: IfNeeded
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 15
-  admissionReviewVersions: [v1]
----
-# Launcher pods (owned by a VMI, requesting a GPU): pinned to the node of
-# their VMI's devices.
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {name: tally-launcher-pod-mutating}
-webhooks:
-- name: launcher-pods.mutate.gpu.tally.dev
-  clientConfig: {url: "$webhook_url/mutate/launcher-pods"}
-  rules:
-  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods], scope: Namespaced}
-  namespaceSelector: $not_system
-  matchConditions:
-  - name: owned-by-a-vmi
-    expression: "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, r.kind == 'VirtualMachineInstance' && r.apiVersion.startsWith('kubevirt.io/'))"
-  - name: requests-a-gpu
-    expression: $gpu_requests
-  failurePolicy: Fail
-  reinvocationPolicy: IfNeeded
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 10
-  admissionReviewVersions: [v1]
----
-# The placement door: every GPU pod of any vendor to tally-scheduler, a
-# spec.nodeName given at creation checked by the node filter and moved into
-# a required affinity (a full node refused naming its free units).
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {name: tally-pod-placement-mutating}
-webhooks:
-- name: gpu-pods.mutate.gpu.tally.dev
-  clientConfig: {url: "$webhook_url/mutate/gpu-pods"}
-  rules:
-  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods], scope: Namespaced}
-  namespaceSelector: $not_system
-  matchConditions:
-  - name: requests-a-gpu
-    expression: $gpu_requests
-  failurePolicy: Fail
-  reinvocationPolicy: IfNeeded
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 10
-  admissionReviewVersions: [v1]
----
-# GPU pods after every mutation: budgets, pool gates, placement by Tally.
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: tally-gpu-pod-validating}
-webhooks:
-- name: gpu-pods.validate.gpu.tally.dev
-  clientConfig: {url: "$webhook_url/validate/gpu-pods"}
-  rules:
-  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods], scope: Namespaced}
-  namespaceSelector: $not_system
-  matchConditions:
-  - name: requests-a-gpu
-    expression: $gpu_requests
-  failurePolicy: Fail
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 10
-  admissionReviewVersions: [v1]
----
-# Add-on changes of an Organization (and a new one created with add-ons): a
-# reduction under holders or below an active reservation's record, an increase
-# that breaks a pool's invariant or lands in a closed pool, refused.
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: tally-organization-validating}
-webhooks:
-- name: organizations.validate.gpu.tally.dev
-  clientConfig: {url: "$webhook_url/validate/organizations"}
-  rules:
-  - {apiGroups: [kube-dc.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [organizations], scope: Namespaced}
-  namespaceSelector: $not_system
-  failurePolicy: Fail
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 10
-  admissionReviewVersions: [v1]
----
-# Acknowledgements of a failed audit on a GPUDeviceClass: each in its own name.
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: tally-gpudeviceclass-validating}
-webhooks:
-- name: gpudeviceclasses.validate.gpu.tally.dev
-  clientConfig: {url: "$webhook_url/validate/gpudeviceclasses"}
-  rules:
-  - {apiGroups: [gpu.tally.dev], apiVersions: [v1alpha1], operations: [UPDATE], resources: [gpudeviceclasses], scope: Cluster}
-  failurePolicy: Fail
-  sideEffects: None
-  timeoutSeconds: 10
-  admissionReviewVersions: [v1]
-EOF
+python3 "$repo/manifests/render-webhooks.py" --url "$webhook_url" gpudevices vmis launcher-pods pod-placement \
+  gpu-pods organizations gpudeviceclasses >"$state/webhook-configurations.json"
+k apply -f "$state/webhook-configurations.json" >/dev/null
 log "starting tally-controller (webhooks $webhook_url, ops :$ops_port, log $state/logs/tally-controller.log)"
 # It writes with the demo's admin kubeconfig, so the admin is the identity
 # whose GPUDevice status changes the GPUDevice webhook lets through.
