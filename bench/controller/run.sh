@@ -134,24 +134,10 @@ rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.0f", n / (b - a) }
 orders_file "$state/stream.yaml" bench-stream
 orders_file "$state/backlog.yaml" bench-backlog
 webhook_port="$(bench_free_port)"
-k apply -f - >/dev/null <<EOF || exit 1
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: tally-bench-controller}
-webhooks:
-- name: gpudevices.gpu.tally.dev
-  clientConfig: {url: "https://127.0.0.1:$webhook_port/validate/gpudevices"}
-  rules:
-  - apiGroups: [gpu.tally.dev]
-    apiVersions: [v1alpha1]
-    operations: [CREATE, UPDATE, DELETE]
-    resources: [gpudevices, gpudevices/status]
-    scope: Namespaced
-  failurePolicy: Fail
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 5
-  admissionReviewVersions: [v1]
-EOF
+# The shipped GPUDevice webhook (manifests/webhook/gpudevices.yaml) called by URL.
+python3 "$repo/manifests/render-webhooks.py" --url "https://127.0.0.1:$webhook_port" --name tally-bench-controller \
+  gpudevices >"$state/webhook-configuration.json" || exit 1
+k apply -f "$state/webhook-configuration.json" >/dev/null || exit 1
 start_controller tally-bench-controller
 log "tally-controller ready $(elapsed "$started" "$ready")s after start"
 # The API server calls the webhook once the caBundle is in the configuration:

@@ -71,47 +71,13 @@ spec:
     permittedHostDevices:
       pciHostDevices:
       - {pciVendorSelector: "10DE:2335", resourceName: nvidia.com/GH100_H200_SXM_141GB, externalResourceProvider: true}
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata: {name: tally-bench-vmi-devices}
-webhooks:
-- name: gpudevices.gpu.tally.dev
-  clientConfig: {url: "https://127.0.0.1:$webhook_port/validate/gpudevices"}
-  rules:
-  - apiGroups: [gpu.tally.dev]
-    apiVersions: [v1alpha1]
-    operations: [CREATE, UPDATE, DELETE]
-    resources: [gpudevices, gpudevices/status]
-    scope: Namespaced
-  failurePolicy: Fail
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 5
-  admissionReviewVersions: [v1]
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {name: tally-bench-vmi-vmis}
-webhooks:
-- name: virtualmachineinstances.mutate.gpu.tally.dev
-  clientConfig: {url: "https://127.0.0.1:$webhook_port/mutate/virtualmachineinstances"}
-  rules:
-  - apiGroups: [kubevirt.io]
-    apiVersions: [v1]
-    operations: [CREATE]
-    resources: [virtualmachineinstances]
-    scope: Namespaced
-  failurePolicy: Fail
-  sideEffects: NoneOnDryRun
-  timeoutSeconds: 15
-  reinvocationPolicy: IfNeeded
-  admissionReviewVersions: [v1]
-  matchConditions:
-  - name: references-gpus
-    expression: >-
-      has(object.metadata.annotations) && ('gpu.tally.dev/devices' in object.metadata.annotations
-      || 'gpu.tally.dev/device-templates' in object.metadata.annotations)
 EOF
+# The shipped GPUDevice and VMI webhooks (manifests/webhook/), called by URL.
+python3 "$repo/manifests/render-webhooks.py" --url "https://127.0.0.1:$webhook_port" --name tally-bench-vmi-devices \
+  gpudevices >"$state/webhook-devices.json" || exit 1
+python3 "$repo/manifests/render-webhooks.py" --url "https://127.0.0.1:$webhook_port" --name tally-bench-vmi-vmis \
+  vmis >"$state/webhook-vmis.json" || exit 1
+k apply -f "$state/webhook-devices.json" -f "$state/webhook-vmis.json" >/dev/null || exit 1
 
 started=$SECONDS
 setsid "$controller" --kubeconfig "$state/kubeconfig" --leader-elect=false \
