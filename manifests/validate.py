@@ -102,8 +102,8 @@ raw_objects = list(base_objects)
 for draft in ():
     walk_kustomization(os.path.join(MANIFESTS, draft), set(), raw_objects)
 # The paths tally-controller serves, read from its source: the route
-# constants in controller/include/tally/controller/*.hpp that main.cpp passes
-# to addWebhook. A base webhook naming any other path would refuse everything
+# constants in controller/include/tally/controller/*.hpp that replica.cpp (the
+# parts of a replica) passes to addWebhook. A base webhook naming any other path would refuse everything
 # it matches (failurePolicy Fail); a served path no base webhook names is
 # never called.
 def served_webhook_paths():
@@ -115,14 +115,14 @@ def served_webhook_paths():
                 text = open(os.path.join(include, name), encoding="utf-8").read()
                 for m in re.finditer(r'constexpr\s+std::string_view\s+(k\w+WebhookPath)\s*=\s*"([^"]+)"', text):
                     constants[m.group(1)] = m.group(2)
-    main_cpp = os.path.join(ROOT, "controller", "src", "main.cpp")
-    text = open(main_cpp, encoding="utf-8").read() if os.path.isfile(main_cpp) else ""
+    replica_cpp = os.path.join(ROOT, "controller", "src", "replica.cpp")
+    text = open(replica_cpp, encoding="utf-8").read() if os.path.isfile(replica_cpp) else ""
     used = re.findall(r"addWebhook\(\s*\w+\s*,\s*std::string\(\s*(?:controller::)?(k\w+WebhookPath)\s*\)", text)
     return {constants[c] for c in used if c in constants}
 
 
 SERVED_WEBHOOK_PATHS = served_webhook_paths()
-check("/validate/gpudevices" in SERVED_WEBHOOK_PATHS, "controller/src/main.cpp",
+check("/validate/gpudevices" in SERVED_WEBHOOK_PATHS, "controller/src/replica.cpp",
       f"cannot find the served webhook routes (found {sorted(SERVED_WEBHOOK_PATHS)})")
 base_paths = set()
 for o in base_objects:
@@ -665,8 +665,10 @@ if ctl:
 
 # Every flag the controller and extender Deployments pass is one the binary defines.
 flag_sources = {
-    "/usr/local/bin/tally-controller": ["controller/src/main.cpp", "state/flags/source_flags.cpp"],
-    "/usr/local/bin/tally-extender": ["extender/src/main.cpp", "state/flags/source_flags.cpp"],
+    "/usr/local/bin/tally-controller": ["controller/src/flags.cpp", "state/flags/source_flags.cpp",
+                                        "runtime/flags/process_flags.cpp"],
+    "/usr/local/bin/tally-extender": ["extender/src/main.cpp", "state/flags/source_flags.cpp",
+                                      "runtime/flags/process_flags.cpp"],
 }
 for d in by_kind.get("Deployment", []):
     pod = d["spec"]["template"]["spec"]

@@ -1003,7 +1003,7 @@ void askDoors(World& world, Counts& counts, int questions) {
 
       auto request = runtime::admission::decodeAdmissionReview(deviceReview(ns, cls.name, n + bump(CatalogVsWebhook)));
       ASSERT_TRUE(request) << request.error().message;
-      const auto answer = controller::reviewGpuDevice(*snap, *request, webhookOptions);
+      const auto answer = controller::reviewGpuDevice(*snap, *request, webhookOptions).response;
       (answer.allowed ? counts.admitted : counts.refused)++;
       for (std::size_t at = answer.message.find('['); at != std::string::npos; at = answer.message.find('[', at + 1)) {
         const auto end = answer.message.find(']', at);
@@ -1047,7 +1047,7 @@ void askDoors(World& world, Counts& counts, int questions) {
       if (permitted) {
         auto vmiRequest = runtime::admission::decodeAdmissionReview(vmiReview(ns, cls.name, n + bump(WebhookVsVmi)));
         ASSERT_TRUE(vmiRequest) << vmiRequest.error().message;
-        const auto vmiAnswer = world.vmi().review(*vmiRequest);
+        const auto vmiAnswer = world.vmi().review(*vmiRequest).response;
         if (vmiAnswer.allowed) ++counts.vmiAdmitted;
         counts.check(WebhookVsVmi, answer.allowed == vmiAnswer.allowed,
                      what + ": webhook " + (answer.allowed ? "admits" : "refuses: " + answer.message) + "; VMI " +
@@ -1091,8 +1091,8 @@ void askDoors(World& world, Counts& counts, int questions) {
         const std::int64_t asked = n + (route ? bump(PlacementVsExtender) : 0);
         auto req = runtime::admission::decodeAdmissionReview(podReview(ns, cls.resourceName, asked, node, scheduler));
         EXPECT_TRUE(req) << req.error().message;
-        return route ? controller::reviewGpuPodRoute(*snap, *req, podOptions)
-                     : controller::reviewGpuPod(*snap, *req, podOptions);
+        return route ? controller::reviewGpuPodRoute(*snap, *req, podOptions).response
+                     : controller::reviewGpuPod(*snap, *req, podOptions).response;
       };
       const auto unplaced = review("", "tally-scheduler", false);
       // Under the refuse policy, no door lets a namespace under no Organization order.
@@ -1201,7 +1201,7 @@ void askOtherDoors(World& world, Counts& counts) {
       auto req =
           runtime::admission::decodeAdmissionReview(launcherReview(vmi.ns, launcher->name, vmi, resource, units));
       ASSERT_TRUE(req) << req.error().message;
-      const auto answer = controller::reviewLauncherPod(*snap, *req, {});
+      const auto answer = controller::reviewLauncherPod(*snap, *req, {}).response;
       std::optional<std::string> pin;
       if (answer.allowed && !answer.patch.empty()) {
         std::string body;
@@ -1288,7 +1288,7 @@ void askOtherDoors(World& world, Counts& counts) {
     }
     auto req = runtime::admission::decodeAdmissionReview(organizationReview(org->second, after));
     ASSERT_TRUE(req) << req.error().message;
-    const auto answer = controller::reviewOrganization(mirror, totals, *req, {});
+    const auto answer = controller::reviewOrganization(mirror, totals, *req, {}).response;
     const model::PlanResult plan =
         model::plan(mirror, model::AddonQuantityChange{after.name, addon->first, wanted + bump(OrganizationVsPlan)});
     counts.check(OrganizationVsPlan, answer.allowed == plan.decision.allowed(),
@@ -1306,7 +1306,7 @@ void askOtherDoors(World& world, Counts& counts) {
     for (const auto& [name, cls] : stale->cluster().classes) {
       auto device = runtime::admission::decodeAdmissionReview(deviceReview(ns, name, 1));
       ASSERT_TRUE(device);
-      const auto answer = controller::reviewGpuDevice(*stale, *device, {});
+      const auto answer = controller::reviewGpuDevice(*stale, *device, {}).response;
       counts.check(StaleRefused,
                    !answer.allowed && hasCode(answer.message, model::Code::GateClosed) &&
                        cls.gateReason.find("StaleCapacity") != std::string::npos,
@@ -1327,9 +1327,9 @@ void askOtherDoors(World& world, Counts& counts) {
     auto vmiReq = runtime::admission::decodeAdmissionReview(vmiReview(ns, cls.name, 1));
     auto podReq = runtime::admission::decodeAdmissionReview(podReview(ns, cls.resourceName, 1, "", "tally-scheduler"));
     ASSERT_TRUE(device && vmiReq && podReq);
-    const auto deviceAnswer = controller::reviewGpuDevice(*unsynced, *device, {});
-    const auto vmiAnswer = world.vmi().review(*vmiReq);
-    const auto podAnswer = controller::reviewGpuPod(*unsynced, *podReq, {});
+    const auto deviceAnswer = controller::reviewGpuDevice(*unsynced, *device, {}).response;
+    const auto vmiAnswer = world.vmi().review(*vmiReq).response;
+    const auto podAnswer = controller::reviewGpuPod(*unsynced, *podReq, {}).response;
     extender::wire::ExtenderArgs args;
     args.pod.ns = ns;
     args.pod.name = "ask-pod";
