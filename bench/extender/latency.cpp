@@ -14,7 +14,7 @@
 #include <iostream>
 #include <random>
 
-#include "fixtures.hpp"
+#include "tally/extender/testing/fixtures.hpp"
 #include "tally/extender/allocator.hpp"
 #include "tally/extender/service.hpp"
 #include "tally/extender/verbs.hpp"
@@ -23,6 +23,7 @@
 using namespace tally;
 using namespace tally::extender;
 using namespace tally::extender::testing;
+using namespace tally::model::testing;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -56,9 +57,9 @@ std::vector<state::Object> benchCluster(std::size_t nodes) {
   for (std::size_t i = 0; i < nodes; ++i) {
     std::string name = "node-" + std::to_string(i);
     if (i % 10 == 0)
-      objects.emplace_back(gpuNode(name, 8, model::NodeMode::PodHami));
+      objects.emplace_back(gpuNode(name, model::NodeMode::PodHami, kH200, 8));
     else if (i % 7 == 0)
-      objects.emplace_back(gpuPod("tenant-0", "filler-" + name, "filler-uid-" + name, 4, name));
+      objects.emplace_back(gpuPod("tenant-0", "filler-" + name, kH200, 4, name));
   }
   return objects;
 }
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
       // A batch as a watch delivers it: a few pods changing on a few nodes.
       for (int k = 0; k < 10; ++k) {
         std::size_t n = static_cast<std::size_t>(i * 10 + k);
-        writer->upsert(gpuPod("tenant-1", "new-" + std::to_string(n), "new-uid-" + std::to_string(n), 1,
+        writer->upsert(gpuPod("tenant-1", "new-" + std::to_string(n), kH200, 1,
                               "node-" + std::to_string((n * 37) % publishNodes)));
       }
       writer->flush();

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "tally/controller/catalog_endpoint.hpp"
-#include "tally/state/testing/objects.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/state/writer.hpp"
 
 namespace tally::controller {
@@ -35,8 +35,8 @@ TEST(CatalogEndpointConcurrency, RequestsOnAPoolWhileTheWriterPublishes) {
   wo.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   wo.publishInterval = 1ms;
   state::Writer writer(wo);
-  writer.upsert(state::testing::tenant("t"));
-  writer.upsert(state::testing::vmClass());
+  writer.upsert(model::testing::ns("t"));
+  writer.upsert(model::testing::passthroughClass());
   writer.start();
   writer.flush();
 
@@ -51,7 +51,8 @@ TEST(CatalogEndpointConcurrency, RequestsOnAPoolWhileTheWriterPublishes) {
   std::atomic<bool> stop{false};
   std::thread publisher([&] {
     for (int i = 0; !stop.load(); ++i) {
-      writer.upsert(state::testing::gpuNode("n" + std::to_string(i % 16), 1 + i % 8));
+      writer.upsert(model::testing::gpuNode("n" + std::to_string(i % 16), model::NodeMode::VmPassthrough,
+                                            model::testing::kH200, 1 + i % 8));
       std::this_thread::sleep_for(200us);
     }
   });

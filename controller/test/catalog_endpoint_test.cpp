@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/index.hpp"
 #include "tally/state/writer.hpp"
 

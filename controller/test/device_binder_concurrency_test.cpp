@@ -14,7 +14,7 @@
 
 #include "tally/common/log.hpp"
 #include "tally/controller/device_binder.hpp"
-#include "tally/state/testing/objects.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/state/writer.hpp"
 
 namespace tally::controller {
@@ -56,7 +56,7 @@ TEST(DeviceBinderConcurrency, ChangesReconcilesScrapesAndTermsShareNothingUnsafe
   state::Writer::Options wo;
   wo.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   wo.publishInterval = 1ms;
-  wo.extensions = {&binder};
+  wo.observers = {&binder};
   state::Writer writer(wo);
   binder.readFrom(writer.snapshots());
 
@@ -65,9 +65,9 @@ TEST(DeviceBinderConcurrency, ChangesReconcilesScrapesAndTermsShareNothingUnsafe
   });
   binder.enqueueInto(controller);
 
-  writer.upsert(state::testing::tenant("t"));
-  writer.upsert(state::testing::vmClass());
-  for (int n = 0; n < 4; ++n) writer.upsert(state::testing::gpuNode("n" + std::to_string(n)));
+  writer.upsert(model::testing::ns("t"));
+  writer.upsert(model::testing::passthroughClass());
+  for (int n = 0; n < 4; ++n) writer.upsert(model::testing::gpuNode("n" + std::to_string(n)));
   writer.start();
 
   std::atomic<bool> stop{false};
@@ -85,7 +85,8 @@ TEST(DeviceBinderConcurrency, ChangesReconcilesScrapesAndTermsShareNothingUnsafe
   std::thread changes([&] {
     for (int round = 0; !stop; ++round) {
       for (int i = 0; i < 40; ++i) writer.upsert(held(i, (i + round) % 5 != 0));
-      writer.upsert(state::testing::gpuNode("n" + std::to_string(round % 4), 8 - round % 2));
+      writer.upsert(model::testing::gpuNode("n" + std::to_string(round % 4), model::NodeMode::VmPassthrough,
+                                            model::testing::kH200, 8 - round % 2));
       if (round % 7 == 0) writer.remove(model::Kind::GpuDevice, "t", "d" + std::to_string(round % 40));
       std::this_thread::sleep_for(1ms);
     }

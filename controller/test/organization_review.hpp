@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/controller/organization_webhook.hpp"
 #include "tally/model/capacity.hpp"
 #include "tally/model/usage.hpp"

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/state/writer.hpp"
 

@@ -14,7 +14,7 @@
 #include <set>
 #include <thread>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/controller/alert_source.hpp"

@@ -15,7 +15,7 @@
 #include "tally/common/rfc3339.hpp"
 #include "tally/controller/vmi_webhook.hpp"
 #include "tally/model/vmi.hpp"
-#include "tally/state/testing/objects.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/state/writer.hpp"
 
 namespace tally::controller {
@@ -24,7 +24,7 @@ namespace {
 using namespace std::chrono_literals;
 
 model::Node vmNode(const std::string& name, std::int64_t devices) {
-  model::Node n = state::testing::gpuNode(name, devices);
+  model::Node n = model::testing::gpuNode(name, model::NodeMode::VmPassthrough, model::testing::kH200, devices);
   n.activeMode = n.expectedMode = model::NodeMode::VmPassthrough;
   return n;
 }
@@ -75,12 +75,13 @@ TEST(VmiWebhookConcurrency, ReviewsOnManyThreadsWhileTheWriterPublishes) {
   state::Writer::Options wo;
   wo.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   wo.publishInterval = 1ms;
-  wo.extensions = {&webhook};
+  wo.observers = {&webhook};
   state::Writer writer(wo);
   webhook.readFrom(writer.snapshots());
-  writer.upsert(state::testing::tenant("t"));
-  writer.upsert(state::testing::vmClass());
-  writer.upsert(std::vector<model::PermittedHostDevice>{{std::string(state::testing::kGpu), "10DE:2335", false, true}});
+  writer.upsert(model::testing::ns("t"));
+  writer.upsert(model::testing::passthroughClass());
+  writer.upsert(
+      std::vector<model::PermittedHostDevice>{{std::string(model::testing::kH200), "10DE:2335", false, true}});
   for (int n = 0; n < 4; ++n) writer.upsert(vmNode("n" + std::to_string(n), 8));
   for (int i = 0; i < 4; ++i) writer.upsert(attachedDevice(i));
   writer.start();

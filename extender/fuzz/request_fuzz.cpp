@@ -9,7 +9,7 @@
 
 #include <simdjson.h>
 
-#include "fixtures.hpp"
+#include "tally/extender/testing/fixtures.hpp"
 #include "tally/extender/verbs.hpp"
 #include "tally/extender/wire.hpp"
 

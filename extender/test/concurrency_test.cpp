@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "fixtures.hpp"
+#include "tally/extender/testing/fixtures.hpp"
 #include "http_client.hpp"
 #include "tally/extender/pod_binder.hpp"
 #include "tally/extender/service.hpp"
@@ -17,6 +17,7 @@
 using namespace tally;
 using namespace tally::extender;
 using namespace tally::extender::testing;
+using namespace tally::model::testing;
 
 TEST(Extender, FiltersOverHttpStayConsistentWhileTheWriterChurns) {
   CacheWriter::Options o;
@@ -39,10 +40,9 @@ TEST(Extender, FiltersOverHttpStayConsistentWhileTheWriterChurns) {
   std::thread churn([&] {
     for (int i = 0; !done.load(); ++i) {
       std::string node = "node-" + std::to_string(i % 50);
-      writer->upsert(gpuPod("tenant-1", "churn-" + std::to_string(i % 100), "churn-uid-" + std::to_string(i % 100),
-                            1 + i % 3, i % 2 ? node : ""));
+      writer->upsert(gpuPod("tenant-1", "churn-" + std::to_string(i % 100), kH200, 1 + i % 3, i % 2 ? node : ""));
       if (i % 7 == 0) writer->remove(model::Kind::Pod, "tenant-1", "churn-" + std::to_string((i + 50) % 100));
-      if (i % 11 == 0) writer->upsert(gpuNode(node, 8 + i % 2));
+      if (i % 11 == 0) writer->upsert(gpuNode(node, model::NodeMode::VmPassthrough, kH200, 8 + i % 2));
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
@@ -88,7 +88,7 @@ TEST(Extender, ConcurrentFiltersInDifferentOrdersGetTheirOwnAnswers) {
     std::mt19937_64 rng(static_cast<std::uint64_t>(t) + 1);
     std::shuffle(order.begin(), order.end(), rng);
     order.resize(order.size() - static_cast<std::size_t>(t) * 100);
-    args[t].pod = gpuPod("tenant-" + std::to_string(t), "p", "uid-p", 1 + t);
+    args[t].pod = gpuPod("tenant-" + std::to_string(t), "p", kH200, 1 + t);
     for (auto& n : order) args[t].nodeNames.push_back(args[t].ownedNames.emplace_back(std::move(n)));
     expected[t] = wire::encode(filterNodes(*snap, args[t]));
   }
@@ -112,11 +112,11 @@ TEST(Extender, ConcurrentFiltersInDifferentOrdersGetTheirOwnAnswers) {
 // took are held; no request is lost between the HTTP threads, the binder's
 // pool and the writer.
 TEST(Extender, BindsAndFiltersWithSplitBodiesFromManyConnections) {
-  std::vector<state::Object> objects = {passthroughClass(), tenantNamespace("tenant-a")};
+  std::vector<state::Object> objects = {passthroughClass(), ns("tenant-a")};
   constexpr int kNodes = 25, kPods = 120, kClients = 6;
-  for (int n = 0; n < kNodes; ++n) objects.emplace_back(gpuNode("node-" + std::to_string(n), 8));
+  for (int n = 0; n < kNodes; ++n) objects.emplace_back(gpuNode("node-" + std::to_string(n)));
   for (int p = 0; p < kPods; ++p) {
-    objects.emplace_back(gpuPod("tenant-a", "pend-" + std::to_string(p), "uid-pend-" + std::to_string(p), 1));
+    objects.emplace_back(gpuPod("tenant-a", "pend-" + std::to_string(p), kH200, 1));
   }
   auto writer = loadedWriter(objects);
   writer->start();

@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "fixtures.hpp"
+#include "tally/extender/testing/fixtures.hpp"
 #include "http_client.hpp"
 #include "test_certificate.hpp"
 #include "test_client.hpp"
@@ -16,12 +16,13 @@
 using namespace tally;
 using namespace tally::extender;
 using namespace tally::extender::testing;
+using namespace tally::model::testing;
 
 namespace {
 
 std::vector<state::Object> cluster() {
-  return {passthroughClass(), tenantNamespace("tenant-a"), gpuNode("free", 8), gpuNode("small", 1),
-          gpuPod("tenant-a", "pending", "uid-p", 4)};
+  return {passthroughClass(), ns("tenant-a"), gpuNode("free"),
+          gpuNode("small", model::NodeMode::VmPassthrough, kH200, 1), gpuPod("tenant-a", "pending", kH200, 4)};
 }
 
 // A running extender on a loopback ephemeral port over a synthetic snapshot.
@@ -169,7 +170,7 @@ TEST(Http, BindRecordsTheAssumptionBeforeThePostAndTheNextFilterSeesIt) {
   Harness h;
   TestClient c(h.port());
   auto r = c.send("POST", "/tally/bind",
-                  R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
+                  R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-pending","Node":"free"})");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, R"({"Error":""})");
   EXPECT_EQ(h.posts.load(), 1);
@@ -212,7 +213,7 @@ TEST(Http, OverMutualTlsOnlyTheSchedulersCertificateReachesTheVerbs) {
   ServiceOptions so;
   so.verbCallers = http::Caller::VerifiedClient;
   Harness h(o, nullptr, so);
-  const std::string bind = R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})";
+  const std::string bind = R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-pending","Node":"free"})";
 
   rt::TlsClient anonymous(h.port());
   auto r = anonymous.send("POST", "/tally/bind", bind);
@@ -239,7 +240,7 @@ TEST(Http, BindReportsTheTimeOfEachPhase) {
   h.postDelay = std::chrono::milliseconds(60);
   TestClient c(h.port());
   auto r = c.send("POST", "/tally/bind",
-                  R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
+                  R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-pending","Node":"free"})");
   ASSERT_EQ(r.body, R"({"Error":""})");
   const std::string m = c.send("GET", "/metrics").body;
   auto sumOf = [&](std::string_view phase) {
@@ -269,7 +270,7 @@ TEST(Http, BindQueuedPastTheDeadlineIsAnsweredWithoutPosting) {
       },
       PodBinder::Options{.threads = 1, .queueDeadline = std::chrono::milliseconds(100)});
   std::promise<std::string> first, second;
-  binder.bind({.podName = "pending", .podNamespace = "tenant-a", .podUid = "uid-p", .node = "free"},
+  binder.bind({.podName = "pending", .podNamespace = "tenant-a", .podUid = "uid-pending", .node = "free"},
               [&](std::string_view outcome, std::string, PodBinder::Times) { first.set_value(std::string(outcome)); });
   binder.bind({.podName = "late", .podNamespace = "tenant-a", .podUid = "uid-late", .node = "free"},
               [&](std::string_view outcome, std::string error, PodBinder::Times times) {
@@ -290,7 +291,7 @@ TEST(Http, FailedBindForgetsTheAssumption) {
   h.postError = "pods \"pending\" is forbidden";
   TestClient c(h.port());
   auto r = c.send("POST", "/tally/bind",
-                  R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-p","Node":"free"})");
+                  R"({"PodName":"pending","PodNamespace":"tenant-a","PodUID":"uid-pending","Node":"free"})");
   EXPECT_NE(r.body.find("forbidden"), std::string::npos);
   for (int i = 0; i < 100 && h.writer->snapshots().read()->assumedPlacements != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

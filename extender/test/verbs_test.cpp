@@ -4,12 +4,13 @@
 #include <algorithm>
 #include <random>
 
-#include "fixtures.hpp"
+#include "tally/extender/testing/fixtures.hpp"
 #include "tally/extender/verbs.hpp"
 
 using namespace tally;
 using namespace tally::extender;
 using namespace tally::extender::testing;
+using namespace tally::model::testing;
 
 namespace {
 
@@ -26,11 +27,11 @@ wire::ExtenderArgs argsFor(const model::Pod& pod, std::vector<std::string> nodes
 
 std::vector<state::Object> twoNodes() {
   return {passthroughClass(),
-          tenantNamespace("tenant-a"),
-          gpuNode("full", 2),
-          gpuNode("free", 8),
-          gpuNode("pod-mode", 8, model::NodeMode::PodHami),
-          gpuPod("tenant-a", "holder", "uid-h", 2, "full")};
+          ns("tenant-a"),
+          gpuNode("full", model::NodeMode::VmPassthrough, kH200, 2),
+          gpuNode("free"),
+          gpuNode("pod-mode", model::NodeMode::PodHami, kH200, 8),
+          gpuPod("tenant-a", "holder", kH200, 2, "full")};
 }
 
 }  // namespace
@@ -39,7 +40,7 @@ TEST(Filter, NodeWithFreeUnitsPassesFullNodeFailsWrongModeIsUnresolvable) {
   auto writer = loadedWriter(twoNodes());
   auto snap = writer->snapshots().read();
   DecisionTally tally;
-  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1),
+  auto args = argsFor(gpuPod("tenant-a", "new", kH200, 1),
                       {"full", "free", "pod-mode"});  // the result refers to its node names
   auto r = filterNodes(*snap, args, &tally);
   EXPECT_EQ(r.error, "");
@@ -75,7 +76,7 @@ std::unique_ptr<CacheWriter> halfSyncedWriter() {
 TEST(Filter, UnsyncedCachesAnswerWithAnErrorNeverAllNodesPass) {
   auto writer = halfSyncedWriter();
   auto snap = writer->snapshots().read();
-  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"});  // the result refers to its node names
+  auto args = argsFor(gpuPod("tenant-a", "new", kH200, 1), {"free"});  // the result refers to its node names
   auto r = filterNodes(*snap, args);
   EXPECT_TRUE(r.passed.empty());
   EXPECT_NE(r.error.find("GPUDevice"), std::string::npos) << r.error;
@@ -85,7 +86,7 @@ TEST(Filter, UnsyncedCachesAnswerWithAnErrorNeverAllNodesPass) {
 TEST(Filter, NodeUnknownToTheCacheFailsResolvably) {
   auto writer = loadedWriter(twoNodes());
   auto snap = writer->snapshots().read();
-  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"brand-new"});  // the result refers to its node names
+  auto args = argsFor(gpuPod("tenant-a", "new", kH200, 1), {"brand-new"});  // the result refers to its node names
   auto r = filterNodes(*snap, args);
   ASSERT_EQ(r.failed.size(), 1u);
   EXPECT_NE(r.failed[0].second.find("not in tally-extender's cache"), std::string::npos);
@@ -93,14 +94,14 @@ TEST(Filter, NodeUnknownToTheCacheFailsResolvably) {
 
 TEST(Filter, AssumedPlacementIsSeenByTheNextFilter) {
   auto objects = twoNodes();
-  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));  // pending, seen by the pod watch
+  objects.push_back(gpuPod("tenant-a", "first", kH200, 8));  // pending, seen by the pod watch
   auto writer = loadedWriter(objects);
-  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
+  auto assumed = writer->assume("tenant-a", "first", "uid-first", "free");
   writer->flush();
   EXPECT_EQ(assumed.get(), AssumeOutcome::Recorded);
   auto snap = writer->snapshots().read();
   EXPECT_EQ(snap->assumedPlacements, 1u);
-  auto args = argsFor(gpuPod("tenant-a", "second", "uid-2", 1), {"free"});  // the result refers to its node names
+  auto args = argsFor(gpuPod("tenant-a", "second", kH200, 1), {"free"});  // the result refers to its node names
   auto r = filterNodes(*snap, args);
   EXPECT_TRUE(r.passed.empty());
   ASSERT_EQ(r.failed.size(), 1u);
@@ -108,14 +109,14 @@ TEST(Filter, AssumedPlacementIsSeenByTheNextFilter) {
 
 TEST(Filter, ForgottenAssumptionFreesTheUnits) {
   auto objects = twoNodes();
-  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
+  objects.push_back(gpuPod("tenant-a", "first", kH200, 8));
   auto writer = loadedWriter(objects);
-  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
-  writer->forget("uid-1");
+  auto assumed = writer->assume("tenant-a", "first", "uid-first", "free");
+  writer->forget("uid-first");
   writer->flush();
   auto snap = writer->snapshots().read();
   EXPECT_EQ(snap->assumedPlacements, 0u);
-  auto args = argsFor(gpuPod("tenant-a", "second", "uid-2", 1), {"free"});  // the result refers to its node names
+  auto args = argsFor(gpuPod("tenant-a", "second", kH200, 1), {"free"});  // the result refers to its node names
   auto r = filterNodes(*snap, args);
   EXPECT_EQ(r.passed.size(), 1u);
 }
@@ -125,7 +126,7 @@ namespace {
 // twoNodes() with a pending 8-unit pod "first" (uid-1), assumptions held `ttl`.
 std::unique_ptr<CacheWriter> writerWithPendingPod(std::chrono::milliseconds ttl) {
   auto objects = twoNodes();
-  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
+  objects.push_back(gpuPod("tenant-a", "first", kH200, 8));
   CacheWriter::Options o;
   o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   o.assumeTtl = ttl;
@@ -143,20 +144,20 @@ TEST(Snapshot, EventsQueuedBeforeAPublicationIsDueDoNotWakeTheWriter) {
   o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
   o.publishInterval = std::chrono::milliseconds(400);
   auto objects = twoNodes();
-  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
+  objects.push_back(gpuPod("tenant-a", "first", kH200, 8));
   auto writer = loadedWriter(objects, o);
   writer->start();
   const auto publishesBefore = writer->stats().publishes;
   for (int i = 0; i < 200; ++i) {
     // A pod event each, the writer waiting for its publication to fall due.
-    writer->upsert(gpuPod("tenant-a", "p" + std::to_string(i), "uid-p" + std::to_string(i), 1));
+    writer->upsert(gpuPod("tenant-a", "p" + std::to_string(i), kH200, 1));
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   const auto stats = writer->stats();
   // The first event woke it; the 400 ms timer may have fired once since.
   EXPECT_LE(stats.writerWakeups, 4u) << "the writer woke for events it was not waiting for";
   EXPECT_LE(stats.publishes, publishesBefore + 1);
-  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
+  auto assumed = writer->assume("tenant-a", "first", "uid-first", "free");
   ASSERT_EQ(assumed.wait_for(std::chrono::milliseconds(200)), std::future_status::ready)
       << "an urgent event waited for the publication timer";
   EXPECT_EQ(assumed.get(), AssumeOutcome::Recorded);
@@ -167,7 +168,7 @@ TEST(Snapshot, EventsQueuedBeforeAPublicationIsDueDoNotWakeTheWriter) {
 
 TEST(Filter, AssumptionExpiresAfterItsTtl) {
   auto writer = writerWithPendingPod(std::chrono::milliseconds(1));
-  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
+  auto assumed = writer->assume("tenant-a", "first", "uid-first", "free");
   writer->flush();
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   writer->flush();
@@ -179,12 +180,12 @@ TEST(Filter, AssumptionExpiresAfterItsTtl) {
 // first one coming up must not expire it.
 TEST(Filter, AssumptionMadeAgainExpiresAtItsNewDeadline) {
   auto writer = writerWithPendingPod(std::chrono::milliseconds(400));
-  auto first = writer->assume("tenant-a", "first", "uid-1", "free");
+  auto first = writer->assume("tenant-a", "first", "uid-first", "free");
   writer->flush();
-  writer->forget("uid-1");
+  writer->forget("uid-first");
   writer->flush();
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  auto second = writer->assume("tenant-a", "first", "uid-1", "free");
+  auto second = writer->assume("tenant-a", "first", "uid-first", "free");
   writer->flush();
   EXPECT_EQ(second.get(), AssumeOutcome::Recorded);
   std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past the first deadline, not the second
@@ -199,11 +200,11 @@ TEST(Filter, AssumptionMadeAgainExpiresAtItsNewDeadline) {
 
 TEST(Filter, WatchConfirmingTheBindDropsTheAssumption) {
   auto objects = twoNodes();
-  objects.push_back(gpuPod("tenant-a", "first", "uid-1", 8));
+  objects.push_back(gpuPod("tenant-a", "first", kH200, 8));
   auto writer = loadedWriter(objects);
-  auto assumed = writer->assume("tenant-a", "first", "uid-1", "free");
+  auto assumed = writer->assume("tenant-a", "first", "uid-first", "free");
   writer->flush();
-  writer->upsert(gpuPod("tenant-a", "first", "uid-1", 8, "free"));
+  writer->upsert(gpuPod("tenant-a", "first", kH200, 8, "free"));
   writer->flush();
   auto snap = writer->snapshots().read();
   EXPECT_EQ(snap->assumedPlacements, 0u);
@@ -219,11 +220,11 @@ TEST(Filter, UnknownPodCannotBeAssumed) {
 
 TEST(Prioritize, BinPackPrefersTheFullerNodeSpreadTheEmptier) {
   auto objects = twoNodes();
-  objects.push_back(gpuNode("half", 8));
-  objects.push_back(gpuPod("tenant-a", "h1", "uid-h1", 4, "half"));
+  objects.push_back(gpuNode("half"));
+  objects.push_back(gpuPod("tenant-a", "h1", kH200, 4, "half"));
   auto writer = loadedWriter(objects);
   auto snap = writer->snapshots().read();
-  auto pod = gpuPod("tenant-a", "new", "uid-n", 1);
+  auto pod = gpuPod("tenant-a", "new", kH200, 1);
   auto packed = prioritizeNodes(*snap, argsFor(pod, {"half", "free"}), model::ScoreStrategy::BinPack);
   ASSERT_EQ(packed.size(), 2u);
   EXPECT_GT(packed[0].score, packed[1].score);
@@ -233,15 +234,16 @@ TEST(Prioritize, BinPackPrefersTheFullerNodeSpreadTheEmptier) {
 }
 
 TEST(Preempt, KeepsOnlyVictimsNeededAndDropsNodesWhereNothingHelps) {
-  std::vector<state::Object> objects = {passthroughClass(), tenantNamespace("tenant-a"), gpuNode("n1", 4),
-                                        gpuNode("n2", 2)};
-  objects.push_back(gpuPod("tenant-a", "a", "uid-a", 2, "n1"));
-  objects.push_back(gpuPod("tenant-a", "b", "uid-b", 2, "n1"));
-  objects.push_back(gpuPod("tenant-a", "c", "uid-c", 1, "n2"));
+  std::vector<state::Object> objects = {passthroughClass(), ns("tenant-a"),
+                                        gpuNode("n1", model::NodeMode::VmPassthrough, kH200, 4),
+                                        gpuNode("n2", model::NodeMode::VmPassthrough, kH200, 2)};
+  objects.push_back(gpuPod("tenant-a", "a", kH200, 2, "n1"));
+  objects.push_back(gpuPod("tenant-a", "b", kH200, 2, "n1"));
+  objects.push_back(gpuPod("tenant-a", "c", kH200, 1, "n2"));
   auto writer = loadedWriter(objects);
   auto snap = writer->snapshots().read();
   wire::PreemptionArgs args;
-  args.pod = gpuPod("tenant-a", "big", "uid-big", 2);
+  args.pod = gpuPod("tenant-a", "big", kH200, 2);
   args.victims.push_back({"n1", {{"uid-a", "uid-b"}, 1}});
   args.victims.push_back({"n2", {{"uid-c"}, 0}});  // n2 serves 2: evicting c leaves 2 free, fits
   args.victims.push_back({"gone", {{"uid-x"}, 0}});
@@ -253,7 +255,7 @@ TEST(Preempt, KeepsOnlyVictimsNeededAndDropsNodesWhereNothingHelps) {
   EXPECT_EQ(r.victims[1].second.podUids, std::vector<std::string>{"uid-c"});
 
   wire::PreemptionArgs tooBig;
-  tooBig.pod = gpuPod("tenant-a", "huge", "uid-huge", 4);
+  tooBig.pod = gpuPod("tenant-a", "huge", kH200, 4);
   tooBig.victims.push_back({"n2", {{"uid-c"}, 0}});
   EXPECT_TRUE(preemptVictims(*snap, tooBig).victims.empty());
 }
@@ -264,7 +266,7 @@ TEST(Preempt, KeepsOnlyVictimsNeededAndDropsNodesWhereNothingHelps) {
 TEST(Snapshot, PodEventsShareTheClusterAndUntouchedFitBlocks) {
   auto writer = loadedWriter(syntheticCluster(1000, 2000, 4));
   const model::Cluster* before = &writer->snapshots().read()->cluster();
-  writer->upsert(gpuPod("tenant-0", "extra", "uid-extra", 1, "node-3"));
+  writer->upsert(gpuPod("tenant-0", "extra", kH200, 1, "node-3"));
   writer->flush();
   auto stats = writer->stats();
   EXPECT_FALSE(stats.lastCopiedCluster);
@@ -276,7 +278,7 @@ TEST(Snapshot, PodEventsShareTheClusterAndUntouchedFitBlocks) {
     EXPECT_EQ(snap->usage.nodeUsed("node-3", kH200), 3);  // 2 from the fixture + 1
     // The updated row decides like a fresh table would.
     auto fresh = model::FitTable::build(snap->cluster(), snap->usage);
-    auto demand = model::podDemand(snap->cluster(), snap->usage, gpuPod("tenant-0", "probe", "uid-p", 6));
+    auto demand = model::podDemand(snap->cluster(), snap->usage, gpuPod("tenant-0", "probe", kH200, 6));
     for (const char* n : {"node-3", "node-4"}) {
       auto row = snap->fit.find(n);
       ASSERT_TRUE(row);
@@ -303,7 +305,7 @@ TEST(Snapshot, PodEventsShareTheClusterAndUntouchedFitBlocks) {
 TEST(Snapshot, OnlyChangedNodesGetNewPodRows) {
   auto writer = loadedWriter(syntheticCluster(10, 40, 2));
   auto before = podsOnNode(*writer->snapshots().read());
-  writer->upsert(gpuPod("tenant-0", "extra", "uid-extra", 1, "node-3"));
+  writer->upsert(gpuPod("tenant-0", "extra", kH200, 1, "node-3"));
   writer->flush();
   EXPECT_EQ(writer->stats().lastRowsRebuilt, 1u);
   auto snap = writer->snapshots().read();
@@ -318,17 +320,17 @@ namespace {
 // A cluster mixing what filter tells apart: nodes full, half full and empty,
 // of the wrong mode, cordoned and not Ready, with pods bound on them.
 std::vector<state::Object> mixedCluster(std::mt19937_64& rng, std::size_t nodes) {
-  std::vector<state::Object> objects = {passthroughClass(), tenantNamespace("tenant-a"), tenantNamespace("tenant-b")};
+  std::vector<state::Object> objects = {passthroughClass(), ns("tenant-a"), ns("tenant-b")};
   for (std::size_t i = 0; i < nodes; ++i) {
     const std::string name = "n" + std::to_string(i) + (i % 3 == 0 ? "-a-long-name-beyond-sixteen-bytes" : "");
-    model::Node node = gpuNode(name, 1 + static_cast<std::int64_t>(rng() % 8),
-                               rng() % 9 == 0 ? model::NodeMode::PodHami : model::NodeMode::VmPassthrough);
+    model::Node node = gpuNode(name, rng() % 9 == 0 ? model::NodeMode::PodHami : model::NodeMode::VmPassthrough, kH200,
+                               1 + static_cast<std::int64_t>(rng() % 8));
     if (rng() % 17 == 0) node.unschedulable = true;
     if (rng() % 19 == 0) node.ready = false;
     const std::int64_t used = static_cast<std::int64_t>(rng() % 9);
     objects.emplace_back(node);
     if (used > 0) {
-      objects.emplace_back(gpuPod(rng() % 2 ? "tenant-a" : "tenant-b", "bound-" + name, "uid-bound-" + name,
+      objects.emplace_back(gpuPod(rng() % 2 ? "tenant-a" : "tenant-b", "bound-" + name, kH200,
                                   std::min<std::int64_t>(used, node.allocatable.get(kH200)), name));
     }
   }
@@ -379,7 +381,7 @@ TEST(Filter, OnePassAnswersEqualTheListsEncoded) {
     for (int round = 0; round < 40; ++round) {
       const std::int64_t units = 1 + static_cast<std::int64_t>(rng() % 8);
       auto args =
-          argsFor(gpuPod(rng() % 2 ? "tenant-a" : "tenant-b", "new", "uid-new", units), candidates(rng, all, round));
+          argsFor(gpuPod(rng() % 2 ? "tenant-a" : "tenant-b", "new", kH200, units), candidates(rng, all, round));
       DecisionTally listed, streamed;
       const std::string expected = wire::encode(filterNodes(*snap, args, &listed));
       ASSERT_EQ(filterResponse(*snap, args, &streamed), expected) << "seed " << seed << " round " << round;
@@ -411,7 +413,7 @@ TEST(Filter, OnePassAnswerPassesAndRefusesWhatTheModelSays) {
   auto writer = loadedWriter(twoNodes());
   auto snap = writer->snapshots().read();
   DecisionTally tally;
-  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free", "pod-mode", "ghost"});
+  auto args = argsFor(gpuPod("tenant-a", "new", kH200, 1), {"full", "free", "pod-mode", "ghost"});
   const std::string body = filterResponse(*snap, args, &tally);
   EXPECT_NE(body.find("\"NodeNames\":[\"free\"]"), std::string::npos) << body;
   EXPECT_NE(body.find("\"FailedNodes\":{\"full\":\"node(s) with 0 of 2"), std::string::npos) << body;
@@ -426,7 +428,7 @@ TEST(Filter, OnePassAnswerPassesAndRefusesWhatTheModelSays) {
 TEST(Filter, OnePassAnswerKeepsTheErrorWhenCachesAreNotSynced) {
   auto writer = halfSyncedWriter();
   auto snap = writer->snapshots().read();
-  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"});
+  auto args = argsFor(gpuPod("tenant-a", "new", kH200, 1), {"free"});
   const std::string body = filterResponse(*snap, args);
   EXPECT_NE(body.find("\"NodeNames\":[]"), std::string::npos) << body;
   EXPECT_NE(body.find("GPUDevice"), std::string::npos) << body;
@@ -440,7 +442,7 @@ TEST(Filter, UnorganizedNamespaceIsRefusedUnderTheDefaultPolicy) {
   auto writer = loadedWriter(objects, CacheWriter::Options{});
   DecisionTally tally;
   // The answer holds views into the arguments, which must outlive it.
-  const auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"full", "free"});
+  const auto args = argsFor(gpuPod("tenant-a", "new", kH200, 1), {"full", "free"});
   auto r = filterNodes(*writer->snapshots().read(), args, &tally);
   EXPECT_TRUE(r.passed.empty());
   ASSERT_EQ(r.failed.size(), 2u);
@@ -454,7 +456,7 @@ TEST(Filter, UnorganizedNamespaceIsRefusedUnderTheDefaultPolicy) {
   org.ns = org.name = "tenant-a";
   objects.push_back(org);
   auto organized = loadedWriter(objects, CacheWriter::Options{});
-  const auto freeOnly = argsFor(gpuPod("tenant-a", "new", "uid-n", 1), {"free"});
+  const auto freeOnly = argsFor(gpuPod("tenant-a", "new", kH200, 1), {"free"});
   auto ok = filterNodes(*organized->snapshots().read(), freeOnly);
   ASSERT_EQ(ok.passed.size(), 1u) << (ok.failed.empty() ? ok.error : ok.failed[0].second);
   EXPECT_EQ(ok.passed[0], "free");
@@ -465,11 +467,11 @@ TEST(Filter, UnorganizedNamespaceIsRefusedUnderTheDefaultPolicy) {
 // lists filterNodes and prioritizeNodes give.
 TEST(Filter, OnePassAnswersEscapeNamesThatNeedIt) {
   auto objects = twoNodes();
-  objects.push_back(gpuNode("quoted\"node", 8));
-  objects.push_back(gpuNode("back\\slash", 1));
+  objects.push_back(gpuNode("quoted\"node"));
+  objects.push_back(gpuNode("back\\slash", model::NodeMode::VmPassthrough, kH200, 1));
   auto writer = loadedWriter(objects);
   auto snap = writer->snapshots().read();
-  auto args = argsFor(gpuPod("tenant-a", "new", "uid-n", 2),
+  auto args = argsFor(gpuPod("tenant-a", "new", kH200, 2),
                       {"quoted\"node", "back\\slash", "free", "tab\tghost", "pod-mode", "full"});
   args.plainNames = false;
   DecisionTally listed, streamed;

@@ -5,12 +5,13 @@
 #include <deque>
 #include <random>
 
-#include "fixtures.hpp"
+#include "tally/extender/testing/fixtures.hpp"
 #include "tally/common/json.hpp"
 #include "tally/extender/wire.hpp"
 
 using namespace tally::extender;
 using namespace tally::extender::testing;
+using tally::model::testing::kH200;
 
 namespace {
 std::string pod() { return podJson("tenant-a", "vm-launcher", "uid-1", 2); }

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/audit.hpp"
 #include "tally/model/report.hpp"
 

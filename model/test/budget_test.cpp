@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/capacity.hpp"
 #include "tally/model/tenancy.hpp"

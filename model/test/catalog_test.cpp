@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/audit.hpp"
 #include "tally/model/catalog.hpp"
 #include "tally/model/index.hpp"

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/admission.hpp"
 #include "tally/model/audit.hpp"
 #include "tally/model/budget.hpp"

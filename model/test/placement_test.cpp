@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/placement.hpp"
 #include "tally/model/usage.hpp"

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/admission.hpp"
 #include "tally/model/audit.hpp"
 #include "tally/model/pool.hpp"

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/admission.hpp"
 #include "tally/model/capacity.hpp"
 #include "tally/model/quota.hpp"

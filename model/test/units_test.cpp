@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/pool.hpp"
 #include "tally/model/units.hpp"
 

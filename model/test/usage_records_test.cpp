@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 
 namespace tally::model {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fixtures.hpp"
+#include "tally/model/testing/fixtures.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/usage.hpp"
 #include "tally/model/placement.hpp"
@@ -348,8 +348,9 @@ TEST_F(VmDoor, TheAttachAndDetachTransitionsMoveThePhaseOnlyForADeviceHoldingNod
   EXPECT_EQ(on.attachToken, "tok");
   EXPECT_EQ(on.attachSet, (std::vector<std::string>{"held", "vm-gpu-0"}));
   EXPECT_EQ(on.attachedAt, c.now);
-  EXPECT_EQ(attachedBy(device("alpha", "p", "h200", 1, DevicePhase::Pending, ""), "alpha", "vm", "tok", {}, c.now).phase,
-            DevicePhase::Pending);
+  EXPECT_EQ(
+      attachedBy(device("alpha", "p", "h200", 1, DevicePhase::Pending, ""), "alpha", "vm", "tok", {}, c.now).phase,
+      DevicePhase::Pending);
   // Detached: the attachment gone, Attached back to Bound, still held on its node.
   GpuDevice off = detached(on);
   EXPECT_EQ(off.phase, DevicePhase::Bound);

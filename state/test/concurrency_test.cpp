@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "tally/state/testing/objects.hpp"
-#include "recording_extension.hpp"
+#include "tally/model/testing/fixtures.hpp"
+#include "tally/state/testing/recording_extension.hpp"
 #include "tally/common/snapshot_cell.hpp"
 #include "tally/state/writer.hpp"
 
@@ -67,8 +67,8 @@ TEST(WriterConcurrency, ReadersSeeWholeSnapshotsWhileTheWriterThreadApplies) {
   o.publishInterval = 1ms;
   o.extensions = {&ext};
   Writer writer(o);
-  writer.upsert(testing::tenant("t"));
-  for (int n = 0; n < 16; ++n) writer.upsert(testing::gpuNode("n" + std::to_string(n)));
+  writer.upsert(model::testing::ns("t"));
+  for (int n = 0; n < 16; ++n) writer.upsert(model::testing::gpuNode("n" + std::to_string(n)));
   writer.start();
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> reads{0};
@@ -83,7 +83,7 @@ TEST(WriterConcurrency, ReadersSeeWholeSnapshotsWhileTheWriterThreadApplies) {
         // The extension's part and the usage sums were built in one publication.
         const auto& keys = snap->part<testing::RecordingExtension::Keys>(0);
         std::int64_t used = 0;
-        for (int n = 0; n < 16; ++n) used += snap->usage.nodeUsed("n" + std::to_string(n), testing::kGpu);
+        for (int n = 0; n < 16; ++n) used += snap->usage.nodeUsed("n" + std::to_string(n), model::testing::kH200);
         ASSERT_EQ(used, static_cast<std::int64_t>(keys.size()));
         ++reads;
       }
@@ -94,7 +94,7 @@ TEST(WriterConcurrency, ReadersSeeWholeSnapshotsWhileTheWriterThreadApplies) {
     if (i % 3 == 2)
       writer.remove(model::Kind::Pod, "t", name);
     else
-      writer.upsert(testing::gpuPod("t", name, 1, "n" + std::to_string(i % 16)));
+      writer.upsert(model::testing::gpuPod("t", name, model::testing::kH200, 1, "n" + std::to_string(i % 16)));
   }
   for (int i = 0; i < 400 && writer.queued() > 0; ++i) std::this_thread::sleep_for(5ms);
   std::this_thread::sleep_for(20ms);

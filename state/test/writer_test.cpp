@@ -5,18 +5,19 @@
 #include <chrono>
 #include <thread>
 
-#include "tally/state/testing/objects.hpp"
-#include "recording_extension.hpp"
+#include "tally/model/testing/fixtures.hpp"
+#include "tally/state/testing/recording_extension.hpp"
 
 namespace tally::state {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::gpuNode;
-using testing::gpuPod;
-using testing::kGpu;
+using model::testing::gpuNode;
+using model::testing::gpuPod;
+using model::testing::kH200;
+using model::testing::ns;
+using model::testing::passthroughClass;
 using testing::RecordingExtension;
-using testing::tenant;
 
 Writer::Options withExtension(RecordingExtension& ext, std::set<model::Kind> watched = {}) {
   Writer::Options o;
@@ -69,16 +70,16 @@ TEST(Writer, AKindNoSourceReadsIsNotConfiguredAndAWatchedOneIs) {
 TEST(Writer, SnapshotsReflectUpsertsAndRemovesOfNodesAndPods) {
   RecordingExtension ext;
   Writer writer(withExtension(ext));
-  writer.upsert(tenant("t"));
-  writer.upsert(gpuNode("n1", 8));
-  writer.upsert(gpuPod("t", "p1", 3, "n1"));
-  writer.upsert(gpuPod("t", "pending", 2));
+  writer.upsert(ns("t"));
+  writer.upsert(gpuNode("n1"));
+  writer.upsert(gpuPod("t", "p1", kH200, 3, "n1"));
+  writer.upsert(gpuPod("t", "pending", kH200, 2));
   writer.flush();
   {
     auto snap = writer.snapshots().read();
     EXPECT_TRUE(snap->cluster().nodes.contains("n1"));
     EXPECT_TRUE(snap->cluster().pods.empty()) << "the base holds no pods: their sums are in usage";
-    EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 3);
+    EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 3);
     EXPECT_EQ(snap->part<RecordingExtension::Keys>(0), (RecordingExtension::Keys{"t/p1", "t/pending"}));
     EXPECT_EQ(ext.lastGeneration.load(), snap->generation);
   }
@@ -86,7 +87,7 @@ TEST(Writer, SnapshotsReflectUpsertsAndRemovesOfNodesAndPods) {
   writer.flush();
   {
     auto snap = writer.snapshots().read();
-    EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 0);
+    EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 0);
     EXPECT_EQ(snap->part<RecordingExtension::Keys>(0), (RecordingExtension::Keys{"t/pending"}));
   }
   writer.remove(model::Kind::Node, "", "n1");
@@ -100,39 +101,39 @@ TEST(Writer, SnapshotsReflectUpsertsAndRemovesOfNodesAndPods) {
 TEST(Writer, APodThatAsksForNoGpuIsNotHeldAndReplacesAHeldPodOfItsName) {
   RecordingExtension ext;
   Writer writer(withExtension(ext));
-  writer.upsert(tenant("t"));
-  writer.upsert(gpuNode("n1", 8));
-  writer.upsert(gpuPod("t", "gpu", 2, "n1"));
-  writer.upsert(gpuPod("t", "cpu", 0, "n1"));
+  writer.upsert(ns("t"));
+  writer.upsert(gpuNode("n1"));
+  writer.upsert(gpuPod("t", "gpu", kH200, 2, "n1"));
+  writer.upsert(gpuPod("t", "cpu", kH200, 0, "n1"));
   writer.flush();
   {
     auto snap = writer.snapshots().read();
-    EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 2);
+    EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 2);
     EXPECT_EQ(snap->part<RecordingExtension::Keys>(0), (RecordingExtension::Keys{"t/gpu"}));
   }
-  writer.upsert(gpuPod("t", "gpu", 0, "n1"));
+  writer.upsert(gpuPod("t", "gpu", kH200, 0, "n1"));
   writer.flush();
   auto snap = writer.snapshots().read();
-  EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 0);
+  EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 0);
   EXPECT_TRUE(snap->part<RecordingExtension::Keys>(0).empty());
   EXPECT_EQ(writer.stats().eventsApplied, 5u) << "every upsert reached the writer, as a removal or not";
 }
 
 TEST(Writer, PodOnlyChangesShareTheClusterAndUnchangedUpsertsAreSkipped) {
   Writer writer({});
-  writer.upsert(tenant("t"));
+  writer.upsert(ns("t"));
   writer.upsert(gpuNode("n1"));
   writer.flush();
   const auto copies = writer.stats().clusterCopies;
   const model::Cluster* base = &writer.snapshots().read()->cluster();
-  writer.upsert(gpuPod("t", "p", 1, "n1"));
+  writer.upsert(gpuPod("t", "p", kH200, 1, "n1"));
   writer.upsert(gpuNode("n1"));  // a heartbeat: decodes to what the cache holds
   writer.flush();
   EXPECT_EQ(&writer.snapshots().read()->cluster(), base);
   EXPECT_FALSE(writer.stats().lastCopiedCluster);
   EXPECT_EQ(writer.stats().clusterCopies, copies);
   EXPECT_EQ(writer.stats().skippedUnchanged, 1u);
-  writer.upsert(gpuNode("n1", 4));
+  writer.upsert(gpuNode("n1", model::NodeMode::VmPassthrough, kH200, 4));
   writer.flush();
   EXPECT_TRUE(writer.stats().lastCopiedCluster);
   EXPECT_NE(&writer.snapshots().read()->cluster(), base);
@@ -141,12 +142,12 @@ TEST(Writer, PodOnlyChangesShareTheClusterAndUnchangedUpsertsAreSkipped) {
 TEST(Writer, ExtensionsHearOfEveryRealChangeOfOtherKindsButNotOfRepeats) {
   RecordingExtension ext;
   Writer writer(withExtension(ext));
-  writer.upsert(tenant("t"));
+  writer.upsert(ns("t"));
   writer.upsert(gpuNode("n1"));
-  writer.upsert(gpuPod("t", "p", 1, "n1"));  // pods go to podChanged only
+  writer.upsert(gpuPod("t", "p", kH200, 1, "n1"));  // pods go to podChanged only
   writer.flush();
   writer.upsert(gpuNode("n1"));  // unchanged
-  writer.upsert(gpuNode("n1", 4));
+  writer.upsert(gpuNode("n1", model::NodeMode::VmPassthrough, kH200, 4));
   writer.remove(model::Kind::Node, "", "n1");
   writer.remove(model::Kind::Namespace, "", "t");
   writer.flush();
@@ -155,9 +156,9 @@ TEST(Writer, ExtensionsHearOfEveryRealChangeOfOtherKindsButNotOfRepeats) {
 
 TEST(Writer, PostedTasksRunOnTheWriterInQueueOrderWithTheLiveIndex) {
   Writer writer({});
-  writer.upsert(tenant("t"));
+  writer.upsert(ns("t"));
   writer.upsert(gpuNode("n1"));
-  writer.upsert(gpuPod("t", "p", 2));
+  writer.upsert(gpuPod("t", "p", kH200, 2));
   std::size_t podsSeen = 0;
   writer.post(
       [&](model::UsageIndex& index) {
@@ -169,7 +170,7 @@ TEST(Writer, PostedTasksRunOnTheWriterInQueueOrderWithTheLiveIndex) {
   EXPECT_EQ(podsSeen, 1u) << "the task ran after the upserts queued before it";
   auto snap = writer.snapshots().read();
   EXPECT_EQ(snap->assumedPlacements, 1u);
-  EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 2);
+  EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 2);
 }
 
 TEST(Writer, TheThreadPublishesUrgentTasksAtOnceAndWakesForExtensionDeadlines) {
@@ -190,9 +191,9 @@ TEST(Writer, TheThreadPublishesUrgentTasksAtOnceAndWakesForExtensionDeadlines) {
 
 TEST(Writer, UpsertClusterQueuesEveryObjectOfAnOfflineSnapshot) {
   model::Cluster c;
-  c.namespaces["t"] = tenant("t");
+  c.namespaces["t"] = ns("t");
   c.nodes["n1"] = gpuNode("n1");
-  c.pods["t/p"] = gpuPod("t", "p", 5, "n1");
+  c.pods["t/p"] = gpuPod("t", "p", kH200, 5, "n1");
   c.permittedHostDevices = std::vector<model::PermittedHostDevice>{};
   Writer writer({});
   upsertCluster(writer, c);
@@ -200,7 +201,7 @@ TEST(Writer, UpsertClusterQueuesEveryObjectOfAnOfflineSnapshot) {
   writer.flush();
   auto snap = writer.snapshots().read();
   EXPECT_TRUE(snap->cluster().namespaces.contains("t"));
-  EXPECT_EQ(snap->usage.nodeUsed("n1", kGpu), 5);
+  EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 5);
   EXPECT_TRUE(snap->cluster().permittedHostDevices.has_value());
 }
 
@@ -210,7 +211,7 @@ TEST(Writer, UpsertClusterQueuesEveryObjectOfAnOfflineSnapshot) {
 // operator pauses the pool, before the auditor writes again.
 TEST(Writer, DoorsReadAPoolNoAuditorDecidedAsClosedAndAPauseAtOnce) {
   Writer writer({});
-  model::DeviceClass undecided = testing::vmClass("h200");
+  model::DeviceClass undecided = passthroughClass("h200");
   undecided.gateDecided = false;
   writer.upsert(undecided);
   writer.flush();
@@ -219,7 +220,7 @@ TEST(Writer, DoorsReadAPoolNoAuditorDecidedAsClosedAndAPauseAtOnce) {
     EXPECT_FALSE(cls.gateOpen);
     EXPECT_NE(cls.gateReason.find("pool h200 is not audited yet"), std::string::npos) << cls.gateReason;
   }
-  model::DeviceClass open = testing::vmClass("h200");
+  model::DeviceClass open = passthroughClass("h200");
   open.gateReason = "audit clean";
   writer.upsert(open);
   writer.flush();
@@ -244,20 +245,20 @@ TEST(Writer, WithoutAnAuditorTheSnapshotCarriesTheGateTheAuditFunctionDecides) {
   o.gateEvaluationInterval = 0ms;
   o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // see the next test
   Writer writer(o);
-  model::DeviceClass undecided = testing::vmClass("h200");
+  model::DeviceClass undecided = passthroughClass("h200");
   undecided.gateDecided = false;
   writer.upsert(undecided);
-  writer.upsert(tenant("t"));
-  model::Node node = gpuNode("n1", 8);
+  writer.upsert(ns("t"));
+  model::Node node = gpuNode("n1");
   node.activeMode = node.expectedMode = model::NodeMode::VmPassthrough;
   writer.upsert(node);
-  writer.upsert(gpuPod("t", "fits", 8, "n1"));
+  writer.upsert(gpuPod("t", "fits", kH200, 8, "n1"));
   writer.flush();
   {
     const model::DeviceClass& cls = writer.snapshots().read()->cluster().classes.at("h200");
     EXPECT_TRUE(cls.gateOpen) << cls.gateReason;
   }
-  writer.upsert(gpuPod("t", "around", 1, "n1"));
+  writer.upsert(gpuPod("t", "around", kH200, 1, "n1"));
   writer.flush();
   {
     const model::DeviceClass& cls = writer.snapshots().read()->cluster().classes.at("h200");
@@ -277,17 +278,17 @@ TEST(Writer, GpuUseOutsideEveryOrganizationClosesTheEvaluatedGate) {
   o.gates = model::GateSource::Evaluated;
   o.gateEvaluationInterval = 0ms;
   Writer writer(o);
-  writer.upsert(testing::vmClass("h200"));
-  writer.upsert(tenant("kube-system"));
-  writer.upsert(tenant("t"));
-  model::Node node = gpuNode("n1", 8);
+  writer.upsert(passthroughClass("h200"));
+  writer.upsert(ns("kube-system"));
+  writer.upsert(ns("t"));
+  model::Node node = gpuNode("n1");
   node.activeMode = node.expectedMode = model::NodeMode::VmPassthrough;
   writer.upsert(node);
-  writer.upsert(gpuPod("kube-system", "probe", 1, "n1"));
+  writer.upsert(gpuPod("kube-system", "probe", kH200, 1, "n1"));
   writer.flush();
   EXPECT_TRUE(writer.snapshots().read()->cluster().classes.at("h200").gateOpen)
       << "a system namespace's use is not a tenant's";
-  writer.upsert(gpuPod("t", "stray", 1, "n1"));
+  writer.upsert(gpuPod("t", "stray", kH200, 1, "n1"));
   writer.flush();
   const model::DeviceClass& cls = writer.snapshots().read()->cluster().classes.at("h200");
   EXPECT_FALSE(cls.gateOpen);

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "../recording_extension.hpp"
+#include "tally/state/testing/recording_extension.hpp"
 #include "cluster.hpp"
 #include "tally/state/informers.hpp"
 #include "tally/state/writer.hpp"

@@ -1,6 +1,8 @@
 #pragma once
-// Small builders that make test clusters read like the scenario they set up.
+// Small builders that make test clusters read like the scenario they set up:
+// the one set of model objects the tests of every layer build on.
 
+#include <optional>
 #include <string>
 
 #include "tally/model/cluster.hpp"
@@ -52,7 +54,9 @@ inline DeviceClass sharedClass(std::string name = "v100-8g", std::int64_t device
   return c;
 }
 
-inline Node gpuNode(std::string name, NodeMode mode, std::string_view resource, std::int64_t count) {
+// A ready node in `mode` with `count` of `resource` allocatable.
+inline Node gpuNode(std::string name, NodeMode mode = NodeMode::VmPassthrough, std::string_view resource = kH200,
+                    std::int64_t count = 8) {
   Node n;
   n.name = std::move(name);
   n.activeMode = mode;
@@ -80,14 +84,15 @@ inline Namespace ns(std::string name, std::vector<std::string> ancestorsNearestF
   return n;
 }
 
+// Running when bound to `node`, Pending otherwise, unless `phase` says; uid "uid-<name>".
 inline Pod gpuPod(std::string nsName, std::string name, std::string_view resource, std::int64_t count,
-                  std::string node = "", PodPhase phase = PodPhase::Running) {
+                  std::string node = "", std::optional<PodPhase> phase = std::nullopt) {
   Pod p;
   p.ns = std::move(nsName);
   p.name = name;
   p.uid = "uid-" + name;
   p.nodeName = std::move(node);
-  p.phase = node.empty() && phase == PodPhase::Running ? phase : phase;
+  p.phase = phase.value_or(p.nodeName.empty() ? PodPhase::Pending : PodPhase::Running);
   p.containers.push_back(ResourceList{{std::string(resource), count}});
   return p;
 }

@@ -1,22 +1,15 @@
 #pragma once
-// Small synthetic clusters and request bodies for the extender's tests and benches.
+// Small synthetic clusters and request bodies for the extender's tests and
+// benches, on the model's objects (tally/model/testing/fixtures.hpp).
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tally/extender/assumptions.hpp"
+#include "tally/model/testing/fixtures.hpp"
 
 namespace tally::extender::testing {
-
-inline constexpr const char* kH200 = "nvidia.com/GH100_H200_SXM_141GB";
-
-model::DeviceClass passthroughClass(std::string name = "h200", std::string resource = kH200);
-model::Node gpuNode(std::string name, std::int64_t devices = 8, model::NodeMode mode = model::NodeMode::VmPassthrough,
-                    std::string resource = kH200);
-model::Namespace tenantNamespace(std::string name);
-model::Pod gpuPod(std::string ns, std::string name, std::string uid, std::int64_t count, std::string node = "",
-                  std::string resource = kH200);
 
 // A writer (no thread) with every kind synced, holding `objects`, flushed.
 // Tenants in bare namespaces (no Organizations): the unorganized-namespace
@@ -31,7 +24,7 @@ std::unique_ptr<CacheWriter> loadedWriter(const std::vector<state::Object>& obje
 
 // The JSON of a v1 Pod as the scheduler sends it.
 std::string podJson(const std::string& ns, const std::string& name, const std::string& uid, std::int64_t count,
-                    const std::string& resource = kH200);
+                    const std::string& resource = std::string(model::testing::kH200));
 // ExtenderArgs with NodeNames (nodeCacheCapable: true).
 std::string extenderArgs(const std::string& pod, const std::vector<std::string>& nodes);
 // ExtenderArgs with a full NodeList (nodeCacheCapable: false).

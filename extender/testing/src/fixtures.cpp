@@ -1,36 +1,6 @@
-#include "fixtures.hpp"
-
-#include "tally/state/testing/objects.hpp"
+#include "tally/extender/testing/fixtures.hpp"
 
 namespace tally::extender::testing {
-
-model::DeviceClass passthroughClass(std::string name, std::string resource) {
-  model::DeviceClass c;
-  c.name = std::move(name);
-  c.workload = model::Workload::Vm;
-  c.allocation = model::Allocation::Passthrough;
-  c.resourceName = std::move(resource);
-  c.nodeMode = model::NodeMode::VmPassthrough;
-  c.memoryMiB = 141 * 1024;
-  c.maxCount = 8;
-  return c;
-}
-
-model::Node gpuNode(std::string name, std::int64_t devices, model::NodeMode mode, std::string resource) {
-  model::Node n = state::testing::gpuNode(std::move(name), devices, std::move(resource));
-  n.activeMode = mode;
-  n.expectedMode = mode;
-  return n;
-}
-
-model::Namespace tenantNamespace(std::string name) { return state::testing::tenant(std::move(name)); }
-
-model::Pod gpuPod(std::string ns, std::string name, std::string uid, std::int64_t count, std::string node,
-                  std::string resource) {
-  model::Pod p = state::testing::gpuPod(std::move(ns), std::move(name), count, std::move(node), std::move(resource));
-  p.uid = std::move(uid);
-  return p;
-}
 
 std::unique_ptr<CacheWriter> loadedWriter(const std::vector<state::Object>& objects, CacheWriter::Options options) {
   options.watched.clear();
@@ -71,14 +41,16 @@ std::string extenderArgsWithNodeList(const std::string& pod, const std::vector<s
 }
 
 std::vector<state::Object> syntheticCluster(std::size_t nodes, std::size_t pods, std::size_t namespaces) {
+  using namespace model::testing;
   std::vector<state::Object> out;
   out.emplace_back(passthroughClass());
-  for (std::size_t i = 0; i < namespaces; ++i) out.emplace_back(tenantNamespace("tenant-" + std::to_string(i)));
+  for (std::size_t i = 0; i < namespaces; ++i) out.emplace_back(ns("tenant-" + std::to_string(i)));
   for (std::size_t i = 0; i < nodes; ++i) out.emplace_back(gpuNode("node-" + std::to_string(i)));
   for (std::size_t i = 0; i < pods; ++i) {
-    std::string node = "node-" + std::to_string(i % nodes);
-    out.emplace_back(gpuPod("tenant-" + std::to_string(i % namespaces), "pod-" + std::to_string(i),
-                            "uid-" + std::to_string(i), 1, node));
+    model::Pod pod = gpuPod("tenant-" + std::to_string(i % namespaces), "pod-" + std::to_string(i), kH200, 1,
+                            "node-" + std::to_string(i % nodes));
+    pod.uid = "uid-" + std::to_string(i);  // the victims the fuzz corpus names
+    out.emplace_back(std::move(pod));
   }
   return out;
 }
