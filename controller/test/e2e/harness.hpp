@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "cluster.hpp"
+#include "tally/runtime/testing/e2e/cluster.hpp"
 
 namespace tally::runtime::e2e {
 

@@ -15,7 +15,7 @@
 #include <set>
 #include <thread>
 
-#include "cluster.hpp"
+#include "tally/runtime/testing/e2e/cluster.hpp"
 #include "tally/runtime/admission/certificate_keeper.hpp"
 #include "tally/runtime/admission/webhook.hpp"
 #include "tally/runtime/config.hpp"

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "cluster.hpp"
+#include "tally/runtime/testing/e2e/cluster.hpp"
 #include "tally/common/thread_name.hpp"
 #include "tally/runtime/conflict.hpp"
 #include "tally/runtime/informer.hpp"

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "tally/state/testing/recording_extension.hpp"
-#include "cluster.hpp"
+#include "tally/runtime/testing/e2e/cluster.hpp"
 #include "tally/state/informers.hpp"
 #include "tally/state/writer.hpp"
 

@@ -1,4 +1,4 @@
-#include "cluster.hpp"
+#include "tally/runtime/testing/e2e/cluster.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
