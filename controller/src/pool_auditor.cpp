@@ -187,8 +187,8 @@ void PoolAuditor::objectChanged(model::Kind, const std::string&) { wake_ = holde
 
 void PoolAuditor::podChanged(const std::string&, const model::Pod*) { wake_ = holdersDirty_ = true; }
 
-bool PoolAuditor::tick(model::UsageIndex& index, Clock::time_point) {
-  if (!holdersDirty_) return false;
+void PoolAuditor::applied(const model::UsageIndex& index) {
+  if (!holdersDirty_) return;
   holdersDirty_ = false;
   auto found = std::make_shared<std::map<std::string, model::NodeOvercommit>>();
   const model::Cluster& live = index.cluster();
@@ -199,7 +199,6 @@ bool PoolAuditor::tick(model::UsageIndex& index, Clock::time_point) {
     }
   }
   overcommits_.store(std::move(found));
-  return false;
 }
 
 void PoolAuditor::nameHolders(PoolAudit& audit) const {

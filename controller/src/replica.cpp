@@ -112,11 +112,11 @@ Replica::Replica(const Flags& flags, obs::Registry& registry, std::shared_ptr<ru
       usageAccess_(usageReviews_, duration<milliseconds>("--catalog-review-ttl", flags.catalogReviewTtl)) {
   buildLeaderParts();
   state::Writer::Options wo = writerOptions(f_, settings_);
-  for (state::Extension* e : std::initializer_list<state::Extension*>{binder_.get(), quota_.get(), auditor_.get()}) {
-    if (e) wo.extensions.push_back(e);
+  for (state::Observer* o : std::initializer_list<state::Observer*>{binder_.get(), quota_.get(), auditor_.get()}) {
+    if (o) wo.observers.push_back(o);
   }
   vmiWebhook_ = std::make_unique<VmiWebhook>(client_, vmiOptions(f_, registry_));
-  wo.extensions.push_back(vmiWebhook_.get());
+  wo.observers.push_back(vmiWebhook_.get());
   writer_ = std::make_unique<state::Writer>(std::move(wo));
   vmiWebhook_->readFrom(writer_->snapshots());
   if (binder_) binder_->readFrom(writer_->snapshots());

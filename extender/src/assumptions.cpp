@@ -85,7 +85,7 @@ Assumptions::Clock::time_point Assumptions::nextDeadline() const {
   return deadlineQueue_.empty() ? Clock::time_point::max() : deadlineQueue_.front().first;
 }
 
-std::shared_ptr<const void> Assumptions::publish(const model::Cluster& live) {
+std::shared_ptr<const BoundPodRows> Assumptions::publish(const model::Cluster& live) {
   lastRowsRebuilt_.store(dirtyRows_.size(), std::memory_order_relaxed);
   for (const std::string& node : dirtyRows_) {
     auto keys = podsOfNode_.find(node);
@@ -123,6 +123,7 @@ state::Writer::Options stateOptions(CacheWriter::Options options, Assumptions* a
   o.publishInterval = options.publishInterval;
   o.watched = std::move(options.watched);
   o.clock = std::move(options.clock);
+  o.observers = {assumptions};
   o.extensions = {assumptions};
   o.gates = options.gates;
   o.gateAudit = options.gateAudit;

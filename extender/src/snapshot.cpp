@@ -2,7 +2,7 @@
 
 namespace tally::extender {
 
-const BoundPodRows& podsOnNode(const ExtenderSnapshot& snap) { return snap.part<BoundPodRows>(kBoundPodsPart); }
+const BoundPodRows& podsOnNode(const ExtenderSnapshot& snap) { return *snap.part<BoundPodRows>(); }
 
 const model::Pod* boundPod(const ExtenderSnapshot& snap, std::string_view node, std::string_view uid) {
   const auto* row = podsOnNode(snap).find(node);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <stdexcept>
+#include <typeindex>
 
 #include "tally/common/log.hpp"
 #include "tally/common/memory.hpp"
@@ -23,6 +25,12 @@ Overloaded(F...) -> Overloaded<F...>;
 }  // namespace
 
 Writer::Writer(Options options) : options_(std::move(options)) {
+  std::set<std::type_index> partTypes;
+  for (const AnyExtension* e : options_.extensions) {
+    if (!partTypes.insert(e->partType()).second) {
+      throw std::invalid_argument("two extensions of one writer publish a part of one type");
+    }
+  }
   if (!options_.clock) {
     options_.clock = [] {
       return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -100,7 +108,7 @@ void Writer::stop() {
   queueCv_.notify_all();
   thread_.join();
   std::lock_guard lock(writerMu_);
-  for (Extension* e : options_.extensions) e->stopped();
+  for (Observer* o : options_.observers) o->stopped();
 }
 
 void Writer::flush() {
@@ -134,13 +142,13 @@ PublishStats Writer::stats() const {
 
 Writer::Clock::time_point Writer::nextDeadline() const {
   auto at = Clock::time_point::max();
-  for (const Extension* e : options_.extensions) at = std::min(at, e->nextDeadline());
+  for (const AnyExtension* e : options_.extensions) at = std::min(at, e->nextDeadline());
   if (options_.gates == model::GateSource::Evaluated) at = std::min(at, nextGateEvaluation_);
   return at;
 }
 
 void Writer::tick(Clock::time_point now) {
-  for (Extension* e : options_.extensions) dirty_ = e->tick(index_, now) || dirty_;
+  for (AnyExtension* e : options_.extensions) dirty_ = e->tick(index_, now) || dirty_;
   // An evaluated gate can change with nothing applied (a cache ages past its bound).
   if (options_.gates == model::GateSource::Evaluated && now >= nextGateEvaluation_) dirty_ = true;
 }
@@ -208,6 +216,7 @@ void Writer::applyBatch(std::vector<Event>& batch) {
     std::visit([this](auto& e) { apply(e); }, event);
   }
   dirty_ = true;
+  for (Observer* o : options_.observers) o->applied(index_);
   appliedSinceRelease_ += batch.size();
   std::lock_guard lock(statsMu_);
   stats_.eventsApplied += batch.size();
@@ -215,7 +224,7 @@ void Writer::applyBatch(std::vector<Event>& batch) {
 }
 
 void Writer::podChanged(const std::string& key, const model::Pod* pod) {
-  for (Extension* e : options_.extensions) e->podChanged(key, pod);
+  for (Observer* o : options_.observers) o->podChanged(key, pod);
 }
 
 void Writer::apply(Object& object) {
@@ -238,7 +247,7 @@ void Writer::apply(Object& object) {
     return;
   }
   bool changed = true;  // false: the upsert held what the cache held
-  std::string key;      // for the extensions' objectChanged
+  std::string key;      // for the observers' objectChanged
   std::visit(Overloaded{
                  [&](model::Node& n) {
                    key = n.name;
@@ -287,7 +296,7 @@ void Writer::apply(Object& object) {
              object);
   baseDirty_ = baseDirty_ || changed;
   if (changed) {
-    for (Extension* e : options_.extensions) e->objectChanged(kindOf(object), key);
+    for (Observer* o : options_.observers) o->objectChanged(kindOf(object), key);
   }
 }
 
@@ -314,7 +323,7 @@ void Writer::apply(Remove& r) {
   }
   if (r.kind != model::Kind::Pod) {
     const std::string changedKey = r.ns.empty() ? r.name : key;
-    for (Extension* e : options_.extensions) e->objectChanged(r.kind, changedKey);
+    for (Observer* o : options_.observers) o->objectChanged(r.kind, changedKey);
   }
 }
 
@@ -371,8 +380,8 @@ void Writer::publish() {
   } else {
     snap->fit = model::FitTable::update(published_->fit, *base_, snap->usage, touched.nodes);
   }
-  snap->parts.reserve(options_.extensions.size());
-  for (Extension* e : options_.extensions) snap->parts.push_back(e->publish(c));
+  snap->parts_.reserve(options_.extensions.size());
+  for (AnyExtension* e : options_.extensions) snap->parts_.push_back({e->partType(), e->publishPart(c)});
   snap->generation = ++generation_;
   for (const KindInfo& info : kKinds) {
     if (!synced_.contains(info.kind)) snap->unsynced.push_back(info.kind);
@@ -385,7 +394,7 @@ void Writer::publish() {
   cell_.publish(std::move(snap));
   lastPublish_ = built;
   dirty_ = false;
-  for (Extension* e : options_.extensions) e->published(*published_);
+  for (Observer* o : options_.observers) o->published(*published_);
   releaseFreeMemoryIfDue(*published_);
   std::lock_guard lock(statsMu_);
   ++stats_.publishes;

@@ -65,6 +65,7 @@ TEST(WriterConcurrency, ReadersSeeWholeSnapshotsWhileTheWriterThreadApplies) {
   testing::RecordingExtension ext;
   Writer::Options o;
   o.publishInterval = 1ms;
+  o.observers = {&ext};
   o.extensions = {&ext};
   Writer writer(o);
   writer.upsert(model::testing::ns("t"));
@@ -81,7 +82,7 @@ TEST(WriterConcurrency, ReadersSeeWholeSnapshotsWhileTheWriterThreadApplies) {
         ASSERT_GE(snap->generation, last);
         last = snap->generation;
         // The extension's part and the usage sums were built in one publication.
-        const auto& keys = snap->part<testing::RecordingExtension::Keys>(0);
+        const auto& keys = *snap->part<testing::RecordingExtension::Keys>();
         std::int64_t used = 0;
         for (int n = 0; n < 16; ++n) used += snap->usage.nodeUsed("n" + std::to_string(n), model::testing::kH200);
         ASSERT_EQ(used, static_cast<std::int64_t>(keys.size()));

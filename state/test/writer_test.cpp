@@ -22,6 +22,7 @@ using testing::RecordingExtension;
 Writer::Options withExtension(RecordingExtension& ext, std::set<model::Kind> watched = {}) {
   Writer::Options o;
   o.watched = std::move(watched);
+  o.observers = {&ext};
   o.extensions = {&ext};
   return o;
 }
@@ -33,7 +34,7 @@ TEST(Writer, AFreshWriterPublishesAnEmptySnapshotThatIsReadyWhenNothingIsWatched
   EXPECT_EQ(snap->generation, 1u);
   EXPECT_TRUE(snap->ready());
   EXPECT_TRUE(snap->cluster().nodes.empty());
-  EXPECT_TRUE(snap->parts.empty());
+  EXPECT_EQ(snap->part<RecordingExtension::Keys>(), nullptr);
 }
 
 TEST(Writer, WatchedKindsAreUnsyncedUntilMarkedAndTheReasonNamesThem) {
@@ -80,7 +81,7 @@ TEST(Writer, SnapshotsReflectUpsertsAndRemovesOfNodesAndPods) {
     EXPECT_TRUE(snap->cluster().nodes.contains("n1"));
     EXPECT_TRUE(snap->cluster().pods.empty()) << "the base holds no pods: their sums are in usage";
     EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 3);
-    EXPECT_EQ(snap->part<RecordingExtension::Keys>(0), (RecordingExtension::Keys{"t/p1", "t/pending"}));
+    EXPECT_EQ(*snap->part<RecordingExtension::Keys>(), (RecordingExtension::Keys{"t/p1", "t/pending"}));
     EXPECT_EQ(ext.lastGeneration.load(), snap->generation);
   }
   writer.remove(model::Kind::Pod, "t", "p1");
@@ -88,7 +89,7 @@ TEST(Writer, SnapshotsReflectUpsertsAndRemovesOfNodesAndPods) {
   {
     auto snap = writer.snapshots().read();
     EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 0);
-    EXPECT_EQ(snap->part<RecordingExtension::Keys>(0), (RecordingExtension::Keys{"t/pending"}));
+    EXPECT_EQ(*snap->part<RecordingExtension::Keys>(), (RecordingExtension::Keys{"t/pending"}));
   }
   writer.remove(model::Kind::Node, "", "n1");
   writer.flush();
@@ -109,13 +110,13 @@ TEST(Writer, APodThatAsksForNoGpuIsNotHeldAndReplacesAHeldPodOfItsName) {
   {
     auto snap = writer.snapshots().read();
     EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 2);
-    EXPECT_EQ(snap->part<RecordingExtension::Keys>(0), (RecordingExtension::Keys{"t/gpu"}));
+    EXPECT_EQ(*snap->part<RecordingExtension::Keys>(), (RecordingExtension::Keys{"t/gpu"}));
   }
   writer.upsert(gpuPod("t", "gpu", kH200, 0, "n1"));
   writer.flush();
   auto snap = writer.snapshots().read();
   EXPECT_EQ(snap->usage.nodeUsed("n1", kH200), 0);
-  EXPECT_TRUE(snap->part<RecordingExtension::Keys>(0).empty());
+  EXPECT_TRUE(snap->part<RecordingExtension::Keys>()->empty());
   EXPECT_EQ(writer.stats().eventsApplied, 5u) << "every upsert reached the writer, as a removal or not";
 }
 

@@ -513,7 +513,7 @@ TEST(BinderZ, AWriteOvertakenBetweenReadAndWriteIsReadAndDecidedAgain) {
   state::Writer::Options wo;
   wo.watched = state::watchedKinds(sources);
   wo.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
-  wo.extensions = {&binder};
+  wo.observers = {&binder};
   state::Writer writer(wo);
   binder.readFrom(writer.snapshots());
   state::Informers informers(client, writer, sources, {});

@@ -81,6 +81,7 @@ TEST(StateE2E, SnapshotsFollowNodesAndPodsCreatedAndDeleted) {
   testing::RecordingExtension pods;
   Writer::Options wo;
   wo.watched = watchedKinds(sources);
+  wo.observers = {&pods};
   wo.extensions = {&pods};
   Writer writer(wo);
   Informers informers(client, writer, sources);
@@ -104,14 +105,14 @@ TEST(StateE2E, SnapshotsFollowNodesAndPodsCreatedAndDeleted) {
   }
   ASSERT_TRUE(eventually([&] { return snapshot()->usage.nodeUsed("state-e2e-n1", kGpu) == 6; }))
       << "used: " << snapshot()->usage.nodeUsed("state-e2e-n1", kGpu);
-  EXPECT_EQ(snapshot()->part<testing::RecordingExtension::Keys>(0),
+  EXPECT_EQ(*snapshot()->part<testing::RecordingExtension::Keys>(),
             (testing::RecordingExtension::Keys{"state-e2e/gpu-a", "state-e2e/gpu-b"}));
 
   auto gone = client->remove(runtime::Resource::core("pods", "state-e2e"), "gpu-a", gracePeriodZero());
   ASSERT_TRUE(gone) << gone.error().describe();
   ASSERT_TRUE(eventually([&] { return snapshot()->usage.nodeUsed("state-e2e-n1", kGpu) == 3; }))
       << "used: " << snapshot()->usage.nodeUsed("state-e2e-n1", kGpu);
-  EXPECT_EQ(snapshot()->part<testing::RecordingExtension::Keys>(0),
+  EXPECT_EQ(*snapshot()->part<testing::RecordingExtension::Keys>(),
             (testing::RecordingExtension::Keys{"state-e2e/gpu-b"}));
 
   auto nodeGone = client->remove(runtime::Resource::core("nodes"), "state-e2e-n1");
@@ -142,6 +143,7 @@ TEST(StateE2E, PodsThatAskForNoGpuCountForTheSyncButOnlyGpuPodsAreHeld) {
   testing::RecordingExtension recorded;
   Writer::Options wo;
   wo.watched = watchedKinds(sources);
+  wo.observers = {&recorded};
   wo.extensions = {&recorded};
   Writer writer(wo);
   Informers informers(client, writer, sources);
@@ -150,7 +152,7 @@ TEST(StateE2E, PodsThatAskForNoGpuCountForTheSyncButOnlyGpuPodsAreHeld) {
   auto snapshot = [&] { return writer.snapshots().read(); };
   auto held = [&] {
     testing::RecordingExtension::Keys keys;
-    for (const auto& k : snapshot()->part<testing::RecordingExtension::Keys>(0)) {
+    for (const auto& k : *snapshot()->part<testing::RecordingExtension::Keys>()) {
       if (k.starts_with(ns + "/")) keys.insert(k);
     }
     return keys;

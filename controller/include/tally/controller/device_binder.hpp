@@ -88,7 +88,7 @@ class DeviceBinder final : public LeaderController {
   // Placements written and not yet seen in the snapshot (tests).
   std::size_t heldAhead() const;
 
-  // state::Extension: device and node changes enqueue the devices they concern.
+  // state::Observer: device and node changes enqueue the devices they concern.
   void objectChanged(model::Kind kind, const std::string& key) override;
   void published(const state::Snapshot& snapshot) override;
 

@@ -1,6 +1,6 @@
 #pragma once
 // What the leader-only controllers of tally-controller share (the device
-// binder, the quota reconciler, the pool auditor): each is an extension of the
+// binder, the quota reconciler, the pool auditor): each is an observer of the
 // writer that reads its snapshots, joins the manager as one named controller
 // whose workers run only on the replica holding the leader Lease, begins every
 // leadership term with startTerm() before its first reconcile, is woken from
@@ -22,13 +22,13 @@
 
 namespace tally::controller {
 
-class LeaderController : public state::Extension {
+class LeaderController : public state::Observer {
  public:
   ~LeaderController() override;
   LeaderController(const LeaderController&) = delete;
   LeaderController& operator=(const LeaderController&) = delete;
 
-  // The snapshots it decides on (the writer it is an extension of). Before attach().
+  // The snapshots it decides on (the writer it observes). Before attach().
   void readFrom(const SnapshotCell<state::Snapshot>& cell);
   // Adds the controller to the manager, leader-only.
   void attach(runtime::Manager& manager);
@@ -39,13 +39,6 @@ class LeaderController : public state::Extension {
 
   // One key of the controller's kind.
   virtual runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop) = 0;
-
-  // state::Extension: what none of them takes part in.
-  void podChanged(const std::string&, const model::Pod*) override {}
-  bool tick(model::UsageIndex&, Clock::time_point) override { return false; }
-  Clock::time_point nextDeadline() const override { return Clock::time_point::max(); }
-  std::shared_ptr<const void> publish(const model::Cluster&) override { return nullptr; }
-  void stopped() override {}
 
  protected:
   struct Identity {

@@ -112,12 +112,12 @@ class PoolAuditor final : public LeaderController {
   // alert source's task calls it after it changed the alerts).
   void wakeAll() { wake_ = true; }
 
-  // state::Extension
+  // state::Observer
   void podChanged(const std::string& key, const model::Pod* pod) override;
   void objectChanged(model::Kind kind, const std::string& key) override;
   // After a change: the over-committed nodes on the writer's live index,
   // whose cluster holds the pods a snapshot keeps only as sums.
-  bool tick(model::UsageIndex& index, Clock::time_point now) override;
+  void applied(const model::UsageIndex& index) override;
   void published(const state::Snapshot& snapshot) override;
 
  private:

@@ -72,7 +72,7 @@ class QuotaReconciler final : public LeaderController {
   // One Organization, "namespace/name".
   runtime::Result<runtime::ReconcileResult> reconcile(const std::string& key, std::stop_token stop) override;
 
-  // state::Extension: organizations, HRQs, quotas, classes, billing plans and
+  // state::Observer: organizations, HRQs, quotas, classes, billing plans and
   // the ledger wake the organizations they concern.
   void objectChanged(model::Kind kind, const std::string& key) override;
   void published(const state::Snapshot& snapshot) override;

@@ -64,23 +64,19 @@ struct VmiWebhookOptions {
   std::function<void(const std::string& step)> beforeWrite;
 };
 
-class VmiWebhook final : public state::Extension {
+class VmiWebhook final : public state::Observer {
  public:
   VmiWebhook(std::shared_ptr<runtime::Client> client, VmiWebhookOptions options);
   ~VmiWebhook() override;
 
-  // The snapshots it decides on: those of the writer it is an extension of.
+  // The snapshots it decides on: those of the writer it observes.
   void readFrom(const SnapshotCell<state::Snapshot>& cell) { cell_ = &cell; }
 
   runtime::admission::Answer review(const runtime::admission::AdmissionRequest& request);
   // The route's frame (the webhook must outlive the server).
   runtime::admission::Mutator handler();
 
-  // state::Extension: a publication wakes the waiting reviews.
-  void podChanged(const std::string&, const model::Pod*) override {}
-  bool tick(model::UsageIndex&, Clock::time_point) override { return false; }
-  Clock::time_point nextDeadline() const override { return Clock::time_point::max(); }
-  std::shared_ptr<const void> publish(const model::Cluster&) override { return nullptr; }
+  // state::Observer: a publication wakes the waiting reviews.
   void published(const state::Snapshot& snapshot) override;
   void stopped() override;
 

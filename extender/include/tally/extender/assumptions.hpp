@@ -1,8 +1,9 @@
 #pragma once
 // What the extender adds to the cluster state (tally/state/): placements it
 // assumed for binds in flight, and the bound GPU pods by node that preemption
-// reads. Both live on the state writer's thread as one Extension and are
-// published in the same snapshot; CacheWriter is that writer with them.
+// reads. Both live on the state writer's thread as one Extension (whose part
+// is the rows) that observes the pods, and are published in the same
+// snapshot; CacheWriter is that writer with them.
 //
 // Binds are serialised on the writer thread: each assumption is checked by
 // the model against the live index, which already holds every earlier one,
@@ -29,7 +30,7 @@ namespace tally::extender {
 // units; the model refuses the node now, so the bind must not go ahead.
 enum class AssumeOutcome { Recorded, PodUnknown, NoLongerFits, NotPublished };
 
-class Assumptions final : public state::Extension {
+class Assumptions final : public state::Observer, public state::Extension<BoundPodRows> {
  public:
   explicit Assumptions(std::chrono::milliseconds ttl) : ttl_(ttl) {}
 
@@ -45,13 +46,14 @@ class Assumptions final : public state::Extension {
   std::uint64_t expired() const { return expired_.load(std::memory_order_relaxed); }
   std::size_t lastRowsRebuilt() const { return lastRowsRebuilt_.load(std::memory_order_relaxed); }
 
-  // state::Extension (writer thread).
+  // state::Observer (writer thread).
   void podChanged(const std::string& key, const model::Pod* pod) override;
-  bool tick(model::UsageIndex& index, Clock::time_point now) override;
-  Clock::time_point nextDeadline() const override;
-  std::shared_ptr<const void> publish(const model::Cluster& live) override;
   void published(const state::Snapshot& snapshot) override;
   void stopped() override;
+  // state::Extension (writer thread).
+  bool tick(model::UsageIndex& index, Clock::time_point now) override;
+  Clock::time_point nextDeadline() const override;
+  std::shared_ptr<const BoundPodRows> publish(const model::Cluster& live) override;
 
  private:
   void trackPod(const std::string& key, const std::string& node);

@@ -1,6 +1,6 @@
 #pragma once
 // What one request reads: the cluster state's snapshot (tally/state/), whose
-// part 0 is the extender's own, the bound GPU pods per node that preemption
+// one part is the extender's own, the bound GPU pods per node that preemption
 // needs to find victims by UID. A row is replaced only when a pod on it
 // changed, so successive snapshots share the rest.
 
@@ -20,7 +20,7 @@ using ExtenderSnapshot = state::Snapshot;
 using BoundPods = std::vector<model::Pod>;
 using BoundPodRows = CowMap<std::shared_ptr<const BoundPods>>;
 
-inline constexpr std::size_t kBoundPodsPart = 0;  // CacheWriter's one extension
+// The snapshot's part of that type (CacheWriter's extension publishes it).
 const BoundPodRows& podsOnNode(const ExtenderSnapshot& snap);
 const model::Pod* boundPod(const ExtenderSnapshot& snap, std::string_view node, std::string_view uid);
 // "tally-extender is not ready: the Pod, GpuDevice caches are not synced yet; ..."

@@ -2,8 +2,8 @@
 // What a reader of the cluster state sees: the cluster the model decides on
 // (without the pods map: pods are many, and their sums are in the usage
 // snapshot), the usage sums frozen at the same moment, the FitTable over both,
-// which watched kinds have not synced, and what each extension of the writer
-// published beside them. Immutable once published.
+// which watched kinds have not synced, and the part each extension of the
+// writer published beside them (extension.hpp). Immutable once published.
 //
 // Successive snapshots share what did not change: the cluster until an object
 // other than a pod changes, the usage sums bucket by bucket, the FitTable
@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <typeindex>
+#include <typeinfo>
 #include <vector>
 
 #include "tally/model/cluster.hpp"
@@ -32,19 +34,28 @@ struct Snapshot {
   std::chrono::steady_clock::time_point publishedAt{};
   std::vector<model::Kind> unsynced;  // watched kinds whose cache has not synced
   std::size_t assumedPlacements = 0;  // placements the index counts ahead of the watch
-  // What each extension published, by its position in Writer::Options::extensions.
-  std::vector<std::shared_ptr<const void>> parts;
 
   const model::Cluster& cluster() const { return *base; }
   bool ready() const { return unsynced.empty(); }
   // "the Pod, GpuDevice caches are not synced yet"
   std::string unsyncedCaches() const;
 
-  // The part extension `slot` published, as the type it published.
-  template <class T>
-  const T& part(std::size_t slot) const {
-    return *static_cast<const T*>(parts[slot].get());
+  // The part the writer's Extension<Part> published; null when it has none.
+  template <class Part>
+  const Part* part() const {
+    for (const Published& p : parts_) {
+      if (p.type == typeid(Part)) return static_cast<const Part*>(p.value.get());
+    }
+    return nullptr;
   }
+
+ private:
+  friend class Writer;
+  struct Published {
+    std::type_index type;  // the Part of the Extension<Part> that published it
+    std::shared_ptr<const void> value;
+  };
+  std::vector<Published> parts_;
 };
 
 }  // namespace tally::state

@@ -3,10 +3,11 @@
 // queued by any thread, decoded already (each event is decoded once, by its
 // informer); the writer thread applies them to the model's incremental index
 // and publishes a Snapshot at most every `publishInterval` while something
-// changed, and at once after an urgent task. A binary adds its own state to
-// the same thread and the same publication with an Extension, and runs its own
-// writes on that thread with post(): the extender's assumed placements and
-// bound-pod rows are one.
+// changed, and at once after an urgent task. A binary hears of changes there
+// with an Observer, adds its own state to the same thread and the same
+// publication with an Extension (extension.hpp), and runs its own writes on
+// that thread with post(): the extender's assumed placements and bound-pod
+// rows are one.
 
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +24,7 @@
 #include "tally/common/snapshot_cell.hpp"
 #include "tally/model/audit.hpp"
 #include "tally/model/index.hpp"
+#include "tally/state/extension.hpp"
 #include "tally/state/kinds.hpp"
 #include "tally/state/snapshot.hpp"
 
@@ -40,36 +42,6 @@ struct PublishStats {
   std::uint64_t writerWakeups = 0;          // times the writer thread woke up (signalled, timed out or spurious)
 };
 
-// A binary's own state kept by the writer thread. Every call is made on the
-// writer thread (or by flush()), never two at once.
-class Extension {
- public:
-  using Clock = std::chrono::steady_clock;
-  virtual ~Extension() = default;
-  // A pod event changed what the cache holds under `key` ("ns/name"): `pod` is
-  // the live value, null once the cache holds none.
-  virtual void podChanged(const std::string& key, const model::Pod* pod) = 0;
-  // An object of another kind changed what the cache holds (a new value or a
-  // removal; an upsert equal to the cached value is not a change): `key` is
-  // "ns/name", or "name" for cluster-scoped kinds ("" for the singletons:
-  // billing plans, the KubeVirt CR, the ledger).
-  virtual void objectChanged(model::Kind kind, const std::string& key) {
-    (void)kind;
-    (void)key;
-  }
-  // After each batch: expires what is due at `now`; true when the index
-  // changed (a publication is due then).
-  virtual bool tick(model::UsageIndex& index, Clock::time_point now) = 0;
-  // When tick() next has work (Clock::time_point::max(): nothing scheduled).
-  virtual Clock::time_point nextDeadline() const = 0;
-  // Builds this extension's part of the next snapshot (Snapshot::part).
-  virtual std::shared_ptr<const void> publish(const model::Cluster& live) = 0;
-  // After `snapshot`, holding this extension's part, became visible.
-  virtual void published(const Snapshot& snapshot) = 0;
-  // The writer stopped: nothing more is published.
-  virtual void stopped() = 0;
-};
-
 class Writer {
  public:
   using Clock = std::chrono::steady_clock;
@@ -79,8 +51,10 @@ class Writer {
     // Kinds not listed count as synced and empty.
     std::set<model::Kind> watched;
     std::function<model::Timestamp()> clock;  // seconds; default: system clock
-    // Not owned; they outlive the writer. Snapshot::parts[i] is extensions[i]'s.
-    std::vector<Extension*> extensions;
+    // Not owned; they outlive the writer. Each extension publishes a part of
+    // its own type (two of one type: std::invalid_argument).
+    std::vector<Observer*> observers;
+    std::vector<AnyExtension*> extensions;
     // Where each snapshot's classes take the gate the doors apply from
     // (model::doorGates): the auditor's published decision, or, where no
     // auditor runs, the gate function evaluated here on every copy of the

@@ -1,6 +1,6 @@
 #pragma once
-// An Extension for the state tests: the keys of the pods the cache holds,
-// published as a std::set; counts the hook calls.
+// An Observer and Extension for the state tests: the keys of the pods the
+// cache holds, published as a std::set; counts the hook calls.
 
 #include <atomic>
 #include <memory>
@@ -12,7 +12,7 @@
 
 namespace tally::state::testing {
 
-class RecordingExtension final : public Extension {
+class RecordingExtension final : public Observer, public Extension<std::set<std::string>> {
  public:
   using Keys = std::set<std::string>;
   void podChanged(const std::string& key, const model::Pod* pod) override {
@@ -31,7 +31,7 @@ class RecordingExtension final : public Extension {
     return true;
   }
   Clock::time_point nextDeadline() const override { return due_; }
-  std::shared_ptr<const void> publish(const model::Cluster&) override { return std::make_shared<const Keys>(keys_); }
+  std::shared_ptr<const Keys> publish(const model::Cluster&) override { return std::make_shared<const Keys>(keys_); }
   void published(const Snapshot& snapshot) override { lastGeneration = snapshot.generation; }
   void stopped() override { stoppedCalls.fetch_add(1); }
 
