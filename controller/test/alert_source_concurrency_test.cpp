@@ -5,13 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/streambuf.hpp>
-#include <boost/asio/write.hpp>
 #include <thread>
 
 #include "tally/controller/alert_source.hpp"
+#include "tally/runtime/http/testing/stand_in.hpp"
 #include "tally/state/writer.hpp"
 
 namespace tally::controller {
@@ -19,43 +16,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Answers every connection with one firing alert of pool h200.
-class FiringAlertmanager {
- public:
-  FiringAlertmanager() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
-    thread_ = std::thread([this] {
-      const std::string body = R"([{"labels":{"alertname":"GpuXidErrors","gpu_pool":"h200"}}])";
-      const std::string answer =
-          "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
-      for (;;) {
-        boost::asio::ip::tcp::socket socket(io_);
-        boost::system::error_code ec;
-        acceptor_.accept(socket, ec);
-        if (ec || stopping_) return;
-        boost::asio::streambuf request;
-        boost::asio::read_until(socket, request, "\r\n\r\n", ec);
-        boost::asio::write(socket, boost::asio::buffer(answer), ec);
-      }
-    });
-  }
-  ~FiringAlertmanager() {
-    stopping_ = true;
-    boost::system::error_code ec;
-    boost::asio::ip::tcp::socket poke(io_);
-    poke.connect(acceptor_.local_endpoint(), ec);
-    thread_.join();
-  }
-  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  std::atomic<bool> stopping_{false};
-  std::thread thread_;
-};
-
 TEST(AlertSourceConcurrency, PollsWhileTheWriterPublishesAndReadersRead) {
-  FiringAlertmanager server;
+  runtime::http::testing::StandIn server;  // one firing alert of pool h200
+  server.answer("200 OK", R"([{"labels":{"alertname":"GpuXidErrors","gpu_pool":"h200"}}])");
   state::Writer writer({});
   writer.start();
   std::atomic<int> woken{0};

@@ -5,16 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/streambuf.hpp>
-#include <boost/asio/write.hpp>
 #include <map>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "tally/model/testing/fixtures.hpp"
+#include "tally/runtime/http/testing/stand_in.hpp"
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/json_text.hpp"
 #include "tally/controller/alert_source.hpp"
@@ -463,63 +460,7 @@ TEST(AlertParserTest, AnUnreachableAlertmanagerFailsEveryPool) {
   }
 }
 
-// A one-connection-at-a-time HTTP stand-in answering with `status` and `body`.
-class StandIn {
- public:
-  StandIn() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
-    thread_ = std::thread([this] {
-      for (;;) {
-        boost::asio::ip::tcp::socket socket(io_);
-        boost::system::error_code ec;
-        acceptor_.accept(socket, ec);
-        if (ec || stopping_) return;
-        boost::asio::streambuf request;
-        boost::asio::read_until(socket, request, "\r\n\r\n", ec);
-        std::string head(boost::asio::buffers_begin(request.data()), boost::asio::buffers_end(request.data()));
-        {
-          std::lock_guard lock(mu_);
-          lastRequest_ = head.substr(0, head.find("\r\n"));
-        }
-        std::string body, status;
-        {
-          std::lock_guard lock(mu_);
-          body = body_;
-          status = status_;
-        }
-        std::string answer = "HTTP/1.1 " + status +
-                             "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                             "\r\nConnection: close\r\n\r\n" + body;
-        boost::asio::write(socket, boost::asio::buffer(answer), ec);
-      }
-    });
-  }
-  ~StandIn() {
-    stopping_ = true;
-    boost::system::error_code ec;
-    // Wake the blocked accept with one connection.
-    boost::asio::ip::tcp::socket poke(io_);
-    poke.connect(acceptor_.local_endpoint(), ec);
-    thread_.join();
-  }
-  void answer(std::string status, std::string body) {
-    std::lock_guard lock(mu_);
-    status_ = std::move(status);
-    body_ = std::move(body);
-  }
-  std::string lastRequest() {
-    std::lock_guard lock(mu_);
-    return lastRequest_;
-  }
-  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  std::atomic<bool> stopping_{false};
-  std::mutex mu_;
-  std::string status_ = "200 OK", body_ = "[]", lastRequest_;
-  std::thread thread_;
-};
+using runtime::http::testing::StandIn;
 
 TEST(AlertSourceTest, PollsHandTheAlertsToTheWriterAndFailClosed) {
   StandIn server;

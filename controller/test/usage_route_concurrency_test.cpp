@@ -17,7 +17,7 @@
 #include "tally/runtime/http/operation_routes.hpp"
 #include "tally/runtime/http/server.hpp"
 #include "tally/state/writer.hpp"
-#include "test_client.hpp"
+#include "tally/runtime/http/testing/client.hpp"
 
 namespace tally::controller {
 namespace {

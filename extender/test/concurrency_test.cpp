@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "tally/extender/testing/fixtures.hpp"
-#include "http_client.hpp"
+#include "tally/runtime/http/testing/client.hpp"
 #include "tally/extender/pod_binder.hpp"
 #include "tally/extender/service.hpp"
 #include "tally/extender/verbs.hpp"
@@ -18,6 +18,7 @@ using namespace tally;
 using namespace tally::extender;
 using namespace tally::extender::testing;
 using namespace tally::model::testing;
+using tally::runtime::http::testing::TestClient;
 
 TEST(Extender, FiltersOverHttpStayConsistentWhileTheWriterChurns) {
   CacheWriter::Options o;

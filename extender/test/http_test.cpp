@@ -7,9 +7,8 @@
 #include <thread>
 
 #include "tally/extender/testing/fixtures.hpp"
-#include "http_client.hpp"
-#include "test_certificate.hpp"
-#include "test_client.hpp"
+#include "tally/runtime/http/testing/certificate.hpp"
+#include "tally/runtime/http/testing/client.hpp"
 #include "tally/common/thread_name.hpp"
 #include "tally/extender/service.hpp"
 
@@ -17,6 +16,7 @@ using namespace tally;
 using namespace tally::extender;
 using namespace tally::extender::testing;
 using namespace tally::model::testing;
+using tally::runtime::http::testing::TestClient;
 
 namespace {
 

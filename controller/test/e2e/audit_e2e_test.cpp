@@ -27,10 +27,6 @@
 
 #include <array>
 #include <atomic>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/streambuf.hpp>
-#include <boost/asio/write.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -42,6 +38,7 @@
 #include <thread>
 
 #include "harness.hpp"
+#include "tally/runtime/http/testing/stand_in.hpp"
 
 namespace tally::runtime::e2e {
 namespace {
@@ -55,54 +52,7 @@ constexpr const char* kOrganizationConfiguration = "tally-audit-organizations-e2
 const std::string kKey = std::string("requests.") + kH200;
 
 // A stand-in Alertmanager: answers every request with the body set last.
-class AlertmanagerStandIn {
- public:
-  AlertmanagerStandIn() : acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
-    thread_ = std::thread([this] {
-      for (;;) {
-        boost::asio::ip::tcp::socket socket(io_);
-        boost::system::error_code ec;
-        acceptor_.accept(socket, ec);
-        if (ec || stopping_) return;
-        boost::asio::streambuf request;
-        boost::asio::read_until(socket, request, "\r\n\r\n", ec);
-        std::string status, body;
-        {
-          std::lock_guard lock(mu_);
-          status = status_;
-          body = body_;
-        }
-        std::string answer = "HTTP/1.1 " + status +
-                             "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                             "\r\nConnection: close\r\n\r\n" + body;
-        boost::asio::write(socket, boost::asio::buffer(answer), ec);
-      }
-    });
-  }
-  ~AlertmanagerStandIn() {
-    stopping_ = true;
-    boost::system::error_code ec;
-    boost::asio::ip::tcp::socket poke(io_);
-    poke.connect(acceptor_.local_endpoint(), ec);
-    thread_.join();
-  }
-  void answer(std::string status, std::string body) {
-    std::lock_guard lock(mu_);
-    status_ = std::move(status);
-    body_ = std::move(body);
-  }
-  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  std::atomic<bool> stopping_{false};
-  std::mutex mu_;
-  std::string status_ = "200 OK", body_ = "[]";
-  std::thread thread_;
-};
-
-AlertmanagerStandIn* alertmanager = nullptr;
+http::testing::StandIn* alertmanager = nullptr;
 Replica* replica = nullptr;
 fs::path ledgerDir;
 
@@ -235,7 +185,7 @@ class AuditEnvironment : public ::testing::Environment {
     ASSERT_EQ(rc, 0);
     ledgerDir = fs::temp_directory_path() / ("audit-e2e-ledger-" + std::to_string(::getpid()));
     fs::create_directories(ledgerDir);
-    alertmanager = new AlertmanagerStandIn();
+    alertmanager = new http::testing::StandIn();
     // KubeVirt permits the pool's host device (the VM door refuses a VMI by the gate alone).
     applyYaml(std::string("apiVersion: v1\nkind: Namespace\nmetadata: {name: kubevirt}\n---\n") +
                   "apiVersion: kubevirt.io/v1\nkind: KubeVirt\nmetadata: {name: kubevirt, namespace: kubevirt}\n" +

@@ -23,7 +23,7 @@ extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
 #include "tally/common/thread_name.hpp"
 #include "tally/runtime/http/operation_routes.hpp"
 #include "tally/runtime/http/server.hpp"
-#include "test_client.hpp"
+#include "tally/runtime/http/testing/client.hpp"
 
 using namespace tally::runtime::http;
 using namespace tally::runtime::http::testing;

@@ -7,7 +7,7 @@
 
 #include "tally/runtime/http/operation_routes.hpp"
 #include "tally/runtime/http/server.hpp"
-#include "test_certificate.hpp"
+#include "tally/runtime/http/testing/certificate.hpp"
 
 namespace tally::runtime::http::testing {
 

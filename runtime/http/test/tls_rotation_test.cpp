@@ -5,7 +5,7 @@
 #include <set>
 #include <thread>
 
-#include "test_client.hpp"
+#include "tally/runtime/http/testing/client.hpp"
 #include "tls_harness.hpp"
 
 using namespace tally::runtime::http;

@@ -7,7 +7,7 @@
 #include "tally/common/log.hpp"
 #include "tally/runtime/http/operation_routes.hpp"
 #include "tally/runtime/http/server.hpp"
-#include "test_client.hpp"
+#include "tally/runtime/http/testing/client.hpp"
 #include "tls_harness.hpp"
 
 using namespace tally::runtime;

@@ -1,4 +1,4 @@
-#include "test_certificate.hpp"
+#include "tally/runtime/http/testing/certificate.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
