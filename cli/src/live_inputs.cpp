@@ -130,25 +130,6 @@ codec::Status addPage(codec::Snapshot& snapshot, std::string_view body, const co
   });
 }
 
-// What the informer of `info` lists (see state/src/informers.cpp): terminal pods
-// hold nothing and are left out; the catalogue is one named ConfigMap.
-runtime::Resource resourceOf(const state::KindInfo& info, const codec::BillingPlansLocation& plans,
-                             runtime::ListOptions& list) {
-  runtime::Resource r =
-      runtime::Resource::of(std::string(info.group), std::string(info.version), std::string(info.resource));
-  if (info.kind == model::Kind::Pod) {
-    for (model::PodPhase phase : model::kTerminalPodPhases) {
-      list.fieldSelector +=
-          (list.fieldSelector.empty() ? "" : ",") + std::string("status.phase!=") + std::string(model::toString(phase));
-    }
-  }
-  if (info.kind == model::Kind::BillingPlans) {
-    r.namespace_ = plans.ns;
-    list.fieldSelector = "metadata.name=" + plans.name;
-  }
-  return r;
-}
-
 }  // namespace
 
 codec::Result<codec::Snapshot> listLive(const LiveOptions& options) {
@@ -168,6 +149,7 @@ codec::Result<codec::Snapshot> listLive(const LiveOptions& options) {
   sources.billingPlans = *plans;
   sources.organizations = options.organizations;
   sources.kubevirt = options.kubevirt;
+  sources.ledgerConfigMap = options.ledgerConfigMap;
 
   codec::Snapshot snapshot;
   codec::Status status;
@@ -177,9 +159,13 @@ codec::Result<codec::Snapshot> listLive(const LiveOptions& options) {
     if constexpr (!std::is_void_v<Codec>) {
       const state::KindInfo& info = state::kindInfo(kind);
       if (!status || !state::enabled(info, sources)) return;
+      // Exactly what the informers of the binaries list and watch.
+      const state::ListScope scope = state::listScope(kind, sources);
+      const runtime::Resource& resource = scope.resource;
       runtime::ListOptions list;
-      list.limit = 500;
-      const runtime::Resource resource = resourceOf(info, *plans, list);
+      list.labelSelector = scope.labelSelector;
+      list.fieldSelector = scope.fieldSelector;
+      list.limit = scope.pageSize;
       do {
         auto page = (*client)->list(resource, list, runtime::Wire::kJson);
         if (!page) {
@@ -199,9 +185,7 @@ codec::Result<codec::Snapshot> listLive(const LiveOptions& options) {
   if (!status) return std::move(status).error();
   if (options.ledgerConfigMap) {
     const codec::BillingPlansLocation& at = *options.ledgerConfigMap;
-    runtime::Resource configMaps = runtime::Resource::of("", "v1", "configmaps");
-    configMaps.namespace_ = at.ns;
-    auto body = (*client)->get(configMaps, at.name);
+    auto body = (*client)->get(state::listScope(model::Kind::Ledger, sources).resource, at.name);
     if (!body) return liveError("--ledger-configmap " + at.describe(), body.error().describe());
     auto ledger = codec::decodeLedgerConfigMapText(*body);
     if (!ledger) return std::move(ledger).error().within("ledger configmap " + at.describe());

@@ -163,9 +163,7 @@ struct VmiWebhook::Call {
     const std::string subject = "vmi/" + vmiNs + "/" + device.attachedTo.name;
     // The VMI's resource and codec as the informers have them (state/kinds.hpp).
     constexpr model::Kind kVmi = model::Kind::VirtualMachineInstance;
-    static const runtime::Resource vmis =
-        runtime::Resource::of(std::string(state::kindInfo(kVmi).group), std::string(state::kindInfo(kVmi).version),
-                              std::string(state::kindInfo(kVmi).resource));
+    static const runtime::Resource vmis = state::resourceOf(kVmi);
     auto body = self.client_->get(vmis.inNamespace(vmiNs), device.attachedTo.name);
     if (!body) {
       if (body.error().is(runtime::ErrorCode::kNotFound)) return {};

@@ -90,25 +90,14 @@ class InformerSource final : public Informers::Source {
   runtime::Informer<WatchCodec<Codec>> informer_;
 };
 
-// status.phase!=<each phase in which the model says a pod uses nothing>.
-std::string nonTerminalPodSelector() {
-  std::string selector;
-  for (model::PodPhase phase : model::kTerminalPodPhases) {
-    selector += (selector.empty() ? "" : ",") + std::string("status.phase!=") + std::string(model::toString(phase));
-  }
-  return selector;
-}
-
-// What the informer of `info` lists and watches under these options.
-runtime::InformerOptions informerOptions(const KindInfo& info, const SourceOptions& options) {
+// What the informer of `kind` lists and watches under these options (listScope).
+runtime::InformerOptions informerOptions(model::Kind kind, const SourceOptions& options) {
+  ListScope scope = listScope(kind, options);
   runtime::InformerOptions o;
-  o.resource = runtime::Resource::of(std::string(info.group), std::string(info.version), std::string(info.resource));
-  // Terminal pods hold nothing; the selector makes them leave the cache.
-  if (info.kind == model::Kind::Pod) o.fieldSelector = nonTerminalPodSelector();
-  if (info.kind == model::Kind::BillingPlans) {
-    o.resource.namespace_ = options.billingPlans->ns;
-    o.fieldSelector = "metadata.name=" + options.billingPlans->name;
-  }
+  o.resource = std::move(scope.resource);
+  o.labelSelector = std::move(scope.labelSelector);
+  o.fieldSelector = std::move(scope.fieldSelector);
+  o.pageSize = scope.pageSize;
   return o;
 }
 
@@ -126,11 +115,7 @@ class Informers::LedgerSource {
       : writer_(writer), dir_(options.ledgerDir), synced_(synced) {
     if (!options.ledgerConfigMap) return;
     configMap_ = *options.ledgerConfigMap;
-    runtime::InformerOptions o;
-    o.resource = runtime::Resource::of("", "v1", "configmaps");
-    o.resource.namespace_ = configMap_.ns;
-    o.fieldSelector = "metadata.name=" + configMap_.name;
-    informer_.emplace(std::move(client), std::move(o));
+    informer_.emplace(std::move(client), informerOptions(model::Kind::Ledger, options));
     typename runtime::Store<Watch>::Handlers h;
     h.onAdd = [this](Keyed<codec::LedgerConfigMapCodec>&& cm) { revision(std::move(cm.value)); };
     h.onUpdate = [this](const Identity&, Keyed<codec::LedgerConfigMapCodec>&& cm) { revision(std::move(cm.value)); };
@@ -273,7 +258,7 @@ Informers::Informers(std::shared_ptr<runtime::Client> client, Writer& writer, So
       static_assert(kindInfo(kind).protobuf == runtime::ProtobufCodec<WatchCodec<Codec>>,
                     "the registry's protobuf column says which codecs read protobuf");
       if (!enabled(info, options_)) return;
-      sources_.push_back(std::make_unique<InformerSource<Codec>>(kind, client, informerOptions(info, options_), writer,
+      sources_.push_back(std::make_unique<InformerSource<Codec>>(kind, client, informerOptions(kind, options_), writer,
                                                                  seriesOf(events, kind),
                                                                  options_.protobuf && info.protobuf));
     }

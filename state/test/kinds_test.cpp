@@ -57,5 +57,30 @@ TEST(Kinds, OnlyTheBuiltInKindsWithAProtobufCodecAreAskedForProtobuf) {
   EXPECT_TRUE(kindInfo(model::Kind::Ledger).resource.empty()) << "the ledger is read from files";
 }
 
+TEST(Kinds, EachKindIsServedWhereTheRegistrySaysAndTheLedgerNowhere) {
+  EXPECT_EQ(resourceOf(model::Kind::Pod).collectionPath(), "/api/v1/pods");
+  EXPECT_EQ(resourceOf(model::Kind::VirtualMachineInstance).inNamespace("t").collectionPath(),
+            "/apis/kubevirt.io/v1/namespaces/t/virtualmachineinstances");
+  EXPECT_TRUE(resourceOf(model::Kind::Ledger).resource.empty());
+}
+
+TEST(Kinds, TheListScopeLeavesTerminalPodsOutAndNamesTheOneConfigMapOfThePlansAndTheLedger) {
+  SourceOptions options;
+  options.billingPlans = codec::BillingPlansLocation{"kube-dc", "billing-plans"};
+  options.ledgerConfigMap = codec::BillingPlansLocation{"ops", "ledger"};
+  const ListScope pods = listScope(model::Kind::Pod, options);
+  EXPECT_EQ(pods.fieldSelector, "status.phase!=Succeeded,status.phase!=Failed");
+  EXPECT_EQ(pods.pageSize, 500);
+  const ListScope plans = listScope(model::Kind::BillingPlans, options);
+  EXPECT_EQ(plans.resource.collectionPath(), "/api/v1/namespaces/kube-dc/configmaps");
+  EXPECT_EQ(plans.fieldSelector, "metadata.name=billing-plans");
+  const ListScope ledger = listScope(model::Kind::Ledger, options);
+  EXPECT_EQ(ledger.resource.collectionPath(), "/api/v1/namespaces/ops/configmaps");
+  EXPECT_EQ(ledger.fieldSelector, "metadata.name=ledger");
+  const ListScope nodes = listScope(model::Kind::Node, options);
+  EXPECT_TRUE(nodes.fieldSelector.empty());
+  EXPECT_TRUE(nodes.labelSelector.empty());
+}
+
 }  // namespace
 }  // namespace tally::state

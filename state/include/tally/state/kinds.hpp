@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <cstdint>
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <variant>
@@ -19,6 +21,7 @@
 #include "tally/codec/codecs.hpp"
 #include "tally/codec/objects.hpp"
 #include "tally/model/cluster.hpp"
+#include "tally/runtime/resource.hpp"
 
 namespace tally::state {
 
@@ -148,5 +151,22 @@ struct SourceOptions {
 bool enabled(const KindInfo& info, const SourceOptions& options);
 // The kinds these options read (the writer waits for each to sync).
 std::set<model::Kind> watchedKinds(const SourceOptions& options);
+
+// Where `kind` is served, in every namespace (Resource::inNamespace narrows
+// it); the ledger, which is no resource of its own, has an empty one.
+runtime::Resource resourceOf(model::Kind kind);
+
+// What the informer of `kind` lists and watches under these options, and so
+// what tallyctl lists live: the resource (the catalogue's and the ledger
+// ConfigMap's in their namespace), the selectors (terminal pods are left out,
+// they hold nothing; the catalogue and the ledger are one named ConfigMap
+// each) and the page size. The ledger has a scope only with ledgerConfigMap.
+struct ListScope {
+  runtime::Resource resource;
+  std::string labelSelector;
+  std::string fieldSelector;
+  std::int64_t pageSize = 500;
+};
+ListScope listScope(model::Kind kind, const SourceOptions& options);
 
 }  // namespace tally::state
