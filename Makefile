@@ -110,6 +110,7 @@ fuzz: build
 	         runtime_admission_review_fuzzer:runtime/admission/fuzz/corpus extender_wire_fuzzer:extender/fuzz/corpus \
 	         codec_usage_configmap_fuzzer:codec/fuzz/usage-corpus state_json_watch_fuzzer:codec/fuzz/watch-json-corpus \
 	         state_protobuf_watch_fuzzer:codec/fuzz/watch-protobuf-corpus \
+	         codec_protobuf_readers_fuzzer:codec/fuzz/watch-protobuf-corpus \
 	         codec_admission_objects_fuzzer:codec/fuzz/admission-objects-corpus \
 	         runtime_kubeconfig_fuzzer:runtime/fuzz/kubeconfig-corpus \
 	         controller_alertmanager_fuzzer:codec/fuzz/alertmanager-corpus; do \
