@@ -282,8 +282,8 @@ runtime::admission::Mutator VmiWebhook::handler() {
 
 Answer VmiWebhook::review(const AdmissionRequest& request) {
   if (request.kind.group != "kubevirt.io" || request.kind.kind != "VirtualMachineInstance") {
-    return invalid("WrongKind", "this webhook reviews kubevirt.io VirtualMachineInstances, not " + request.kind.group + "/" +
-                   request.kind.kind);
+    return invalid("WrongKind", "this webhook reviews kubevirt.io VirtualMachineInstances, not " + request.kind.group +
+                                    "/" + request.kind.kind);
   }
   if (request.operation != Operation::kCreate) return Answer::allow();
   const auto start = Clock::now();
@@ -306,7 +306,8 @@ std::string VmiWebhook::tokenFor(const std::string& key, const std::string& refe
 Answer VmiWebhook::create(const AdmissionRequest& request) {
   auto decoded = codec::decodeText<codec::VirtualMachineInstanceCodec>(
       std::string_view(request.object.data(), request.object.size()));
-  if (!decoded) return invalid("Unreadable", "the VirtualMachineInstance cannot be read: " + decoded.error().describe());
+  if (!decoded)
+    return invalid("Unreadable", "the VirtualMachineInstance cannot be read: " + decoded.error().describe());
   model::VirtualMachineInstance vmi = std::move(decoded).value();
   if (vmi.ns.empty()) vmi.ns = request.namespace_;
   if (vmi.name.empty()) vmi.name = request.name;
@@ -314,7 +315,8 @@ Answer VmiWebhook::create(const AdmissionRequest& request) {
   const std::string subject = fmt::format("vmi/{}/{}", vmi.ns, vmi.name);
   if (vmi.name.empty()) {
     count("refused");
-    return invalid("NameRequired", "a VirtualMachineInstance with Tally devices needs a name (generateName is not supported)");
+    return invalid("NameRequired",
+                   "a VirtualMachineInstance with Tally devices needs a name (generateName is not supported)");
   }
   DomainDevices domain = readDomainDevices(request.object);
   if (!domain.error.empty()) return invalid("Unreadable", subject + ": " + domain.error);
