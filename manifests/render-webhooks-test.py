@@ -81,7 +81,7 @@ def refused(where, *args):
 
 def main():
     manifests = sorted(glob.glob(os.path.join(HERE, "webhook", "*.yaml")))
-    check(len(manifests) == 7, "manifests/webhook", f"{len(manifests)} manifests, want the README's 7")
+    check(len(manifests) == 8, "manifests/webhook", f"{len(manifests)} manifests, want the README's 8")
     with tempfile.NamedTemporaryFile("w", suffix=".pem") as ca:
         ca.write("-----BEGIN CERTIFICATE-----\nnot a real one\n-----END CERTIFICATE-----\n")
         ca.flush()

@@ -53,6 +53,7 @@ codec::Result<codec::Snapshot> loadLive(const InputOptions& options) {
   live.billingPlans = options.billingPlans;
   live.organizations = options.watchOrganizations;
   live.kubevirt = options.watchKubevirt;
+  live.dra = options.watchDra;
   if (!options.ledgerConfigMap.empty()) {
     auto location = codec::parseBillingPlansLocation(options.ledgerConfigMap);
     if (!location) return inputError("--ledger-configmap", location.error().message);
@@ -79,6 +80,11 @@ void addInputFlags(CLI::App& command, InputOptions& options) {
   command
       .add_flag("--watch-kubevirt,!--no-watch-kubevirt", options.watchKubevirt,
                 "Live: list the KubeVirt CR's permitted host devices, as the controller's --watch-kubevirt")
+      ->capture_default_str();
+  command
+      .add_flag("--watch-dra,!--no-watch-dra", options.watchDra,
+                "Live: list ResourceSlices, ResourceClaims and DeviceTaintRules (DRA pools), as the controller's "
+                "--watch-dra")
       ->capture_default_str();
   auto* ledgerDir = command.add_option(
       "--ledger,--ledger-dir", options.ledgerDirectory,

@@ -25,6 +25,7 @@ struct InputOptions {
   std::string context;             // the kubeconfig's context (default: current)
   bool watchOrganizations = true;  // live: list Organizations (as the binaries' flag)
   bool watchKubevirt = false;      // live: list the KubeVirt CR (as the binaries' flag)
+  bool watchDra = true;  // live: list ResourceSlices, ResourceClaims, DeviceTaintRules (as the binaries' flag)
   // The ledger, from the source the controller is configured with: a
   // directory (--ledger-dir) or, live, a ConfigMap (--ledger-configmap
   // namespace/name). Neither: no ledger source is configured, as for a
@@ -42,7 +43,7 @@ struct InputOptions {
 // not configured when no ledger flag is given).
 codec::Result<codec::Snapshot> loadInputs(const InputOptions& options);
 
-// --snapshot, --kubeconfig, --context, --watch-organizations, --watch-kubevirt,
+// --snapshot, --kubeconfig, --context, --watch-organizations, --watch-kubevirt, --watch-dra,
 // --ledger-dir (alias --ledger), --ledger-configmap, --now, --billing-plans on a command.
 void addInputFlags(CLI::App& command, InputOptions& options);
 

@@ -4,6 +4,7 @@
 
 #include "tally/codec/json_text.hpp"
 #include "tally/codec/ledger_configmap.hpp"
+#include "tally/model/dra.hpp"
 #include "tally/model/usage.hpp"
 #include "tally/runtime/client.hpp"
 #include "tally/runtime/config.hpp"
@@ -59,6 +60,18 @@ std::map<std::string, model::VirtualMachineInstance>& mapOf(model::Cluster& c) {
 template <>
 std::map<std::string, model::Organization>& mapOf(model::Cluster& c) {
   return c.organizations;
+}
+template <>
+std::map<std::string, model::ResourceSlice>& mapOf(model::Cluster& c) {
+  return c.resourceSlices;
+}
+template <>
+std::map<std::string, model::ResourceClaim>& mapOf(model::Cluster& c) {
+  return c.resourceClaims;
+}
+template <>
+std::map<std::string, model::DeviceTaintRule>& mapOf(model::Cluster& c) {
+  return c.deviceTaintRules;
 }
 
 template <class T>
@@ -149,6 +162,7 @@ codec::Result<codec::Snapshot> listLive(const LiveOptions& options) {
   sources.billingPlans = *plans;
   sources.organizations = options.organizations;
   sources.kubevirt = options.kubevirt;
+  sources.dra = options.dra;
   sources.ledgerConfigMap = options.ledgerConfigMap;
 
   codec::Snapshot snapshot;
@@ -191,6 +205,7 @@ codec::Result<codec::Snapshot> listLive(const LiveOptions& options) {
     if (!ledger) return std::move(ledger).error().within("ledger configmap " + at.describe());
     snapshot.cluster.ledger = std::move(ledger).value();
   }
+  model::foldDraInventory(snapshot.cluster);
   return snapshot;
 }
 

@@ -20,6 +20,7 @@ struct LiveOptions {
   std::string billingPlans = "kube-dc/billing-plans";
   bool organizations = true;  // as the binaries' --watch-organizations
   bool kubevirt = false;      // as the binaries' --watch-kubevirt
+  bool dra = true;            // as the binaries' --watch-dra
   // The ConfigMap holding the reservation ledger (the binaries'
   // --ledger-configmap): read into the cluster's ledger; one that does not
   // exist is an error naming it.

@@ -72,6 +72,10 @@ void readObject(const simdjson::padded_string& object, std::string_view ns, std:
   (void)codec::rawMember(object, "status");
   (void)codec::holdsFinalizer(object, kReleaseFinalizer);
 
+  // The claim door: a claim of a template (generateName) is read unnamed.
+  auto claim = codec::decodeAdmittedResourceClaim(object, ns, name);
+  if (claim.error.empty() && !ns.empty() && claim.value.ns.empty()) __builtin_trap();
+
   // The Organization and GPUDeviceClass webhooks.
   auto org = codec::decodeAdmittedOrganization(object, ns, name, "new");
   if (org.error.empty() && !name.empty() && org.value.name.empty()) __builtin_trap();

@@ -1,5 +1,7 @@
 #include "tally/codec/admission_objects.hpp"
 
+#include "tally/codec/dra_objects.hpp"
+
 #include <fmt/format.h>
 
 #include "tally/codec/codecs.hpp"
@@ -246,6 +248,21 @@ AdmittedObject<model::Organization> decodeAdmittedOrganization(const simdjson::p
                                                                std::string_view requestName, std::string_view which) {
   return decodeAdmitted<OrganizationCodec>(json, requestNamespace, requestName, [&](const std::string& why) {
     return fmt::format("the {} Organization {}/{} cannot be read: {}", which, requestNamespace, requestName, why);
+  });
+}
+
+namespace {
+struct ClaimAtCreateCodec {
+  using Object = model::ResourceClaim;
+  static Result<Object> fromJson(od::value json) { return decodeResourceClaimAtCreate(json); }
+};
+}  // namespace
+
+AdmittedObject<model::ResourceClaim> decodeAdmittedResourceClaim(const simdjson::padded_string& json,
+                                                                 std::string_view requestNamespace,
+                                                                 std::string_view requestName) {
+  return decodeAdmitted<ClaimAtCreateCodec>(json, requestNamespace, requestName, [&](const std::string& why) {
+    return fmt::format("the created ResourceClaim cannot be read: {}", why);
   });
 }
 

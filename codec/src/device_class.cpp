@@ -2,6 +2,7 @@
 
 #include "metadata.hpp"
 #include "tally/codec/objects.hpp"
+#include "tally/model/dra.hpp"
 
 namespace tally::codec {
 namespace {
@@ -64,6 +65,21 @@ Status readAcknowledgement(od::value value, model::GateAcknowledgement& ack) {
   });
 }
 
+// spec.dra: {driver, deviceClassName, attributes: {name: value}, shareCapacity}.
+Status readDra(od::value value, model::DraSelection& dra) {
+  return forEachField(value, "dra", [&](std::string_view key, od::value field) -> Status {
+    if (key == "driver") return readString(field, key, dra.driver);
+    if (key == "deviceClassName") return readString(field, key, dra.deviceClassName);
+    if (key == "shareCapacity") return readString(field, key, dra.shareCapacity);
+    if (key == "attributes") {
+      return forEachField(field, key, [&](std::string_view name, od::value v) -> Status {
+        return readString(v, keyField(name), dra.attributes[std::string(name)]);
+      });
+    }
+    return {};
+  });
+}
+
 struct SpecPresence {
   bool allocation = false;
   bool workload = false;
@@ -98,6 +114,12 @@ Status readSpec(od::value value, model::DeviceClass& cls, SpecPresence& seen) {
       std::int64_t spare = 0;
       if (auto read = readCount(field, key, spare); !read) return read;
       cls.operatorSpareDevices = spare;
+      return {};
+    }
+    if (key == "dra") {
+      model::DraSelection dra;
+      if (auto read = readDra(field, dra); !read) return read;
+      cls.dra = std::move(dra);
       return {};
     }
     if (key == "singleDevicePilotApproved") return readBool(field, key, cls.singleDevicePilotApproved);
@@ -168,6 +190,16 @@ Result<model::DeviceClass> decodeDeviceClass(od::value json, ObjectMeta* out) {
   if (auto done = finished(std::move(status), kKind, meta); !done) return std::move(done).error();
   if (!sawSpec) return inObject(fieldError("spec", "missing"), kKind, meta);
   if (!seen.allocation) return inObject(fieldError("spec.allocation", "missing"), kKind, meta);
+  if (cls.dra) {
+    if (cls.dra->driver.empty()) return inObject(fieldError("spec.dra.driver", "missing"), kKind, meta);
+    if (cls.allocation == model::Allocation::Vgpu)
+      return inObject(fieldError("spec.allocation", "vgpu is not served by DRA (want passthrough or shared)"), kKind,
+                      meta);
+    // Without a name of its own the pool sells under the extended resource
+    // name Kubernetes gives its DeviceClass.
+    if (cls.resourceName.empty() && !cls.dra->deviceClassName.empty())
+      cls.resourceName = model::draImplicitResourceName(cls.dra->deviceClassName);
+  }
   if (cls.resourceName.empty()) return inObject(fieldError("spec.resourceName", "missing"), kKind, meta);
   if (cls.allocation == model::Allocation::Shared) {
     if (!cls.share) return inObject(fieldError("spec.share", "missing (required for a shared class)"), kKind, meta);
@@ -177,8 +209,9 @@ Result<model::DeviceClass> decodeDeviceClass(od::value json, ObjectMeta* out) {
     }
   }
   if (!seen.workload)
-    cls.workload = cls.allocation == model::Allocation::Shared ? model::Workload::Pod : model::Workload::Vm;
-  cls.nodeMode = seen.nodeMode.value_or(model::defaultNodeMode(cls.allocation));
+    cls.workload = cls.allocation == model::Allocation::Shared || cls.dra ? model::Workload::Pod : model::Workload::Vm;
+  // A DRA pool is where its driver publishes, whatever a node's mode label.
+  cls.nodeMode = seen.nodeMode.value_or(cls.dra ? model::NodeMode::Unset : model::defaultNodeMode(cls.allocation));
   cls.name = std::move(meta.name);
   cls.deleting = meta.deleting;
   return cls;

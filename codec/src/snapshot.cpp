@@ -3,7 +3,9 @@
 #include <string>
 
 #include "json_reader.hpp"
+#include "tally/codec/dra_objects.hpp"
 #include "tally/codec/objects.hpp"
+#include "tally/model/dra.hpp"
 
 namespace tally::codec {
 namespace {
@@ -91,6 +93,8 @@ bool isKnownKind(std::string_view group, std::string_view kind) {
   if (group == "gpu.tally.dev") return kind == "GPUDeviceClass" || kind == "GPUDevice";
   if (group == "kubevirt.io") return kind == "VirtualMachineInstance" || kind == "KubeVirt";
   if (group == "kube-dc.com") return kind == "Organization";
+  if (group == "resource.k8s.io")
+    return kind == "ResourceSlice" || kind == "ResourceClaim" || kind == "DeviceTaintRule";
   return false;
 }
 
@@ -131,6 +135,12 @@ Status addTypedObject(Snapshot& snapshot, od::value json, const TypeMeta& type, 
     status = decodeKeyed(cluster.vmis, json, decodeVirtualMachineInstance, kind);
   } else if (group == "kube-dc.com" && kind == "Organization") {
     status = decodeKeyed(cluster.organizations, json, decodeOrganization, kind);
+  } else if (group == "resource.k8s.io" && kind == "ResourceSlice") {
+    status = decodeKeyed(cluster.resourceSlices, json, decodeResourceSlice, kind);
+  } else if (group == "resource.k8s.io" && kind == "ResourceClaim") {
+    status = decodeKeyed(cluster.resourceClaims, json, decodeResourceClaim, kind);
+  } else if (group == "resource.k8s.io" && kind == "DeviceTaintRule") {
+    status = decodeKeyed(cluster.deviceTaintRules, json, decodeDeviceTaintRule, kind);
   } else if (group == "kubevirt.io" && kind == "KubeVirt") {
     auto devices = decodeKubeVirt(json);
     if (!devices) return std::move(devices).error();
@@ -218,6 +228,7 @@ Result<Snapshot> loadSnapshot(std::string_view json, const SnapshotOptions& opti
     if (error.item.empty()) error.item = "snapshot";
     return error;
   }
+  model::foldDraInventory(snapshot.cluster);
   return snapshot;
 }
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "tally/common/log.hpp"
+#include "tally/controller/claim_webhook.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/controller/pod_webhooks.hpp"
 #include "tally/controller/readiness.hpp"
@@ -117,8 +118,11 @@ Replica::Replica(const Flags& flags, obs::Registry& registry, std::shared_ptr<ru
   }
   vmiWebhook_ = std::make_unique<VmiWebhook>(client_, vmiOptions(f_, registry_));
   wo.observers.push_back(vmiWebhook_.get());
+  claimWebhook_ = std::make_unique<ClaimWebhook>();
+  wo.observers.push_back(claimWebhook_.get());
   writer_ = std::make_unique<state::Writer>(std::move(wo));
   vmiWebhook_->readFrom(writer_->snapshots());
+  claimWebhook_->readFrom(writer_->snapshots());
   if (binder_) binder_->readFrom(writer_->snapshots());
   if (quota_) quota_->readFrom(writer_->snapshots());
   if (auditor_) auditor_->readFrom(writer_->snapshots());
@@ -221,6 +225,7 @@ http::Router Replica::webhookRoutes() {
              gpuPodWebhook(snapshots, podOptions), wo);
   addWebhook(routes, std::string(kGpuPodRouteWebhookPath), std::string(kGpuPodRouteWebhookName),
              gpuPodRouteWebhook(snapshots, podOptions), wo);
+  addWebhook(routes, std::string(kClaimWebhookPath), std::string(kClaimWebhookName), claimWebhook_->handler(), wo);
   addWebhook(routes, std::string(kOrganizationWebhookPath), std::string(kOrganizationWebhookName),
              organizationWebhook(snapshots, *writer_, organizationOptions(f_)), wo);
   // Acknowledgements ask the API server who holds a review role; VMI reviews

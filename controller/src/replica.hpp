@@ -18,6 +18,7 @@
 
 #include "flags.hpp"
 #include "tally/controller/catalog_endpoint.hpp"
+#include "tally/controller/claim_webhook.hpp"
 #include "tally/controller/class_webhook.hpp"
 #include "tally/runtime/http/server.hpp"
 #include "tally/state/informers.hpp"
@@ -51,6 +52,7 @@ class Replica {
   std::unique_ptr<QuotaReconciler> quota_;
   std::unique_ptr<PoolAuditor> auditor_;
   std::unique_ptr<VmiWebhook> vmiWebhook_;
+  std::unique_ptr<ClaimWebhook> claimWebhook_;
   std::unique_ptr<state::Writer> writer_;
   std::unique_ptr<AlertSource> alerts_;
   std::unique_ptr<UsageRecorder> usage_;

@@ -7,6 +7,7 @@
 
 #include "lookup.hpp"
 #include "tally/model/capacity.hpp"
+#include "tally/model/dra.hpp"
 #include "tally/model/sources.hpp"
 #include "tally/model/tenancy.hpp"
 #include "tally/model/units.hpp"
@@ -33,6 +34,8 @@ std::string_view toString(FindingCode code) {
     case FindingCode::NodeOvercommitted: return "NodeOvercommitted";
     case FindingCode::LedgerNotConfigured: return "LedgerNotConfigured";
     case FindingCode::UnorganizedGpuUse: return "UnorganizedGpuUse";
+    case FindingCode::DraPoolIncomplete: return "DraPoolIncomplete";
+    case FindingCode::DevicePluginAndDra: return "DevicePluginAndDra";
   }
   return "Unknown";
 }
@@ -98,6 +101,12 @@ std::string_view remedy(FindingCode code) {
              "holds this namespace or an ancestor), list the namespace in --system-namespaces if it is the "
              "platform's own, or accept such use with --unorganized-gpu-namespaces=allow on tally-controller, "
              "tally-extender and tallyctl";
+    case FindingCode::DraPoolIncomplete:
+      return "let the DRA driver publish every ResourceSlice of the pool's newest generation (or fix its "
+             "resourceSliceCount); until then the pool's devices count as unknown and no claim is admitted on them";
+    case FindingCode::DevicePluginAndDra:
+      return "serve the node's GPUs one way: remove the device plugin advertising the class's resource, or stop "
+             "the DRA driver publishing them (one device counted by both is sold twice)";
   }
   return "see the finding's message";
 }
@@ -119,7 +128,8 @@ std::string joined(const std::vector<std::string>& items) {
 void staleCapacity(const Cluster& cluster, const AuditOptions& options, std::vector<Finding>& out) {
   const Timestamp now = options.now.value_or(cluster.now);
   for (Kind kind : {Kind::Node, Kind::Pod, Kind::Namespace, Kind::DeviceClass, Kind::GpuDevice,
-                    Kind::HierarchicalResourceQuota, Kind::Organization, Kind::BillingPlans, Kind::Ledger}) {
+                    Kind::HierarchicalResourceQuota, Kind::Organization, Kind::BillingPlans, Kind::Ledger,
+                    Kind::ResourceSlice, Kind::ResourceClaim, Kind::DeviceTaintRule}) {
     std::string subject = fmt::format("cache/{}", toString(kind));
     const auto it = cluster.caches.find(kind);
     switch (sourceState(cluster, kind, now, options.staleAfterSeconds)) {
@@ -277,8 +287,45 @@ void addonFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<
   }
 }
 
+// A DRA pool's own findings: pools not complete, tainted devices, and nodes
+// serving the class's resource by a device plugin too.
+void draFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<Finding>& out) {
+  std::set<std::string> unknown;
+  for (const auto& [name, node] : cluster.nodes) {
+    if (!inPool(node, pool)) continue;
+    DraNodeUnits units = draUnitsOn(node, pool);
+    for (const auto& u : units.unknown) {
+      if (unknown.insert(u).second) {
+        out.push_back({FindingCode::DraPoolIncomplete,
+                       fmt::format("pool {}: {}, so node {}'s devices count as unknown", pool.name, u, name),
+                       "node/" + name});
+      }
+    }
+    if (!units.unhealthy.empty()) {
+      out.push_back({FindingCode::DegradedHealth,
+                     fmt::format("node {} of pool {} has {} tainted device(s): {}", name, pool.name,
+                                 units.unhealthyDevices, joined(units.unhealthy)),
+                     "node/" + name});
+    }
+    if (node.allocatable.get(pool.resourceName) > 0 || node.capacity.get(pool.resourceName) > 0) {
+      out.push_back(
+          {FindingCode::DevicePluginAndDra,
+           fmt::format("node {} advertises {} {} by a device plugin and driver {} publishes devices of "
+                       "pool {} there: the same GPUs would be counted twice",
+                       name, node.allocatable.get(pool.resourceName), pool.resourceName, pool.dra->driver, pool.name),
+           "node/" + name});
+    }
+  }
+}
+
 void modeFindings(const Cluster& cluster, const DeviceClass& pool, std::vector<Finding>& out) {
   std::string subject = "gpudeviceclass/" + pool.name;
+  if (pool.dra) {
+    // A DRA pool is wherever its driver publishes: no node mode, any workload
+    // (pods and KubeVirt VMs claim devices alike), no permittedHostDevices.
+    draFindings(cluster, pool, out);
+    return;
+  }
   if (pool.nodeMode != defaultNodeMode(pool.allocation)) {
     out.push_back(
         {FindingCode::ProfileModeMismatch,

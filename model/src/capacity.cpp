@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "lookup.hpp"
+#include "tally/model/dra.hpp"
 #include "tally/model/units.hpp"
 
 namespace tally::model {
@@ -52,7 +53,7 @@ std::int64_t freeUnits(const Node& node, const DeviceClass& cls, const CapacityV
 
 std::string NodeOvercommit::message() const {
   std::string out = fmt::format(
-      "node {} serves {} unit(s) but {} are in use ({} held by GPUDevices, {} by pods or "
+      "node {} serves {} unit(s) but {} are in use ({} held by GPUDevices, {} by pods, ResourceClaims or "
       "assumed placements): over-committed by {}",
       node, served, used, held, used - held, used - served);
   auto list = [](const std::vector<std::string>& items) {
@@ -62,6 +63,7 @@ std::string NodeOvercommit::message() const {
   };
   if (!devices.empty()) out += "; devices: " + list(devices);
   if (!pods.empty()) out += "; pods: " + list(pods);
+  if (!claims.empty()) out += "; resourceclaims: " + list(claims);
   return out;
 }
 
@@ -86,13 +88,20 @@ std::optional<NodeOvercommit> nodeOvercommit(const Cluster& cluster, const Node&
     const std::int64_t units = usage.capacity.get(cls.resourceName);
     if (units > 0) out.pods.push_back(fmt::format("{} ({})", key, units));
   }
+  for (const auto& [key, claim] : cluster.resourceClaims) {
+    ClaimUsage usage = claimUsage(cluster, claim);
+    const std::int64_t units = usage.capacity.get(cls.resourceName);
+    if (usage.node == node.name && units > 0) out.claims.push_back(fmt::format("{} ({})", key, units));
+  }
   return out;
 }
 
 const DeviceClass* classServing(const Cluster& cluster, const Node& node, std::string_view resource) {
   NodeMode mode = poolMode(node);
   for (const auto& [name, cls] : cluster.classes) {
-    if (cls.resourceName == resource && cls.nodeMode == mode) return &cls;
+    // A DRA class naming no mode serves on any node its driver publishes.
+    const bool modeFits = cls.nodeMode == mode || (cls.dra && cls.nodeMode == NodeMode::Unset);
+    if (cls.resourceName == resource && modeFits) return &cls;
   }
   return nullptr;
 }
@@ -127,6 +136,12 @@ std::int64_t idleReservedByOthers(const Cluster& cluster, const CapacityView& vi
 }  // namespace tally::model
 
 namespace tally::model {
+
+std::int64_t CapacityView::pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const {
+  std::int64_t units = 0;
+  for (const auto& [key, claim] : cluster.resourceClaims) units += claimPendingUnits(cluster, claim).get(pool.name);
+  return units;
+}
 
 std::int64_t CapacityView::poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const {
   std::int64_t free = 0;

@@ -20,6 +20,9 @@ std::string_view toString(Kind kind) {
     case Kind::BillingPlans: return "BillingPlans";
     case Kind::KubeVirt: return "KubeVirt";
     case Kind::Ledger: return "Ledger";
+    case Kind::ResourceSlice: return "ResourceSlice";
+    case Kind::ResourceClaim: return "ResourceClaim";
+    case Kind::DeviceTaintRule: return "DeviceTaintRule";
   }
   return "Unknown";
 }

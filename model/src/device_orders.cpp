@@ -59,6 +59,17 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
       d.refuse(Code::ClassDeleting, fmt::format("GPU class {} is being deleted and accepts no new orders", name));
       continue;
     }
+    // kube-scheduler's DRA allocator cannot see a unit a GPUDevice holds: a
+    // held device of a DRA pool could be allocated to a claim too.
+    if (cls->dra) {
+      d.refuse(
+          Code::NotPermitted,
+          fmt::format("GPU class {} is served by DRA driver {}: {} cannot hold its devices; ask for them with a "
+                      "ResourceClaim of DeviceClass {}",
+                      name, cls->dra->driver, order.subject,
+                      cls->dra->deviceClassName.empty() ? std::string("(none named)") : cls->dra->deviceClassName));
+      continue;
+    }
     if (count > cls->maxCount) {
       d.refuse(Code::CountAboveMax,
                fmt::format("{} asks for {} GPU(s) of class {}; one order may take at most {} (maxCount)", order.subject,

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "lookup.hpp"
+#include "tally/model/dra.hpp"
 #include "tally/model/units.hpp"
 #include "tally/model/usage.hpp"
 
@@ -39,6 +40,17 @@ struct UsageIndex::State {
   Cluster cluster;
   std::unordered_map<std::string, Charged> podCharges;     // pod key
   std::unordered_map<std::string, Charged> deviceCharges;  // device key
+  std::unordered_map<std::string, Charged> claimCharges;   // claim key
+  // DRA: slice names by pool and by node they put devices on; claims by the
+  // node they are allocated on, and those whose charge depends on slices
+  // elsewhere (not allocated yet, or naming a device no known slice lists).
+  std::map<DraPoolKey, std::set<std::string>> slicesByPool;
+  std::unordered_map<std::string, std::set<std::string>> slicesByNode;
+  std::unordered_map<std::string, std::set<std::string>> claimKeysByNode;
+  std::unordered_map<std::string, std::string> claimIndexedNode;
+  std::unordered_map<std::string, ResourceList> claimPendingOf;  // claim key -> claimPendingUnits
+  CowMap<std::int64_t> claimPending;                             // class -> their sum
+  std::set<std::string> claimsToRevisit;
   std::unordered_map<std::string, std::string> podKeyByUid;
   std::unordered_map<std::string, std::string> vmiKeyByUid;
   std::unordered_map<std::string, std::set<std::string>> vmiKeysByPodUid;     // status.activePods
@@ -175,6 +187,112 @@ struct UsageIndex::State {
     if (!node.empty()) refreshNodeFree(node);
   }
 
+  static std::string claimNode(const ResourceClaim& claim, const Charged& c) {
+    return claim.allocatedNode.empty() ? c.node : claim.allocatedNode;
+  }
+
+  void refreshClaim(const std::string& key) {
+    if (auto indexed = claimIndexedNode.find(key); indexed != claimIndexedNode.end()) {
+      auto byNode = claimKeysByNode.find(indexed->second);
+      if (byNode != claimKeysByNode.end()) {
+        byNode->second.erase(key);
+        if (byNode->second.empty()) claimKeysByNode.erase(byNode);
+      }
+      claimIndexedNode.erase(indexed);
+    }
+    claimsToRevisit.erase(key);
+    if (auto old = claimPendingOf.find(key); old != claimPendingOf.end()) {
+      for (const auto& [cls, units] : old->second) {
+        std::int64_t& total = claimPending[cls];
+        total -= units;
+        if (total == 0) claimPending.erase(cls);
+      }
+      claimPendingOf.erase(old);
+    }
+    uncharge(claimCharges, key);
+    auto it = cluster.resourceClaims.find(key);
+    if (it == cluster.resourceClaims.end()) return;
+    const ResourceClaim& claim = it->second;
+    ClaimUsage u = claimUsage(cluster, claim);
+    if (ResourceList pendingUnits = claimPendingUnits(cluster, claim); !pendingUnits.empty()) {
+      for (const auto& [cls, units] : pendingUnits) claimPending[cls] += units;
+      claimPendingOf.emplace(key, std::move(pendingUnits));
+    }
+    Charged c{u.node, std::move(u.capacity), claim.ns, detail::chainOf(cluster, claim.ns), std::move(u.budget), {}};
+    charge(c, +1);
+    const std::string node = claimNode(claim, c);
+    if (!node.empty()) {
+      claimKeysByNode[node].insert(key);
+      claimIndexedNode[key] = node;
+    }
+    if (claimUsageDependsOnInventory(cluster, claim, u)) claimsToRevisit.insert(key);
+    std::string charged = c.node;
+    claimCharges.emplace(key, std::move(c));
+    if (!charged.empty()) refreshNodeFree(charged);
+  }
+
+  std::vector<DraNodeSlice> foldNode(const std::string& name) const {
+    std::vector<DraNodeSlice> out;
+    auto slices = slicesByNode.find(name);
+    if (slices == slicesByNode.end()) return out;
+    for (const auto& sliceName : slices->second) {
+      auto slice = cluster.resourceSlices.find(sliceName);
+      if (slice == cluster.resourceSlices.end()) continue;
+      std::vector<const ResourceSlice*> members;
+      auto pool = slicesByPool.find({slice->second.driver, slice->second.pool});
+      if (pool != slicesByPool.end())
+        for (const auto& m : pool->second)
+          if (auto it = cluster.resourceSlices.find(m); it != cluster.resourceSlices.end())
+            members.push_back(&it->second);
+      DraPoolState state = draPoolState(slice->second.driver, slice->second.pool, members);
+      if (auto folded = foldSlice(slice->second, name, state, cluster.deviceTaintRules))
+        out.push_back(std::move(*folded));
+    }
+    return out;
+  }
+
+  // Re-reads what the slices put on the node; refreshes what depends on it.
+  void refoldNode(const std::string& name) {
+    auto node = cluster.nodes.find(name);
+    if (node == cluster.nodes.end()) return;
+    std::vector<DraNodeSlice> dra = foldNode(name);
+    if (dra == node->second.dra) return;
+    node->second.dra = std::move(dra);
+    refreshNodeFree(name);
+    refreshClaimsAfterInventoryChange(name);
+  }
+
+  void refreshClaimsAfterInventoryChange(const std::string& node) {
+    std::set<std::string> keys = claimsToRevisit;
+    if (auto it = claimKeysByNode.find(node); it != claimKeysByNode.end())
+      keys.insert(it->second.begin(), it->second.end());
+    for (const auto& key : keys) refreshClaim(key);
+  }
+
+  void indexSlice(const ResourceSlice& slice, int sign, std::set<std::string>& nodes) {
+    auto& pool = slicesByPool[{slice.driver, slice.pool}];
+    if (sign > 0) {
+      pool.insert(slice.name);
+    } else {
+      pool.erase(slice.name);
+    }
+    for (const auto& node : sliceNodes(slice)) {
+      if (sign > 0) {
+        slicesByNode[node].insert(slice.name);
+      } else if (auto it = slicesByNode.find(node); it != slicesByNode.end()) {
+        it->second.erase(slice.name);
+        if (it->second.empty()) slicesByNode.erase(it);
+      }
+    }
+    // Every node of the pool: its completeness may have changed.
+    for (const auto& member : pool) {
+      auto it = cluster.resourceSlices.find(member);
+      if (it != cluster.resourceSlices.end()) nodes.merge(sliceNodes(it->second));
+    }
+    for (const auto& node : sliceNodes(slice)) nodes.insert(node);
+    if (pool.empty()) slicesByPool.erase({slice.driver, slice.pool});
+  }
+
   void refreshLaunchersOf(const std::string& vmiUid) {
     auto vmiKey = vmiKeyByUid.find(vmiUid);
     if (vmiKey == vmiKeyByUid.end()) return;
@@ -195,11 +313,19 @@ struct UsageIndex::State {
     std::vector<std::string> devices;
     for (auto it = dFirst; it != dLast; ++it) devices.push_back(it->first);
     for (const auto& k : devices) refreshDevice(k);
+    auto [cFirst, cLast] = detail::namespacedRange(cluster.resourceClaims, ns);
+    std::vector<std::string> claims;
+    for (auto it = cFirst; it != cLast; ++it) claims.push_back(it->first);
+    for (const auto& k : claims) refreshClaim(k);
   }
 
   void refreshEverything() {
     for (const auto& [key, d] : cluster.devices) refreshDevice(key);
     for (const auto& [key, p] : cluster.pods) refreshPod(key);
+    std::set<std::string> claims;
+    for (const auto& [key, c] : cluster.resourceClaims) claims.insert(key);
+    for (const auto& [key, c] : claimCharges) claims.insert(key);
+    for (const auto& key : claims) refreshClaim(key);
     refreshAllNodeFree();
   }
 
@@ -237,19 +363,32 @@ UsageIndex UsageIndex::fromCluster(const Cluster& cluster) {
   for (const auto& [key, d] : cluster.devices) {
     if (!d.attachedTo.uid.empty()) s.deviceKeysByVmiUid[d.attachedTo.uid].insert(key);
   }
+  std::set<std::string> ignored;
+  for (const auto& [name, slice] : cluster.resourceSlices) s.indexSlice(slice, +1, ignored);
+  for (auto& [name, node] : s.cluster.nodes) node.dra = s.foldNode(name);
   s.refreshEverything();
   return index;
 }
 
 void UsageIndex::upsertNode(const Node& node) {
-  state_->cluster.nodes[node.name] = node;
-  state_->refreshNodeFree(node.name);
+  State& s = *state_;
+  Node& stored = s.cluster.nodes[node.name];
+  std::vector<DraNodeSlice> old = std::move(stored.dra);
+  stored = node;
+  stored.dra = s.foldNode(node.name);  // never decoded from the Node: the slices say it
+  const bool inventoryChanged = stored.dra != old;
+  s.refreshNodeFree(node.name);
+  if (inventoryChanged) s.refreshClaimsAfterInventoryChange(node.name);
 }
 
 void UsageIndex::removeNode(std::string_view name) {
+  const bool hadDevices =
+      state_->cluster.nodes.contains(std::string(name)) && !state_->cluster.nodes.at(std::string(name)).dra.empty();
   state_->cluster.nodes.erase(std::string(name));
   state_->refreshNodeFree(std::string(name));
   state_->nodeFree.erase(std::string(name));
+  // Claims allocated there name devices no node lists any more.
+  if (hadDevices) state_->refreshClaimsAfterInventoryChange(std::string(name));
 }
 
 void UsageIndex::upsertClass(const DeviceClass& cls) {
@@ -369,6 +508,55 @@ void UsageIndex::removeVmi(std::string_view ns, std::string_view name) {
   }
 }
 
+void UsageIndex::upsertResourceSlice(const ResourceSlice& slice) {
+  State& s = *state_;
+  std::set<std::string> nodes;
+  auto old = s.cluster.resourceSlices.find(slice.name);
+  if (old != s.cluster.resourceSlices.end()) {
+    ResourceSlice previous = old->second;
+    s.cluster.resourceSlices.erase(old);
+    s.indexSlice(previous, -1, nodes);
+  }
+  s.cluster.resourceSlices[slice.name] = slice;
+  s.indexSlice(slice, +1, nodes);
+  for (const auto& node : nodes) s.refoldNode(node);
+}
+
+void UsageIndex::removeResourceSlice(std::string_view name) {
+  State& s = *state_;
+  auto it = s.cluster.resourceSlices.find(std::string(name));
+  if (it == s.cluster.resourceSlices.end()) return;
+  ResourceSlice previous = std::move(it->second);
+  s.cluster.resourceSlices.erase(it);
+  std::set<std::string> nodes;
+  s.indexSlice(previous, -1, nodes);
+  for (const auto& node : nodes) s.refoldNode(node);
+}
+
+void UsageIndex::upsertResourceClaim(const ResourceClaim& claim) {
+  std::string key = objectKey(claim.ns, claim.name);
+  state_->cluster.resourceClaims[key] = claim;
+  state_->refreshClaim(key);
+}
+
+void UsageIndex::removeResourceClaim(std::string_view ns, std::string_view name) {
+  std::string key = objectKey(ns, name);
+  if (state_->cluster.resourceClaims.erase(key) == 0) return;
+  state_->refreshClaim(key);
+}
+
+void UsageIndex::upsertDeviceTaintRule(const DeviceTaintRule& rule) {
+  auto it = state_->cluster.deviceTaintRules.find(rule.name);
+  if (it != state_->cluster.deviceTaintRules.end() && it->second == rule) return;
+  state_->cluster.deviceTaintRules[rule.name] = rule;
+  for (const auto& [name, node] : state_->slicesByNode) state_->refoldNode(name);
+}
+
+void UsageIndex::removeDeviceTaintRule(std::string_view name) {
+  if (state_->cluster.deviceTaintRules.erase(std::string(name)) == 0) return;
+  for (const auto& [node, slices] : state_->slicesByNode) state_->refoldNode(node);
+}
+
 void UsageIndex::assume(const Pod& pod, std::string_view node) {
   State& s = *state_;
   s.dropAssumption(pod.uid);
@@ -413,6 +601,12 @@ std::int64_t UsageIndex::poolFreeUnits(const Cluster& cluster, const DeviceClass
   return free ? *free : 0;
 }
 
+std::int64_t UsageIndex::pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const {
+  if (&cluster != &state_->cluster) return CapacityView::pendingClaimUnits(cluster, pool);
+  const std::int64_t* units = state_->claimPending.find(pool.name);
+  return units ? *units : 0;
+}
+
 bool UsageIndex::counts(const Pod& pod) const {
   auto it = state_->cluster.pods.find(objectKey(pod.ns, pod.name));
   return it != state_->cluster.pods.end() && it->second.uid == pod.uid && !isTerminal(it->second);
@@ -428,6 +622,7 @@ UsageSnapshot UsageIndex::snapshot() const {
   snap.subtreeUsed_ = s.subtreeUsed;
   snap.placedSubtree_ = s.placedSubtree;
   snap.poolFree_ = s.poolFree;
+  snap.claimPending_ = s.claimPending;
   snap.unboundPods_ = s.unboundPods;
   return snap;
 }
@@ -454,6 +649,10 @@ bool UsageSnapshot::counts(const Pod& pod) const {
 std::int64_t UsageSnapshot::poolFreeUnits(const Cluster&, const DeviceClass& pool) const {
   const std::int64_t* free = poolFree_.find(pool.name);
   return free ? *free : 0;
+}
+std::int64_t UsageSnapshot::pendingClaimUnits(const Cluster&, const DeviceClass& pool) const {
+  const std::int64_t* units = claimPending_.find(pool.name);
+  return units ? *units : 0;
 }
 
 UsageIndex::TouchedNodes UsageIndex::takeTouchedNodes() {

@@ -11,6 +11,7 @@
 #include "tally/model/tenancy.hpp"
 #include "tally/model/units.hpp"
 #include "tally/model/usage.hpp"
+#include "tally/model/dra.hpp"
 
 namespace tally::model {
 
@@ -102,6 +103,19 @@ std::int64_t spareDevices(const DeviceClass& cls, std::int64_t poolDevices) {
 
 ResourceList grantQuota(const DeviceClass& profile, const GpuGrant& grant) {
   ResourceList out;
+  if (profile.dra) {
+    // A DRA pool: its units under its resource's key, and the same figure
+    // under the key Kubernetes' ResourceQuota counts a DeviceClass's claimed
+    // devices by, so HNC (and a ResourceQuota) hold claims to it as well.
+    const std::int64_t units = profile.allocation == Allocation::Shared
+                                   ? grant.shares + grant.devices * sharesPerDevice(profile)
+                                   : grant.devices;
+    if (units) {
+      out.add(quotaKey(profile.resourceName), units);
+      if (!profile.dra->deviceClassName.empty()) out.add(draDevicesQuotaKey(profile.dra->deviceClassName), units);
+    }
+    return out;
+  }
   if (profile.allocation == Allocation::Shared) {
     std::int64_t shares = grant.shares + grant.devices * sharesPerDevice(profile);
     if (shares) out.add(quotaKey(profile.resourceName), shares);
@@ -176,7 +190,13 @@ PoolInvariant evaluateInvariant(const Cluster& cluster, const DeviceClass& pool)
     inv.healthy.sources.push_back(
         {"node/" + name, served.units,
          served.notServed ? std::string(toString(served.notServed->code)) : served.shortfall});
+    // A DRA pool whose slices are not all seen: its devices are neither
+    // healthy nor absent, so the equation cannot be decided.
+    if (served.notServed && served.notServed->code == Code::DraPoolIncomplete)
+      inv.unknown.push_back(served.notServed->message);
   }
+  if (pool.dra && !cluster.synced(Kind::ResourceSlice)) inv.unknown.push_back("the ResourceSlice cache is not synced");
+  if (pool.dra && !cluster.synced(Kind::ResourceClaim)) inv.unknown.push_back("the ResourceClaim cache is not synced");
   for (const auto& r : cluster.ledger.records) {
     if (r.profileId != pool.name || !holdsCapacity(r.state)) continue;
     std::int64_t units = r.devices * inv.unitsPerDevice;

@@ -7,6 +7,7 @@
 #include "lookup.hpp"
 #include "tally/model/tenancy.hpp"
 #include "tally/model/pool.hpp"
+#include "tally/model/dra.hpp"
 
 namespace tally::model {
 
@@ -57,6 +58,10 @@ std::vector<std::string> ownedPlanQuotaKeys(const Cluster& cluster) {
   std::set<std::string> keys;
   for (const auto& [name, cls] : cluster.classes) {
     keys.insert(quotaKey(cls.resourceName));
+    if (cls.dra) {
+      if (!cls.dra->deviceClassName.empty()) keys.insert(draDevicesQuotaKey(cls.dra->deviceClassName));
+      continue;
+    }
     if (cls.allocation == Allocation::Shared) {
       keys.insert(quotaKey("nvidia.com/gpu"));
       keys.insert(kHamiMemoryKey);
@@ -112,7 +117,11 @@ std::vector<ProjectCap> projectCaps(const Cluster& cluster) {
     cap.ns = r.project;
     cap.records.push_back(r.id);
     const DeviceClass* cls = detail::findClass(cluster, r.profileId);
-    if (cls && holdsCapacity(r.state) && r.devices > 0) cap.hard.add(quotaKey(cls->resourceName), r.devices);
+    if (cls && holdsCapacity(r.state) && r.devices > 0) {
+      cap.hard.add(quotaKey(cls->resourceName), r.devices);
+      if (cls->dra && !cls->dra->deviceClassName.empty())
+        cap.hard.add(draDevicesQuotaKey(cls->dra->deviceClassName), r.devices);
+    }
   }
   std::vector<ProjectCap> out;
   for (auto& [ns, cap] : caps) out.push_back(std::move(cap));

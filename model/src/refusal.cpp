@@ -13,6 +13,7 @@ constexpr std::string_view nameOf(Code code) {
     case Code::NodeNoInventory: return "NodeNoInventory";
     case Code::NodeNotServed: return "NodeNotServed";
     case Code::NodeGone: return "NodeGone";
+    case Code::DraPoolIncomplete: return "DraPoolIncomplete";
     case Code::ClassUnknown: return "ClassUnknown";
     case Code::ClassDeleting: return "ClassDeleting";
     case Code::CountAboveMax: return "CountAboveMax";

@@ -52,6 +52,9 @@ bool isExtendedResourceName(std::string_view name) {
   auto slash = name.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == name.size()) return false;
   std::string_view domain = name.substr(0, slash);
+  // The one kubernetes.io domain of extended resources: the name Kubernetes
+  // gives a DRA DeviceClass's devices ("deviceclass.resource.kubernetes.io/<class>").
+  if (domain == kDraExtendedResourceDomain) return true;
   if (domain == "kubernetes.io" || domain.ends_with(".kubernetes.io")) return false;
   // Quota keys ("requests.x/y") are not resource names.
   return !domain.starts_with("requests.") && !domain.starts_with("limits.");

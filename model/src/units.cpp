@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tally/model/dra.hpp"
 
 namespace tally::model {
 
@@ -46,16 +49,21 @@ std::string_view quotaUnitName(const DeviceClass& cls) {
 }
 
 bool inPool(const Node& node, const DeviceClass& cls) {
+  // A DRA pool is the nodes its driver's slices put member devices on; a mode
+  // label narrows it only when the class names a mode.
+  if (cls.dra) return (cls.nodeMode == NodeMode::Unset || poolMode(node) == cls.nodeMode) && draInPool(node, cls);
   return poolMode(node) == cls.nodeMode && advertises(node, cls);
 }
 
 std::optional<Refusal> nodeIneligibility(const Node& node, const DeviceClass& cls) {
   NodeMode expected = poolMode(node);
-  if (expected != cls.nodeMode) {
+  // A DRA class naming no node mode serves on any node its driver publishes.
+  const bool anyMode = cls.dra && cls.nodeMode == NodeMode::Unset;
+  if (!anyMode && expected != cls.nodeMode) {
     return Refusal{Code::NodeWrongMode, fmt::format("node {} is in GPU mode '{}', class {} needs '{}'", node.name,
                                                     toString(expected), cls.name, toString(cls.nodeMode))};
   }
-  if (node.activeMode != expected) {
+  if (!anyMode && node.activeMode != expected) {
     return Refusal{Code::NodeModeTransition, fmt::format("node {} is switching GPU mode from '{}' to '{}'", node.name,
                                                          toString(node.activeMode), toString(expected))};
   }
@@ -68,6 +76,28 @@ NodeUnits unitsServed(const Node& node, const DeviceClass& cls) {
   NodeUnits out;
   if (auto why = nodeIneligibility(node, cls)) {
     out.notServed = std::move(why);
+    return out;
+  }
+  if (cls.dra) {
+    DraNodeUnits dra = draUnitsOn(node, cls);
+    if (!dra.unknown.empty()) {
+      out.notServed =
+          Refusal{Code::DraPoolIncomplete,
+                  fmt::format("node {} serves class {} from {}, so its devices count as unknown until every "
+                              "slice is seen",
+                              node.name, cls.name, fmt::join(dra.unknown, "; "))};
+      return out;
+    }
+    out.units = dra.units;
+    out.devices = dra.devices;
+    if (out.units == 0) {
+      out.notServed = Refusal{Code::NodeNotServed,
+                              dra.unhealthy.empty()
+                                  ? fmt::format("node {} has no healthy device of driver {} for class {}", node.name,
+                                                cls.dra->driver, cls.name)
+                                  : fmt::format("node {} has no healthy device of driver {} for class {} ({})",
+                                                node.name, cls.dra->driver, cls.name, fmt::join(dra.unhealthy, "; "))};
+    }
     return out;
   }
   switch (cls.allocation) {

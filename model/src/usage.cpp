@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lookup.hpp"
+#include "tally/model/dra.hpp"
 
 namespace tally::model {
 
@@ -216,6 +217,14 @@ UsageTotals computeUsage(const Cluster& cluster) {
       }
     }
     for (const auto& [k, a] : u.budget) totals.namespaceUsed[d.ns].add(k, a);
+  }
+  for (const auto& [key, claim] : cluster.resourceClaims) {
+    ClaimUsage u = claimUsage(cluster, claim);
+    for (const auto& [r, a] : u.capacity) {
+      totals.nodeUsed[u.node].add(r, a);
+      totals.namespacePlaced[claim.ns].add(r, a);
+    }
+    for (const auto& [k, a] : u.budget) totals.namespaceUsed[claim.ns].add(k, a);
   }
   return totals;
 }

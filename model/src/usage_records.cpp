@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "tally/model/usage.hpp"
+#include "tally/model/dra.hpp"
 
 namespace tally::model {
 
@@ -12,6 +13,7 @@ std::string_view toString(HolderKind kind) {
   switch (kind) {
     case HolderKind::Pod: return "Pod";
     case HolderKind::GpuDevice: return "GPUDevice";
+    case HolderKind::ResourceClaim: return "ResourceClaim";
   }
   return "Unknown";
 }
@@ -19,6 +21,7 @@ std::string_view toString(HolderKind kind) {
 std::optional<HolderKind> parseHolderKind(std::string_view text) {
   if (text == "Pod") return HolderKind::Pod;
   if (text == "GPUDevice") return HolderKind::GpuDevice;
+  if (text == "ResourceClaim") return HolderKind::ResourceClaim;
   return std::nullopt;
 }
 
@@ -51,6 +54,17 @@ std::vector<Holder> holdersAt(const Cluster& cluster) {
     for (const auto& [resource, units] : usage.capacity) {
       if (units <= 0) continue;
       out.push_back({HolderKind::Pod, pod.ns, pod.name, pod.uid, classServing(cluster, resource), resource, units});
+    }
+  }
+  // An allocated claim holds the units of its devices (its pod, which asks
+  // for no device-plugin resource, holds none of them).
+  for (const auto& [key, claim] : cluster.resourceClaims) {
+    ClaimUsage usage = claimUsage(cluster, claim);
+    if (usage.node.empty()) continue;
+    for (const auto& [resource, units] : usage.capacity) {
+      if (units <= 0) continue;
+      out.push_back({HolderKind::ResourceClaim, claim.ns, claim.name, claim.uid, classServing(cluster, resource),
+                     resource, units});
     }
   }
   std::sort(out.begin(), out.end());

@@ -53,6 +53,10 @@ void addSourceFlags(CLI::App& app, SourceFlags& f, const std::string& readers) {
       ->capture_default_str();
   app.add_option("--watch-kubevirt", f.watchKubevirt, "Watch the KubeVirt CR (permittedHostDevices)")
       ->capture_default_str();
+  app.add_option("--watch-dra", f.watchDra,
+                 "Watch ResourceSlices, ResourceClaims and DeviceTaintRules (resource.k8s.io/v1): GPUDeviceClasses "
+                 "with spec.dra count them; false on an API server without DRA (such classes then serve nothing)")
+      ->capture_default_str();
   app.add_option("--protobuf-watches", f.protobufWatches,
                  "List and watch nodes, pods, namespaces and resource quotas as protobuf (cheaper for the API server "
                  "to encode); false: JSON")
@@ -86,6 +90,7 @@ Expected<SourceSettings, std::string> sourceSettings(const SourceFlags& f) {
   }
   s.source.organizations = f.watchOrganizations;
   s.source.kubevirt = f.watchKubevirt;
+  s.source.dra = f.watchDra;
   s.source.protobuf = f.protobufWatches;
   if (!f.ledgerDir.empty() && !f.ledgerConfigMap.empty()) {
     return std::string("--ledger-dir and --ledger-configmap both set: the ledger has one source, give one of them");

@@ -13,6 +13,7 @@ bool enabled(const KindInfo& info, const SourceOptions& options) {
     case Gate::BillingPlans: return options.billingPlans.has_value();
     case Gate::KubeVirt: return options.kubevirt;
     case Gate::Ledger: return !options.ledgerDir.empty() || options.ledgerConfigMap.has_value();
+    case Gate::Dra: return options.dra;
   }
   return false;
 }

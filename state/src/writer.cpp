@@ -251,6 +251,8 @@ void Writer::apply(Object& object) {
   std::visit(Overloaded{
                  [&](model::Node& n) {
                    key = n.name;
+                   // Node::dra is the slices' (folded by the index), never the Node's.
+                   if (auto it = cluster.nodes.find(n.name); it != cluster.nodes.end()) n.dra = it->second.dra;
                    if (unchanged(cluster.nodes, n.name, n)) return void(changed = false);
                    index_.upsertNode(n);
                  },
@@ -292,6 +294,21 @@ void Writer::apply(Object& object) {
                  },
                  [&](std::vector<model::PermittedHostDevice>& d) { cluster.permittedHostDevices = std::move(d); },
                  [&](model::Ledger& l) { cluster.ledger = std::move(l); },
+                 [&](model::ResourceSlice& r) {
+                   key = r.name;
+                   if (unchanged(cluster.resourceSlices, r.name, r)) return void(changed = false);
+                   index_.upsertResourceSlice(r);
+                 },
+                 [&](model::ResourceClaim& c) {
+                   key = model::objectKey(c.ns, c.name);
+                   if (unchanged(cluster.resourceClaims, key, c)) return void(changed = false);
+                   index_.upsertResourceClaim(c);
+                 },
+                 [&](model::DeviceTaintRule& t) {
+                   key = t.name;
+                   if (unchanged(cluster.deviceTaintRules, t.name, t)) return void(changed = false);
+                   index_.upsertDeviceTaintRule(t);
+                 },
              },
              object);
   baseDirty_ = baseDirty_ || changed;
@@ -320,6 +337,9 @@ void Writer::apply(Remove& r) {
     case model::Kind::BillingPlans: cluster.plans.reset(); break;
     case model::Kind::KubeVirt: cluster.permittedHostDevices.reset(); break;
     case model::Kind::Ledger: cluster.ledger = {}; break;
+    case model::Kind::ResourceSlice: index_.removeResourceSlice(r.name); break;
+    case model::Kind::ResourceClaim: index_.removeResourceClaim(r.ns, r.name); break;
+    case model::Kind::DeviceTaintRule: index_.removeDeviceTaintRule(r.name); break;
   }
   if (r.kind != model::Kind::Pod) {
     const std::string changedKey = r.ns.empty() ? r.name : key;
@@ -428,6 +448,9 @@ void upsertCluster(Writer& writer, const model::Cluster& c) {
   for (const auto& [k, v] : c.devices) writer.upsert(v);
   for (const auto& [k, v] : c.vmis) writer.upsert(v);
   for (const auto& [k, v] : c.organizations) writer.upsert(v);
+  for (const auto& [k, v] : c.resourceSlices) writer.upsert(v);
+  for (const auto& [k, v] : c.resourceClaims) writer.upsert(v);
+  for (const auto& [k, v] : c.deviceTaintRules) writer.upsert(v);
   for (const auto& [k, v] : c.pods) writer.upsert(v);
   if (c.plans) writer.upsert(c.plans);
   if (c.permittedHostDevices) writer.upsert(*c.permittedHostDevices);

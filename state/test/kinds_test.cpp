@@ -5,13 +5,14 @@
 namespace tally::state {
 namespace {
 
-TEST(Kinds, DefaultOptionsWatchTheAlwaysKindsOrganizationsAndThePlans) {
+TEST(Kinds, DefaultOptionsWatchTheAlwaysKindsOrganizationsThePlansAndDra) {
   const std::set<model::Kind> kinds = watchedKinds(SourceOptions{});
   EXPECT_EQ(kinds,
             (std::set<model::Kind>{
                 model::Kind::Node, model::Kind::Pod, model::Kind::Namespace, model::Kind::HierarchicalResourceQuota,
                 model::Kind::ResourceQuota, model::Kind::DeviceClass, model::Kind::GpuDevice,
-                model::Kind::VirtualMachineInstance, model::Kind::Organization, model::Kind::BillingPlans}));
+                model::Kind::VirtualMachineInstance, model::Kind::Organization, model::Kind::BillingPlans,
+                model::Kind::ResourceSlice, model::Kind::ResourceClaim, model::Kind::DeviceTaintRule}));
 }
 
 TEST(Kinds, EachGateTurnsOnlyItsKind) {
@@ -21,7 +22,12 @@ TEST(Kinds, EachGateTurnsOnlyItsKind) {
   const std::set<model::Kind> base = watchedKinds(o);
   EXPECT_FALSE(base.contains(model::Kind::Organization));
   EXPECT_FALSE(base.contains(model::Kind::BillingPlans));
-  EXPECT_EQ(base.size(), 8u);
+  EXPECT_EQ(base.size(), 11u);
+  o.dra = false;
+  EXPECT_EQ(watchedKinds(o).size(), 8u);
+  EXPECT_FALSE(watchedKinds(o).contains(model::Kind::ResourceSlice));
+  EXPECT_FALSE(watchedKinds(o).contains(model::Kind::ResourceClaim));
+  EXPECT_FALSE(watchedKinds(o).contains(model::Kind::DeviceTaintRule));
   o.kubevirt = true;
   EXPECT_EQ(watchedKinds(o).size(), 9u);
   EXPECT_TRUE(watchedKinds(o).contains(model::Kind::KubeVirt));
@@ -38,7 +44,7 @@ TEST(Kinds, ObjectAlternativesMapToTheirKinds) {
     EXPECT_EQ(kindInfo(kind).kind, kind);
     ++seen;
   });
-  EXPECT_EQ(seen, 12);
+  EXPECT_EQ(seen, 15);
   EXPECT_EQ(kindOf(Object{model::GpuDevice{}}), model::Kind::GpuDevice);
   EXPECT_EQ(kindOf(Object{std::vector<model::PermittedHostDevice>{}}), model::Kind::KubeVirt);
 }
@@ -62,6 +68,9 @@ TEST(Kinds, EachKindIsServedWhereTheRegistrySaysAndTheLedgerNowhere) {
   EXPECT_EQ(resourceOf(model::Kind::VirtualMachineInstance).inNamespace("t").collectionPath(),
             "/apis/kubevirt.io/v1/namespaces/t/virtualmachineinstances");
   EXPECT_TRUE(resourceOf(model::Kind::Ledger).resource.empty());
+  EXPECT_EQ(resourceOf(model::Kind::ResourceSlice).collectionPath(), "/apis/resource.k8s.io/v1/resourceslices");
+  EXPECT_EQ(resourceOf(model::Kind::ResourceClaim).inNamespace("t").collectionPath(),
+            "/apis/resource.k8s.io/v1/namespaces/t/resourceclaims");
 }
 
 TEST(Kinds, TheListScopeLeavesTerminalPodsOutAndNamesTheOneConfigMapOfThePlansAndTheLedger) {

@@ -52,16 +52,16 @@ Cluster& Cluster::instance() {
   return c;
 }
 
-bool Cluster::up(const std::string& name) {
+bool Cluster::up(const std::string& name, bool controllerManager) {
   name_ = name;
   int rc = 0;
-  // The runtime's tests need no controllers: skip kube-controller-manager. The
-  // cluster's watchdog takes it down if this process dies before TearDown runs
-  // (a crash or a timeout's SIGKILL).
-  const std::string out =
-      runCommand("TALLY_E2E_CONTROLLER_MANAGER=0 TALLY_E2E_OWNER_PID=" + std::to_string(::getpid()) + " " +
-                     std::string(TALLY_REPO_DIR) + "/e2e/cluster/up --name " + name,
-                 &rc);
+  // Without controllerManager no kube-controller-manager runs. The cluster's
+  // watchdog takes it down if this process dies before TearDown runs (a crash
+  // or a timeout's SIGKILL).
+  const std::string out = runCommand(std::string("TALLY_E2E_CONTROLLER_MANAGER=") + (controllerManager ? "1" : "0") +
+                                         " TALLY_E2E_OWNER_PID=" + std::to_string(::getpid()) + " " +
+                                         std::string(TALLY_REPO_DIR) + "/e2e/cluster/up --name " + name,
+                                     &rc);
   if (rc != 0) return false;
   std::istringstream lines(out);
   std::string line;

@@ -95,6 +95,12 @@ AdmittedObject<model::Organization> decodeAdmittedOrganization(const simdjson::p
                                                                std::string_view requestNamespace,
                                                                std::string_view requestName, std::string_view which);
 
+// A created ResourceClaim (from a template: generateName, no name yet).
+// error: "the created ResourceClaim cannot be read: ..."
+AdmittedObject<model::ResourceClaim> decodeAdmittedResourceClaim(const simdjson::padded_string& json,
+                                                                 std::string_view requestNamespace,
+                                                                 std::string_view requestName);
+
 // The raw JSON of a top-level member ("spec", "status"); nullopt when absent.
 std::optional<std::string> rawMember(const simdjson::padded_string& json, std::string_view member);
 

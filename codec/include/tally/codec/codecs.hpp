@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tally/codec/dra_objects.hpp"
 #include "tally/codec/objects.hpp"
 #include "tally/codec/protobuf.hpp"
 
@@ -49,6 +50,10 @@ TALLY_CODEC_KIND(VirtualMachineInstanceCodec, model::VirtualMachineInstance, "Vi
 TALLY_CODEC_KIND(OrganizationCodec, model::Organization, "Organization", decodeOrganization)
 TALLY_CODEC_KIND(KubeVirtCodec, std::vector<model::PermittedHostDevice>, "KubeVirt", decodeKubeVirt)
 TALLY_CODEC_KIND(BillingPlansCodec, std::optional<model::BillingPlans>, "ConfigMap", decodeBillingPlansConfigMap)
+// resource.k8s.io/v1, watched as JSON (no protobuf decoders for them yet).
+TALLY_CODEC_KIND(ResourceSliceCodec, model::ResourceSlice, "ResourceSlice", decodeResourceSlice)
+TALLY_CODEC_KIND(ResourceClaimCodec, model::ResourceClaim, "ResourceClaim", decodeResourceClaim)
+TALLY_CODEC_KIND(DeviceTaintRuleCodec, model::DeviceTaintRule, "DeviceTaintRule", decodeDeviceTaintRule)
 
 #undef TALLY_CODEC_MEMBERS
 #undef TALLY_CODEC_KIND

@@ -34,6 +34,8 @@ enum class FindingCode {
   NodeOvercommitted,           // a node of the pool has more units in use than it serves (nodeOvercommit)
   LedgerNotConfigured,         // an organization holds a reservation add-on of the pool and no ledger is configured
   UnorganizedGpuUse,           // a namespace under no Organization uses units of the pool (TenancyPolicy refuses it)
+  DraPoolIncomplete,           // a DRA pool of the class with slices of its newest generation not seen
+  DevicePluginAndDra,          // a node serves the class's resource by a device plugin and the class by DRA
 };
 std::string_view toString(FindingCode code);
 // Whether the finding closes the gate (every code but the informational ones).

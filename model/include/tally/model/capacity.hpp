@@ -29,6 +29,10 @@ class CapacityView : public UsageReader {
   // Free units of the whole pool (sum over its nodes). The default scans the
   // nodes; the incremental index answers from running totals.
   virtual std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const;
+  // Units of the pool ResourceClaims ask for that the allocator has not
+  // allocated yet (claimPendingUnits): demand on the pool the claim door
+  // counts. The default scans the claims; the index answers from a total.
+  virtual std::int64_t pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const;
 };
 
 // A view over totals recomputed from scratch (tallyctl, tests, the controller).
@@ -68,6 +72,7 @@ struct NodeOvercommit {
   // pods only as sums: its auditor names them from the writer's live index).
   std::vector<std::string> devices;
   std::vector<std::string> pods;
+  std::vector<std::string> claims;  // allocated ResourceClaims of DRA pools
   std::string message() const;
 };
 

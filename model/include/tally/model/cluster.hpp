@@ -27,12 +27,16 @@ enum class Kind {
   BillingPlans,
   KubeVirt,
   Ledger,
+  ResourceSlice,
+  ResourceClaim,
+  DeviceTaintRule,
 };
 std::string_view toString(Kind kind);
 inline constexpr Kind kAllKinds[] = {
-    Kind::Node,          Kind::Pod,          Kind::Namespace, Kind::HierarchicalResourceQuota,
-    Kind::ResourceQuota, Kind::DeviceClass,  Kind::GpuDevice, Kind::VirtualMachineInstance,
-    Kind::Organization,  Kind::BillingPlans, Kind::KubeVirt,  Kind::Ledger};
+    Kind::Node,          Kind::Pod,           Kind::Namespace,      Kind::HierarchicalResourceQuota,
+    Kind::ResourceQuota, Kind::DeviceClass,   Kind::GpuDevice,      Kind::VirtualMachineInstance,
+    Kind::Organization,  Kind::BillingPlans,  Kind::KubeVirt,       Kind::Ledger,
+    Kind::ResourceSlice, Kind::ResourceClaim, Kind::DeviceTaintRule};
 
 // What a cache knows about itself. An unsynced cache makes every answer that
 // depends on it "unknown", which the model refuses closed.
@@ -80,6 +84,11 @@ struct ClusterObjects {
   std::map<std::string, GpuDevice> devices;               // by ns/name
   std::map<std::string, VirtualMachineInstance> vmis;     // by ns/name
   std::map<std::string, Organization> organizations;      // by ns/name
+  // Dynamic Resource Allocation (model/dra.hpp). The slices are folded into
+  // their nodes' Node::dra (foldDraInventory) wherever they change.
+  std::map<std::string, ResourceSlice> resourceSlices;      // by name
+  std::map<std::string, ResourceClaim> resourceClaims;      // by ns/name
+  std::map<std::string, DeviceTaintRule> deviceTaintRules;  // by name
   std::optional<BillingPlans> plans;
   std::optional<std::vector<PermittedHostDevice>> permittedHostDevices;  // KubeVirt CR
   Ledger ledger;

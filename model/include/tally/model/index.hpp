@@ -48,6 +48,14 @@ class UsageIndex final : public CapacityView {
   void removeDevice(std::string_view ns, std::string_view name);
   void upsertVmi(const VirtualMachineInstance& vmi);
   void removeVmi(std::string_view ns, std::string_view name);
+  // DRA: a slice refolds the nodes of its pool (Node::dra), a taint rule every
+  // node with slices; a claim is charged like a held device (model/dra.hpp).
+  void upsertResourceSlice(const ResourceSlice& slice);
+  void removeResourceSlice(std::string_view name);
+  void upsertResourceClaim(const ResourceClaim& claim);
+  void removeResourceClaim(std::string_view ns, std::string_view name);
+  void upsertDeviceTaintRule(const DeviceTaintRule& rule);
+  void removeDeviceTaintRule(std::string_view name);
 
   // An in-flight placement the watch has not confirmed yet. Dropped by forget(),
   // or automatically when the pod is seen bound (or deleted).
@@ -64,6 +72,7 @@ class UsageIndex final : public CapacityView {
   std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override;
   // O(1) from running totals when asked about the index's own cluster.
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
+  std::int64_t pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const override;
 
   // The objects the index holds, as a Cluster (the caller adds the kinds the
   // index does not track: quotas, organizations, plans, ledger, caches).
@@ -104,13 +113,15 @@ class UsageSnapshot final : public CapacityView {
   bool counts(const Pod& pod) const override;
   std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override;
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
+  std::int64_t pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const override;
 
  private:
   friend class UsageIndex;
   // Copies of the index's maps: they share every bucket no event touched since.
   CowMap<ResourceList> nodeUsed_, assumedUsed_, nodeHeld_, namespaceUsed_, subtreeUsed_, placedSubtree_;
   CowMap<std::int64_t> poolFree_;
-  CowMap<std::string> unboundPods_;  // pod key -> uid, pods without a node
+  CowMap<std::int64_t> claimPending_;  // class -> units of claims not allocated yet
+  CowMap<std::string> unboundPods_;    // pod key -> uid, pods without a node
 };
 
 }  // namespace tally::model

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tally/model/dra_objects.hpp"
 #include "tally/model/resources.hpp"
 
 namespace tally::model {
@@ -59,6 +60,9 @@ struct Node {
   ResourceList capacity;                                  // extended resources only
   ResourceList allocatable;                               // extended resources only
   std::optional<std::vector<InventoryParent>> inventory;  // absent without annotation
+  // What DRA drivers publish for the node (ResourceSlices), folded in by
+  // foldDraInventory: never decoded from the Node itself.
+  std::vector<DraNodeSlice> dra;
   friend bool operator==(const Node&, const Node&) = default;
 };
 
@@ -96,6 +100,9 @@ struct DeviceClass {
   std::optional<std::int64_t> operatorSpareDevices;
   bool singleDevicePilotApproved = false;
   std::string pciVendorSelector;
+  // spec.dra: the pool is served by a DRA driver's ResourceSlices and used by
+  // ResourceClaims (model/dra.hpp), not by a device plugin's node resources.
+  std::optional<DraSelection> dra;
   // spec.creationPaused: an operator closes creation in the pool by hand (e.g.
   // before a sequential node switches modes).
   bool creationPaused = false;

@@ -18,6 +18,7 @@ enum class Code {
   NodeNoInventory,
   NodeNotServed,
   NodeGone,
+  DraPoolIncomplete,  // a DRA pool with slices of its newest generation missing
   // admission and placement
   ClassUnknown,
   ClassDeleting,

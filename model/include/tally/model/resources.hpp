@@ -11,6 +11,11 @@
 
 namespace tally::model {
 
+// The domain of the extended resource name Kubernetes gives a DRA DeviceClass
+// without one of its own: an extended resource although it is a kubernetes.io
+// domain.
+inline constexpr std::string_view kDraExtendedResourceDomain = "deviceclass.resource.kubernetes.io";
+
 // A small sorted list of (name, amount); pods and nodes carry few GPU resources,
 // so a flat vector beats a map in size and lookup time.
 class ResourceList {

@@ -11,7 +11,9 @@
 //    pod (a pod a VMI lists in status.activePods, model::launchOf) bills only
 //    what its devices do not cover (podUsage), normally nothing;
 //  * any other non-terminal pod bound to a node holds the GPU units it
-//    requests (podUsage's capacity). A terminal or unbound pod holds nothing.
+//    requests (podUsage's capacity). A terminal or unbound pod holds nothing;
+//  * an allocated ResourceClaim of a DRA pool holds the units of its devices
+//    (claimUsage's capacity); the pods using it hold none of them.
 
 #include <cstdint>
 #include <optional>
@@ -23,7 +25,7 @@
 
 namespace tally::model {
 
-enum class HolderKind { Pod, GpuDevice };
+enum class HolderKind { Pod, GpuDevice, ResourceClaim };
 std::string_view toString(HolderKind kind);
 std::optional<HolderKind> parseHolderKind(std::string_view text);
 

@@ -26,7 +26,7 @@
 namespace tally::state {
 
 // What turns a kind's source on (see SourceOptions).
-enum class Gate { Always, Organizations, BillingPlans, KubeVirt, Ledger };
+enum class Gate { Always, Organizations, BillingPlans, KubeVirt, Ledger, Dra };
 
 struct KindInfo {
   model::Kind kind;
@@ -38,7 +38,7 @@ struct KindInfo {
 };
 
 // In model::Kind order (checked below).
-inline constexpr std::array<KindInfo, 12> kKinds{{
+inline constexpr std::array<KindInfo, 15> kKinds{{
     {model::Kind::Node, "", "v1", "nodes", true, Gate::Always},
     {model::Kind::Pod, "", "v1", "pods", true, Gate::Always},
     {model::Kind::Namespace, "", "v1", "namespaces", true, Gate::Always},
@@ -55,6 +55,10 @@ inline constexpr std::array<KindInfo, 12> kKinds{{
     // The reservation records: a directory, polled, or one ConfigMap, watched
     // (neither is one API resource of its own: the ledger source reads them).
     {model::Kind::Ledger, "", "", "", false, Gate::Ledger},
+    // Dynamic Resource Allocation (resource.k8s.io/v1), read as JSON.
+    {model::Kind::ResourceSlice, "resource.k8s.io", "v1", "resourceslices", false, Gate::Dra},
+    {model::Kind::ResourceClaim, "resource.k8s.io", "v1", "resourceclaims", false, Gate::Dra},
+    {model::Kind::DeviceTaintRule, "resource.k8s.io", "v1", "devicetaintrules", false, Gate::Dra},
 }};
 
 constexpr const KindInfo& kindInfo(model::Kind kind) { return kKinds[static_cast<std::size_t>(kind)]; }
@@ -90,13 +94,17 @@ TALLY_STATE_KIND_CODEC(VirtualMachineInstance, VirtualMachineInstanceCodec)
 TALLY_STATE_KIND_CODEC(Organization, OrganizationCodec)
 TALLY_STATE_KIND_CODEC(BillingPlans, BillingPlansCodec)
 TALLY_STATE_KIND_CODEC(KubeVirt, KubeVirtCodec)
+TALLY_STATE_KIND_CODEC(ResourceSlice, ResourceSliceCodec)
+TALLY_STATE_KIND_CODEC(ResourceClaim, ResourceClaimCodec)
+TALLY_STATE_KIND_CODEC(DeviceTaintRule, DeviceTaintRuleCodec)
 #undef TALLY_STATE_KIND_CODEC
 
 // One decoded object of any kind: alternative i is the value of kKinds[i].
 using Object =
     std::variant<model::Node, model::Pod, model::Namespace, model::HierarchicalResourceQuota, model::ResourceQuota,
                  model::DeviceClass, model::GpuDevice, model::VirtualMachineInstance, model::Organization,
-                 std::optional<model::BillingPlans>, std::vector<model::PermittedHostDevice>, model::Ledger>;
+                 std::optional<model::BillingPlans>, std::vector<model::PermittedHostDevice>, model::Ledger,
+                 model::ResourceSlice, model::ResourceClaim, model::DeviceTaintRule>;
 static_assert(std::variant_size_v<Object> == kKinds.size());
 
 template <model::Kind K>
@@ -137,6 +145,8 @@ struct SourceOptions {
   std::optional<codec::BillingPlansLocation> billingPlans = codec::BillingPlansLocation{};
   bool organizations = true;
   bool kubevirt = false;
+  // Watch ResourceSlices, ResourceClaims and DeviceTaintRules (DRA pools).
+  bool dra = true;
   // The ledger's source: a directory (a git-sync checkout) polled every
   // ledgerInterval, or one ConfigMap (each data key a record) watched. At most
   // one of the two; neither: no ledger (no reservation holds).

@@ -22,6 +22,7 @@ struct SourceFlags {
   std::string billingPlans = "kube-dc/billing-plans";
   bool watchOrganizations = true;
   bool watchKubevirt = false;
+  bool watchDra = true;
   bool protobufWatches = true;
   std::string ledgerDir;
   std::string ledgerConfigMap;

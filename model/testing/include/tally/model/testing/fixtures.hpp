@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tally/model/cluster.hpp"
+#include "tally/model/dra.hpp"
 
 namespace tally::model::testing {
 
@@ -191,6 +192,91 @@ inline void put(Cluster& c, ResourceQuota q) {
 template <>
 inline void put(Cluster& c, Organization o) {
   c.organizations[objectKey(o.ns, o.name)] = std::move(o);
+}
+
+template <>
+inline void put(Cluster& c, ResourceSlice s) {
+  c.resourceSlices[s.name] = std::move(s);
+  foldDraInventory(c);
+}
+template <>
+inline void put(Cluster& c, ResourceClaim claim) {
+  c.resourceClaims[objectKey(claim.ns, claim.name)] = std::move(claim);
+}
+template <>
+inline void put(Cluster& c, DeviceTaintRule r) {
+  c.deviceTaintRules[r.name] = std::move(r);
+  foldDraInventory(c);
+}
+
+// Dynamic Resource Allocation: a GPU class served by driver gpu.example.com
+// whose devices are requested through DeviceClass `deviceClass`.
+inline constexpr std::string_view kDraDriver = "gpu.example.com";
+inline DeviceClass draClass(std::string name = "h200-dra", std::string deviceClass = "h200.example.com") {
+  DeviceClass c;
+  c.name = std::move(name);
+  c.workload = Workload::Pod;
+  c.allocation = Allocation::Passthrough;
+  c.nodeMode = NodeMode::Unset;
+  c.memoryMiB = 144384;
+  c.maxCount = 8;
+  c.dra = DraSelection{std::string(kDraDriver), deviceClass, {}, ""};
+  c.resourceName = draImplicitResourceName(deviceClass);
+  return c;
+}
+
+// A ready node with no device-plugin resources (its GPUs come from slices).
+inline Node draNode(std::string name) {
+  Node n;
+  n.name = std::move(name);
+  n.ready = true;
+  return n;
+}
+
+// A slice of pool `pool` on `node` with devices gpu-<first>..: each with a
+// productName attribute and `memory` bytes of capacity.
+inline ResourceSlice draSlice(std::string name, std::string node, std::string pool, int devices, int first = 0,
+                              std::int64_t generation = 1, std::int64_t sliceCount = 1,
+                              std::int64_t memory = 141LL << 30) {
+  ResourceSlice s;
+  s.name = std::move(name);
+  s.driver = std::string(kDraDriver);
+  s.pool = std::move(pool);
+  s.nodeName = std::move(node);
+  s.generation = generation;
+  s.resourceSliceCount = sliceCount;
+  for (int i = first; i < first + devices; ++i) {
+    DraDevice d;
+    d.name = "gpu-" + std::to_string(i);
+    d.attributes["gpu.example.com/productName"] = "H200";
+    d.capacity["memory"].value = memory;
+    s.devices.push_back(std::move(d));
+  }
+  return s;
+}
+
+// A claim for `count` devices of DeviceClass `deviceClass` (request "gpu").
+inline ResourceClaim draClaim(std::string nsName, std::string name, std::string deviceClass, std::int64_t count = 1) {
+  ResourceClaim c;
+  c.ns = std::move(nsName);
+  c.name = std::move(name);
+  c.uid = "uid-claim-" + c.name;
+  DraRequest r;
+  r.name = "gpu";
+  DraRequestChoice choice;
+  choice.deviceClassName = std::move(deviceClass);
+  choice.count = count;
+  r.choices.push_back(std::move(choice));
+  c.requests.push_back(std::move(r));
+  return c;
+}
+
+// The claim allocated the named devices of `pool` on `node`.
+inline ResourceClaim allocated(ResourceClaim c, std::string node, std::string pool, std::vector<std::string> devices) {
+  c.allocated = true;
+  c.allocatedNode = std::move(node);
+  for (auto& d : devices) c.results.push_back(DraResult{"gpu", std::string(kDraDriver), pool, std::move(d)});
+  return c;
 }
 
 inline Organization org(std::string name, std::vector<AddonAssignment> addons = {}) {

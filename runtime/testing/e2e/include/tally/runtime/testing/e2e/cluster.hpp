@@ -17,7 +17,11 @@ std::string runCommand(const std::string& cmd, int* exitCode = nullptr);
 class Cluster {
  public:
   static Cluster& instance();  // set by the gtest environment
-  bool up(const std::string& name);
+  // controllerManager: also kube-controller-manager with the controllers
+  // e2e/cluster/up names (the resource-claim controller among them, for
+  // claims from a pod's ResourceClaimTemplates); the runtime's own tests need
+  // none.
+  bool up(const std::string& name, bool controllerManager = false);
   void down();
 
   const std::string& kubeconfig() const { return kubeconfig_; }

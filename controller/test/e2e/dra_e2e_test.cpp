@@ -1,0 +1,303 @@
+// DRA pools end to end (SPEC 3.7, issue 29), on the real kube-apiserver,
+// kube-controller-manager (its resource-claim controller creates the claims
+// of a pod's templates), kube-scheduler (its DynamicResources plugin
+// allocates them) and the real tally-controller serving the claim door. The
+// test plays only the DRA driver: it publishes ResourceSlices.
+//  (a) a claim from a template within budget is admitted, allocated by the
+//      scheduler, charged to the tenant and its ancestor, and shown in
+//      `tallyctl report`;
+//  (b) a claim over an ancestor's budget is refused at create, naming it;
+//  (c) a pool whose gate is closed refuses new claims, the running pod
+//      untouched;
+//  (d) a pool with resourceSliceCount 2 and one slice published is unknown:
+//      claims refused, the finding shown; known again with the second slice;
+//  (h) claims created at once for the last units: never more admitted than
+//      the budget holds.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace tally::runtime::e2e {
+namespace {
+
+constexpr const char* kConfiguration = "tally-dra-e2e";
+constexpr const char* kDriver = "gpu.example.com";
+// The budget key of the pools below: requests.<implicit extended resource of the DeviceClass>.
+constexpr const char* kH200Key = "requests.deviceclass.resource.kubernetes.io/h200.example.com";
+
+Replica controller;
+
+std::string deviceClass(const std::string& name, const std::string& product) {
+  return "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: " + name +
+         "}\nspec:\n  selectors:\n  - cel: {expression: 'device.driver == \"" + kDriver + "\" && device.attributes[\"" +
+         kDriver + "\"].productName == \"" + product + "\"'}\n";
+}
+
+std::string gpuDraClass(const std::string& name, const std::string& deviceClassName, const std::string& product) {
+  return "apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDeviceClass\nmetadata: {name: " + name +
+         "}\nspec:\n  workload: pod\n  allocation: passthrough\n  maxCount: 8\n  dra:\n    driver: " + kDriver +
+         "\n    deviceClassName: " + deviceClassName + "\n    attributes: {productName: " + product + "}\n";
+}
+
+// A slice as a driver publishes it: devices gpu-<first>.. of `product`.
+std::string slice(const std::string& name, const std::string& node, int generation, int sliceCount, int first,
+                  int count, const std::string& product) {
+  std::string out = "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: " + name +
+                    "}\nspec:\n  driver: " + kDriver + "\n  nodeName: " + node + "\n  pool: {name: " + node +
+                    ", generation: " + std::to_string(generation) +
+                    ", resourceSliceCount: " + std::to_string(sliceCount) + "}\n  devices:\n";
+  for (int i = first; i < first + count; ++i) {
+    out += "  - name: gpu-" + std::to_string(i) + "\n    attributes:\n      productName: {string: " + product +
+           "}\n    capacity:\n      memory: {value: 141Gi}\n";
+  }
+  return out;
+}
+
+std::string claim(const std::string& ns, const std::string& name, const std::string& deviceClassName, int count) {
+  return "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: " + name + ", namespace: " + ns +
+         "}\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {deviceClassName: " + deviceClassName +
+         ", allocationMode: ExactCount, count: " + std::to_string(count) + "}\n";
+}
+
+std::string claimTemplate(const std::string& ns, const std::string& name, const std::string& deviceClassName,
+                          int count) {
+  return "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: " + name +
+         ", namespace: " + ns +
+         "}\nspec:\n  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly: "
+         "{deviceClassName: " +
+         deviceClassName + ", allocationMode: ExactCount, count: " + std::to_string(count) + "}\n";
+}
+
+std::string claimPod(const std::string& ns, const std::string& name, const std::string& templateName) {
+  return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: " + ns +
+         "}\nspec:\n  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: " + templateName +
+         "}\n  containers:\n  - name: main\n    image: x\n    resources:\n      claims:\n      - {name: gpu}\n";
+}
+
+std::string create(const std::string& yaml, int* rc) {
+  static std::atomic<int> n{0};
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("dra-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".yaml");
+  std::ofstream(path) << yaml;
+  std::string out = kubectl("create -f " + path.string(), rc);
+  std::filesystem::remove(path);
+  return out;
+}
+
+std::string report() {
+  return runCommand(std::string(TALLYCTL_BINARY) + " report -o json --unorganized-gpu-namespaces=allow --kubeconfig " +
+                    cluster().kubeconfig() + " 2>&1");
+}
+
+bool reportShows(const std::string& needle) { return report().find(needle) != std::string::npos; }
+
+class DraEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const std::string name = "dra-e2e-" + std::to_string(::getpid());
+    ASSERT_TRUE(cluster().up(name, /*controllerManager=*/true)) << "e2e/cluster/up --name " << name << " failed";
+    int rc = 0;
+    for (const char* ns : {"tally-system", "acme", "acme-research"}) {
+      kubectl(std::string("create namespace ") + ns, &rc);
+      ASSERT_EQ(rc, 0) << ns;
+    }
+    // The test plays HNC's tree labels: acme-research under acme.
+    kubectl("label namespace acme acme.tree.hnc.x-k8s.io/depth=0", &rc);
+    ASSERT_EQ(rc, 0);
+    kubectl("label namespace acme-research acme-research.tree.hnc.x-k8s.io/depth=0 acme.tree.hnc.x-k8s.io/depth=1",
+            &rc);
+    ASSERT_EQ(rc, 0);
+    const std::string out =
+        runCommand(cluster().bin() +
+                       "/tally-fixtures nodes --count 2 --prefix dra- --resource none --ready=false "
+                       "--wait-ready --timeout 120s --kubeconfig " +
+                       cluster().kubeconfig() + " 2>&1",
+                   &rc);
+    ASSERT_EQ(rc, 0) << out;
+    for (const auto& yaml :
+         {deviceClass("h200.example.com", "H200"), deviceClass("b200.example.com", "B200"),
+          gpuDraClass("h200-dra", "h200.example.com", "H200"), gpuDraClass("b200-dra", "b200.example.com", "B200"),
+          slice("dra-0-gpus", "dra-0", 1, 1, 0, 4, "H200")}) {
+      const std::string applied = applyYaml(yaml, &rc);
+      ASSERT_EQ(rc, 0) << applied;
+    }
+    // The organization's budget: 3 H200 for acme and everything under it.
+    applyYaml(std::string("apiVersion: hnc.x-k8s.io/v1alpha2\nkind: HierarchicalResourceQuota\n") +
+                  "metadata: {name: plan-quota, namespace: acme}\nspec: {hard: {" + kH200Key + ": \"3\"}}\n",
+              &rc);
+    ASSERT_EQ(rc, 0);
+    // The doors evaluate the gate themselves (no auditor publishes it here).
+    controller = startReplica("dra-a", kConfiguration, {"--enable-pool-auditor=false"});
+    ASSERT_GT(controller.pid, 0);
+    const std::string webhooks = shippedWebhooks(kConfiguration, controller.webhookPort, {{"resourceclaims"}});
+    ASSERT_FALSE(webhooks.empty());
+    applyYaml(webhooks, &rc);
+    ASSERT_EQ(rc, 0);
+    ASSERT_TRUE(eventually([] {
+      return httpStatus("http://127.0.0.1:" + std::to_string(controller.opsPort) + "/readyz") == 200;
+    })) << "tally-controller never became ready; log: "
+        << controller.log;
+    // The door is called: a claim over any budget is refused once it serves.
+    ASSERT_TRUE(eventually([] {
+      int created = 0;
+      const std::string answer = create(claim("acme-research", "probe", "h200.example.com", 8), &created);
+      if (created == 0) kubectl("delete resourceclaim -n acme-research probe --wait=false");
+      return created != 0 && answer.find("tally: ") != std::string::npos;
+    })) << "the claim door never answered";
+  }
+  void TearDown() override {
+    stopReplica(controller, SIGTERM);
+    cluster().down();
+  }
+};
+
+::testing::Environment* const kEnvironment = ::testing::AddGlobalTestEnvironment(new DraEnvironment);
+
+std::string jsonpath(const std::string& what, const std::string& path) {
+  return kubectl("get " + what + " -o 'jsonpath=" + path + "'");
+}
+
+// The tests run in order: each builds on the claims the previous left.
+TEST(Dra, AClaimFromATemplateWithinBudgetIsAllocatedAndCharged) {
+  int rc = 0;
+  applyYaml(claimTemplate("acme-research", "one-h200", "h200.example.com", 1), &rc);
+  ASSERT_EQ(rc, 0);
+  applyYaml(claimPod("acme-research", "train", "one-h200"), &rc);
+  ASSERT_EQ(rc, 0);
+  // kube-controller-manager creates the claim (the door admits it: 1 of 3),
+  // kube-scheduler allocates a device of dra-0 and binds the pod there.
+  ASSERT_TRUE(eventually([] { return jsonpath("pod -n acme-research train", "{.spec.nodeName}") == "dra-0"; }, 90s))
+      << kubectl("describe pod -n acme-research train");
+  const std::string claimName =
+      jsonpath("pod -n acme-research train", "{.status.resourceClaimStatuses[0].resourceClaimName}");
+  ASSERT_FALSE(claimName.empty());
+  EXPECT_EQ(jsonpath("resourceclaim -n acme-research " + claimName, "{.status.allocation.devices.results[0].driver}"),
+            kDriver);
+  // Charged to dra-0 and to acme-research's budget, up to acme: the report
+  // shows the node's unit used, and the door now sees 1 of acme's 3 spent.
+  EXPECT_TRUE(
+      eventually([] { return reportShows(R"("name":"dra-0","pool":"h200-dra","unitsServed":4,"unitsUsed":1,)"); }, 30s))
+      << report();
+  const std::string out = create(claim("acme", "too-many", "h200.example.com", 3), &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("[BudgetExceeded]"), std::string::npos) << out;
+  EXPECT_NE(out.find("acme/plan-quota"), std::string::npos) << out;
+}
+
+TEST(Dra, AClaimOverAnAncestorsBudgetIsRefusedAtCreate) {
+  int rc = 0;
+  // 1 used, 3 hard: 2 fit, 3 do not, whichever namespace of acme asks.
+  std::string out = create(claim("acme-research", "three", "h200.example.com", 3), &rc);
+  ASSERT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("[BudgetExceeded]"), std::string::npos) << out;
+  EXPECT_NE(out.find(kH200Key), std::string::npos) << out;
+  EXPECT_EQ(kubectl("get resourceclaim -n acme-research three", &rc).find("NotFound") != std::string::npos, true);
+  // A template's claim over budget: kube-controller-manager's create is
+  // refused, so the pod gets no claim and is never scheduled.
+  applyYaml(claimTemplate("acme-research", "three-h200", "h200.example.com", 3), &rc);
+  ASSERT_EQ(rc, 0);
+  applyYaml(claimPod("acme-research", "big", "three-h200"), &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_TRUE(eventually(
+      [] {
+        return kubectl(
+                   "get events -n acme-research --field-selector involvedObject.name=big -o "
+                   "'jsonpath={.items[*].message}'")
+                   .find("BudgetExceeded") != std::string::npos;
+      },
+      60s))
+      << kubectl("get events -n acme-research");
+  EXPECT_EQ(jsonpath("pod -n acme-research big", "{.spec.nodeName}"), "");
+  kubectl("delete pod -n acme-research big --wait=false");
+}
+
+TEST(Dra, AClosedGateRefusesNewClaimsAndLeavesRunningOnesAlone) {
+  int rc = 0;
+  kubectl("patch gpudeviceclass h200-dra --type merge -p '{\"spec\":{\"creationPaused\":true}}'", &rc);
+  ASSERT_EQ(rc, 0);
+  std::string out;
+  EXPECT_TRUE(eventually(
+      [&] {
+        out = create(claim("acme-research", "paused", "h200.example.com", 1), &rc);
+        return rc != 0 && out.find("[GateClosed]") != std::string::npos;
+      },
+      30s))
+      << out;
+  EXPECT_EQ(jsonpath("pod -n acme-research train", "{.status.phase}"), "Running");
+  kubectl("patch gpudeviceclass h200-dra --type merge -p '{\"spec\":{\"creationPaused\":false}}'", &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        out = create(claim("acme-research", "reopened", "h200.example.com", 1), &rc);
+        return rc == 0;
+      },
+      30s))
+      << out;
+  kubectl("delete resourceclaim -n acme-research reopened");
+}
+
+TEST(Dra, APoolWithASliceMissingIsUnknownUntilItArrives) {
+  int rc = 0;
+  applyYaml(slice("dra-1-a", "dra-1", 1, 2, 0, 2, "B200"), &rc);
+  ASSERT_EQ(rc, 0);
+  std::string out;
+  EXPECT_TRUE(eventually(
+      [&] {
+        out = create(claim("acme-research", "b200", "b200.example.com", 1), &rc);
+        return rc != 0 && out.find("[DraPoolIncomplete]") != std::string::npos;
+      },
+      30s))
+      << out;
+  EXPECT_NE(out.find("1 of 2 slice(s) seen"), std::string::npos) << out;
+  EXPECT_TRUE(eventually([] { return reportShows("DraPoolIncomplete"); }, 30s)) << report();
+  applyYaml(slice("dra-1-b", "dra-1", 1, 2, 2, 2, "B200"), &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        out = create(claim("acme-research", "b200", "b200.example.com", 4), &rc);
+        return rc == 0;
+      },
+      30s))
+      << out;
+  EXPECT_FALSE(reportShows("DraPoolIncomplete")) << report();
+  kubectl("delete resourceclaim -n acme-research b200");
+}
+
+TEST(Dra, ClaimsCreatedAtOnceNeverSpendMoreThanTheBudget) {
+  // acme holds 3, 1 is used by the running pod: 2 left; 12 claims of 1 at once.
+  std::vector<std::thread> creators;
+  std::atomic<int> admitted{0}, refused{0};
+  for (int i = 0; i < 12; ++i) {
+    creators.emplace_back([&, i] {
+      int rc = 0;
+      const std::string out = create(claim("acme-research", "race-" + std::to_string(i), "h200.example.com", 1), &rc);
+      if (rc == 0) {
+        ++admitted;
+      } else {
+        ++refused;
+        EXPECT_NE(out.find("[BudgetExceeded]"), std::string::npos) << out;
+      }
+    });
+  }
+  for (auto& t : creators) t.join();
+  EXPECT_EQ(admitted.load(), 2);
+  EXPECT_EQ(refused.load(), 10);
+  int rc = 0;
+  const std::string claims = kubectl("get resourceclaims -n acme-research -o name", &rc);
+  int races = 0;
+  for (std::size_t at = claims.find("race-"); at != std::string::npos; at = claims.find("race-", at + 1)) ++races;
+  EXPECT_EQ(races, 2) << claims;
+}
+
+}  // namespace
+}  // namespace tally::runtime::e2e
