@@ -129,6 +129,28 @@ spec: {workload: pod, allocation: shared, resourceName: nvidia.com/gpu, nodeMode
        share: {memoryMiB: 8192, corePercent: 25, maxSharesPerDevice: 4}}
 EOF
 
+# A pool served by Dynamic Resource Allocation: the DRA driver gpu.example.com
+# publishes the node's GPUs as ResourceSlices (the demo plays the driver
+# below), pods ask for them with ResourceClaims of the DeviceClass
+# h200.gpu.example.com, and Tally's class names both (spec.dra). It sells
+# under the DeviceClass's extended resource name, so its budget key is
+# requests.deviceclass.resource.kubernetes.io/h200.gpu.example.com.
+log "DRA pool: DeviceClass h200.gpu.example.com (driver gpu.example.com) and GPUDeviceClass nvidia-h200-dra"
+k apply -f - >/dev/null <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: h200.gpu.example.com}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].productName == "H200"'}
+---
+apiVersion: gpu.tally.dev/v1alpha1
+kind: GPUDeviceClass
+metadata: {name: nvidia-h200-dra}
+spec: {workload: pod, allocation: passthrough, memoryMiB: 144384, maxCount: 4,
+       dra: {driver: gpu.example.com, deviceClassName: h200.gpu.example.com, attributes: {productName: H200}}}
+EOF
+
 # KubeVirt passes a host device to a VM only when its KubeVirt CR permits it,
 # and Tally's VMI webhook refuses a VM class whose resourceName is not listed:
 # one entry per VM class, pciHostDevices for passthrough, mediatedDevices for
@@ -157,6 +179,25 @@ fx nodes --count 2 --prefix gpu-a100- --mode vm-vgpu --resource nvidia.com/A100-
   --vgpu-type nvidia.com/A100-10C --vgpu-parents 2 --vgpu-total 4 --vgpu-created 0
 fx nodes --count 2 --prefix gpu-v100- --mode pod-hami --resource nvidia.com/gpu=20 \
   --inventory '{"parents":[{"id":"0000:3b:00.0","healthy":true,"types":{}},{"id":"0000:3c:00.0","healthy":true,"types":{}}]}'
+# The DRA node advertises no device-plugin resource: its driver publishes its
+# 4 H200 as one ResourceSlice of pool gpu-dra-0 (generation 1, 1 slice).
+log "kwok DRA node gpu-dra-0 and its ResourceSlice (4 H200, as driver gpu.example.com publishes them)"
+fx nodes --count 1 --prefix gpu-dra- --resource none
+{
+  cat <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: gpu-dra-0-gpu.example.com}
+spec:
+  driver: gpu.example.com
+  nodeName: gpu-dra-0
+  pool: {name: gpu-dra-0, generation: 1, resourceSliceCount: 1}
+  devices:
+EOF
+  for i in 0 1 2 3; do
+    printf '  - name: gpu-%s\n    attributes:\n      productName: {string: H200}\n    capacity:\n      memory: {value: 141Gi}\n' "$i"
+  done
+} | k apply -f - >/dev/null
 
 # ---------------------------------------------------------------- tenants
 log "tenants: organizations acme (acme-research) and globex (globex-ml), HNC namespaces, plan-quota budgets"
@@ -185,6 +226,10 @@ data:
         selfService: true
         gpu:
           nvidia-v100-shared: {shares: 1, memoryMiB: 8192, corePercent: 25}
+      gpu-h200-dra:
+        selfService: true
+        gpu:
+          nvidia-h200-dra: {devices: 1}
 ---
 apiVersion: kube-dc.com/v1
 kind: Organization
@@ -192,7 +237,7 @@ metadata:
   name: acme
   namespace: acme
   annotations:
-    billing.kube-dc.com/addons: '[{"addonId":"gpu-h200-dedicated","quantity":4},{"addonId":"gpu-a100-10c","quantity":4},{"addonId":"gpu-v100-share","quantity":4}]'
+    billing.kube-dc.com/addons: '[{"addonId":"gpu-h200-dedicated","quantity":4},{"addonId":"gpu-a100-10c","quantity":4},{"addonId":"gpu-v100-share","quantity":4},{"addonId":"gpu-h200-dra","quantity":2}]'
 spec: {displayName: Acme}
 ---
 apiVersion: kube-dc.com/v1
@@ -275,7 +320,7 @@ log "kube-scheduler restarted with the extender entry ($url)"
 # ------------------------------------------------------------- controller
 # tally-controller generates its serving certificate (IP SAN 127.0.0.1: the API
 # server calls it by URL here, not through a Service), keeps it in a Secret and
-# injects its CA into the webhook configurations registered below: the seven of
+# injects its CA into the webhook configurations registered below: the eight of
 # manifests/webhook/ in the base, rendered with a url clientConfig and
 # otherwise as shipped (manifests/render-webhooks.py).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
@@ -283,7 +328,7 @@ webhook_port="$(free_port)" ops_port="$(free_port)"
 webhook_url="https://127.0.0.1:$webhook_port"
 k create namespace tally-system >/dev/null
 python3 "$repo/manifests/render-webhooks.py" --url "$webhook_url" gpudevices vmis launcher-pods pod-placement \
-  gpu-pods organizations gpudeviceclasses >"$state/webhook-configurations.json"
+  gpu-pods organizations gpudeviceclasses resourceclaims >"$state/webhook-configurations.json"
 k apply -f "$state/webhook-configurations.json" >/dev/null
 log "starting tally-controller (webhooks $webhook_url, ops :$ops_port, log $state/logs/tally-controller.log)"
 # It writes with the demo's admin kubeconfig, so the admin is the identity
@@ -292,7 +337,7 @@ nohup setsid "$controller" --kubeconfig "$state/kubeconfig" --webhook-bind-addre
   --ops-bind-address 127.0.0.1 --ops-port "$ops_port" --cert-dir "$state/controller-certs" \
   --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
   --webhook-client-ca-file "$state/pki/ca.crt" --webhook-allowed-clients tally-webhook-client \
-  --webhook-configurations tally-gpudevice-validating,tally-gpu-pod-validating,tally-organization-validating,tally-gpudeviceclass-validating \
+  --webhook-configurations tally-gpudevice-validating,tally-gpu-pod-validating,tally-organization-validating,tally-gpudeviceclass-validating,tally-resourceclaim-validating \
   --ledger-interval 1s --audit-debounce 500ms \
   --mutating-webhook-configurations tally-vmi-mutating,tally-launcher-pod-mutating,tally-pod-placement-mutating \
   --vmi-placement-wait 5s --vmi-attach-timeout 60s --watch-kubevirt=true \
@@ -313,7 +358,7 @@ log "a review and a bind without a client certificate: 401 and 401 (webhooks ans
 # The keeper injects the caBundles asynchronously: wait until the API server can verify every webhook.
 webhook_configurations=(validatingwebhookconfiguration/tally-gpudevice-validating validatingwebhookconfiguration/tally-gpu-pod-validating
   validatingwebhookconfiguration/tally-organization-validating validatingwebhookconfiguration/tally-gpudeviceclass-validating
-  mutatingwebhookconfiguration/tally-vmi-mutating mutatingwebhookconfiguration/tally-launcher-pod-mutating
+  validatingwebhookconfiguration/tally-resourceclaim-validating mutatingwebhookconfiguration/tally-vmi-mutating mutatingwebhookconfiguration/tally-launcher-pod-mutating
   mutatingwebhookconfiguration/tally-pod-placement-mutating)
 unbundled() {
   local cfg
@@ -355,7 +400,7 @@ log "assigning the operator-only add-on gpu-h200-reserved x4 to acme (Manage add
 # no-op, so a refusal is retried and shown if it never passes.
 addon_assigned() {
   seen="$(k annotate --overwrite organization -n acme acme \
-    'billing.kube-dc.com/addons=[{"addonId":"gpu-h200-dedicated","quantity":4},{"addonId":"gpu-h200-reserved","quantity":4},{"addonId":"gpu-a100-10c","quantity":4},{"addonId":"gpu-v100-share","quantity":4}]' 2>&1 >/dev/null)"
+    'billing.kube-dc.com/addons=[{"addonId":"gpu-h200-dedicated","quantity":4},{"addonId":"gpu-h200-reserved","quantity":4},{"addonId":"gpu-a100-10c","quantity":4},{"addonId":"gpu-v100-share","quantity":4},{"addonId":"gpu-h200-dra","quantity":2}]' 2>&1 >/dev/null)"
 }
 await "the Organization webhook to admit gpu-h200-reserved x4 for acme (pending record gpu-res-demo-1)" addon_assigned
 await "plan-quota of acme to grant 8 H200 (status.hard)" is hrq_h200 8
@@ -363,7 +408,7 @@ await "acme's Organization status to show 8 H200 (quotaUsage hard)" is org_h200 
 activated="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 log "HRQ and Organization status show 8 H200 for acme; committing gpu-res-demo-1 active at $activated (billing starts there)"
 record active "$activated"
-for pool in "$h200" nvidia-a100-10c nvidia-v100-shared; do
+for pool in "$h200" nvidia-a100-10c nvidia-v100-shared nvidia-h200-dra; do
   await "the gate of $pool to open (CreationOpen reason Open)" is gate_of Open "$pool"
 done
 dashboard "gpu-res-demo-1 active: every pool audited, the invariant holds, every gate open" >&1
@@ -526,8 +571,48 @@ workload() {
   gpu_pod inference-0 acme-research 'nvidia.com/gpu: "1", nvidia.com/gpumem: "8192", nvidia.com/gpucores: "25"'
 }
 workload_created() { seen="$(workload | k apply -f - 2>&1 >/dev/null)"; }
+# A DRA workload of acme: its pod names a ResourceClaimTemplate, so
+# kube-controller-manager creates its claim (through Tally's claim door, which
+# checks it against acme's budget of 2 DRA H200 and the pool's free devices)
+# and kube-scheduler's DRA allocator picks a device of gpu-dra-0 for it.
+dra_workload='
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-h200, namespace: acme-research}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: h200.gpu.example.com, allocationMode: ExactCount, count: 1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: dra-train-0, namespace: acme-research}
+spec:
+  terminationGracePeriodSeconds: 0
+  resourceClaims:
+  - {name: gpu, resourceClaimTemplateName: one-h200}
+  containers:
+  - name: main
+    image: registry.invalid/tally/demo:1
+    resources:
+      requests: {cpu: 100m}
+      claims:
+      - {name: gpu}
+'
+
 await "the raw GPU pod webhook to admit the demo workload (train-job-0..2, render-0/1, notebook-0..2, inference-0)" \
   workload_created
+k apply -f - >/dev/null <<<"$dra_workload"
+dra_allocated() {
+  seen="$(k get resourceclaims -n acme-research -o jsonpath='{range .items[*]}{.metadata.name}={.status.allocation.devices.results[0].pool}/{.status.allocation.devices.results[0].device} {end}')"
+  [[ "$seen" == *"=gpu-dra-0/gpu-"* ]]
+}
+await "the claim of dra-train-0 (created by kube-controller-manager from one-h200, admitted by the claim door) allocated a device of gpu-dra-0" \
+  dra_allocated
+dra_claim="${seen%% *}"
+log "dra-train-0's claim ${dra_claim%%=*} allocated ${dra_claim#*=}"
 # Created once the others are in the raw GPU pod webhook's snapshot: globex is
 # then at its H200 budget of 4 (its plan-quota), so the webhook refuses it with
 # Tally's reason. Asked by server dry run until it refuses, then created.
@@ -594,12 +679,12 @@ preset_pod $((free + 1)) | k create -f - >/dev/null 2>"$state/pinned-job.err" ||
 
 # ----------------------------------------------------------------- report
 snapshot="$state/snapshot.json"
-k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequotas,resourcequotas,virtualmachineinstances,kubevirts,organizations,configmaps \
+k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequotas,resourcequotas,virtualmachineinstances,kubevirts,organizations,configmaps,resourceslices,resourceclaims,devicetaintrules \
   -A -o json >"$snapshot"
 {
   echo
   echo "=== Pods (schedulerName tally-scheduler: kube-scheduler + tally-extender)"
-  k get pods -A -o wide --sort-by=.metadata.namespace | awk 'NR == 1 || /virt-launcher|train|render|notebook|inference/' |
+  k get pods -A -o wide --sort-by=.metadata.namespace | awk 'NR == 1 || /virt-launcher|train|render|notebook|inference|dra-/' |
     awk '{printf "%-15s %-30s %-8s %-12s\n", $1, $2, $4, $8}'
   echo
   echo "Refused globex-ml/train-job-3: $train_job_3_refusal"
@@ -608,6 +693,9 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
   echo "=== VM acme-research/train-vm (admitted by tally-vmi-mutating; the demo plays virt-controller)"
   echo "gpus: $(k get vmi -n acme-research train-vm -o jsonpath='{range .spec.domain.devices.gpus[*]}{.name}={.deviceName} {end}')"
   echo "phase $(k get vmi -n acme-research train-vm -o jsonpath='{.status.phase}'), launcher $launcher on $node"
+  echo
+  echo "=== DRA pool nvidia-h200-dra: ResourceClaims (the claim door admitted them; Tally charges each to its namespace)"
+  k get resourceclaims -A -o custom-columns='NAMESPACE:.metadata.namespace,CLAIM:.metadata.name,POOL:.status.allocation.devices.results[0].pool,DEVICE:.status.allocation.devices.results[0].device,POD:.status.reservedFor[0].name'
   echo
   echo "=== Capacity report per pool and node (tallyctl report --snapshot $snapshot --ledger $ledger)"
   "$tallyctl" report --snapshot "$snapshot" --ledger "$ledger" --output table || log "tallyctl report failed"
@@ -619,6 +707,7 @@ k get nodes,pods,namespaces,gpudeviceclasses,gpudevices,hierarchicalresourcequot
 === Explore
   kubectl get gpudeviceclasses          # pools (kubectl get gdc -o wide)
   kubectl get gpudevices -A             # held and attached devices
+  kubectl get resourceslices; kubectl get resourceclaims -A   # the DRA pool: the driver's devices, the claims Tally charges
   kubectl get nodes -L kube-dc.com/gpu.workload-mode
   kubectl get pods -A -o wide
   kubectl get hrq -A; kubectl get org -A
