@@ -11,6 +11,11 @@
 //      untouched;
 //  (d) a pool with resourceSliceCount 2 and one slice published is unknown:
 //      claims refused, the finding shown; known again with the second slice;
+//  (f) consumable capacity: four claims of a quarter of a device's memory
+//      are admitted, the fifth refused; the allocator shares the device and
+//      the claim is charged one share;
+//  (g) a pod's extended-resource request served by DRA (kube-scheduler
+//      makes its claim) is counted once;
 //  (h) claims created at once for the last units: never more admitted than
 //      the budget holds.
 
@@ -63,6 +68,38 @@ std::string slice(const std::string& name, const std::string& node, int generati
   return out;
 }
 
+// A shared pool: one L40S (48 GiB, several allocations allowed) on dra-2, a
+// share is 12 GiB of its memory.
+std::string quarterClass() {
+  return std::string("apiVersion: gpu.tally.dev/v1alpha1\nkind: GPUDeviceClass\nmetadata: {name: l40s-quarter}\n") +
+         "spec:\n  workload: pod\n  allocation: shared\n  memoryMiB: 49152\n  maxCount: 4\n"
+         "  share: {memoryMiB: 12288, corePercent: 25, maxSharesPerDevice: 4}\n  dra:\n    driver: " +
+         kDriver +
+         "\n    deviceClassName: l40s.example.com\n    attributes: {productName: L40S}\n"
+         "    shareCapacity: memory\n";
+}
+
+std::string sharedSlice() {
+  return std::string("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: dra-2-l40s}\nspec:\n") +
+         "  driver: " + kDriver +
+         "\n  nodeName: dra-2\n  pool: {name: dra-2, generation: 1, resourceSliceCount: 1}\n  devices:\n"
+         "  - name: gpu-0\n    allowMultipleAllocations: true\n    attributes:\n      productName: {string: L40S}\n"
+         "    capacity:\n      memory: {value: 48Gi}\n";
+}
+
+// A DeviceClass whose devices also serve pods' extended resource example.com/a10.
+std::string extendedDeviceClass() {
+  return std::string("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: a10.example.com}\n") +
+         "spec:\n  extendedResourceName: example.com/a10\n  selectors:\n  - cel: {expression: 'device.driver == \"" +
+         kDriver + "\" && device.attributes[\"" + kDriver + "\"].productName == \"A10\"'}\n";
+}
+
+std::string quarterClaim(const std::string& name) {
+  return "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: " + name +
+         ", namespace: beta}\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n"
+         "        deviceClassName: l40s.example.com\n        capacity: {requests: {memory: 12Gi}}\n";
+}
+
 std::string claim(const std::string& ns, const std::string& name, const std::string& deviceClassName, int count) {
   return "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: " + name + ", namespace: " + ns +
          "}\nspec:\n  devices:\n    requests:\n    - name: gpu\n      exactly: {deviceClassName: " + deviceClassName +
@@ -107,7 +144,7 @@ class DraEnvironment : public ::testing::Environment {
     const std::string name = "dra-e2e-" + std::to_string(::getpid());
     ASSERT_TRUE(cluster().up(name, /*controllerManager=*/true)) << "e2e/cluster/up --name " << name << " failed";
     int rc = 0;
-    for (const char* ns : {"tally-system", "acme", "acme-research"}) {
+    for (const char* ns : {"tally-system", "acme", "acme-research", "beta"}) {
       kubectl(std::string("create namespace ") + ns, &rc);
       ASSERT_EQ(rc, 0) << ns;
     }
@@ -119,7 +156,7 @@ class DraEnvironment : public ::testing::Environment {
     ASSERT_EQ(rc, 0);
     const std::string out =
         runCommand(cluster().bin() +
-                       "/tally-fixtures nodes --count 2 --prefix dra- --resource none --ready=false "
+                       "/tally-fixtures nodes --count 4 --prefix dra- --resource none --ready=false "
                        "--wait-ready --timeout 120s --kubeconfig " +
                        cluster().kubeconfig() + " 2>&1",
                    &rc);
@@ -127,7 +164,10 @@ class DraEnvironment : public ::testing::Environment {
     for (const auto& yaml :
          {deviceClass("h200.example.com", "H200"), deviceClass("b200.example.com", "B200"),
           gpuDraClass("h200-dra", "h200.example.com", "H200"), gpuDraClass("b200-dra", "b200.example.com", "B200"),
-          slice("dra-0-gpus", "dra-0", 1, 1, 0, 4, "H200")}) {
+          slice("dra-0-gpus", "dra-0", 1, 1, 0, 4, "H200"), deviceClass("l40s.example.com", "L40S"), quarterClass(),
+          sharedSlice(), extendedDeviceClass(),
+          gpuDraClass("a10-dra", "a10.example.com", "A10") + "  resourceName: example.com/a10\n",
+          slice("dra-3-gpus", "dra-3", 1, 1, 0, 2, "A10")}) {
       const std::string applied = applyYaml(yaml, &rc);
       ASSERT_EQ(rc, 0) << applied;
     }
@@ -271,6 +311,60 @@ TEST(Dra, APoolWithASliceMissingIsUnknownUntilItArrives) {
       << out;
   EXPECT_FALSE(reportShows("DraPoolIncomplete")) << report();
   kubectl("delete resourceclaim -n acme-research b200");
+}
+
+TEST(Dra, FourQuarterClaimsShareADeviceAndTheFifthIsRefused) {
+  int rc = 0;
+  std::string out;
+  for (int i = 0; i < 4; ++i) {
+    out = create(quarterClaim("quarter-" + std::to_string(i)), &rc);
+    ASSERT_EQ(rc, 0) << out;
+  }
+  out = create(quarterClaim("quarter-4"), &rc);
+  ASSERT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("[PoolInsufficient] pool l40s-quarter has 0 free shares"), std::string::npos) << out;
+  // A pod using one of them: the allocator gives it a quarter of gpu-0, and
+  // Tally charges one share of dra-2's four.
+  const std::string pod =
+      "apiVersion: v1\nkind: Pod\nmetadata: {name: quarter, namespace: beta}\nspec:\n"
+      "  resourceClaims:\n  - {name: gpu, resourceClaimName: quarter-0}\n  containers:\n"
+      "  - name: main\n    image: x\n    resources:\n      claims:\n      - {name: gpu}\n";
+  applyYaml(pod, &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(eventually([] { return jsonpath("pod -n beta quarter", "{.spec.nodeName}") == "dra-2"; }, 90s))
+      << kubectl("describe pod -n beta quarter");
+  EXPECT_EQ(
+      jsonpath("resourceclaim -n beta quarter-0", "{.status.allocation.devices.results[0].consumedCapacity.memory}"),
+      "12Gi");
+  EXPECT_TRUE(eventually(
+      [] { return reportShows(R"("name":"dra-2","pool":"l40s-quarter","unitsServed":4,"unitsUsed":1,)"); }, 30s))
+      << report();
+}
+
+TEST(Dra, AnExtendedResourcePodServedByDraIsCountedOnce) {
+  int rc = 0;
+  const std::string pod =
+      "apiVersion: v1\nkind: Pod\nmetadata: {name: a10, namespace: beta}\nspec:\n  containers:\n"
+      "  - name: main\n    image: x\n    resources:\n      requests: {example.com/a10: \"1\"}\n"
+      "      limits: {example.com/a10: \"1\"}\n";
+  applyYaml(pod, &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(eventually([] { return jsonpath("pod -n beta a10", "{.spec.nodeName}") == "dra-3"; }, 90s))
+      << kubectl("describe pod -n beta a10");
+  // kube-scheduler made a claim for the request and allocated it: the pod and
+  // its claim hold one A10, not two.
+  EXPECT_TRUE(eventually(
+      [] {
+        return kubectl(
+                   "get resourceclaims -n beta -o "
+                   "'jsonpath={.items[*].metadata.annotations.resource\\.kubernetes\\.io/extended-resource-claim}'")
+                   .find("true") != std::string::npos;
+      },
+      30s))
+      << kubectl("get resourceclaims -n beta -o yaml");
+  EXPECT_TRUE(
+      eventually([] { return reportShows(R"("name":"dra-3","pool":"a10-dra","unitsServed":2,"unitsUsed":1,)"); }, 30s))
+      << report();
 }
 
 TEST(Dra, ClaimsCreatedAtOnceNeverSpendMoreThanTheBudget) {
