@@ -311,7 +311,9 @@ void Writer::apply(Object& object) {
                  },
              },
              object);
-  baseDirty_ = baseDirty_ || changed;
+  // Snapshots keep claims only as sums (like pods): a claim event leaves
+  // the copied base alone.
+  baseDirty_ = baseDirty_ || (changed && kindOf(object) != model::Kind::ResourceClaim);
   if (changed) {
     for (Observer* o : options_.observers) o->objectChanged(kindOf(object), key);
   }
@@ -320,7 +322,7 @@ void Writer::apply(Object& object) {
 void Writer::apply(Remove& r) {
   model::Cluster& cluster = index_.mutableClusterForUntrackedKinds();
   std::string key = model::objectKey(r.ns, r.name);
-  if (r.kind != model::Kind::Pod) baseDirty_ = true;
+  if (r.kind != model::Kind::Pod && r.kind != model::Kind::ResourceClaim) baseDirty_ = true;
   switch (r.kind) {
     case model::Kind::Node: index_.removeNode(r.name); break;
     case model::Kind::Pod:
@@ -386,6 +388,9 @@ void Writer::publish() {
   }
   if (copyCluster) {
     auto out = std::make_shared<model::Cluster>(c.withoutPods());
+    // Claims are churn, like pods: the snapshot has their sums (nodeUsed,
+    // budgets, pendingClaimUnits), the live index the claims themselves.
+    out->resourceClaims.clear();
     // `now` only dates audits and reports, which readers of the snapshot do
     // not run on it: the copy keeps the time it was taken.
     out->now = options_.clock();

@@ -12,6 +12,11 @@ namespace tally::state {
 namespace {
 
 using namespace std::chrono_literals;
+using model::testing::allocated;
+using model::testing::draClaim;
+using model::testing::draClass;
+using model::testing::draNode;
+using model::testing::draSlice;
 using model::testing::gpuNode;
 using model::testing::gpuPod;
 using model::testing::kH200;
@@ -138,6 +143,33 @@ TEST(Writer, PodOnlyChangesShareTheClusterAndUnchangedUpsertsAreSkipped) {
   writer.flush();
   EXPECT_TRUE(writer.stats().lastCopiedCluster);
   EXPECT_NE(&writer.snapshots().read()->cluster(), base);
+}
+
+TEST(Writer, ClaimChangesShareTheClusterAndShowOnlyInTheSums) {
+  Writer writer({});
+  writer.upsert(ns("t"));
+  writer.upsert(draClass());
+  writer.upsert(draNode("dra-1"));
+  writer.upsert(draSlice("dra-1-gpus", "dra-1", "dra-1", 4));
+  writer.flush();
+  const auto copies = writer.stats().clusterCopies;
+  const model::Cluster* base = &writer.snapshots().read()->cluster();
+  writer.upsert(allocated(draClaim("t", "c", "h200.example.com", 2), "dra-1", "dra-1", {"gpu-0", "gpu-1"}));
+  writer.upsert(draClaim("t", "waiting", "h200.example.com", 1));
+  writer.flush();
+  auto snap = writer.snapshots().read();
+  EXPECT_EQ(&snap->cluster(), base) << "a claim event copies no cluster";
+  EXPECT_EQ(writer.stats().clusterCopies, copies);
+  EXPECT_TRUE(snap->cluster().resourceClaims.empty());
+  const std::string resource = draClass().resourceName;
+  EXPECT_EQ(snap->usage.nodeUsed("dra-1", resource), 2);
+  EXPECT_EQ(snap->usage.namespaceUsed("t", model::quotaKey(resource)), 3);
+  EXPECT_EQ(snap->usage.pendingClaimUnits(snap->cluster(), snap->cluster().classes.at("h200-dra")), 1);
+  EXPECT_EQ(snap->usage.poolFreeUnits(snap->cluster(), snap->cluster().classes.at("h200-dra")), 2);
+  writer.remove(model::Kind::ResourceClaim, "t", "c");
+  writer.flush();
+  EXPECT_EQ(&writer.snapshots().read()->cluster(), base);
+  EXPECT_EQ(writer.snapshots().read()->usage.nodeUsed("dra-1", resource), 0);
 }
 
 TEST(Writer, ExtensionsHearOfEveryRealChangeOfOtherKindsButNotOfRepeats) {

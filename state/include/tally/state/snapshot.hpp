@@ -1,12 +1,12 @@
 #pragma once
 // What a reader of the cluster state sees: the cluster the model decides on
-// (without the pods map: pods are many, and their sums are in the usage
-// snapshot), the usage sums frozen at the same moment, the FitTable over both,
+// (without the pods and ResourceClaims maps: they are many and change often,
+// and their sums are in the usage snapshot), the usage sums frozen at the same moment, the FitTable over both,
 // which watched kinds have not synced, and the part each extension of the
 // writer published beside them (extension.hpp). Immutable once published.
 //
 // Successive snapshots share what did not change: the cluster until an object
-// other than a pod changes, the usage sums bucket by bucket, the FitTable
+// other than a pod or a claim changes, the usage sums bucket by bucket, the FitTable
 // block by block. The shared parts are reference-counted without atomics on
 // the read path: readers never copy a snapshot's shared pointers, and retired
 // snapshots are freed by the writer (see tally/common/snapshot_cell.hpp).
@@ -26,7 +26,7 @@
 namespace tally::state {
 
 struct Snapshot {
-  std::shared_ptr<const model::Cluster> base;  // pods left empty; never null once published
+  std::shared_ptr<const model::Cluster> base;  // pods and claims left empty; never null once published
   model::UsageSnapshot usage;
   // Per-node facts for filter and prioritize, over `base` and `usage`.
   model::FitTable fit;
