@@ -4,6 +4,7 @@
 #include "tally/model/claim_admission.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <set>
@@ -34,6 +35,13 @@ std::vector<std::string> unknownPools(const Cluster& cluster, const DeviceClass&
     for (const auto& u : draUnitsOn(node, cls).unknown) out.insert(u);
   }
   return {out.begin(), out.end()};
+}
+
+// Figures come from objects anyone may write: a sum saturates, never wraps.
+std::int64_t saturatingAdd(std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return out;
 }
 
 ResourceClaim asCreated(ResourceClaim claim) {
@@ -88,7 +96,7 @@ std::vector<Refusal> choiceRefusals(const Cluster& cluster, const CapacityView& 
                                         "on it or an ancestor)",
                                         ns, cls.name, kEntitlementLabelPrefix, cls.name)});
   }
-  const std::int64_t free = view.poolFreeUnits(cluster, cls) - pending;
+  const std::int64_t free = saturatingAdd(view.poolFreeUnits(cluster, cls), -std::max<std::int64_t>(0, pending));
   const std::int64_t idle = idleReservedByOthers(cluster, view, cls, organizationOf(cluster, ns));
   if (free < units) {
     const auto unknown = unknownPools(cluster, cls);
@@ -100,7 +108,7 @@ std::vector<Refusal> choiceRefusals(const Cluster& cluster, const CapacityView& 
       out.push_back({Code::PoolInsufficient, fmt::format("pool {} has {} free {}; {} asks for {}", cls.name, free,
                                                          quotaUnitName(cls), subject, units)});
     }
-  } else if (free - idle < units) {
+  } else if (saturatingAdd(free, -idle) < units) {
     out.push_back({Code::ReservedForOthers,
                    fmt::format("pool {} has {} free {} but {} back idle reservations of other organizations; {} asks "
                                "for {}",
@@ -155,7 +163,7 @@ Decision checkClaimAtCreate(const Cluster& cluster, const CapacityView& view, co
   std::map<std::string, std::int64_t> pending;
   auto pendingOf = [&](const DeviceClass& cls) {
     auto [it, fresh] = pending.try_emplace(cls.name, 0);
-    if (fresh) it->second = view.pendingClaimUnits(cluster, cls) + inFlightUnits.get(cls.name);
+    if (fresh) it->second = saturatingAdd(view.pendingClaimUnits(cluster, cls), inFlightUnits.get(cls.name));
     return it->second;
   };
   for (const auto& request : claim.requests) {
@@ -174,10 +182,10 @@ Decision checkClaimAtCreate(const Cluster& cluster, const CapacityView& view, co
       }
       gpu = true;
       const std::int64_t units = choiceUnits(cluster, request, choice);
-      auto refusals =
-          choiceRefusals(cluster, view, *cls, demand[cls->name] + units, pendingOf(*cls), claim.ns, subject);
+      auto refusals = choiceRefusals(cluster, view, *cls, saturatingAdd(demand[cls->name], units), pendingOf(*cls),
+                                     claim.ns, subject);
       if (refusals.empty()) {
-        demand[cls->name] += units;
+        demand[cls->name] = saturatingAdd(demand[cls->name], units);
         fits = true;
         break;
       }

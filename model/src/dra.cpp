@@ -1,6 +1,7 @@
 #include "tally/model/dra.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "tally/model/units.hpp"
@@ -37,7 +38,17 @@ const std::string* attribute(const DraDevice& device, const std::string& name) {
   return nullptr;
 }
 
-std::int64_t ceilDiv(std::int64_t value, std::int64_t by) { return by <= 0 ? 0 : (value + by - 1) / by; }
+// Quantities come from objects anyone may write: no figure may overflow.
+std::int64_t ceilDiv(std::int64_t value, std::int64_t by) {
+  if (by <= 0 || value <= 0) return 0;
+  return value / by + (value % by != 0 ? 1 : 0);
+}
+
+std::int64_t saturatingMultiply(std::int64_t a, std::int64_t b) {
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out)) return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+  return out;
+}
 
 std::int64_t counterTotal(const DraDevice& d) {
   std::int64_t sum = 0;
@@ -199,7 +210,7 @@ bool draInPool(const Node& node, const DeviceClass& cls) {
 
 std::int64_t draShareBytes(const DeviceClass& cls) {
   if (!cls.share || cls.share->memoryMiB <= 0) return 0;
-  return cls.share->memoryMiB * kMiB;
+  return saturatingMultiply(cls.share->memoryMiB, kMiB);
 }
 
 std::int64_t draDeviceUnits(const DeviceClass& cls, const DraDevice& device) {
@@ -356,9 +367,9 @@ ResourceList requestedUnits(const ClusterObjects& cluster, const DraRequest& req
     if (choice.mode == DraAllocationMode::All) {
       units = mostOnOneNode(cluster, *cls);
     } else if (std::int64_t shares = sharesOf(*cls, choice.capacity); shares > 0) {
-      units = choice.count * shares;
+      units = saturatingMultiply(choice.count, shares);
     } else {
-      units = choice.count * wholeDeviceUnits(cluster, *cls);
+      units = saturatingMultiply(choice.count, wholeDeviceUnits(cluster, *cls));
     }
     const std::string key = quotaKey(cls->resourceName);
     if (units > most.get(key)) most.set(key, units);

@@ -215,7 +215,10 @@ struct UsageIndex::State {
     const ResourceClaim& claim = it->second;
     ClaimUsage u = claimUsage(cluster, claim);
     if (ResourceList pendingUnits = claimPendingUnits(cluster, claim); !pendingUnits.empty()) {
-      for (const auto& [cls, units] : pendingUnits) claimPending[cls] += units;
+      for (const auto& [cls, units] : pendingUnits) {
+        std::int64_t& total = claimPending[cls];
+        if (__builtin_add_overflow(total, units, &total)) total = INT64_MAX;
+      }
       claimPendingOf.emplace(key, std::move(pendingUnits));
     }
     Charged c{u.node, std::move(u.capacity), claim.ns, detail::chainOf(cluster, claim.ns), std::move(u.budget), {}};

@@ -1,6 +1,7 @@
 #include "tally/model/resources.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace tally::model {
 
@@ -42,7 +43,8 @@ void ResourceList::add(std::string_view name, std::int64_t amount) {
     return;
   }
   auto pos = entries_.begin() + (it - entries_.begin());
-  pos->second += amount;
+  // Amounts come from objects anyone may write: a sum saturates, never wraps.
+  if (__builtin_add_overflow(pos->second, amount, &pos->second)) pos->second = amount > 0 ? INT64_MAX : INT64_MIN;
   if (pos->second == 0) entries_.erase(pos);
 }
 

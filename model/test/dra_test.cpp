@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "tally/model/admission.hpp"
 #include "tally/model/audit.hpp"
@@ -545,6 +546,23 @@ TEST(DraResources, TheDeviceClassExtendedResourceIsOneAndItsQuotaKeyIsAGpuKey) {
   EXPECT_FALSE(isExtendedResourceName("resource.kubernetes.io/h200"));
   EXPECT_TRUE(isGpuQuotaKey("requests.deviceclass.resource.kubernetes.io/h200.example.com"));
   EXPECT_TRUE(isGpuQuotaKey("h200.example.com.deviceclass.resource.k8s.io/devices"));
+}
+
+TEST(ClaimDoor, HugeRequestsSaturateAndAreRefused) {
+  Cluster c = draCluster();
+  put(c, quarterClass());
+  put(c, draSlice("dra-1-gpus", "dra-1", "dra-1", 4));
+  ResourceClaim huge = draClaim("acme", "huge", std::string(kDeviceClass), INT64_MAX);
+  DraRequest second = huge.requests[0];
+  second.name = "more";
+  huge.requests.push_back(second);
+  ClaimUsage u = claimUsage(c, huge);
+  EXPECT_EQ(u.budget.get(quotaKey(c.classes.at("h200-dra").resourceName)), INT64_MAX);
+  ResourceClaim shares = draClaim("acme", "shares", "h200-shared.example.com", INT64_MAX);
+  shares.requests[0].choices[0].capacity["memory"] = INT64_MAX;
+  EXPECT_EQ(claimUsage(c, shares).budget.get(quotaKey(c.classes.at("h200-quarter").resourceName)), INT64_MAX);
+  EXPECT_FALSE(door(c, huge).allowed());
+  EXPECT_FALSE(door(c, shares).allowed());
 }
 
 }  // namespace
