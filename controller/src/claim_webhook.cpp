@@ -55,9 +55,9 @@ Answer ClaimWebhook::decide(const state::Snapshot& snapshot, const AdmissionRequ
                          ", so the claim cannot be checked (this replica is still starting)");
   }
   const model::Cluster& cluster = snapshot.cluster();
-  std::erase_if(flights_, [&](const Flight& f) {
-    return f.until <= now || cluster.resourceClaims.contains(model::objectKey(f.claim.ns, f.claim.name));
-  });
+  // Delivered flights end at the publication that holds them (published());
+  // what the API server never stored ends here.
+  std::erase_if(flights_, [&](const Flight& f) { return f.until <= now; });
   std::vector<model::ResourceClaim> inFlight;
   inFlight.reserve(flights_.size());
   for (const auto& f : flights_) inFlight.push_back(f.claim);

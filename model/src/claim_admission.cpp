@@ -10,6 +10,7 @@
 #include <set>
 
 #include "lookup.hpp"
+#include "saturating.hpp"
 #include "tally/model/audit.hpp"
 #include "tally/model/budget.hpp"
 #include "tally/model/dra.hpp"
@@ -20,12 +21,7 @@ namespace tally::model {
 
 namespace {
 
-// Units one choice asks of its class (what requestedUnits charges for it).
-std::int64_t choiceUnits(const Cluster& cluster, const DraRequest& request, const DraRequestChoice& choice) {
-  DraRequest alone{request.name, {choice}};
-  const DeviceClass* cls = draClassForRequest(cluster, choice.deviceClassName);
-  return cls ? requestedUnits(cluster, alone).get(quotaKey(cls->resourceName)) : 0;
-}
+using detail::saturatingAdd;
 
 // The pools of the class whose figures are unknown (describe()), once each.
 std::vector<std::string> unknownPools(const Cluster& cluster, const DeviceClass& cls) {
@@ -35,13 +31,6 @@ std::vector<std::string> unknownPools(const Cluster& cluster, const DeviceClass&
     for (const auto& u : draUnitsOn(node, cls).unknown) out.insert(u);
   }
   return {out.begin(), out.end()};
-}
-
-// Figures come from objects anyone may write: a sum saturates, never wraps.
-std::int64_t saturatingAdd(std::int64_t a, std::int64_t b) {
-  std::int64_t out = 0;
-  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return out;
 }
 
 ResourceClaim asCreated(ResourceClaim claim) {
@@ -181,7 +170,7 @@ Decision checkClaimAtCreate(const Cluster& cluster, const CapacityView& view, co
         break;
       }
       gpu = true;
-      const std::int64_t units = choiceUnits(cluster, request, choice);
+      const std::int64_t units = choiceUnits(cluster, *cls, choice);
       auto refusals = choiceRefusals(cluster, view, *cls, saturatingAdd(demand[cls->name], units), pendingOf(*cls),
                                      claim.ns, subject);
       if (refusals.empty()) {

@@ -4,11 +4,14 @@
 #include <cstdint>
 #include <fmt/format.h>
 
+#include "saturating.hpp"
 #include "tally/model/units.hpp"
 
 namespace tally::model {
 
 namespace {
+
+using detail::saturatingMultiply;
 
 constexpr std::int64_t kMiB = 1024 * 1024;
 
@@ -42,12 +45,6 @@ const std::string* attribute(const DraDevice& device, const std::string& name) {
 std::int64_t ceilDiv(std::int64_t value, std::int64_t by) {
   if (by <= 0 || value <= 0) return 0;
   return value / by + (value % by != 0 ? 1 : 0);
-}
-
-std::int64_t saturatingMultiply(std::int64_t a, std::int64_t b) {
-  std::int64_t out = 0;
-  if (__builtin_mul_overflow(a, b, &out)) return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
-  return out;
 }
 
 std::int64_t counterTotal(const DraDevice& d) {
@@ -162,17 +159,6 @@ std::optional<DraNodeSlice> foldSlice(const ResourceSlice& slice, std::string_vi
   if (!pool.complete()) folded.unknown = pool.describe();
   folded.sharedCounters = slice.sharedCounters;
   return folded;
-}
-
-std::vector<DraNodeSlice> draInventoryOf(const ClusterObjects& cluster, std::string_view node,
-                                         const std::map<DraPoolKey, DraPoolState>& pools) {
-  std::vector<DraNodeSlice> out;
-  for (const auto& [name, slice] : cluster.resourceSlices) {
-    auto pool = pools.find({slice.driver, slice.pool});
-    if (pool == pools.end()) continue;
-    if (auto folded = foldSlice(slice, node, pool->second, cluster.deviceTaintRules)) out.push_back(std::move(*folded));
-  }
-  return out;
 }
 
 void foldDraInventory(ClusterObjects& cluster) {
@@ -357,20 +343,19 @@ Located locate(const ClusterObjects& cluster, const ResourceClaim& claim, const 
 
 }  // namespace
 
+std::int64_t choiceUnits(const ClusterObjects& cluster, const DeviceClass& cls, const DraRequestChoice& choice) {
+  if (choice.mode == DraAllocationMode::All) return mostOnOneNode(cluster, cls);
+  if (std::int64_t shares = sharesOf(cls, choice.capacity); shares > 0) return saturatingMultiply(choice.count, shares);
+  return saturatingMultiply(choice.count, wholeDeviceUnits(cluster, cls));
+}
+
 ResourceList requestedUnits(const ClusterObjects& cluster, const DraRequest& request) {
   ResourceList most;
   for (const auto& choice : request.choices) {
     if (choice.adminAccess) continue;
     const DeviceClass* cls = draClassForRequest(cluster, choice.deviceClassName);
     if (!cls) continue;
-    std::int64_t units = 0;
-    if (choice.mode == DraAllocationMode::All) {
-      units = mostOnOneNode(cluster, *cls);
-    } else if (std::int64_t shares = sharesOf(*cls, choice.capacity); shares > 0) {
-      units = saturatingMultiply(choice.count, shares);
-    } else {
-      units = saturatingMultiply(choice.count, wholeDeviceUnits(cluster, *cls));
-    }
+    const std::int64_t units = choiceUnits(cluster, *cls, choice);
     const std::string key = quotaKey(cls->resourceName);
     if (units > most.get(key)) most.set(key, units);
   }
@@ -386,8 +371,7 @@ ResourceList claimPendingUnits(const ClusterObjects& cluster, const ResourceClai
     if (choice.adminAccess) continue;
     const DeviceClass* cls = draClassForRequest(cluster, choice.deviceClassName);
     if (!cls) continue;
-    const DraRequest alone{request.name, {choice}};
-    out.add(cls->name, requestedUnits(cluster, alone).get(quotaKey(cls->resourceName)));
+    out.add(cls->name, choiceUnits(cluster, *cls, choice));
   }
   return out;
 }

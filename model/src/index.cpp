@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "lookup.hpp"
+#include "saturating.hpp"
 #include "tally/model/dra.hpp"
 #include "tally/model/units.hpp"
 #include "tally/model/usage.hpp"
@@ -217,7 +218,7 @@ struct UsageIndex::State {
     if (ResourceList pendingUnits = claimPendingUnits(cluster, claim); !pendingUnits.empty()) {
       for (const auto& [cls, units] : pendingUnits) {
         std::int64_t& total = claimPending[cls];
-        if (__builtin_add_overflow(total, units, &total)) total = INT64_MAX;
+        total = detail::saturatingAdd(total, units);
       }
       claimPendingOf.emplace(key, std::move(pendingUnits));
     }
@@ -238,17 +239,21 @@ struct UsageIndex::State {
     std::vector<DraNodeSlice> out;
     auto slices = slicesByNode.find(name);
     if (slices == slicesByNode.end()) return out;
+    std::map<DraPoolKey, DraPoolState> pools;  // each pool's state worked out once for the node
     for (const auto& sliceName : slices->second) {
       auto slice = cluster.resourceSlices.find(sliceName);
       if (slice == cluster.resourceSlices.end()) continue;
-      std::vector<const ResourceSlice*> members;
-      auto pool = slicesByPool.find({slice->second.driver, slice->second.pool});
-      if (pool != slicesByPool.end())
-        for (const auto& m : pool->second)
-          if (auto it = cluster.resourceSlices.find(m); it != cluster.resourceSlices.end())
-            members.push_back(&it->second);
-      DraPoolState state = draPoolState(slice->second.driver, slice->second.pool, members);
-      if (auto folded = foldSlice(slice->second, name, state, cluster.deviceTaintRules))
+      const DraPoolKey key{slice->second.driver, slice->second.pool};
+      auto state = pools.find(key);
+      if (state == pools.end()) {
+        std::vector<const ResourceSlice*> members;
+        if (auto pool = slicesByPool.find(key); pool != slicesByPool.end())
+          for (const auto& m : pool->second)
+            if (auto it = cluster.resourceSlices.find(m); it != cluster.resourceSlices.end())
+              members.push_back(&it->second);
+        state = pools.emplace(key, draPoolState(key.first, key.second, members)).first;
+      }
+      if (auto folded = foldSlice(slice->second, name, state->second, cluster.deviceTaintRules))
         out.push_back(std::move(*folded));
     }
     return out;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "saturating.hpp"
+
 namespace tally::model {
 
 namespace {
@@ -43,8 +45,7 @@ void ResourceList::add(std::string_view name, std::int64_t amount) {
     return;
   }
   auto pos = entries_.begin() + (it - entries_.begin());
-  // Amounts come from objects anyone may write: a sum saturates, never wraps.
-  if (__builtin_add_overflow(pos->second, amount, &pos->second)) pos->second = amount > 0 ? INT64_MAX : INT64_MIN;
+  pos->second = detail::saturatingAdd(pos->second, amount);
   if (pos->second == 0) entries_.erase(pos);
 }
 

@@ -65,10 +65,6 @@ std::set<std::string> sliceNodes(const ResourceSlice& slice);
 // and has devices there (with the taints of the rules selecting them).
 std::optional<DraNodeSlice> foldSlice(const ResourceSlice& slice, std::string_view node, const DraPoolState& pool,
                                       const std::map<std::string, DeviceTaintRule>& rules);
-// What the slices of the newest generation of each pool put on the node,
-// with DeviceTaintRules' taints added to the devices they select.
-std::vector<DraNodeSlice> draInventoryOf(const ClusterObjects& cluster, std::string_view node,
-                                         const std::map<DraPoolKey, DraPoolState>& pools);
 // Sets every node's Node::dra from the cluster's slices and taint rules (what
 // a snapshot loader and a test do once; the index keeps it current).
 void foldDraInventory(ClusterObjects& cluster);
@@ -136,6 +132,12 @@ bool claimUsageDependsOnInventory(const ClusterObjects& cluster, const ResourceC
 // an allocated, deleting or extended-resource claim, and for one whose first
 // choice is adminAccess or no GPU Tally sells).
 ResourceList claimPendingUnits(const ClusterObjects& cluster, const ResourceClaim& claim);
+
+// Units one choice of a request asks of its class `cls` before allocation:
+// count devices (All: the most units one node has); for a shared class the
+// capacity it requests in shares rounded up (without one, a whole device's
+// shares).
+std::int64_t choiceUnits(const ClusterObjects& cluster, const DeviceClass& cls, const DraRequestChoice& choice);
 
 // Units a request asks of each class before allocation (by quota key): count
 // devices (All: the most units one node has), for a shared class the capacity
