@@ -17,7 +17,13 @@
 //  (g) a pod's extended-resource request served by DRA (kube-scheduler
 //      makes its claim) is counted once;
 //  (h) claims created at once for the last units: never more admitted than
-//      the budget holds.
+//      the budget holds; 100 pods of one template racing for a pool of 50
+//      devices: 50 claims admitted and allocated on 50 distinct devices, the
+//      rest refused by the pool, nothing over budget, each device charged
+//      once;
+//  (e) devices tainted NoSchedule (by the driver in its slice, and by a
+//      DeviceTaintRule) leave the pool's healthy count, and the invariant
+//      fails once the quota sold exceeds what is left.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -26,6 +32,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +47,8 @@ constexpr const char* kConfiguration = "tally-dra-e2e";
 constexpr const char* kDriver = "gpu.example.com";
 // The budget key of the pools below: requests.<implicit extended resource of the DeviceClass>.
 constexpr const char* kH200Key = "requests.deviceclass.resource.kubernetes.io/h200.example.com";
+constexpr const char* kRaceKey = "requests.deviceclass.resource.kubernetes.io/r100.example.com";
+constexpr int kRaceNodes = 5, kRaceDevicesPerNode = 10, kRacePods = 100, kRaceBudget = 55;
 
 Replica controller;
 
@@ -54,9 +64,10 @@ std::string gpuDraClass(const std::string& name, const std::string& deviceClassN
          "\n    deviceClassName: " + deviceClassName + "\n    attributes: {productName: " + product + "}\n";
 }
 
-// A slice as a driver publishes it: devices gpu-<first>.. of `product`.
+// A slice as a driver publishes it: devices gpu-<first>.. of `product`, the
+// device gpu-<tainted> (when given) tainted NoSchedule by the driver.
 std::string slice(const std::string& name, const std::string& node, int generation, int sliceCount, int first,
-                  int count, const std::string& product) {
+                  int count, const std::string& product, int tainted = -1) {
   std::string out = "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: " + name +
                     "}\nspec:\n  driver: " + kDriver + "\n  nodeName: " + node + "\n  pool: {name: " + node +
                     ", generation: " + std::to_string(generation) +
@@ -64,6 +75,7 @@ std::string slice(const std::string& name, const std::string& node, int generati
   for (int i = first; i < first + count; ++i) {
     out += "  - name: gpu-" + std::to_string(i) + "\n    attributes:\n      productName: {string: " + product +
            "}\n    capacity:\n      memory: {value: 141Gi}\n";
+    if (i == tainted) out += "    taints:\n    - {key: gpu.example.com/xid, value: \"79\", effect: NoSchedule}\n";
   }
   return out;
 }
@@ -138,13 +150,41 @@ std::string report() {
 
 bool reportShows(const std::string& needle) { return report().find(needle) != std::string::npos; }
 
+// The report's object for `pool` (from its "pool" key to the next pool's),
+// empty when the report has none.
+std::string poolReport(const std::string& json, const std::string& pool) {
+  const std::string anchor = "\"pool\":\"" + pool + "\",\"quotaUnit\"";
+  const auto at = json.find(anchor);
+  if (at == std::string::npos) return "";
+  const auto next = json.find("\"quotaUnit\"", at + anchor.size());
+  return json.substr(at, next == std::string::npos ? std::string::npos : next - at);
+}
+
+// A scalar field of the pool's report ("2", "false"), empty when absent.
+std::string poolField(const std::string& pool, const std::string& field) {
+  const std::string object = poolReport(report(), pool);
+  const std::string key = "\"" + field + "\":";
+  const auto at = object.find(key);
+  if (at == std::string::npos) return "";
+  const auto from = at + key.size();
+  return object.substr(from, object.find_first_of(",}", from) - from);
+}
+
+// kubectl's jsonpath output split at spaces.
+std::vector<std::string> words(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
+}
+
 class DraEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
     const std::string name = "dra-e2e-" + std::to_string(::getpid());
     ASSERT_TRUE(cluster().up(name, /*controllerManager=*/true)) << "e2e/cluster/up --name " << name << " failed";
     int rc = 0;
-    for (const char* ns : {"tally-system", "acme", "acme-research", "beta"}) {
+    for (const char* ns : {"tally-system", "acme", "acme-research", "beta", "gamma"}) {
       kubectl(std::string("create namespace ") + ns, &rc);
       ASSERT_EQ(rc, 0) << ns;
     }
@@ -154,13 +194,32 @@ class DraEnvironment : public ::testing::Environment {
     kubectl("label namespace acme-research acme-research.tree.hnc.x-k8s.io/depth=0 acme.tree.hnc.x-k8s.io/depth=1",
             &rc);
     ASSERT_EQ(rc, 0);
-    const std::string out =
-        runCommand(cluster().bin() +
-                       "/tally-fixtures nodes --count 4 --prefix dra- --resource none --ready=false "
-                       "--wait-ready --timeout 120s --kubeconfig " +
-                       cluster().kubeconfig() + " 2>&1",
-                   &rc);
-    ASSERT_EQ(rc, 0) << out;
+    kubectl("label namespace gamma gamma.tree.hnc.x-k8s.io/depth=0", &rc);
+    ASSERT_EQ(rc, 0);
+    for (const auto& [prefix, count] : {std::pair<std::string, int>{"dra-", 4}, {"race-", kRaceNodes}}) {
+      const std::string out =
+          runCommand(cluster().bin() + "/tally-fixtures nodes --count " + std::to_string(count) + " --prefix " +
+                         prefix + " --resource none --ready=false --wait-ready --timeout 120s --kubeconfig " +
+                         cluster().kubeconfig() + " 2>&1",
+                     &rc);
+      ASSERT_EQ(rc, 0) << out;
+    }
+    // The race pool: kRaceNodes nodes of kRaceDevicesPerNode R100 each.
+    for (const auto& yaml :
+         {deviceClass("r100.example.com", "R100"), gpuDraClass("r100-dra", "r100.example.com", "R100")}) {
+      const std::string applied = applyYaml(yaml, &rc);
+      ASSERT_EQ(rc, 0) << applied;
+    }
+    for (int n = 0; n < kRaceNodes; ++n) {
+      const std::string node = "race-" + std::to_string(n);
+      const std::string applied = applyYaml(slice(node + "-gpus", node, 1, 1, 0, kRaceDevicesPerNode, "R100"), &rc);
+      ASSERT_EQ(rc, 0) << applied;
+    }
+    applyYaml(std::string("apiVersion: hnc.x-k8s.io/v1alpha2\nkind: HierarchicalResourceQuota\n") +
+                  "metadata: {name: plan-quota, namespace: gamma}\nspec: {hard: {" + kRaceKey + ": \"" +
+                  std::to_string(kRaceBudget) + "\"}}\n",
+              &rc);
+    ASSERT_EQ(rc, 0);
     for (const auto& yaml :
          {deviceClass("h200.example.com", "H200"), deviceClass("b200.example.com", "B200"),
           gpuDraClass("h200-dra", "h200.example.com", "H200"), gpuDraClass("b200-dra", "b200.example.com", "B200"),
@@ -391,6 +450,91 @@ TEST(Dra, ClaimsCreatedAtOnceNeverSpendMoreThanTheBudget) {
   int races = 0;
   for (std::size_t at = claims.find("race-"); at != std::string::npos; at = claims.find("race-", at + 1)) ++races;
   EXPECT_EQ(races, 2) << claims;
+}
+
+TEST(Dra, HundredPodsRacingForFiftyDevicesGetFiftyEachChargedOnce) {
+  int rc = 0;
+  applyYaml(claimTemplate("gamma", "one-r100", "r100.example.com", 1), &rc);
+  ASSERT_EQ(rc, 0);
+  std::string pods;
+  for (int i = 0; i < kRacePods; ++i) pods += "---\n" + claimPod("gamma", "racer-" + std::to_string(i), "one-r100");
+  const std::string created = create(pods, &rc);
+  ASSERT_EQ(rc, 0) << created;
+  // kube-controller-manager creates a claim per pod as fast as it can; the
+  // door admits one per free device and refuses the rest, and keeps refusing
+  // kube-controller-manager's retries.
+  constexpr int devices = kRaceNodes * kRaceDevicesPerNode;
+  auto bound = [] {
+    int n = 0;
+    for (const auto& node : words(jsonpath("pods -n gamma", "{.items[*].spec.nodeName}"))) n += node.empty() ? 0 : 1;
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return bound() == devices; }, 180s))
+      << bound() << " of " << kRacePods << " pods bound; " << kubectl("get resourceclaims -n gamma");
+  std::this_thread::sleep_for(10s);  // the refused pods' claims are retried meanwhile
+  EXPECT_EQ(bound(), devices);
+  // 50 claims, each allocated a device of its own.
+  const auto claims = words(jsonpath("resourceclaims -n gamma", "{.items[*].metadata.name}"));
+  EXPECT_EQ(claims.size(), static_cast<std::size_t>(devices));
+  const auto allocated = words(jsonpath("resourceclaims -n gamma",
+                                        "{range .items[*]}{.status.allocation.devices.results[0].pool}/"
+                                        "{.status.allocation.devices.results[0].device} {end}"));
+  EXPECT_EQ(allocated.size(), static_cast<std::size_t>(devices));
+  EXPECT_EQ(std::set<std::string>(allocated.begin(), allocated.end()).size(), static_cast<std::size_t>(devices));
+  for (const auto& device : allocated) EXPECT_NE(device.front(), '/') << "an unallocated claim";
+  // The refused were refused by the pool, never by a budget that had room.
+  const std::string events = kubectl("get events -n gamma -o 'jsonpath={.items[*].message}'");
+  EXPECT_NE(events.find("[PoolInsufficient] pool r100-dra has 0 free"), std::string::npos) << events;
+  EXPECT_EQ(events.find("[BudgetExceeded]"), std::string::npos) << events;
+  // Each device charged once: every race node full in the report, and the
+  // budget sees 50 in use, not 100.
+  for (int n = 0; n < kRaceNodes; ++n) {
+    const std::string node = "race-" + std::to_string(n);
+    EXPECT_TRUE(eventually([&] {
+      return reportShows("\"name\":\"" + node + "\",\"pool\":\"r100-dra\",\"unitsServed\":10,\"unitsUsed\":10,");
+    })) << report();
+  }
+  const std::string out = create(claim("gamma", "over", "r100.example.com", 8), &rc);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("50 in use + 8 requested = 58, limit " + std::to_string(kRaceBudget)), std::string::npos) << out;
+  EXPECT_EQ(poolField("r100-dra", "invariantHolds"), "true") << report();
+  kubectl("delete pods -n gamma --all --wait=false");
+}
+
+TEST(Dra, TaintedDevicesLeaveTheHealthyCountAndTheInvariantFails) {
+  // h200-dra: 4 devices on dra-0; acme, now an Organization, has been sold 3
+  // of them (its plan-quota), so 4 >= 3 + a spare of 1 holds.
+  int rc = 0;
+  applyYaml("apiVersion: kube-dc.com/v1\nkind: Organization\nmetadata: {name: acme, namespace: acme}\n", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(eventually([] { return poolField("h200-dra", "nonReservedHardQuota") == "3"; })) << report();
+  EXPECT_EQ(poolField("h200-dra", "invariantHolds"), "true") << report();
+  EXPECT_EQ(poolField("h200-dra", "healthySchedulableDevices"), "4");
+  // The driver taints gpu-2 in its slice; an administrator taints gpu-3.
+  applyYaml(slice("dra-0-gpus", "dra-0", 1, 1, 0, 4, "H200", 2), &rc);
+  ASSERT_EQ(rc, 0);
+  applyYaml(std::string("apiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {name: dra-0-gpu-3}\n") +
+                "spec:\n  deviceSelector: {driver: " + kDriver + ", pool: dra-0, device: gpu-3}\n" +
+                "  taint: {key: example.com/maintenance, value: planned, effect: NoSchedule}\n",
+            &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_TRUE(eventually([] { return poolField("h200-dra", "healthySchedulableDevices") == "2"; })) << report();
+  EXPECT_EQ(poolField("h200-dra", "invariantHolds"), "false") << report();
+  EXPECT_NE(poolReport(report(), "h200-dra").find("HardQuotaAboveCapacity"), std::string::npos) << report();
+  const std::string audit =
+      runCommand(std::string(TALLYCTL_BINARY) + " audit --unorganized-gpu-namespaces=allow --kubeconfig " +
+                     cluster().kubeconfig() + " 2>&1",
+                 &rc);
+  EXPECT_EQ(rc, 1) << audit;
+  EXPECT_NE(audit.find("HardQuotaAboveCapacity"), std::string::npos) << audit;
+  EXPECT_NE(audit.find("taint gpu.example.com/xid=79:NoSchedule"), std::string::npos) << audit;
+  // Both taints lifted: the pool is whole and the invariant holds again.
+  applyYaml(slice("dra-0-gpus", "dra-0", 1, 1, 0, 4, "H200"), &rc);
+  ASSERT_EQ(rc, 0);
+  kubectl("delete devicetaintrule dra-0-gpu-3", &rc);
+  ASSERT_EQ(rc, 0);
+  EXPECT_TRUE(eventually([] { return poolField("h200-dra", "invariantHolds") == "true"; })) << report();
+  EXPECT_EQ(poolField("h200-dra", "healthySchedulableDevices"), "4");
 }
 
 }  // namespace
