@@ -79,12 +79,7 @@ std::vector<Refusal> choiceRefusals(const Cluster& cluster, const CapacityView& 
     return out;
   }
   if (!cls.gateOpen) out.push_back({Code::GateClosed, gateClosedMessage(cls)});
-  if (cls.requiresEntitlement && !entitled(cluster, ns, cls.name)) {
-    out.push_back(
-        {Code::NotEntitled, fmt::format("namespace {} is not entitled to licensed class {} (label {}{}=\"true\" "
-                                        "on it or an ancestor)",
-                                        ns, cls.name, kEntitlementLabelPrefix, cls.name)});
-  }
+  if (auto why = notEntitled(cluster, ns, cls)) out.push_back({Code::NotEntitled, *why});
   const std::int64_t free = saturatingAdd(view.poolFreeUnits(cluster, cls), -std::max<std::int64_t>(0, pending));
   const std::int64_t idle = idleReservedByOthers(cluster, view, cls, organizationOf(cluster, ns));
   if (free < units) {

@@ -76,12 +76,7 @@ Decision checkDeviceOrder(const Cluster& cluster, const CapacityView& view, cons
                            count, name, cls->maxCount));
     }
     if (!cls->gateOpen) d.refuse(Code::GateClosed, gateClosedMessage(*cls));
-    if (cls->requiresEntitlement && !entitled(cluster, order.ns, name)) {
-      d.refuse(Code::NotEntitled,
-               fmt::format("namespace {} is not entitled to licensed class {} (label {}{}=\"true\" on it "
-                           "or an ancestor)",
-                           order.ns, name, kEntitlementLabelPrefix, name));
-    }
+    if (auto why = notEntitled(cluster, order.ns, *cls)) d.refuse(Code::NotEntitled, *why);
     // A GPUDevice of count N holds N units of its class (see deviceUsage).
     std::int64_t units = count;
     budgetDemand.add(quotaKey(cls->resourceName), units);

@@ -75,6 +75,13 @@ PodDemand podDemandWith(const Cluster& cluster, const CapacityView& view, const 
         demand.podWide.push_back({Code::NamespaceUnorganized, fmt::format("pod {}/{}: {}", pod.ns, pod.name, *why)});
       }
     }
+    // A licensed class the namespace is not entitled to, on no node (a class
+    // sharing the resource without a licence does not lift it: fail closed).
+    for (const DeviceClass* cls : classesFor(cluster, resource)) {
+      if (auto why = notEntitled(cluster, pod.ns, *cls)) {
+        demand.podWide.push_back({Code::NotEntitled, fmt::format("pod {}/{}: {}", pod.ns, pod.name, *why)});
+      }
+    }
     std::string key = budgetKeyFor(resource);
     demand.budget.add(key, need);
     BudgetAsk ask{key, counted ? 0 : need, counted ? need : 0};

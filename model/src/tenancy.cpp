@@ -65,4 +65,10 @@ bool entitled(const Cluster& cluster, std::string_view ns, std::string_view clas
   return false;
 }
 
+std::optional<std::string> notEntitled(const Cluster& cluster, std::string_view ns, const DeviceClass& cls) {
+  if (!cls.requiresEntitlement || entitled(cluster, ns, cls.name)) return std::nullopt;
+  return fmt::format("namespace {} is not entitled to licensed class {} (label {}{}=\"true\" on it or an ancestor)", ns,
+                     cls.name, kEntitlementLabelPrefix, cls.name);
+}
+
 }  // namespace tally::model

@@ -240,6 +240,32 @@ TEST_F(PodDoors, ForgedVmiOwnerIsChargedAsARawPod) {
   EXPECT_EQ(d.refusals.front().code, Code::BudgetExceeded) << d.summary();
 }
 
+// A licensed class sells its units to entitled tenants only, whichever door
+// asks: a raw pod is no way around the GPUDevice and claim doors' rule.
+TEST_F(PodDoors, RawPodOfALicensedClassNeedsTheEntitlement) {
+  c.classes.at("h200").requiresEntitlement = true;
+  Decision d = rawPod(gpuPod("acme-ml", "p", kH200, 1, "", PodPhase::Pending));
+  ASSERT_FALSE(d.allowed());
+  EXPECT_EQ(d.refusals.front().code, Code::NotEntitled) << d.summary();
+  EXPECT_NE(d.refusals.front().message.find("pod acme-ml/p: namespace acme-ml is not entitled to licensed class h200"),
+            std::string::npos)
+      << d.summary();
+  EXPECT_NE(d.refusals.front().message.find("gpu.tally.dev/entitled-h200"), std::string::npos) << d.summary();
+  // Entitled on an ancestor: admitted.
+  c.namespaces.at("acme").entitledClasses.push_back("h200");
+  EXPECT_TRUE(rawPod(gpuPod("acme-ml", "p", kH200, 1, "", PodPhase::Pending)).allowed());
+}
+
+TEST_F(PodDoors, LauncherOfALicensedClassIsCoveredByItsVmisDevices) {
+  c.classes.at("h200").requiresEntitlement = true;
+  vmi("train", "vmi-1");
+  attach("g0", "train", "vmi-1", DevicePhase::Attached, "gpu-2");
+  Pod launcher = launcherPod("train", "vmi-1");
+  launcher.schedulerName = "tally-scheduler";
+  // Its GPU was ordered (and the entitlement checked) at the device door.
+  EXPECT_TRUE(atCreate(launcher).allowed()) << atCreate(launcher).summary();
+}
+
 TEST_F(PodDoors, LauncherIsChargedOnlyBeyondItsVmisDevices) {
   put(c, hrq("acme", "plan-quota", quotaKey(kH200), 2));
   vmi("train", "vmi-1");

@@ -37,7 +37,10 @@ TEST(SnapshotCell, ReadersNeverSeeAFreedValueWhileTheWriterPublishes) {
       }
     });
   }
-  for (int i = 1; i <= 5000; ++i) cell.publish(std::make_unique<const std::vector<int>>(64, i));
+  // At least 5,000 publications, and on until the readers have read during
+  // them (on a loaded machine the readers may not have run at all in the
+  // first 5,000).
+  for (int i = 1; i <= 5000 || reads.load() < 1000; ++i) cell.publish(std::make_unique<const std::vector<int>>(64, i));
   done = true;
   for (auto& r : readers) r.join();
   cell.reclaim();

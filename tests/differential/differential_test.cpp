@@ -1,9 +1,10 @@
 // "Every door agrees": random clusters and random event sequences, in every
 // configuration a binary runs in; after each event every door is asked the
 // same question on the same snapshot, through the functions the binaries'
-// handlers run (the GPUDevice, VMI, raw-pod, placement, launcher and
-// Organization webhooks, GET /options, the extender's filter, the
-// DeviceBinder's decision, the PoolAuditor's audit, tallyctl report and plan),
+// handlers run (the GPUDevice, VMI, raw-pod, placement, launcher,
+// Organization and ResourceClaim webhooks, GET /options, the extender's
+// filter, the DeviceBinder's decision, the PoolAuditor's audit, tallyctl
+// report and plan),
 // and the incremental index is compared with computeUsage() of the same
 // objects. Every disagreement is counted by relation; the goal is zero.
 // tests/differential/README.md lists the relations and what perturbs each.
@@ -26,6 +27,7 @@
 
 #include "tally/codec/catalog_json.hpp"
 #include "tally/controller/catalog_endpoint.hpp"
+#include "tally/controller/claim_webhook.hpp"
 #include "tally/controller/device_binder.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
 #include "tally/controller/organization_webhook.hpp"
@@ -36,6 +38,7 @@
 #include "tally/extender/verbs.hpp"
 #include "tally/model/audit.hpp"
 #include "tally/model/catalog.hpp"
+#include "tally/model/dra.hpp"
 #include "tally/model/index.hpp"
 #include "tally/model/placement.hpp"
 #include "tally/model/pool.hpp"
@@ -55,6 +58,10 @@ constexpr std::string_view kH200 = "nvidia.com/GH100_H200_SXM_141GB";
 constexpr std::string_view kH100 = "nvidia.com/GH100_H100_SXM_80GB";
 constexpr std::string_view kA100 = "nvidia.com/A100-10C";
 constexpr std::string_view kHami = "nvidia.com/gpu";
+// The DRA pool: a driver's R100 GPUs on their own nodes, asked for through
+// the DeviceClass r100.example.com (claims) or its extended resource (pods).
+constexpr std::string_view kDraDriver = "gpu.example.com";
+constexpr std::string_view kDraDeviceClass = "r100.example.com";
 
 std::int64_t envOr(const char* name, std::int64_t fallback) {
   const char* v = std::getenv(name);
@@ -82,6 +89,7 @@ enum Relation {
   UndecidedClosed,        // (published gates) a class no auditor decided yet is refused "not audited yet"
   StaleRefused,           // (evaluated gates) caches older than the staleness bound: orders refused StaleCapacity
   BindVsFilter,           // the extender's bind records a pending pod's placement on N <=> its filter passes N
+  ClaimVsPodDoor,  // (DRA class) the claim door's budget, gate and tenancy refusals == the pod door's for its resource
   kRelations
 };
 constexpr const char* kRelationNames[kRelations] = {"catalogue <=> GPUDevice webhook",
@@ -102,7 +110,8 @@ constexpr const char* kRelationNames[kRelations] = {"catalogue <=> GPUDevice web
                                                     "unorganized namespace refused at every door",
                                                     "undecided class closed 'not audited yet'",
                                                     "stale caches refused (auditor off)",
-                                                    "extender bind <=> extender filter"};
+                                                    "extender bind <=> extender filter",
+                                                    "claim door <=> pod door (DRA class)"};
 
 struct Counts {
   std::int64_t checked[kRelations] = {};
@@ -223,7 +232,7 @@ class World {
 
   // One random change to the cluster, then the auditor's publication.
   void event() {
-    switch (pick(0, 14)) {
+    switch (pick(0, mirror_.classes.contains("r100") ? 17 : 14)) {
       case 0:
       case 1: addPod(); break;
       case 2: removeSome(mirror_.pods, model::Kind::Pod); break;
@@ -239,7 +248,11 @@ class World {
       case 12: changeRecord(); break;
       case 13: forgetDecision(); break;
       case 14: addVmi(); break;
+      case 15: addClaim(); break;
+      case 16: changeClaim(); break;
+      case 17: changeDraInventory(); break;
     }
+    model::foldDraInventory(mirror_);  // what the writer's index keeps current
     // The auditor gets to a class it had not decided.
     for (auto it = undecided_.begin(); it != undecided_.end();) it = chance(0.3) ? undecided_.erase(it) : std::next(it);
     publishGates();
@@ -265,6 +278,12 @@ class World {
       mirror_.hrqs[model::objectKey(object.ns, object.name)] = object;
     } else if constexpr (std::is_same_v<T, model::ResourceQuota>) {
       mirror_.quotas[model::objectKey(object.ns, object.name)] = object;
+    } else if constexpr (std::is_same_v<T, model::ResourceSlice>) {
+      mirror_.resourceSlices[object.name] = object;
+    } else if constexpr (std::is_same_v<T, model::ResourceClaim>) {
+      mirror_.resourceClaims[model::objectKey(object.ns, object.name)] = object;
+    } else if constexpr (std::is_same_v<T, model::DeviceTaintRule>) {
+      mirror_.deviceTaintRules[object.name] = object;
     } else if constexpr (std::is_same_v<T, model::Organization>) {
       if (!config_.organizationsWatched) return;  // in the API server, read by no binary here
       mirror_.organizations[model::objectKey(object.ns, object.name)] = object;
@@ -308,7 +327,7 @@ class World {
     n.name = "node-" + std::to_string(i);
     n.ready = chance(0.9);
     n.unschedulable = chance(0.08);
-    const int kind = i < 4 ? i : pick(0, 4);
+    const int kind = draNodes_.contains(n.name) ? 4 : i < 4 ? i : pick(0, 4);
     auto inventory = [&](std::string_view type, int parents) {
       std::vector<model::InventoryParent> out;
       for (int p = 0; p < parents; ++p) {
@@ -360,7 +379,18 @@ class World {
     put(makeClass("a100-10c", model::Allocation::Vgpu, kA100, model::NodeMode::VmVgpu));
     put(makeClass("v100-8g", model::Allocation::Shared, kHami, model::NodeMode::PodHami));
     const int nodes = pick(4, 9);
-    for (int i = 0; i < nodes; ++i) put(makeNode(i));
+    // Most worlds also sell a DRA pool, on nodes of their own.
+    const int draNodes = chance(0.7) ? pick(1, 3) : 0;
+    for (int i = nodes; i < nodes + draNodes; ++i) draNodes_.insert("node-" + std::to_string(i));
+    if (draNodes > 0) {
+      model::DeviceClass c = makeClass("r100", model::Allocation::Passthrough,
+                                       model::draImplicitResourceName(kDraDeviceClass), model::NodeMode::Unset);
+      c.workload = model::Workload::Pod;
+      c.dra = model::DraSelection{std::string(kDraDriver), std::string(kDraDeviceClass), {{"productName", "R100"}}, ""};
+      put(c);
+    }
+    for (int i = 0; i < nodes + draNodes; ++i) put(makeNode(i));
+    for (const auto& node : draNodes_) publishSlices(node, 1);
 
     std::vector<model::PermittedHostDevice> permitted;
     for (std::string_view r : {kH200, kH100, kA100}) {
@@ -438,8 +468,142 @@ class World {
       if (t.find("-p") != std::string::npos && chance(0.4)) projectQuota(t);
       if (chance(0.2)) resourceQuota(t);
     }
+    model::foldDraInventory(mirror_);
     publishGates();
     writer_.flush();
+  }
+
+  // The driver's slices of a DRA node's pool (named after the node) at
+  // `generation`: one or two slices of R100s, a device now and then tainted
+  // NoSchedule, now and then a NIC of another class beside them; now and then
+  // the second slice not published yet (the pool unknown until it is).
+  void publishSlices(const std::string& node, std::int64_t generation) {
+    for (auto it = mirror_.resourceSlices.begin(); it != mirror_.resourceSlices.end();) {
+      if (it->second.nodeName != node) {
+        ++it;
+        continue;
+      }
+      writer_.remove(model::Kind::ResourceSlice, "", it->first);
+      it = mirror_.resourceSlices.erase(it);
+    }
+    const int count = pick(1, 2);
+    int device = 0;
+    for (int part = 0; part < count; ++part) {
+      if (part == 1 && chance(0.15)) break;
+      model::ResourceSlice slice;
+      slice.name = node + "-slice-" + std::to_string(part);
+      slice.driver = std::string(kDraDriver);
+      slice.pool = node;
+      slice.nodeName = node;
+      slice.generation = generation;
+      slice.resourceSliceCount = count;
+      for (int d = pick(1, 4); d > 0; --d) {
+        model::DraDevice gpu;
+        gpu.name = "gpu-" + std::to_string(device++);
+        gpu.attributes["productName"] = chance(0.95) ? "R100" : "NIC";
+        if (chance(0.08)) gpu.taints.push_back({"gpu.example.com/xid", "79", model::DraTaintEffect::NoSchedule});
+        slice.devices.push_back(std::move(gpu));
+      }
+      put(slice);
+    }
+  }
+
+  // The pool's healthy member devices on `node` no claim holds.
+  std::vector<std::string> freeDraDevices(const std::string& node) {
+    std::set<std::string> taken;
+    for (const auto& [key, claim] : mirror_.resourceClaims)
+      for (const auto& r : claim.results) taken.insert(r.pool + "/" + r.device);
+    std::vector<std::string> out;
+    const model::Node& n = mirror_.nodes.at(node);
+    for (const auto& slice : n.dra) {
+      if (!slice.unknown.empty()) continue;
+      for (const auto& d : slice.devices) {
+        if (d.attributes.count("productName") && d.attributes.at("productName") == "R100" && d.taints.empty() &&
+            !taken.contains(slice.pool + "/" + d.name))
+          out.push_back(d.name);
+      }
+    }
+    return out;
+  }
+
+  // The scheduler's allocation of a claim's devices on one node, if some
+  // node has them free; now and then on one that has not (around the doors).
+  void allocate(model::ResourceClaim& claim) {
+    const std::int64_t count = claim.requests.front().choices.front().count;
+    std::vector<std::string> nodes(draNodes_.begin(), draNodes_.end());
+    std::shuffle(nodes.begin(), nodes.end(), rng_);
+    for (const auto& node : nodes) {
+      std::vector<std::string> free = freeDraDevices(node);
+      if (static_cast<std::int64_t>(free.size()) < count && !chance(0.05)) continue;
+      claim.allocated = true;
+      claim.allocatedNode = node;
+      for (std::int64_t i = 0; i < count; ++i) {
+        const std::string device =
+            i < static_cast<std::int64_t>(free.size()) ? free[static_cast<std::size_t>(i)] : "gpu-" + std::to_string(i);
+        claim.results.push_back(
+            {"gpu", std::string(kDraDriver), node, device, claim.requests.front().choices.front().adminAccess, "", {}});
+      }
+      return;
+    }
+  }
+
+  // A tenant's claim of one or two R100s (now and then an adminAccess one),
+  // allocated at once or left waiting for the allocator.
+  void addClaim() {
+    model::ResourceClaim claim;
+    claim.ns = any(tenants_);
+    claim.name = "claim-" + std::to_string(serial_++);
+    claim.uid = "uid-" + claim.name;
+    model::DraRequestChoice choice;
+    choice.deviceClassName = std::string(kDraDeviceClass);
+    choice.count = pick(1, 2);
+    choice.adminAccess = chance(0.05);
+    claim.requests.push_back({"gpu", {choice}});
+    if (chance(0.6)) allocate(claim);
+    put(claim);
+  }
+
+  void changeClaim() {
+    if (mirror_.resourceClaims.empty()) return addClaim();
+    auto it = mirror_.resourceClaims.begin();
+    std::advance(it, pick(0, static_cast<int>(mirror_.resourceClaims.size()) - 1));
+    model::ResourceClaim claim = it->second;
+    switch (pick(0, 2)) {
+      case 0: removeSome(mirror_.resourceClaims, model::Kind::ResourceClaim); return;
+      case 1:
+        if (claim.allocated) return;
+        allocate(claim);
+        break;
+      case 2: claim.deleting = true; break;
+    }
+    put(claim);
+  }
+
+  // The driver republishes a node's pool (a new generation), or an
+  // administrator taints one of its devices by a DeviceTaintRule, or lifts one.
+  void changeDraInventory() {
+    std::vector<std::string> nodes(draNodes_.begin(), draNodes_.end());
+    const std::string node = any(nodes);
+    switch (pick(0, 2)) {
+      case 0: {
+        std::int64_t generation = 1;
+        for (const auto& [name, slice] : mirror_.resourceSlices)
+          if (slice.nodeName == node) generation = std::max(generation, slice.generation + 1);
+        publishSlices(node, generation);
+        break;
+      }
+      case 1: {
+        model::DeviceTaintRule rule;
+        rule.name = "taint-" + std::to_string(serial_++);
+        rule.driver = std::string(kDraDriver);
+        rule.pool = node;
+        rule.device = "gpu-" + std::to_string(pick(0, 3));
+        rule.taint = {"example.com/maintenance", "planned", model::DraTaintEffect::NoSchedule};
+        put(rule);
+        break;
+      }
+      case 2: removeSome(mirror_.deviceTaintRules, model::Kind::DeviceTaintRule); break;
+    }
   }
 
   // HNC's plan-quota of the organization: what its add-ons grant, or (when
@@ -801,6 +965,7 @@ class World {
   extender::CacheWriter writer_;
   controller::VmiWebhook vmi_;
   std::vector<std::string> tenants_;
+  std::set<std::string> draNodes_;  // nodes whose GPUs a DRA driver publishes
   int serial_ = 0;
 };
 
@@ -850,6 +1015,46 @@ std::string podReview(const std::string& ns, const std::string& resource, std::i
          R"("name":"ask-pod","namespace":")" +
          ns + R"(","operation":"CREATE","userInfo":{"username":"tenant"},"dryRun":true,"object":)" + pod +
          R"(,"oldObject":null}})";
+}
+
+// A ResourceClaim's CREATE as kube-controller-manager sends it for a pod's
+// template: `count` devices of the pool's DeviceClass.
+std::string claimReview(const std::string& ns, std::int64_t count) {
+  const std::string claim =
+      R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"ask-claim",)"
+      R"("namespace":")" +
+      ns + R"("},"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":")" +
+      std::string(kDraDeviceClass) + R"(","allocationMode":"ExactCount","count":)" + std::to_string(count) + "}}]}}}";
+  return R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-4",)"
+         R"("kind":{"group":"resource.k8s.io","version":"v1","kind":"ResourceClaim"},)"
+         R"("resource":{"group":"resource.k8s.io","version":"v1","resource":"resourceclaims"},)"
+         R"("name":"ask-claim","namespace":")" +
+         ns +
+         R"(","operation":"CREATE","userInfo":{"username":"system:serviceaccount:kube-system:resource-claim-controller"},)"
+         R"("dryRun":true,"object":)" +
+         claim + R"(,"oldObject":null}})";
+}
+
+// The claim door's answer to a dry-run claim of `count` devices of the DRA
+// pool, on the writer's newest snapshot.
+runtime::admission::AdmissionResponse askClaimDoor(World& world, const std::string& ns, std::int64_t count) {
+  controller::ClaimWebhook door(world.writer().snapshots());
+  auto request = runtime::admission::decodeAdmissionReview(claimReview(ns, count));
+  EXPECT_TRUE(request) << request.error().message;
+  return door.review(*request, std::chrono::steady_clock::now()).response;
+}
+
+// The refusal codes of an answer that are about the tenant and the gate (its
+// budgets, entitlement, Organization, the pool's gate, the caches), not about
+// where the units are: what a claim and a pod of the same units must share.
+std::set<std::string> tenantCodes(const std::string& message) {
+  std::set<std::string> out;
+  for (model::Code code : {model::Code::BudgetExceeded, model::Code::GateClosed, model::Code::NotEntitled,
+                           model::Code::NamespaceUnorganized, model::Code::CacheNotSynced}) {
+    if (message.find("[" + std::string(model::toString(code)) + "]") != std::string::npos)
+      out.insert(std::string(model::toString(code)));
+  }
+  return out;
 }
 
 // The test-only switch that shows a relation can fail: the door on one side
@@ -1054,16 +1259,19 @@ void askDoors(World& world, Counts& counts, int questions) {
                          (vmiAnswer.allowed ? "admits" : "refuses: " + vmiAnswer.message));
       }
 
-      const bool gateRefusal = !answer.allowed && hasCode(answer.message, model::Code::GateClosed);
+      // A DRA class's gate is kept at the claim door (its GPUDevice orders
+      // are refused NotPermitted first).
+      const auto gateAnswer = cls.dra ? askClaimDoor(world, ns, n) : answer;
+      const bool gateRefusal = !gateAnswer.allowed && hasCode(gateAnswer.message, model::Code::GateClosed);
       // Perturbed: compared with the gate of the next class.
       auto next = std::next(cluster.classes.find(cls.name));
       const model::DeviceClass& gateOf = perturbed == GateVsDoors && next != cluster.classes.end() ? next->second : cls;
       counts.check(GateVsDoors, gateRefusal == !gateOf.gateOpen,
-                   what + ": published gate " + (cls.gateOpen ? "open" : "closed") + ", webhook " +
-                       (answer.allowed ? "admits" : answer.message));
+                   what + ": published gate " + (cls.gateOpen ? "open" : "closed") + ", door " +
+                       (gateAnswer.allowed ? "admits" : gateAnswer.message));
       if (world.undecided().contains(cls.name) != (perturbed == UndecidedClosed)) {
-        counts.check(UndecidedClosed, gateRefusal && answer.message.find("is not audited yet") != std::string::npos,
-                     what + ": undecided class, webhook " + (answer.allowed ? "admits" : answer.message));
+        counts.check(UndecidedClosed, gateRefusal && gateAnswer.message.find("is not audited yet") != std::string::npos,
+                     what + ": undecided class, door " + (gateAnswer.allowed ? "admits" : gateAnswer.message));
       }
 
       // The extender, for a new GPU pod asking n units of the class's resource.
@@ -1095,6 +1303,17 @@ void askDoors(World& world, Counts& counts, int questions) {
                      : controller::reviewGpuPod(*snap, *req, podOptions).response;
       };
       const auto unplaced = review("", "tally-scheduler", false);
+      // A DRA class: the claim door on a claim of the same units decides the
+      // tenant's side as the pod door does (where the units are, the claim
+      // door alone checks: a pod's node is the extender's).
+      if (cls.dra) {
+        const auto claimAnswer = askClaimDoor(world, ns, n + bump(ClaimVsPodDoor));
+        const auto claimCodes = tenantCodes(claimAnswer.allowed ? "" : claimAnswer.message);
+        const auto podCodes = tenantCodes(unplaced.allowed ? "" : unplaced.message);
+        counts.check(ClaimVsPodDoor, claimCodes == podCodes,
+                     what + ": claim door " + (claimAnswer.allowed ? "admits" : "refuses: " + claimAnswer.message) +
+                         "; pod door " + (unplaced.allowed ? "admits" : "refuses: " + unplaced.message));
+      }
       // Under the refuse policy, no door lets a namespace under no Organization order.
       if (world.config().refuseUnorganized &&
           model::unattributedNamespace(mirror, ns).has_value() != (perturbed == UnorganizedRefused)) {
@@ -1306,7 +1525,8 @@ void askOtherDoors(World& world, Counts& counts) {
     for (const auto& [name, cls] : stale->cluster().classes) {
       auto device = runtime::admission::decodeAdmissionReview(deviceReview(ns, name, 1));
       ASSERT_TRUE(device);
-      const auto answer = controller::reviewGpuDevice(*stale, *device, {}).response;
+      const auto answer =
+          cls.dra ? askClaimDoor(world, ns, 1) : controller::reviewGpuDevice(*stale, *device, {}).response;
       counts.check(StaleRefused,
                    !answer.allowed && hasCode(answer.message, model::Code::GateClosed) &&
                        cls.gateReason.find("StaleCapacity") != std::string::npos,
@@ -1339,15 +1559,18 @@ void askOtherDoors(World& world, Counts& counts) {
     const auto filtered = extender::filterNodes(*unsynced, args);
     const auto options = controller::optionsResponse(*unsynced, ns);
     const bool binderWaits = !unsynced->ready();  // DeviceBinder::reconcile requeues on an unready snapshot
-    counts.check(UnsyncedRefused,
-                 !deviceAnswer.allowed && !vmiAnswer.allowed && !podAnswer.allowed && filtered.passed.empty() &&
-                     options.status != 200 && binderWaits,
-                 std::string("cache ") + (unsync ? std::string(model::toString(kind)) : "(none)") +
-                     " unsynced: GPUDevice " + (deviceAnswer.allowed ? "admits" : "refuses") + ", VMI " +
-                     (vmiAnswer.allowed ? "admits" : "refuses") + ", pod " +
-                     (podAnswer.allowed ? "admits" : "refuses") + ", extender passes " +
-                     std::to_string(filtered.passed.size()) + ", /options " + std::to_string(options.status) +
-                     ", binder " + (binderWaits ? "waits" : "decides"));
+    // The claim door, when the world sells a DRA pool.
+    bool claimRefused = true;
+    if (unsynced->cluster().classes.contains("r100")) claimRefused = !askClaimDoor(world, ns, 1).allowed;
+    counts.check(
+        UnsyncedRefused,
+        !deviceAnswer.allowed && !vmiAnswer.allowed && !podAnswer.allowed && filtered.passed.empty() &&
+            options.status != 200 && binderWaits && claimRefused,
+        std::string("cache ") + (unsync ? std::string(model::toString(kind)) : "(none)") + " unsynced: GPUDevice " +
+            (deviceAnswer.allowed ? "admits" : "refuses") + ", VMI " + (vmiAnswer.allowed ? "admits" : "refuses") +
+            ", pod " + (podAnswer.allowed ? "admits" : "refuses") + ", extender passes " +
+            std::to_string(filtered.passed.size()) + ", /options " + std::to_string(options.status) + ", binder " +
+            (binderWaits ? "waits" : "decides") + ", claim door " + (claimRefused ? "refuses" : "admits"));
     if (unsync) world.resync(kind);
   }
 }

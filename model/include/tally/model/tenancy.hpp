@@ -31,5 +31,10 @@ std::optional<std::string> unattributedNamespace(const Cluster& cluster, std::st
 
 // Whether the namespace or an ancestor carries gpu.tally.dev/entitled-<class>: "true".
 bool entitled(const Cluster& cluster, std::string_view ns, std::string_view className);
+// Why `ns` may not take units of `cls`: the class requires an entitlement
+// (vGPU licensing) and neither the namespace nor an ancestor is entitled to
+// it. Null when it may. One rule for every door that sells the class's units:
+// device orders, claims and pods.
+std::optional<std::string> notEntitled(const Cluster& cluster, std::string_view ns, const DeviceClass& cls);
 
 }  // namespace tally::model
