@@ -7,10 +7,20 @@
 
 namespace tally::extender {
 
-void Assumptions::assume(model::UsageIndex& index, Assume& a) {
+void Assumptions::assume(model::UsageIndex& index, Assume& a) { decide(index, a, false); }
+
+void Assumptions::decide(model::UsageIndex& index, Assume& a, bool arrived) {
   const model::Cluster& cluster = index.cluster();
-  auto it = cluster.pods.find(model::objectKey(a.ns, a.name));
+  const std::string key = model::objectKey(a.ns, a.name);
+  auto it = cluster.pods.find(key);
   if (it == cluster.pods.end() || (!a.uid.empty() && it->second.uid != a.uid)) {
+    // Not delivered yet (or the cache still holds the pod this one
+    // replaced): wait for its event, bounded, rather than refuse a pod that
+    // exists.
+    if (!arrived && podWait_.count() > 0) {
+      awaitingPod_[key].push_back({std::move(a), Clock::now() + podWait_});
+      return;
+    }
     a.done->set_value(AssumeOutcome::PodUnknown);
     return;
   }
@@ -43,6 +53,19 @@ void Assumptions::forget(model::UsageIndex& index, const std::string& uid) {
 void Assumptions::podChanged(const std::string& key, const model::Pod* pod) {
   const bool bound = pod && !pod->nodeName.empty() && !model::isTerminal(*pod);
   trackPod(key, bound ? pod->nodeName : std::string());
+  if (!pod || awaitingPod_.empty()) return;
+  auto waiting = awaitingPod_.find(key);
+  if (waiting == awaitingPod_.end()) return;
+  auto& binds = waiting->second;
+  for (auto b = binds.begin(); b != binds.end();) {
+    if (b->assume.uid.empty() || b->assume.uid == pod->uid) {
+      arrived_.push_back(std::move(b->assume));
+      b = binds.erase(b);
+    } else {
+      ++b;
+    }
+  }
+  if (binds.empty()) awaitingPod_.erase(waiting);
 }
 
 void Assumptions::trackPod(const std::string& key, const std::string& node) {
@@ -65,6 +88,28 @@ void Assumptions::trackPod(const std::string& key, const std::string& node) {
 }
 
 bool Assumptions::tick(model::UsageIndex& index, Clock::time_point now) {
+  // Binds whose pod has just arrived, decided on the index that holds it.
+  const bool decided = !arrived_.empty();
+  if (decided) {
+    podArrivals_.fetch_add(arrived_.size(), std::memory_order_relaxed);
+    std::vector<Assume> arrived;
+    arrived.swap(arrived_);
+    for (Assume& a : arrived) decide(index, a, true);
+  }
+  // Binds whose pod never came: refused as before, the scheduler retries.
+  for (auto waiting = awaitingPod_.begin(); waiting != awaitingPod_.end();) {
+    auto& binds = waiting->second;
+    for (auto b = binds.begin(); b != binds.end();) {
+      if (b->until > now) {
+        ++b;
+        continue;
+      }
+      b->assume.done->set_value(AssumeOutcome::PodUnknown);
+      podWaitsTimedOut_.fetch_add(1, std::memory_order_relaxed);
+      b = binds.erase(b);
+    }
+    waiting = binds.empty() ? awaitingPod_.erase(waiting) : std::next(waiting);
+  }
   std::uint64_t expired = 0;
   while (!deadlineQueue_.empty() && deadlineQueue_.front().first <= now) {
     auto [deadline, uid] = std::move(deadlineQueue_.front());
@@ -78,11 +123,15 @@ bool Assumptions::tick(model::UsageIndex& index, Clock::time_point now) {
     if (index.assumedCount() != before) ++expired;
   }
   if (expired) expired_.fetch_add(expired, std::memory_order_relaxed);
-  return expired != 0;
+  return expired != 0 || decided;
 }
 
 Assumptions::Clock::time_point Assumptions::nextDeadline() const {
-  return deadlineQueue_.empty() ? Clock::time_point::max() : deadlineQueue_.front().first;
+  if (!arrived_.empty()) return Clock::time_point::min();
+  auto at = deadlineQueue_.empty() ? Clock::time_point::max() : deadlineQueue_.front().first;
+  for (const auto& [key, binds] : awaitingPod_)
+    for (const auto& b : binds) at = std::min(at, b.until);
+  return at;
 }
 
 std::shared_ptr<const BoundPodRows> Assumptions::publish(const model::Cluster& live) {
@@ -114,6 +163,11 @@ void Assumptions::published(const state::Snapshot& snapshot) {
 void Assumptions::stopped() {
   for (auto& p : waitingForPublish_) p->set_value(AssumeOutcome::NotPublished);
   waitingForPublish_.clear();
+  for (auto& a : arrived_) a.done->set_value(AssumeOutcome::NotPublished);
+  arrived_.clear();
+  for (auto& [key, binds] : awaitingPod_)
+    for (auto& b : binds) b.assume.done->set_value(AssumeOutcome::NotPublished);
+  awaitingPod_.clear();
 }
 
 namespace {
@@ -135,7 +189,7 @@ state::Writer::Options stateOptions(CacheWriter::Options options, Assumptions* a
 }  // namespace
 
 CacheWriter::CacheWriter(Options options)
-    : detail::AssumptionsMember{Assumptions(options.assumeTtl)},
+    : detail::AssumptionsMember{Assumptions(options.assumeTtl, options.bindPodWait)},
       state::Writer(stateOptions(std::move(options), &assumptions)) {}
 
 std::future<AssumeOutcome> CacheWriter::assume(std::string ns, std::string name, std::string uid, std::string node) {
@@ -155,6 +209,8 @@ PublishStats CacheWriter::stats() const {
   static_cast<state::PublishStats&>(s) = state::Writer::stats();
   s.lastRowsRebuilt = assumptions.lastRowsRebuilt();
   s.assumptionsExpired = assumptions.expired();
+  s.bindPodArrivals = assumptions.podArrivals();
+  s.bindPodWaitsTimedOut = assumptions.podWaitsTimedOut();
   return s;
 }
 

@@ -45,7 +45,7 @@ struct Flags {
   std::string clientCa;
   std::vector<std::string> allowedClients;
   std::size_t maxBodyBytes = 16 << 20;
-  std::string assumeTtl = "30s", bindDeadline = "2s";
+  std::string assumeTtl = "30s", bindDeadline = "2s", bindPodWait = "500ms";
   unsigned bindThreads = 64;
   state::SourceFlags source;
   std::string snapshotFile;
@@ -86,6 +86,11 @@ void addFlags(CLI::App& app, Flags& f) {
                  "Threads posting Bindings (kept apart from the filter threads). kube-scheduler binds every pod in its "
                  "own goroutine and counts a pod scheduled only once its bind returns: at ~100 ms per POST under load, "
                  "N threads cap throughput near 10*N pods/s")
+      ->capture_default_str();
+  app.add_option("--bind-pod-wait", f.bindPodWait,
+                 "How long a bind for a pod the pod watch has not delivered yet waits for its event before it is "
+                 "refused as not seen (kube-scheduler's own watch can be ahead of the extender's); keep it well "
+                 "under the extender entry's httpTimeout. 0: refuse at once")
       ->capture_default_str();
   app.add_option("--bind-queue-deadline", f.bindDeadline,
                  "A bind that waits longer than this for a bind thread is answered without posting (kube-scheduler has "
@@ -141,7 +146,7 @@ void forward(obs::Counter& counter, std::uint64_t total, std::uint64_t& seen) {
 void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
   // The writer keeps running totals; each scrape adds what grew since the last.
   struct Last {
-    std::uint64_t publishes = 0, expired = 0, unchanged = 0, copies = 0;
+    std::uint64_t publishes = 0, expired = 0, unchanged = 0, copies = 0, arrived = 0, timedOut = 0;
   };
   auto last = std::make_shared<Last>();
   metrics.registry().onScrape([&writer, &metrics, last] {
@@ -158,6 +163,8 @@ void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
       last->publishes = s.publishes;
     }
     forward(metrics.assumptionsExpired, s.assumptionsExpired, last->expired);
+    forward(metrics.bindPodArrived, s.bindPodArrivals, last->arrived);
+    forward(metrics.bindPodWaitTimedOut, s.bindPodWaitsTimedOut, last->timedOut);
     forward(metrics.unchangedUpdates, s.skippedUnchanged, last->unchanged);
     forward(metrics.clusterCopies, s.clusterCopies, last->copies);
   });
@@ -207,6 +214,7 @@ int main(int argc, char** argv) {
     CacheWriter::Options writerOptions;
     writerOptions.publishInterval = settings->publishInterval;
     writerOptions.assumeTtl = runtime::process::durationFlag("--assume-ttl", f.assumeTtl);
+    writerOptions.bindPodWait = runtime::process::durationFlag("--bind-pod-wait", f.bindPodWait);
     writerOptions.tenancy = settings->tenancy;
     bool offline = !f.snapshotFile.empty();
     writerOptions.watched = offline ? std::set<model::Kind>{} : state::watchedKinds(watchOptions);

@@ -38,6 +38,14 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
                              .counter("tally_extender_assumptions_expired_total",
                                       "Assumed placements dropped by their TTL (a bind the watch never confirmed).")
                              .with(obs::LabelValues{})),
+      bindPodArrived(registry
+                         .counter("tally_extender_bind_pod_waits_total",
+                                  "Binds for a pod the pod watch had not delivered yet, which waited for its event "
+                                  "(--bind-pod-wait): result arrived (then decided as usual) or timed_out (refused, "
+                                  "the scheduler retries).",
+                                  {"result"})
+                         .with({"arrived"})),
+      bindPodWaitTimedOut(registry.counter("tally_extender_bind_pod_waits_total", "", {"result"}).with({"timed_out"})),
       unchangedUpdates(registry
                            .counter("tally_extender_informer_unchanged_total",
                                     "Watch updates that decoded to what the cache held (heartbeats, fields the "

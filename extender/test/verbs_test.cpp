@@ -211,11 +211,92 @@ TEST(Filter, WatchConfirmingTheBindDropsTheAssumption) {
   EXPECT_EQ(snap->usage.nodeUsed("free", kH200), 8);
 }
 
+namespace {
+CacheWriter::Options waitingForPods(std::chrono::milliseconds wait) {
+  CacheWriter::Options o = fixtureOptions();
+  o.bindPodWait = wait;
+  return o;
+}
+bool ready(std::future<AssumeOutcome>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+model::Pod withUid(model::Pod p, std::string uid) {
+  p.uid = std::move(uid);
+  return p;
+}
+}  // namespace
+
+// A pod the watch never delivers: the bind waits --bind-pod-wait for it,
+// then is refused as not seen (the scheduler retries), counted.
 TEST(Filter, UnknownPodCannotBeAssumed) {
-  auto writer = loadedWriter(twoNodes());
+  auto writer = loadedWriter(twoNodes(), waitingForPods(std::chrono::milliseconds(50)));
   auto assumed = writer->assume("tenant-a", "ghost", "uid-g", "free");
   writer->flush();
+  EXPECT_FALSE(ready(assumed)) << "refused before its wait was over";
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  writer->flush();
+  ASSERT_TRUE(ready(assumed));
   EXPECT_EQ(assumed.get(), AssumeOutcome::PodUnknown);
+  EXPECT_EQ(writer->stats().bindPodWaitsTimedOut, 1u);
+  EXPECT_EQ(writer->stats().bindPodArrivals, 0u);
+  // Without a wait the refusal is at once.
+  auto now = loadedWriter(twoNodes(), waitingForPods(std::chrono::milliseconds(0)));
+  auto refused = now->assume("tenant-a", "ghost", "uid-g", "free");
+  now->flush();
+  ASSERT_TRUE(ready(refused));
+  EXPECT_EQ(refused.get(), AssumeOutcome::PodUnknown);
+}
+
+// kube-scheduler's watch delivered the pod before the extender's: the bind
+// waits for the pod's event, not for a timer, and then holds its units.
+TEST(Filter, ABindWaitsForAPodTheWatchHasNotDeliveredYet) {
+  auto writer = loadedWriter(twoNodes(), waitingForPods(std::chrono::seconds(30)));
+  auto assumed = writer->assume("tenant-a", "late", "uid-late", "free");
+  writer->flush();
+  EXPECT_FALSE(ready(assumed));
+  EXPECT_EQ(writer->snapshots().read()->assumedPlacements, 0u);
+  writer->upsert(gpuPod("tenant-a", "late", kH200, 8));
+  writer->flush();
+  ASSERT_TRUE(ready(assumed)) << "the pod's event did not decide the bind";
+  EXPECT_EQ(assumed.get(), AssumeOutcome::Recorded);
+  auto snap = writer->snapshots().read();
+  EXPECT_EQ(snap->assumedPlacements, 1u);
+  EXPECT_EQ(snap->usage.nodeUsed("free", kH200), 8);
+  EXPECT_EQ(writer->stats().bindPodArrivals, 1u);
+  EXPECT_EQ(writer->stats().bindPodWaitsTimedOut, 0u);
+}
+
+// The cache still holds the pod a new one of the same name replaced: the
+// bind for the new uid waits for the new pod, never binds the old one's units.
+TEST(Filter, ABindForAReplacedPodWaitsForTheNewUid) {
+  auto objects = twoNodes();
+  objects.push_back(withUid(gpuPod("tenant-a", "job", kH200, 8), "uid-old"));
+  auto writer = loadedWriter(objects, waitingForPods(std::chrono::seconds(30)));
+  auto assumed = writer->assume("tenant-a", "job", "uid-new", "free");
+  writer->flush();
+  EXPECT_FALSE(ready(assumed));
+  writer->upsert(withUid(gpuPod("tenant-a", "job", kH200, 4), "uid-old"));  // the old one, changed
+  writer->flush();
+  EXPECT_FALSE(ready(assumed));
+  writer->upsert(withUid(gpuPod("tenant-a", "job", kH200, 8), "uid-new"));
+  writer->flush();
+  ASSERT_TRUE(ready(assumed));
+  EXPECT_EQ(assumed.get(), AssumeOutcome::Recorded);
+}
+
+// The pod arrives, but other placements took the node's units meanwhile: the
+// bind is decided as any other, and refused.
+TEST(Filter, APodThatArrivesWhereItNoLongerFitsIsRefused) {
+  auto objects = twoNodes();
+  objects.push_back(gpuPod("tenant-a", "first", kH200, 8));
+  auto writer = loadedWriter(objects, waitingForPods(std::chrono::seconds(30)));
+  auto late = writer->assume("tenant-a", "late", "uid-late", "free");
+  auto first = writer->assume("tenant-a", "first", "uid-first", "free");
+  writer->flush();
+  ASSERT_TRUE(ready(first));
+  EXPECT_EQ(first.get(), AssumeOutcome::Recorded);
+  writer->upsert(gpuPod("tenant-a", "late", kH200, 8));
+  writer->flush();
+  ASSERT_TRUE(ready(late));
+  EXPECT_EQ(late.get(), AssumeOutcome::NoLongerFits);
 }
 
 TEST(Prioritize, BinPackPrefersTheFullerNodeSpreadTheEmptier) {

@@ -32,7 +32,10 @@ enum class AssumeOutcome { Recorded, PodUnknown, NoLongerFits, NotPublished };
 
 class Assumptions final : public state::Observer, public state::Extension<BoundPodRows> {
  public:
-  explicit Assumptions(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+  // `podWait`: how long a bind for a pod the watch has not delivered yet
+  // waits for it (0: refused at once, PodUnknown).
+  explicit Assumptions(std::chrono::milliseconds ttl, std::chrono::milliseconds podWait = {})
+      : ttl_(ttl), podWait_(podWait) {}
 
   struct Assume {
     std::string ns, name, uid, node;
@@ -45,6 +48,9 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
   // Any thread.
   std::uint64_t expired() const { return expired_.load(std::memory_order_relaxed); }
   std::size_t lastRowsRebuilt() const { return lastRowsRebuilt_.load(std::memory_order_relaxed); }
+  // Binds that waited for their pod's event: it arrived in time, or not.
+  std::uint64_t podArrivals() const { return podArrivals_.load(std::memory_order_relaxed); }
+  std::uint64_t podWaitsTimedOut() const { return podWaitsTimedOut_.load(std::memory_order_relaxed); }
 
   // state::Observer (writer thread).
   void podChanged(const std::string& key, const model::Pod* pod) override;
@@ -58,7 +64,22 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
  private:
   void trackPod(const std::string& key, const std::string& node);
 
+  // Records the assumption, or answers why not; `arrived`: the pod's event
+  // has just been applied (no further wait for it).
+  void decide(model::UsageIndex& index, Assume& assume, bool arrived);
+
   std::chrono::milliseconds ttl_;
+  std::chrono::milliseconds podWait_;
+  // Binds for pods the watch had not delivered, by pod key, each with the
+  // time it gives up (PodUnknown); moved to arrived_ by the pod's event and
+  // decided at the writer's next tick, in the same pass that applied it.
+  struct AwaitingPod {
+    Assume assume;
+    Clock::time_point until;
+  };
+  std::unordered_map<std::string, std::vector<AwaitingPod>> awaitingPod_;
+  std::vector<Assume> arrived_;
+  std::atomic<std::uint64_t> podArrivals_{0}, podWaitsTimedOut_{0};
   std::unordered_map<std::string, std::string> nodeOfPod_;                       // pod key -> node
   std::unordered_map<std::string, std::unordered_set<std::string>> podsOfNode_;  // node -> pod keys
   std::unordered_set<std::string> dirtyRows_;
@@ -79,6 +100,8 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
 struct PublishStats : state::PublishStats {
   std::size_t lastRowsRebuilt = 0;  // bound-pod rows rebuilt
   std::uint64_t assumptionsExpired = 0;
+  std::uint64_t bindPodArrivals = 0;       // binds that waited for their pod and found it
+  std::uint64_t bindPodWaitsTimedOut = 0;  // binds that waited for their pod in vain
 };
 
 namespace detail {
@@ -93,6 +116,10 @@ class CacheWriter : private detail::AssumptionsMember, public state::Writer {
   struct Options {
     std::chrono::milliseconds publishInterval{5};
     std::chrono::milliseconds assumeTtl{30'000};
+    // A bind for a pod the pod watch has not delivered yet waits this long
+    // for its event (kube-scheduler's own watch can be ahead of this one)
+    // before it is refused PodUnknown.
+    std::chrono::milliseconds bindPodWait{500};
     // Kinds that have a source: a snapshot is ready once every one synced.
     std::set<model::Kind> watched;
     std::function<model::Timestamp()> clock;                 // seconds; default: system clock

@@ -29,6 +29,10 @@ class ExtenderMetrics {
   observability::Histogram& publishDuration;
   observability::Gauge& assumedPlacements;
   observability::Counter& assumptionsExpired;
+  // Binds for a pod the watch had not delivered, which waited for it:
+  // it arrived in time, or the bind was refused as not seen.
+  observability::Counter& bindPodArrived;
+  observability::Counter& bindPodWaitTimedOut;
   observability::Counter& unchangedUpdates;  // watch updates equal to the cached object, dropped
   observability::Counter& clusterCopies;     // publishes that copied the cluster (a non-pod object changed)
   // Connections the API client opened, by TLS handshake (full, resumed).
