@@ -1,5 +1,6 @@
 #include "tally/controller/vmi_webhook.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <random>
@@ -41,6 +42,10 @@ struct VmiWebhook::Metrics {
         conflicts(r.counter("tally_controller_vmi_attach_conflicts_total",
                             "Attachment writes refused with 409 (a newer device): read and decided again.")
                       .with({})),
+        moved(r.counter("tally_controller_vmi_held_devices_moved_total",
+                        "Held devices (attached to no VM) the VM door unplaced so that the binder places the whole "
+                        "set of a VMI on a node with room for it: their node had none for the rest of the set.")
+                  .with({})),
         undone(r.counter("tally_controller_vmi_writes_undone_total",
                          "Attachments and template devices a refused CREATE took back.")
                    .with({})),
@@ -54,6 +59,7 @@ struct VmiWebhook::Metrics {
                         .with({})) {}
   obs::Family<obs::Counter>& reviews;
   obs::Counter& conflicts;
+  obs::Counter& moved;
   obs::Counter& undone;
   obs::Histogram& seconds;
   obs::Histogram& waitSeconds;
@@ -102,7 +108,9 @@ struct VmiWebhook::Call {
   // Attaches one held device in the pinned-write frame (runtime/conflict.hpp):
   // read, decide on what was read, write pinned to its resourceVersion; 409
   // reads again. Empty on success, else the refusal.
-  std::string attach(const std::string& name) {
+  // `move`: the plan moves it (VmiStart::move): attached unplaced, for the
+  // binder to place with the rest of the set.
+  std::string attach(const std::string& name, bool move) {
     const std::string subject = fmt::format("gpudevice/{}/{}", ns, name);
     runtime::PinnedWriteOptions po;
     po.maxAttempts = self.options_.maxConflicts;
@@ -114,7 +122,8 @@ struct VmiWebhook::Call {
         [&](codec::GpuDeviceRecord& record) -> runtime::Result<runtime::Pinned<std::string>> {
           using Next = runtime::Pinned<std::string>;
           if (std::string why = unavailable(subject, record.device); !why.empty()) return Next::finish(why);
-          const model::GpuDevice next = model::attachedBy(record.device, ns, vmi, token, set, since);
+          const model::GpuDevice next =
+              model::attachedBy(move ? model::unplaced(record.device) : record.device, ns, vmi, token, set, since);
           runtime::JsonPatch patch;
           patch.add("/status", codec::encodeGpuDeviceStatus(next, record.conditions, record.meta.generation));
           runtime::PatchOptions status;
@@ -383,7 +392,9 @@ model::VmiStart VmiWebhook::planStart(const model::VirtualMachineInstance& vmi, 
 // replica's watch shows it). Empty when placed, else why not.
 std::string VmiWebhook::write(Call& call, const model::VmiStart& plan) {
   for (const auto& name : plan.attach) {
-    if (std::string why = call.attach(name); !why.empty()) return why;
+    const bool move = std::find(plan.move.begin(), plan.move.end(), name) != plan.move.end();
+    if (std::string why = call.attach(name, move); !why.empty()) return why;
+    if (move && metrics_) metrics_->moved.inc();
   }
   for (const auto& t : plan.create) {
     if (std::string why = call.create(t); !why.empty()) return why;

@@ -36,6 +36,30 @@ const VirtualMachineInstance* vmiNamed(const Cluster& cluster, std::string_view 
 
 std::string deviceSubject(const GpuDevice& d) { return fmt::format("gpudevice/{}/{}", d.ns, d.name); }
 
+// The node the whole set fits on when its placed held devices move (see
+// planVmiStart), filling s.move; nullopt when they stay: their node lacked
+// more than room (`refused` has other codes), one of them is attached (a VM
+// runs on it: never moved), or no node holds the whole set either.
+std::optional<std::string> movedSet(const Cluster& cluster, detail::WithoutDevices& budgets,
+                                    const VirtualMachineInstance& vmi, const Decision& refused, VmiStart& s,
+                                    const std::vector<const GpuDevice*>& members, std::vector<DeviceTemplate> rest) {
+  const bool roomOnly = std::all_of(refused.refusals.begin(), refused.refusals.end(),
+                                    [](const Refusal& r) { return r.code == Code::NodeInsufficient; });
+  if (!roomOnly) return std::nullopt;
+  std::vector<std::string> move;
+  for (const GpuDevice* m : members) {
+    if (!holdsNodeUnits(*m)) continue;  // in `rest` already
+    if (attached(*m)) return std::nullopt;
+    rest.push_back(DeviceTemplate{m->className, m->count});
+    budgets.leaveOut(*m);  // its units count in its budget already
+    move.push_back(m->name);
+  }
+  Placement p = placeDeviceSet(cluster, budgets, DeviceOrder{vmi.ns, s.subject, rest});
+  if (!p.decision.allowed() || !p.node) return std::nullopt;
+  s.move = std::move(move);
+  return p.node;
+}
+
 }  // namespace
 
 bool holdsAttachment(const VirtualMachineInstance& vmi, const GpuDevice& device) {
@@ -236,7 +260,12 @@ VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const Vi
                                       s.subject, *pinned, free, className, units));
       }
     }
-    if (s.decision.allowed()) s.node = pinned;
+    if (s.decision.allowed()) {
+      s.node = pinned;
+    } else if (auto moved = movedSet(cluster, budgets, vmi, s.decision, s, members, unplaced)) {
+      s.decision = {};
+      s.node = *moved;
+    }
   } else {
     Placement p = placeDeviceSet(cluster, budgets, DeviceOrder{vmi.ns, s.subject, unplaced});
     if (!p.decision.allowed()) {
@@ -390,6 +419,12 @@ GpuDevice attachedBy(GpuDevice d, const std::string& ns, const std::string& vmi,
   d.attachSet = std::move(set);
   d.attachedAt = since;
   if (holdsNodeUnits(d)) d.phase = DevicePhase::Attached;
+  return d;
+}
+
+GpuDevice unplaced(GpuDevice d) {
+  d.phase = DevicePhase::Pending;
+  d.node.clear();
   return d;
 }
 

@@ -89,12 +89,44 @@ TEST_F(VmDoor, AHeldDeviceAndATemplateGoToTheHeldDevicesNode) {
   for (const auto& g : s.gpus) EXPECT_EQ(g.deviceName, kH200);
 }
 
-TEST_F(VmDoor, ATemplateSetTooBigForTheHeldDevicesNodeIsRefusedThoughAnotherNodeHasRoom) {
+// The binder put the held device into the last free units of gpu-2; the set
+// (it and a template of 2) fits on gpu-1: the held device, attached to no VM,
+// moves there with the set rather than the start being refused.
+TEST_F(VmDoor, ASetTooBigForTheHeldDevicesNodeMovesTheHeldDeviceWhereTheWholeSetFits) {
   put(c, device("alpha", "held", "h200", 1, DevicePhase::Bound, "gpu-2"));
+  put(c, hrq("alpha", "plan-quota", quotaKey(kH200), 3));  // the held GPU counts once: 1 + 2 = 3
   VmiStart s = plan(vmi("vm", {"held"}, {{"h200", 2}}));
+  ASSERT_TRUE(s.decision.allowed()) << s.decision.summary();
+  ASSERT_TRUE(s.node);
+  EXPECT_EQ(*s.node, "gpu-1");
+  EXPECT_EQ(s.attach, std::vector<std::string>{"held"});
+  EXPECT_EQ(s.move, std::vector<std::string>{"held"});
+  EXPECT_EQ(s.gpus.size(), 3u);
+  // Written as the door writes it: unplaced with its attachment, for the binder.
+  const GpuDevice moved = attachedBy(unplaced(c.devices.at("alpha/held")), "alpha", "vm", "tok12345abcd", s.set, 5);
+  EXPECT_EQ(moved.phase, DevicePhase::Pending);
+  EXPECT_TRUE(moved.node.empty());
+  EXPECT_EQ(moved.attachToken, "tok12345abcd");
+  // Where the set fits beside it, nothing moves.
+  EXPECT_TRUE(plan(vmi("vm", {"held"}, {{"h200", 1}})).move.empty());
+}
+
+TEST_F(VmDoor, AHeldDeviceIsNotMovedWhenNoNodeHoldsTheWholeSet) {
+  put(c, device("alpha", "held", "h200", 1, DevicePhase::Bound, "gpu-2"));
+  VmiStart s = plan(vmi("vm", {"held"}, {{"h200", 4}}));  // 5: more than any node
   EXPECT_TRUE(has(s.decision, Code::NodeInsufficient)) << s.decision.summary();
   EXPECT_NE(s.decision.summary().find("gpu-2"), std::string::npos) << s.decision.summary();
+  EXPECT_TRUE(s.move.empty());
   EXPECT_TRUE(s.gpus.empty());
+}
+
+// A device already attached (here to this VMI, by an earlier call of the same
+// create) stays where it is: only a held device no VM runs on moves.
+TEST_F(VmDoor, AnAttachedHeldDeviceIsNeverMoved) {
+  put(c, attachedTo(device("alpha", "held", "h200", 1, DevicePhase::Bound, "gpu-2"), "vm", "", "tok12345abcd", c.now));
+  VmiStart s = plan(vmi("vm", {"held"}, {{"h200", 2}}));
+  EXPECT_TRUE(has(s.decision, Code::NodeInsufficient)) << s.decision.summary();
+  EXPECT_TRUE(s.move.empty());
 }
 
 TEST_F(VmDoor, ASetNoSingleNodeCanHoldIsRefused) {

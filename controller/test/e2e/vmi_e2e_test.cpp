@@ -12,7 +12,9 @@
 // more and answers the same; (d) a vGPU node with one unhealthy parent serves
 // a set from the other parent's slots, and the binder keeps it; (e) the
 // admitted VMI asks for exactly N GPUs (gpus[] only, no resources key); (g) a
-// set no single node can hold is refused at admission; (i) a VMI refused by a
+// set no single node can hold is refused at admission; (h) a held device
+// with no room beside it for its set moves with the set to a node that holds
+// it; (i) a VMI refused by a
 // later admission stage: its attachment and template devices are gone within
 // the bound; (j) a deleted VMI: template devices deleted, held devices
 // detached and still Bound; (k) the leader killed during (a): still exactly
@@ -217,7 +219,7 @@ class VmiEnvironment : public ::testing::Environment {
     const std::string name = "vmi-e2e-" + std::to_string(::getpid());
     ASSERT_TRUE(cluster().up(name)) << "e2e/cluster/up --name " << name << " failed";
     int rc = 0;
-    for (const char* ns : {"tally-system", "kubevirt", "vm", "race", "dry", "later", "vgpu", "raw"}) {
+    for (const char* ns : {"tally-system", "kubevirt", "vm", "race", "dry", "later", "vgpu", "raw", "move"}) {
       kubectl(std::string("create namespace ") + ns, &rc);
       ASSERT_EQ(rc, 0) << ns;
     }
@@ -298,6 +300,40 @@ class VmiEnvironment : public ::testing::Environment {
 
 // (e) and the whole path: held + template on one node, gpus[] only, uid
 // recorded, the launcher played, deletion releases the template.
+// (h) A held device the binder put where no room is left beside it moves
+// with its set: it serves no VM yet, so the VM door attaches it unplaced and
+// the binder places the whole set on a node that holds it. First of the
+// suite: every node is still empty (3 nodes of 4 H200).
+TEST(VmDoor, AHeldDeviceWithoutRoomBesideItMovesWithItsSetToANodeThatHoldsIt) {
+  bound("move", "held-m", 1);
+  const std::string first = deviceOf("move", "held-m").node;
+  ASSERT_FALSE(first.empty());
+  // Best fit puts a second device beside it: 2 free there, 3 without the
+  // held device, so the set of 4 fits only on an empty node.
+  bound("move", "filler", 1);
+  ASSERT_EQ(deviceOf("move", "filler").node, first);
+  auto created =
+      cluster().client()->create(vmis("move"), vmiJson("move", "vm-m", {"held-m"}, R"([{"class":"h200","count":3}])"));
+  ASSERT_TRUE(created) << created.error().describe();
+  const std::string token = jsonpathOf("vmi", "move", "vm-m", "{.metadata.annotations.gpu\\.tally\\.dev/attachment}");
+  ASSERT_EQ(token.size(), 16u) << token;
+  const std::string tmpl = "vm-m-" + token.substr(0, 8) + "-0";
+  const Device held = deviceOf("move", "held-m"), made = deviceOf("move", tmpl);
+  EXPECT_EQ(held.phase, "Attached");
+  EXPECT_EQ(made.phase, "Attached");
+  EXPECT_NE(held.node, first) << "the held device stayed where its set does not fit";
+  EXPECT_EQ(held.node, made.node) << "the set is split";
+  EXPECT_EQ(jsonpathOf("vmi", "move", "vm-m", "{range .spec.domain.devices.gpus[*]}{.deviceName} {end}"),
+            std::string(kH200) + " " + kH200 + " " + kH200 + " " + kH200 + " ");
+  // Gone with its VMI: the template deleted, the held device detached and still held.
+  int rc = 0;
+  kubectl("delete vmi -n move vm-m --timeout=30s", &rc);
+  EXPECT_TRUE(eventually([&] { return !deviceOf("move", tmpl).exists && deviceOf("move", "held-m").vmi.empty(); }, 30s))
+      << kubectl("get gpudevices -n move -o yaml");
+  kubectl("delete gpudevice -n move held-m filler --timeout=30s", &rc);
+  EXPECT_EQ(rc, 0);
+}
+
 TEST(VmDoor, AHeldDeviceAndATemplateAreAttachedOnOneNodeAndTheVmiAsksForExactlyThoseGpus) {
   bound("vm", "held-1", 1);
   const auto start = std::chrono::steady_clock::now();

@@ -62,9 +62,13 @@ struct TemplateDevice {
 };
 struct VmiStart {
   Decision decision;
-  std::string subject;                 // "vmi/ns/name"
-  std::optional<std::string> node;     // set members placed already hold units there
-  std::vector<std::string> attach;     // held devices to attach (not yet attached with the token)
+  std::string subject;              // "vmi/ns/name"
+  std::optional<std::string> node;  // set members placed already hold units there
+  std::vector<std::string> attach;  // held devices to attach (not yet attached with the token)
+  // Held devices of `attach` whose node has no room for the rest of the set:
+  // attached unplaced (Pending, no node), so the binder places the whole set
+  // on a node that holds it (`node`, as the plan found it).
+  std::vector<std::string> move;
   std::vector<TemplateDevice> create;  // template devices still to create
   std::vector<std::string> set;        // every member: held devices in their order, then templates
   std::vector<VmiGpu> gpus;            // one entry per GPU of the set, in set order
@@ -77,6 +81,11 @@ struct VmiStart {
 // class's GPUs of the whole set within its maxCount; the template order passes
 // checkDeviceOrder; one node holds the whole set (placed members pin it, and
 // it must have room for the rest; else placeDeviceSet finds one for all).
+// When the placed members' node lacks the room and none of them is attached
+// (a held device no VM runs on is a claim on units of its class, not on a
+// node), the whole set is placed anew where it fits and they are moved:
+// the binder places held devices best fit, into the last free units of a
+// node, so a template added beside one later would otherwise fit by chance.
 VmiStart planVmiStart(const Cluster& cluster, const CapacityView& view, const VirtualMachineInstance& vmi,
                       std::string_view token, AttachWindow window);
 
@@ -133,6 +142,9 @@ GpuDevice attachedBy(GpuDevice device, const std::string& ns, const std::string&
                      std::vector<std::string> set, Timestamp since);
 // The device without its attachment: Attached becomes Bound, it stays held.
 GpuDevice detached(GpuDevice device);
+// A held device the VM door moves (VmiStart::move): Pending on no node, so
+// the binder places it with the rest of its set.
+GpuDevice unplaced(GpuDevice device);
 // The device after the attachment reconciler's `step`: FillUid records the
 // VMI's uid (Attached when it holds node units), Detach detaches; Keep and
 // Delete leave it as it is (a deletion is no status).
