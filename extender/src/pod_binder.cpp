@@ -3,7 +3,9 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,17 @@ struct PodBinder::Impl {
   CacheWriter& writer;
   PostBinding post;
   Options options;
+  // Binds by pod uid from their call to their answer. kube-scheduler binds a
+  // pod again when it stopped waiting for the first bind (its httpTimeout)
+  // and placed the pod anew: a second Binding POST would only meet the first
+  // one's 409. A retry to the same node joins the bind in flight and gets its
+  // answer; one to another node is refused at once (the first still decides).
+  struct InFlight {
+    std::string node;
+    std::vector<Done> joined;
+  };
+  std::mutex inFlightMu;
+  std::unordered_map<std::string, InFlight> inFlight;
   boost::asio::io_context pool;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> keepRunning;
   std::vector<std::thread> threads;
@@ -46,6 +59,39 @@ void PodBinder::stop() {
 void PodBinder::bind(wire::BindingArgs args, Done done) {
   using Clock = std::chrono::steady_clock;
   const auto queued = Clock::now();
+  if (!args.podUid.empty()) {
+    std::lock_guard lock(impl_->inFlightMu);
+    auto [it, first] = impl_->inFlight.try_emplace(args.podUid);
+    if (!first) {
+      if (it->second.node == args.node) {
+        it->second.joined.push_back(std::move(done));
+        return;
+      }
+      const std::string node = it->second.node;
+      logWarning("bind refused: an earlier bind of the pod is in flight",
+                 {{"pod", args.podNamespace + "/" + args.podName}, {"node", args.node}, {"inFlightTo", node}});
+      return done("refused_in_flight",
+                  "pod " + args.podNamespace + "/" + args.podName + " is being bound to " + node +
+                      " by an earlier bind still in flight; not bound to " + args.node,
+                  {});
+    }
+    it->second.node = args.node;
+    // The answer of this bind goes to every retry that joined it.
+    done = [impl = impl_.get(), uid = args.podUid, done = std::move(done)](std::string_view outcome, std::string error,
+                                                                           Times times) {
+      std::vector<Done> joined;
+      {
+        std::lock_guard held(impl->inFlightMu);
+        auto entry = impl->inFlight.find(uid);
+        if (entry != impl->inFlight.end()) {
+          joined = std::move(entry->second.joined);
+          impl->inFlight.erase(entry);
+        }
+      }
+      for (auto& j : joined) j("joined", error, {});
+      done(outcome, std::move(error), times);
+    };
+  }
   boost::asio::post(impl_->pool, [impl = impl_.get(), args = std::move(args), done = std::move(done), queued] {
     auto secondsSince = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
     Times times;

@@ -286,6 +286,55 @@ TEST(Http, BindQueuedPastTheDeadlineIsAnsweredWithoutPosting) {
   writer->stop();
 }
 
+// kube-scheduler binds a pod again when it stopped waiting for the first
+// bind: a retry to the same node joins the bind in flight (one POST, both
+// answered by it); one to another node is refused at once, naming the first.
+TEST(Http, ARetriedBindJoinsTheBindInFlightInsteadOfPostingAgain) {
+  auto writer = loadedWriter(cluster());
+  writer->start();
+  std::atomic<int> posts{0};
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  PodBinder binder(
+      *writer,
+      [&](const wire::BindingArgs&) {
+        ++posts;
+        released.wait();  // the first POST is slow
+        return std::string();
+      },
+      PodBinder::Options{.threads = 4});
+  const wire::BindingArgs args{
+      .podName = "pending", .podNamespace = "tenant-a", .podUid = "uid-pending", .node = "free"};
+  std::promise<std::string> first, retry, elsewhere;
+  binder.bind(args,
+              [&](std::string_view outcome, std::string, PodBinder::Times) { first.set_value(std::string(outcome)); });
+  for (int i = 0; i < 200 && posts.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(posts.load(), 1);
+  binder.bind(args, [&](std::string_view outcome, std::string error, PodBinder::Times) {
+    retry.set_value(std::string(outcome) + ":" + error);
+  });
+  wire::BindingArgs other = args;
+  other.node = "small";
+  binder.bind(other, [&](std::string_view outcome, std::string error, PodBinder::Times) {
+    EXPECT_NE(error.find("is being bound to free by an earlier bind"), std::string::npos) << error;
+    elsewhere.set_value(std::string(outcome));
+  });
+  EXPECT_EQ(elsewhere.get_future().get(), "refused_in_flight");
+  auto retried = retry.get_future();
+  EXPECT_EQ(retried.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout) << "answered before the POST";
+  release.set_value();
+  EXPECT_EQ(first.get_future().get(), "bound");
+  EXPECT_EQ(retried.get(), "joined:");
+  EXPECT_EQ(posts.load(), 1);
+  // Done: a later bind of the pod is a bind of its own again.
+  std::promise<std::string> again;
+  binder.bind(args,
+              [&](std::string_view outcome, std::string, PodBinder::Times) { again.set_value(std::string(outcome)); });
+  EXPECT_NE(again.get_future().get(), "joined");
+  binder.stop();
+  writer->stop();
+}
+
 TEST(Http, FailedBindForgetsTheAssumption) {
   Harness h;
   h.postError = "pods \"pending\" is forbidden";

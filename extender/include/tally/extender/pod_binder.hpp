@@ -25,8 +25,9 @@ class PodBinder {
     double assumeSeconds = 0;
     double postSeconds = 0;
   };
-  // Called with the outcome label ("bound", "refused_unassumed", "refused_no_longer_fits", "expired", "failed"), the
-  // error text and the times.
+  // Called with the outcome label ("bound", "refused_unassumed", "refused_no_longer_fits", "expired", "failed";
+  // for a retry of a bind still in flight, "joined" with that bind's error text, or "refused_in_flight" when it
+  // asks another node), the error text and the times.
   using Done = std::function<void(std::string_view outcome, std::string error, Times times)>;
 
   struct Options {
