@@ -16,7 +16,7 @@ DEB_PACKAGES := build-essential cmake ninja-build pkg-config curl ca-certificate
   libssl-dev libyaml-cpp-dev libcli11-dev libfmt-dev libgtest-dev libgmock-dev \
   libbenchmark-dev prometheus-cpp-dev lcov clang clang-format-14 libclang-rt-14-dev openssl python3-yaml ccache golang-go
 
-.PHONY: fuzz deps build test test-unit test-sanitizers test-e2e test-image test-kind demo demo-down bench coverage cluster-binaries clean format format-check
+.PHONY: fuzz deps build demo-build test test-unit test-sanitizers test-e2e test-image test-kind demo demo-down bench coverage cluster-binaries clean format format-check
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
@@ -28,10 +28,19 @@ deps:
 
 # Every part switched on explicitly: an OFF cached in $(BUILD) by an earlier
 # configure would otherwise drop the e2e tests, benches or fuzzers unseen.
-build: deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
+CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DTALLY_E2E=ON -DTALLY_BENCH=ON -DTALLY_CODEC_FUZZ=ON -DTALLY_SANITIZE= -DTALLY_COVERAGE=OFF $(CMAKE_FLAGS)
+build: deps
+	$(CONFIGURE)
 	cmake --build $(BUILD) -j $(JOBS)
+
+# What the demo runs, and nothing else: its three binaries (not the tests,
+# benches and fuzzers `build` adds), in the same tree, so a later `make
+# build` or `make test` reuses every object.
+DEMO_TARGETS := tally-extender tally-controller tallyctl
+demo-build: deps
+	$(CONFIGURE)
+	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
 
 cluster-binaries: deps
 	./e2e/cluster/build-binaries.sh
@@ -120,7 +129,10 @@ fuzz: build
 	    $(BUILD)/fuzz-work/$$name $$seeds 2>&1 | grep -E '^(stat::|==|INFO: Running|Done|SUMMARY)' || exit 1; \
 	done
 
-demo: build
+# The C++ build and the control plane's Go build side by side: on a cold
+# machine the go command spends much of its time fetching modules.
+demo: deps
+	$(MAKE) --no-print-directory -j 2 demo-build cluster-binaries
 	./e2e/demo/demo.sh
 
 demo-down:
