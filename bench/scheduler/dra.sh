@@ -96,6 +96,8 @@ done
 log() { printf '[bench/scheduler/dra] %s\n' "$*" >&2; }
 # shellcheck source=../lib.sh
 source "$repo/bench/lib.sh"
+# shellcheck source=common.sh
+source "$here/common.sh"
 bench_find_extender scheduler
 controller="${TALLY_CONTROLLER_BIN:-${BUILD:-$repo/build}/bin/tally-controller}"
 [[ -x "$controller" ]] || { echo "bench/scheduler/dra: $controller not built; skipping" >&2; exit 77; }
@@ -277,24 +279,6 @@ stop_tally() {
 }
 
 # Scheduler configurations, as run.sh's: the same except the extenders block.
-config() { # FILE PROFILE WITH_EXTENDER
-  cat >"$1" <<EOF
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: __KUBECONFIG__
-  qps: 5000
-  burst: 5000
-leaderElection:
-  leaderElect: false
-profiles:
-  - schedulerName: $2
-EOF
-  if (($3)); then
-    sed -n '/^extenders:/,$p' "$repo/manifests/scheduler/kube-scheduler-config.yaml" |
-      sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$port/tally#" >>"$1"
-  fi
-}
 config "$state/bench-idle.yaml" idle 0
 config "$state/bench-base.yaml" bench 0
 config "$state/bench-tally.yaml" bench 1
@@ -304,22 +288,6 @@ restart() { # CONFIG
     { log "restarting kube-scheduler with $1 failed"; exit 1; }
 }
 
-scheduled() {
-  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
-    awk '/^scheduler_schedule_attempts_total\{/ && /profile="bench"/ && /result="scheduled"/ {print $2; f=1} END {if (!f) print 0}'
-}
-# Mean wall time per pod of kube-scheduler's scheduling algorithm and of a
-# whole attempt (bench profile), in ms.
-cycle_means() {
-  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
-    awk '/^scheduler_scheduling_algorithm_duration_seconds_(sum|count) / { a[$1] = $2 }
-         /^scheduler_scheduling_attempt_duration_seconds_(sum|count)\{/ && /profile="bench"/ && /result="scheduled"/ {
-           split($1, n, "{"); b[n[1]] = $2 }
-         END { ca = a["scheduler_scheduling_algorithm_duration_seconds_count"]; cb = b["scheduler_scheduling_attempt_duration_seconds_count"]
-               printf "algorithm %.2f ms, attempt %.2f ms",
-                 ca ? 1000 * a["scheduler_scheduling_algorithm_duration_seconds_sum"] / ca : 0,
-                 cb ? 1000 * b["scheduler_scheduling_attempt_duration_seconds_sum"] / cb : 0 }'
-}
 # Histogram series, "le count" per line plus "sum S" and "count N": the claim
 # door's on tally-controller (door_hist) and the API server's calls to it
 # (api_hist).
@@ -378,25 +346,8 @@ cpu_now() {
   [[ -n "$ext_pid" && -r /proc/$ext_pid/stat ]] && echo "tally-extender $(awk '{print $14 + $15}' "/proc/$ext_pid/stat")"
   # tally-controller's threads by name, numbers dropped (ctl-pool-aud,
   # tally-writer, tally-webhook, watch-<resource>, ...): "ctl/<name> ticks".
-  [[ -n "$ctl_pid" && -d /proc/$ctl_pid/task ]] && ctl_threads "$ctl_pid"
+  [[ -n "$ctl_pid" && -d /proc/$ctl_pid/task ]] && thread_ticks ctl "$ctl_pid"
   return 0
-}
-ctl_threads() { # PID
-  python3 - "$1" <<'PY'
-import glob, re, sys
-groups = {}
-for stat in glob.glob(f"/proc/{sys.argv[1]}/task/*/stat"):
-    try:
-        text = open(stat).read()
-    except OSError:
-        continue  # the thread ended between the glob and the read
-    name = text[text.index("(") + 1:text.rindex(")")]
-    fields = text[text.rindex(")") + 2:].split()
-    group = re.sub(r"-?[0-9]+$", "", name)
-    groups[group] = groups.get(group, 0) + int(fields[11]) + int(fields[12])
-for group, ticks in sorted(groups.items()):
-    print(f"ctl/{group} {ticks}")
-PY
 }
 cpu_used() { # BEFORE AFTER -> "comp=seconds ..."
   python3 - "$1" "$2" "$(getconf CLK_TCK)" <<'PY'
@@ -409,7 +360,6 @@ threads = [f"{k[4:]}={(b[k] - a.get(k, 0)) / tck:.2f}" for k in b if k.startswit
 print(line + ("; tally-controller threads: " + " ".join(threads) if threads else ""))
 PY
 }
-api_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # PID -> utime + stime in clock ticks
 
 create_pods() { # NAMESPACE
   local i chunk=$(((pods + 3) / 4)) c waits=()

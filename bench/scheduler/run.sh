@@ -77,6 +77,8 @@ done
 log() { printf '[bench/scheduler] %s\n' "$*" >&2; }
 # shellcheck source=../lib.sh
 source "$repo/bench/lib.sh"
+# shellcheck source=common.sh
+source "$here/common.sh"
 bench_find_extender scheduler
 name="bench-sched-$$"
 ext_pid=""
@@ -113,26 +115,6 @@ use_extender() {
 }
 use_extender proto
 
-# Scheduler configurations: the same except the extenders block. High client
-# QPS so that neither run is limited by the scheduler's own rate limiter.
-config() { # FILE PROFILE WITH_EXTENDER
-  cat >"$1" <<EOF
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: __KUBECONFIG__
-  qps: 5000
-  burst: 5000
-leaderElection:
-  leaderElect: false
-profiles:
-  - schedulerName: $2
-EOF
-  if (($3)); then
-    sed -n '/^extenders:/,$p' "$repo/manifests/scheduler/kube-scheduler-config.yaml" |
-      sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$port/tally#" >>"$1"
-  fi
-}
 peer_pid=""
 if [[ ",$variants," == *",peer,"* ]]; then
   cache=${XDG_CACHE_HOME:-$HOME/.cache}/tally
@@ -160,6 +142,7 @@ if [[ ",$variants," == *",floor,"* ]]; then
   for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$floor_port/" && break; sleep 0.1; done
 fi
 
+# Scheduler configurations (common.sh): the same except the extenders block.
 config "$state/bench-idle.yaml" idle 0
 config "$state/bench-base.yaml" bench 0
 cp "$state/bench-base.yaml" "$state/bench-base-nobatch.yaml"
@@ -200,18 +183,6 @@ batching() {
          END { if (!f) printf "none" }'
 }
 
-# Mean wall time per pod of kube-scheduler's scheduling algorithm (filter and
-# score, extender calls included) and of a whole scheduling attempt, in ms.
-cycle_means() {
-  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
-    awk '/^scheduler_scheduling_algorithm_duration_seconds_(sum|count) / { a[$1] = $2 }
-         /^scheduler_scheduling_attempt_duration_seconds_(sum|count)\{/ && /profile="bench"/ && /result="scheduled"/ {
-           split($1, n, "{"); b[n[1]] = $2 }
-         END { ca = a["scheduler_scheduling_algorithm_duration_seconds_count"]; cb = b["scheduler_scheduling_attempt_duration_seconds_count"]
-               printf "algorithm %.2f ms, attempt %.2f ms",
-                 ca ? 1000 * a["scheduler_scheduling_algorithm_duration_seconds_sum"] / ca : 0,
-                 cb ? 1000 * b["scheduler_scheduling_attempt_duration_seconds_sum"] / cb : 0 }'
-}
 # tally-extender's server-side seconds per route so far: "route sum count
 # handling_sum" per line (request_duration from the header read, handling from
 # the whole body read), and per bind phase as routes bind:assume and bind:post.
@@ -242,11 +213,6 @@ for r, (s, c, h) in sorted(b.items()):
         out.append(f"{r}={1e6 * (s - s0) / (c - c0):.0f}/{1e6 * (h - h0) / (c - c0):.0f}us({int(c - c0)})")
 print(" ".join(out) or "none")
 PY
-}
-
-scheduled() {
-  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
-    awk '/^scheduler_schedule_attempts_total\{/ && /profile="bench"/ && /result="scheduled"/ {print $2; f=1} END {if (!f) print 0}'
 }
 
 create_pods() { # NAMESPACE
@@ -288,27 +254,10 @@ cpu_now() {
   [[ -n "$ext_pid" && -r /proc/$ext_pid/stat ]] && echo "tally-extender $(awk '{print $14 + $15}' "/proc/$ext_pid/stat")"
   # tally-extender's threads by name (tally-http-N, tally-bind, tally-writer,
   # watch-<resource>, ...), numbers dropped: "ext/<name> ticks" per group.
-  [[ -n "$ext_pid" && -d /proc/$ext_pid/task ]] && ext_threads "$ext_pid"
+  [[ -n "$ext_pid" && -d /proc/$ext_pid/task ]] && thread_ticks ext "$ext_pid"
   [[ -n "${peer_pid:-}" && -r /proc/$peer_pid/stat ]] && echo "go-peer $(awk '{print $14 + $15}' "/proc/$peer_pid/stat")"
   [[ -n "${floor_pid:-}" && -r /proc/$floor_pid/stat ]] && echo "floor-extender $(awk '{print $14 + $15}' "/proc/$floor_pid/stat")"
   return 0
-}
-ext_threads() { # PID
-  python3 - "$1" <<'PY'
-import glob, re, sys
-groups = {}
-for stat in glob.glob(f"/proc/{sys.argv[1]}/task/*/stat"):
-    try:
-        text = open(stat).read()
-    except OSError:
-        continue  # the thread ended between the glob and the read
-    name = text[text.index("(") + 1:text.rindex(")")]
-    fields = text[text.rindex(")") + 2:].split()
-    group = re.sub(r"-?[0-9]+$", "", name)
-    groups[group] = groups.get(group, 0) + int(fields[11]) + int(fields[12])
-for group, ticks in sorted(groups.items()):
-    print(f"ext/{group} {ticks}")
-PY
 }
 # cpu_used BEFORE AFTER -> "comp=seconds ..." (clock ticks of /proc in seconds)
 cpu_used() {
@@ -322,8 +271,6 @@ threads = [f"{k[4:]}={(b[k] - a.get(k, 0)) / tck:.2f}" for k in b if k.startswit
 print(line + ("; tally-extender threads: " + " ".join(threads) if threads else ""))
 PY
 }
-
-api_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # PID -> utime + stime in clock ticks
 
 # measure LABEL CONFIG NAMESPACE -> prints "rate first_to_last_rate seconds"
 measure() {

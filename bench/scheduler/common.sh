@@ -1,0 +1,67 @@
+# shellcheck shell=bash disable=SC2154 # $repo, $port, $token, $SCHED_PORT are the caller's
+# What bench/scheduler/run.sh and dra.sh both use (sourced after
+# bench/lib.sh): the scheduler configurations they restart kube-scheduler
+# with, kube-scheduler's counters, and CPU ticks per process and thread group.
+# They read the caller's $repo, $port (tally-extender's), $token and
+# $SCHED_PORT (the cluster's env).
+
+# config FILE PROFILE WITH_EXTENDER: the same configuration but for the
+# extenders block (the shipped one, pointed at $port). High client QPS so
+# that no run is limited by the scheduler's own rate limiter.
+config() { # FILE PROFILE WITH_EXTENDER
+  cat >"$1" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: __KUBECONFIG__
+  qps: 5000
+  burst: 5000
+leaderElection:
+  leaderElect: false
+profiles:
+  - schedulerName: $2
+EOF
+  if (($3)); then
+    sed -n '/^extenders:/,$p' "$repo/manifests/scheduler/kube-scheduler-config.yaml" |
+      sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$port/tally#" >>"$1"
+  fi
+}
+
+# Pods of profile `bench` kube-scheduler has scheduled so far.
+scheduled() {
+  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
+    awk '/^scheduler_schedule_attempts_total\{/ && /profile="bench"/ && /result="scheduled"/ {print $2; f=1} END {if (!f) print 0}'
+}
+
+# kube-scheduler's mean algorithm and attempt time per pod so far.
+cycle_means() {
+  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
+    awk '/^scheduler_scheduling_algorithm_duration_seconds_(sum|count) / { a[$1] = $2 }
+         /^scheduler_scheduling_attempt_duration_seconds_(sum|count)\{/ && /profile="bench"/ && /result="scheduled"/ {
+           split($1, n, "{"); b[n[1]] = $2 }
+         END { ca = a["scheduler_scheduling_algorithm_duration_seconds_count"]; cb = b["scheduler_scheduling_attempt_duration_seconds_count"]
+               printf "algorithm %.2f ms, attempt %.2f ms",
+                 ca ? 1000 * a["scheduler_scheduling_algorithm_duration_seconds_sum"] / ca : 0,
+                 cb ? 1000 * b["scheduler_scheduling_attempt_duration_seconds_sum"] / cb : 0 }'
+}
+
+api_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # PID -> utime + stime in clock ticks
+
+# A process's threads by name, numbers dropped: "PREFIX/<name> ticks" per group.
+thread_ticks() { # PREFIX PID
+  python3 - "$1" "$2" <<'PY'
+import glob, re, sys
+groups = {}
+for stat in glob.glob(f"/proc/{sys.argv[2]}/task/*/stat"):
+    try:
+        text = open(stat).read()
+    except OSError:
+        continue  # the thread ended between the glob and the read
+    name = text[text.index("(") + 1:text.rindex(")")]
+    fields = text[text.rindex(")") + 2:].split()
+    group = re.sub(r"-?[0-9]+$", "", name)
+    groups[group] = groups.get(group, 0) + int(fields[11]) + int(fields[12])
+for group, ticks in sorted(groups.items()):
+    print(f"{sys.argv[1]}/{group} {ticks}")
+PY
+}
