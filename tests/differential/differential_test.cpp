@@ -1017,6 +1017,10 @@ std::string podReview(const std::string& ns, const std::string& resource, std::i
          R"(,"oldObject":null}})";
 }
 
+bool hasCode(const std::string& message, model::Code code) {
+  return message.find("[" + std::string(model::toString(code)) + "]") != std::string::npos;
+}
+
 // A ResourceClaim's CREATE as kube-controller-manager sends it for a pod's
 // template: `count` devices of the pool's DeviceClass.
 std::string claimReview(const std::string& ns, std::int64_t count) {
@@ -1051,8 +1055,7 @@ std::set<std::string> tenantCodes(const std::string& message) {
   std::set<std::string> out;
   for (model::Code code : {model::Code::BudgetExceeded, model::Code::GateClosed, model::Code::NotEntitled,
                            model::Code::NamespaceUnorganized, model::Code::CacheNotSynced}) {
-    if (message.find("[" + std::string(model::toString(code)) + "]") != std::string::npos)
-      out.insert(std::string(model::toString(code)));
+    if (hasCode(message, code)) out.insert(std::string(model::toString(code)));
   }
   return out;
 }
@@ -1061,10 +1064,6 @@ std::set<std::string> tenantCodes(const std::string& message) {
 // of the perturbed relation is asked about one unit more than the other side.
 Relation perturbed = kRelations;
 std::int64_t bump(Relation r) { return r == perturbed ? 1 : 0; }
-
-bool hasCode(const std::string& message, model::Code code) {
-  return message.find("[" + std::string(model::toString(code)) + "]") != std::string::npos;
-}
 
 // Every question of one event, on one snapshot.
 void askDoors(World& world, Counts& counts, int questions) {
