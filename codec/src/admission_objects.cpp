@@ -203,6 +203,73 @@ PatchEdit nodeNameRemoval() { return {PatchEdit::Op::kRemove, "/spec/nodeName", 
 
 PatchEdit schedulerNameEdit(std::string_view scheduler) { return added("/spec/schedulerName", jsonString(scheduler)); }
 
+namespace {
+
+// A JSON Pointer token: '~' as "~0", '/' as "~1" (RFC 6901).
+std::string pointerToken(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ContainerResourceEdits firstContainerResourceEdits(const simdjson::padded_string& json, std::string_view resource,
+                                                   std::string_view quantity) {
+  ContainerResourceEdits out;
+  auto fail = [&](std::string where) {
+    out.error = "the created Pod's " + where + " cannot be read";
+    return out;
+  };
+  od::parser parser;
+  od::document doc;
+  od::object root;
+  if (parser.iterate(json).get(doc) || doc.get_object().get(root)) return fail("JSON");
+  od::value value;
+  bool present = false;
+  od::object spec, container, resources;
+  od::array containers;
+  if (member(root, "spec", value, present) || !present || value.get_object().get(spec)) return fail("spec");
+  if (member(spec, "containers", value, present) || !present || value.get_array().get(containers)) {
+    return fail("spec.containers");
+  }
+  od::value first;
+  bool any = false;
+  for (auto element : containers) {
+    if (std::move(element).get(first) || first.get_object().get(container)) return fail("spec.containers[0]");
+    any = true;
+    break;
+  }
+  if (!any) {
+    out.error = "the created Pod has no container";
+    return out;
+  }
+  const std::string base = "/spec/containers/0/resources";
+  const std::string amount = jsonString(quantity);
+  const std::string entry = "{" + jsonString(resource) + ":" + amount + "}";
+  if (member(container, "resources", value, present)) return fail("spec.containers[0].resources");
+  if (!present) {
+    out.edits.push_back(added(base, R"({"requests":)" + entry + R"(,"limits":)" + entry + "}"));
+    return out;
+  }
+  if (value.get_object().get(resources)) return fail("spec.containers[0].resources");
+  bool hasRequests = false, hasLimits = false;
+  if (member(resources, "requests", value, hasRequests)) return fail("spec.containers[0].resources.requests");
+  if (member(resources, "limits", value, hasLimits)) return fail("spec.containers[0].resources.limits");
+  const std::string token = pointerToken(resource);
+  out.edits.push_back(hasRequests ? added(base + "/requests/" + token, amount) : added(base + "/requests", entry));
+  out.edits.push_back(hasLimits ? added(base + "/limits/" + token, amount) : added(base + "/limits", entry));
+  return out;
+}
+
 // The pod codec read with allowGenerateName or without.
 template <bool AllowGenerateName>
 struct PodCodecWith {

@@ -45,4 +45,13 @@ void defaultRequestsToLimits(model::ResourceList& requests, const model::Resourc
   }
 }
 
+void resolveTemplateClaims(model::Pod& pod, const std::vector<std::pair<std::string, std::string>>& generated) {
+  for (model::PodClaim& claim : pod.claims) {
+    if (!claim.claimName.empty()) continue;
+    for (const auto& [entry, made] : generated) {
+      if (entry == claim.name) claim.claimName = made;
+    }
+  }
+}
+
 }  // namespace tally::codec::detail

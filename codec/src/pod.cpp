@@ -54,11 +54,34 @@ Status readSpec(od::value value, model::Pod& pod) {
       });
     }
     if (key == "resourceClaims") {
-      return forEachElement(field, key, [&](std::size_t, od::value) -> Status {
+      return forEachElement(field, key, [&](std::size_t index, od::value element) -> Status {
         pod.hasResourceClaims = true;
+        model::PodClaim& claim = pod.claims.emplace_back();
+        Status read = forEachField(element, "", [&](std::string_view claimKey, od::value claimField) -> Status {
+          if (claimKey == "name") return readString(claimField, claimKey, claim.name);
+          if (claimKey == "resourceClaimName") return readString(claimField, claimKey, claim.claimName);
+          if (claimKey == "resourceClaimTemplateName") return readString(claimField, claimKey, claim.templateName);
+          return {};
+        });
+        if (!read) return std::move(read).error().under(indexField(index));
         return {};
       });
     }
+    return {};
+  });
+}
+
+// status.resourceClaimStatuses[]: {name, resourceClaimName}.
+Status readClaimStatuses(od::value value, std::string_view key,
+                         std::vector<std::pair<std::string, std::string>>& generated) {
+  return forEachElement(value, key, [&](std::size_t index, od::value element) -> Status {
+    auto& entry = generated.emplace_back();
+    Status read = forEachField(element, "", [&](std::string_view field, od::value v) -> Status {
+      if (field == "name") return readString(v, field, entry.first);
+      if (field == "resourceClaimName") return readString(v, field, entry.second);
+      return {};
+    });
+    if (!read) return std::move(read).error().under(indexField(index));
     return {};
   });
 }
@@ -69,6 +92,7 @@ Result<model::Pod> decodePod(od::value json, ObjectMeta* out) { return decodePod
 
 Result<model::Pod> decodePodWith(od::value json, const PodDecodeOptions& options, ObjectMeta* out) {
   model::Pod pod;
+  std::vector<std::pair<std::string, std::string>> generated;  // status: entry name -> claim made for it
   Metadata meta;
   meta.sink = out;
   MetadataHooks hooks;
@@ -78,6 +102,7 @@ Result<model::Pod> decodePodWith(od::value json, const PodDecodeOptions& options
     if (key == "spec") return readSpec(field, pod);
     if (key == "status") {
       return forEachField(field, key, [&](std::string_view statusKey, od::value statusField) -> Status {
+        if (statusKey == "resourceClaimStatuses") return readClaimStatuses(statusField, statusKey, generated);
         if (statusKey != "phase") return {};
         std::string phase;
         if (auto read = readString(statusField, statusKey, phase); !read) return read;
@@ -91,6 +116,7 @@ Result<model::Pod> decodePodWith(od::value json, const PodDecodeOptions& options
   if (!unnamedAllowed) {
     if (auto done = finished(std::move(status), "Pod", meta); !done) return std::move(done).error();
   }
+  resolveTemplateClaims(pod, generated);
   pod.owners = modelOwners(std::move(meta.ownerReferences));
   pod.ns = std::move(meta.ns);
   pod.name = std::move(meta.name);

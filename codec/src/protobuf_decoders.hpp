@@ -199,7 +199,19 @@ struct Decoders {
         case 32:
           if (r.isBytes()) return resourceEntry(r.bytes(), kOverhead, pod.overhead);
           break;
-        case 39: pod.hasResourceClaims = true; break;
+        case 39: {
+          // PodResourceClaim: name 1, resourceClaimName 3, resourceClaimTemplateName 4.
+          pod.hasResourceClaims = true;
+          if (!r.isBytes()) break;
+          model::PodClaim& claim = pod.claims.emplace_back();
+          static const Path claims{&kSpec, "resourceClaims"};
+          return walk(r.bytes(), claims, [&](Reader& c) -> Failure {
+            if (c.field() == 1) claim.name = asText(c);
+            if (c.field() == 3) claim.claimName = asText(c);
+            if (c.field() == 4) claim.templateName = asText(c);
+            return std::nullopt;
+          });
+        }
         default: break;
       }
       return std::nullopt;
@@ -233,6 +245,7 @@ struct Decoders {
   }
 
   static Status decodePod(std::string_view message, model::Pod& pod, ObjectMeta* out) {
+    std::vector<std::pair<std::string, std::string>> generated;
     Metadata meta;
     meta.sink = out;
     MetaHooks hooks;
@@ -240,13 +253,24 @@ struct Decoders {
     Status read = readObject(
         message, meta, hooks, [&](std::string_view spec) { return readPodSpec(spec, pod); },
         [&](std::string_view podStatus) {
-          // PodStatus: phase 1.
+          // PodStatus: phase 1, resourceClaimStatuses 15 (PodResourceClaimStatus:
+          // name 1, resourceClaimName 2).
           return walk(podStatus, kStatus, [&](Reader& r) -> Failure {
             if (r.field() == 1) pod.phase = model::parsePodPhase(asText(r));
+            if (r.field() == 15 && r.isBytes()) {
+              auto& entry = generated.emplace_back();
+              static const Path statuses{&kStatus, "resourceClaimStatuses"};
+              return walk(r.bytes(), statuses, [&](Reader& c) -> Failure {
+                if (c.field() == 1) entry.first = std::string(asText(c));
+                if (c.field() == 2) entry.second = std::string(asText(c));
+                return std::nullopt;
+              });
+            }
             return std::nullopt;
           });
         });
     if (auto done = finished(std::move(read), "Pod", meta); !done) return done;
+    resolveTemplateClaims(pod, generated);
     pod.owners = modelOwners(std::move(meta.ownerReferences));
     pod.ns = std::move(meta.ns);
     pod.name = std::move(meta.name);

@@ -74,6 +74,32 @@ TEST(PodDecode, OverheadAndResourceClaims) {
   EXPECT_TRUE(pod.hasResourceClaims);
 }
 
+TEST(PodDecode, ClaimsFromTemplatesTakeTheNamesTheStatusGivesThem) {
+  auto pod = decodeOk<PodCodec>(R"({"metadata": {"name": "p"}, "spec": {"resourceClaims": [
+      {"name": "gpu", "resourceClaimTemplateName": "two-h200"}, {"name": "shared", "resourceClaimName": "pool-a"},
+      {"name": "later", "resourceClaimTemplateName": "one-h200"}]},
+    "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x7k2p"}, {"name": "other"}]}})");
+  ASSERT_EQ(pod.claims.size(), 3u);
+  EXPECT_EQ(pod.claims[0], (model::PodClaim{"gpu", "p-gpu-x7k2p", "two-h200"}));
+  EXPECT_EQ(pod.claims[1], (model::PodClaim{"shared", "pool-a", ""}));
+  EXPECT_EQ(pod.claims[2], (model::PodClaim{"later", "", "one-h200"})) << "not made yet";
+  // The status may come first in the object: the names are joined after.
+  auto reordered = decodeOk<PodCodec>(R"({"status": {"resourceClaimStatuses": [{"name": "gpu",
+    "resourceClaimName": "made"}]}, "metadata": {"name": "p"},
+    "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}})");
+  ASSERT_EQ(reordered.claims.size(), 1u);
+  EXPECT_EQ(reordered.claims[0].claimName, "made");
+}
+
+TEST(PodDecode, AClaimEntryThatIsNoObjectIsAnError) {
+  EXPECT_EQ(decodeError<PodCodec>(R"({"metadata": {"name": "p"}, "spec": {"resourceClaims": [{"name": 7}]}})").field,
+            "spec.resourceClaims[0].name");
+  EXPECT_EQ(decodeError<PodCodec>(
+                R"({"metadata": {"name": "p"}, "status": {"resourceClaimStatuses": [{"resourceClaimName": []}]}})")
+                .field,
+            "status.resourceClaimStatuses[0].resourceClaimName");
+}
+
 TEST(PodDecode, EmptyResourceClaimsAreNone) {
   auto pod = decodeOk<PodCodec>(R"({"metadata": {"name": "p"}, "spec": {"resourceClaims": []}})");
   EXPECT_FALSE(pod.hasResourceClaims);

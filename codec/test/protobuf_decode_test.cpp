@@ -54,8 +54,16 @@ k8s::Pod launcherPod() {
   auto* init = spec->add_initcontainers();
   quantity(*init->mutable_resources()->mutable_requests(), std::string(kH200), "3");
   quantity(*spec->mutable_overhead(), std::string(kH200), "0");
-  spec->add_resourceclaims()->set_name("gpu");
+  auto* claim = spec->add_resourceclaims();
+  claim->set_name("gpu");
+  claim->set_resourceclaimtemplatename("one-h200");
+  auto* named = spec->add_resourceclaims();
+  named->set_name("shared");
+  named->set_resourceclaimname("pool-a");
   pod.mutable_status()->set_phase("Running");
+  auto* made = pod.mutable_status()->add_resourceclaimstatuses();
+  made->set_name("gpu");
+  made->set_resourceclaimname("vm-gpu-x7k2p");
   return pod;
 }
 
@@ -67,8 +75,9 @@ constexpr std::string_view kLauncherJson = R"({"metadata": {"name": "virt-launch
                                                      "limits": {"nvidia.com/GH100_H200_SXM_141GB": "2"}}}],
     "initContainers": [{"restartPolicy": "Always", "resources": {"requests": {"habana.ai/gaudi2": "1"}}},
                        {"resources": {"requests": {"nvidia.com/GH100_H200_SXM_141GB": "3"}}}],
-    "overhead": {"nvidia.com/GH100_H200_SXM_141GB": "0"}, "resourceClaims": [{"name": "gpu"}]},
-  "status": {"phase": "Running"}})";
+    "overhead": {"nvidia.com/GH100_H200_SXM_141GB": "0"}, "resourceClaims": [{"name": "gpu",
+    "resourceClaimTemplateName": "one-h200"}, {"name": "shared", "resourceClaimName": "pool-a"}]},
+  "status": {"phase": "Running", "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "vm-gpu-x7k2p"}]}})";
 
 TEST(PodProtobuf, DecodesTheSameModelValueAsJson) {
   std::string bytes = launcherPod().SerializeAsString();
@@ -79,6 +88,9 @@ TEST(PodProtobuf, DecodesTheSameModelValueAsJson) {
   EXPECT_EQ(pod->containers.at(0).get(kH200), 2) << "the limit stands in for the absent request";
   EXPECT_TRUE(pod->initContainers.at(0).restartable);
   EXPECT_TRUE(pod->hasResourceClaims);
+  ASSERT_EQ(pod->claims.size(), 2u);
+  EXPECT_EQ(pod->claims[0], (model::PodClaim{"gpu", "vm-gpu-x7k2p", "one-h200"}));
+  EXPECT_EQ(pod->claims[1], (model::PodClaim{"shared", "pool-a", ""}));
   EXPECT_EQ(meta.resourceVersion, "42");
   EXPECT_EQ(meta.ns, "acme-research");
 }

@@ -8,6 +8,7 @@
 
 #include "tally/codec/admission_objects.hpp"
 #include "tally/controller/gpu_device_webhook.hpp"
+#include "tally/model/dra.hpp"
 #include "tally/model/pod_admission.hpp"
 #include "tally/model/usage.hpp"
 
@@ -87,19 +88,23 @@ Answer decideLauncher(const state::Snapshot& snapshot, const AdmissionRequest& r
   return Answer::patch(patchOf(codec::nodePinEdits(affinity, *pin.node)));
 }
 
-// What makes a created pod one of Tally's: a GPU resource some class sells.
-// Without an extended resource no class can make it one, so even a replica
-// still starting knows it is none of Tally's. Nullopt: a GPU pod (decoded into
-// `decoded`); an answer: allowed as none of Tally's, or refused.
+// What makes a created pod one of Tally's: a GPU resource some class sells,
+// or ResourceClaims while some class is a DRA pool (model::claimPodDecided).
+// Without an extended resource or a claim no class can make it one, so even a
+// replica still starting knows it is none of Tally's. Nullopt: a GPU pod
+// (decoded into `decoded`); an answer: allowed as none of Tally's, or refused.
 std::optional<Answer> notAGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& request, DecodedPod& decoded,
                                  std::string_view unsyncedWhy) {
   if (!reviewed(request)) return Answer::allow();
   if (auto wrong = wrongKind(request)) return std::move(*wrong);
   decoded = decodePod(request);
   if (!decoded.error.empty()) return invalid("Unreadable", decoded.error);
-  if (model::effectiveRequests(decoded.value).empty()) return Answer::allow();
-  if (!snapshot.ready()) return notSynced(snapshot, decoded.value, unsyncedWhy);
-  if (model::gpuRequests(snapshot.cluster(), decoded.value).empty()) return Answer::allow();
+  const model::Pod& pod = decoded.value;
+  if (model::effectiveRequests(pod).empty() && pod.claims.empty()) return Answer::allow();
+  if (!snapshot.ready()) return notSynced(snapshot, pod, unsyncedWhy);
+  if (model::gpuRequests(snapshot.cluster(), pod).empty() && !model::claimPodDecided(snapshot.cluster(), pod)) {
+    return Answer::allow();
+  }
   return std::nullopt;
 }
 
@@ -135,6 +140,12 @@ Answer routeGpuPod(const state::Snapshot& snapshot, const AdmissionRequest& requ
     edits.insert(edits.begin(), codec::nodeNameRemoval());
   }
   if (route.scheduler) edits.push_back(codec::schedulerNameEdit(*route.scheduler));
+  if (route.claimMarker) {
+    codec::ContainerResourceEdits marker =
+        codec::firstContainerResourceEdits(request.object, model::kClaimPodMarker, "1");
+    if (!marker.error.empty()) return invalid("Unreadable", marker.error);
+    edits.insert(edits.end(), marker.edits.begin(), marker.edits.end());
+  }
   return Answer::patch(patchOf(edits));
 }
 

@@ -143,6 +143,12 @@ std::int64_t CapacityView::pendingClaimUnits(const Cluster& cluster, const Devic
   return units;
 }
 
+std::optional<ResourceList> CapacityView::claimAsks(const ClusterObjects& cluster, std::string_view claimKey) const {
+  auto it = cluster.resourceClaims.find(std::string(claimKey));
+  if (it == cluster.resourceClaims.end()) return std::nullopt;
+  return claimPendingUnits(cluster, it->second);
+}
+
 std::int64_t CapacityView::poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const {
   std::int64_t free = 0;
   for (const auto& [name, node] : cluster.nodes) {

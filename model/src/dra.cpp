@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "saturating.hpp"
+#include "tally/model/capacity.hpp"
 #include "tally/model/units.hpp"
 
 namespace tally::model {
@@ -428,6 +429,46 @@ ClaimUsage claimUsage(const ClusterObjects& cluster, const ResourceClaim& claim)
   if (out.capacity.empty() || out.node.empty()) {
     out.node.clear();
     out.capacity = {};
+  }
+  return out;
+}
+
+bool claimPodDecided(const ClusterObjects& cluster, const Pod& pod) {
+  if (pod.claims.empty()) return false;
+  return std::any_of(cluster.classes.begin(), cluster.classes.end(),
+                     [](const auto& entry) { return entry.second.dra.has_value(); });
+}
+
+bool carriesClaimMarker(const Pod& pod) {
+  const auto has = [](const ResourceList& requests) { return requests.get(kClaimPodMarker) > 0; };
+  return std::any_of(pod.containers.begin(), pod.containers.end(), has) ||
+         std::any_of(pod.initContainers.begin(), pod.initContainers.end(),
+                     [&](const InitContainer& c) { return has(c.requests); });
+}
+
+PodClaimUnits podClaimUnits(const ClusterObjects& cluster, const CapacityView& view, const Pod& pod) {
+  PodClaimUnits out;
+  for (const PodClaim& entry : pod.claims) {
+    if (entry.claimName.empty()) {
+      // A template whose claim the pod's status does not name yet. (An entry
+      // with neither is invalid; the API server refuses it.)
+      out.unseen.push_back(fmt::format("pod {}/{}: claim {} from template {} is not made yet", pod.ns, pod.name,
+                                       entry.name, entry.templateName));
+      continue;
+    }
+    const std::string key = objectKey(pod.ns, entry.claimName);
+    std::optional<ResourceList> asks = view.claimAsks(cluster, key);
+    if (!asks) {
+      out.unseen.push_back(fmt::format("pod {}/{}: resourceclaim/{} (its claim {}) is not seen yet", pod.ns, pod.name,
+                                       key, entry.name));
+      continue;
+    }
+    for (const auto& [className, units] : *asks) {
+      auto cls = cluster.classes.find(className);
+      if (cls == cluster.classes.end()) continue;
+      out.byClass.add(className, units);
+      out.byResource.add(cls->second.resourceName, units);
+    }
   }
   return out;
 }

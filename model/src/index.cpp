@@ -51,6 +51,7 @@ struct UsageIndex::State {
   std::unordered_map<std::string, std::string> claimIndexedNode;
   std::unordered_map<std::string, ResourceList> claimPendingOf;  // claim key -> claimPendingUnits
   CowMap<std::int64_t> claimPending;                             // class -> their sum
+  CowMap<ResourceList> claimAsks;  // every claim key -> claimPendingUnits (empty: asks nothing more)
   std::set<std::string> claimsToRevisit;
   std::unordered_map<std::string, std::string> podKeyByUid;
   std::unordered_map<std::string, std::string> vmiKeyByUid;
@@ -212,10 +213,17 @@ struct UsageIndex::State {
     }
     uncharge(claimCharges, key);
     auto it = cluster.resourceClaims.find(key);
-    if (it == cluster.resourceClaims.end()) return;
+    if (it == cluster.resourceClaims.end()) {
+      claimAsks.erase(key);
+      return;
+    }
     const ResourceClaim& claim = it->second;
     ClaimUsage u = claimUsage(cluster, claim);
-    if (ResourceList pendingUnits = claimPendingUnits(cluster, claim); !pendingUnits.empty()) {
+    ResourceList pendingUnits = claimPendingUnits(cluster, claim);
+    if (const ResourceList* asked = claimAsks.find(key); !asked || !(*asked == pendingUnits)) {
+      claimAsks[key] = pendingUnits;
+    }
+    if (!pendingUnits.empty()) {
       for (const auto& [cls, units] : pendingUnits) {
         std::int64_t& total = claimPending[cls];
         total = detail::saturatingAdd(total, units);
@@ -571,6 +579,14 @@ void UsageIndex::assume(const Pod& pod, std::string_view node) {
   Pod placed = pod;
   placed.nodeName = std::string(node);
   PodUsage u = podUsage(placed, s.launchOf(pod), s.cluster);
+  // What its claims still ask is held on the node too, until the pod is seen
+  // bound: the allocator writes the claims' allocation before the bind, and a
+  // filter between the two must not find those units free.
+  if (!pod.claims.empty()) {
+    for (const auto& [resource, units] : podClaimUnits(s.cluster, *this, pod).byResource) {
+      u.capacity.add(resource, units);
+    }
+  }
   if (u.capacity.empty()) return;
   addTo(s.assumedUsed, placed.nodeName, u.capacity, +1);
   auto chain = detail::chainOf(s.cluster, pod.ns);
@@ -615,6 +631,14 @@ std::int64_t UsageIndex::pendingClaimUnits(const Cluster& cluster, const DeviceC
   return units ? *units : 0;
 }
 
+std::optional<ResourceList> UsageIndex::claimAsks(const ClusterObjects&, std::string_view claimKey) const {
+  // The index's own claims answer, whichever cluster copy the caller decides
+  // on: published clusters hold no claims.
+  const ResourceList* asks = state_->claimAsks.find(claimKey);
+  if (!asks) return std::nullopt;
+  return *asks;
+}
+
 bool UsageIndex::counts(const Pod& pod) const {
   auto it = state_->cluster.pods.find(objectKey(pod.ns, pod.name));
   return it != state_->cluster.pods.end() && it->second.uid == pod.uid && !isTerminal(it->second);
@@ -631,6 +655,7 @@ UsageSnapshot UsageIndex::snapshot() const {
   snap.placedSubtree_ = s.placedSubtree;
   snap.poolFree_ = s.poolFree;
   snap.claimPending_ = s.claimPending;
+  snap.claimAsks_ = s.claimAsks;
   snap.unboundPods_ = s.unboundPods;
   return snap;
 }
@@ -661,6 +686,12 @@ std::int64_t UsageSnapshot::poolFreeUnits(const Cluster&, const DeviceClass& poo
 std::int64_t UsageSnapshot::pendingClaimUnits(const Cluster&, const DeviceClass& pool) const {
   const std::int64_t* units = claimPending_.find(pool.name);
   return units ? *units : 0;
+}
+
+std::optional<ResourceList> UsageSnapshot::claimAsks(const ClusterObjects&, std::string_view claimKey) const {
+  const ResourceList* asks = claimAsks_.find(claimKey);
+  if (!asks) return std::nullopt;
+  return *asks;
 }
 
 UsageIndex::TouchedNodes UsageIndex::takeTouchedNodes() {

@@ -1,5 +1,7 @@
 #include "tally/model/pod_admission.hpp"
 
+#include "tally/model/dra.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -83,7 +85,11 @@ CreateLaunch launchAtCreate(const Cluster& cluster, const Pod& pod) {
 
 PodDemand podDemandAtCreate(const Cluster& cluster, const CapacityView& view, const Pod& pod,
                             const CreateLaunch& launch) {
-  return podDemandWith(cluster, view, pod, launch.launch);
+  PodDemand demand = podDemandWith(cluster, view, pod, launch.launch);
+  // A template's claims are made after the pod, and a named claim may be
+  // created after it too: the extender waits for them, the door does not.
+  std::erase_if(demand.podWide, [](const Refusal& r) { return r.code == Code::ClaimNotSeen; });
+  return demand;
 }
 
 Decision checkPresetNode(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
@@ -114,11 +120,23 @@ Decision checkPlacedByTally(const Cluster& cluster, const CapacityView& view, co
   if (!pod.nodeName.empty()) return checkPresetNode(cluster, view, demand, pod.nodeName);
   const std::string scheduler = pod.schedulerName.empty() ? std::string("default-scheduler") : pod.schedulerName;
   Decision d;
-  if (std::find(policy.schedulers.begin(), policy.schedulers.end(), scheduler) != policy.schedulers.end()) return d;
+  const bool claimPod = claimPodDecided(cluster, pod);
+  const bool tallys =
+      std::find(policy.schedulers.begin(), policy.schedulers.end(), scheduler) != policy.schedulers.end();
+  if (tallys && claimPod && !carriesClaimMarker(pod)) {
+    d.refuse(Code::SchedulerBypass,
+             fmt::format("{} names ResourceClaims but does not request {}, so kube-scheduler would place it without "
+                         "asking tally-extender where its pools' units are free (the gpu-pods mutating webhook adds "
+                         "it)",
+                         podSubject(pod), kClaimPodMarker));
+    return d;
+  }
+  if (tallys) return d;
   std::string asks;
   for (const auto& [resource, amount] : demand.requests) {
     asks += fmt::format("{}{} {}", asks.empty() ? "" : ", ", amount, resource);
   }
+  if (claimPod) asks += fmt::format("{}its ResourceClaims", asks.empty() ? "" : ", ");
   d.refuse(Code::SchedulerBypass,
            fmt::format("{} asks for {} but names scheduler {}, which does not ask Tally where GPU units are free; GPU "
                        "pods are placed by {} (the gpu-pods mutating webhook sets it)",
@@ -138,6 +156,7 @@ CreateRoute routeAtCreate(const Cluster& cluster, const CapacityView& view, cons
     route.pinnedNode = pod.nodeName;
   }
   if (policy.schedulers.empty()) return route;
+  route.claimMarker = claimPodDecided(cluster, pod) && !carriesClaimMarker(pod);
   const bool tallys =
       std::find(policy.schedulers.begin(), policy.schedulers.end(), pod.schedulerName) != policy.schedulers.end();
   if (!tallys) route.scheduler = policy.schedulers.front();

@@ -13,6 +13,7 @@
 #include "tally/model/vmi.hpp"
 #include "lookup.hpp"
 #include "tally/model/budget.hpp"
+#include "tally/model/dra.hpp"
 #include "tally/model/pool.hpp"
 #include "tally/model/quota.hpp"
 #include "tally/model/tenancy.hpp"
@@ -96,6 +97,19 @@ PodDemand podDemandWith(const Cluster& cluster, const CapacityView& view, const 
       demand.poolAvailable[cls->name] = poolAvailableFor(cluster, view, *cls, demand.organization);
     }
   }
+  if (!pod.claims.empty()) {
+    PodClaimUnits claims = podClaimUnits(cluster, view, pod);
+    for (auto& why : claims.unseen) demand.podWide.push_back({Code::ClaimNotSeen, std::move(why)});
+    for (const auto& [resource, units] : claims.byResource) {
+      demand.requests.add(resource, units);
+      demand.claimUnits.add(resource, units);
+      for (const DeviceClass* cls : classesFor(cluster, resource)) {
+        if (!demand.poolAvailable.contains(cls->name)) {
+          demand.poolAvailable[cls->name] = poolAvailableFor(cluster, view, *cls, demand.organization);
+        }
+      }
+    }
+  }
   return demand;
 }
 
@@ -174,6 +188,9 @@ class WithoutPods final : public CapacityView {
     std::int64_t free = base_.poolFreeUnits(cluster, pool);
     if (inPool(node_, pool)) free += freeUnits(node_, pool, *this) - freeUnits(node_, pool, base_);
     return free;
+  }
+  std::optional<ResourceList> claimAsks(const ClusterObjects& cluster, std::string_view key) const override {
+    return base_.claimAsks(cluster, key);
   }
 
  private:

@@ -41,6 +41,7 @@ constexpr std::string_view nameOf(Code code) {
     case Code::ReservationMismatch: return "ReservationMismatch";
     case Code::CacheNotSynced: return "CacheNotSynced";
     case Code::SchedulerBypass: return "SchedulerBypass";
+    case Code::ClaimNotSeen: return "ClaimNotSeen";
     case Code::NamespaceUnorganized: return "NamespaceUnorganized";
     case Code::RecordSchema: return "RecordSchema";
     case Code::RecordTime: return "RecordTime";

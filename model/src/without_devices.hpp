@@ -37,6 +37,9 @@ class WithoutDevices final : public CapacityView {
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override {
     return base_.poolFreeUnits(cluster, pool);
   }
+  std::optional<ResourceList> claimAsks(const ClusterObjects& cluster, std::string_view key) const override {
+    return base_.claimAsks(cluster, key);
+  }
 
  private:
   static std::int64_t less(const std::map<std::string, ResourceList, std::less<>>& m, std::string_view key,

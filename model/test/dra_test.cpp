@@ -11,6 +11,7 @@
 #include "tally/model/claim_admission.hpp"
 #include "tally/model/dra.hpp"
 #include "tally/model/index.hpp"
+#include "tally/model/pod_admission.hpp"
 #include "tally/model/pool.hpp"
 #include "tally/model/quota.hpp"
 #include "tally/model/testing/fixtures.hpp"
@@ -563,6 +564,163 @@ TEST(ClaimDoor, HugeRequestsSaturateAndAreRefused) {
   EXPECT_EQ(claimUsage(c, shares).budget.get(quotaKey(c.classes.at("h200-quarter").resourceName)), INT64_MAX);
   EXPECT_FALSE(door(c, huge).allowed());
   EXPECT_FALSE(door(c, shares).allowed());
+}
+
+
+// --- Pods that name claims: the extender and the pod doors decide them -----
+
+// A pod naming the claim `claim` directly, or (templateName set) through a
+// template whose claim the pod's status names once it is made.
+Pod claimPod(const std::string& nsName, const std::string& name, const std::string& claim,
+             const std::string& templateName = "") {
+  Pod p;
+  p.ns = nsName;
+  p.name = name;
+  p.uid = "uid-" + name;
+  p.hasResourceClaims = true;
+  p.containers.push_back(ResourceList{});
+  p.claims.push_back(PodClaim{"gpu", claim, templateName});
+  return p;
+}
+
+bool hasCode(const Decision& d, Code code) {
+  return std::any_of(d.refusals.begin(), d.refusals.end(), [&](const Refusal& r) { return r.code == code; });
+}
+
+struct ClaimPods : ::testing::Test {
+  Cluster c = draCluster();
+  const std::string resource = draClass().resourceName;
+  void SetUp() override {
+    put(c, draNode("dra-2"));
+    put(c, draSlice("dra-1-gpus", "dra-1", "dra-1", 4));
+    put(c, draSlice("dra-2-gpus", "dra-2", "dra-2", 2));
+    // Three of dra-1's four devices are taken by an allocated claim.
+    put(c, allocated(draClaim("acme", "running", std::string(kDeviceClass), 3), "dra-1", "dra-1",
+                     {"gpu-0", "gpu-1", "gpu-2"}));
+    put(c, draClaim("acme", "waiting", std::string(kDeviceClass), 2));
+  }
+};
+
+TEST_F(ClaimPods, WhatAPodsClaimsStillAskIsCountedByTheClassResource) {
+  TotalsCapacityView view(c, computeUsage(c));
+  PodClaimUnits waiting = podClaimUnits(c, view, claimPod("acme", "p", "waiting"));
+  EXPECT_EQ(waiting.byResource.get(resource), 2);
+  EXPECT_EQ(waiting.byClass.get("h200-dra"), 2);
+  EXPECT_TRUE(waiting.unseen.empty());
+  // An allocated claim asks nothing more: its node counts it already.
+  EXPECT_TRUE(podClaimUnits(c, view, claimPod("acme", "r", "running")).byResource.empty());
+  // A template's claim not made yet, and a claim the cache does not hold.
+  PodClaimUnits unmade = podClaimUnits(c, view, claimPod("acme", "t", "", "two-h200"));
+  ASSERT_EQ(unmade.unseen.size(), 1u);
+  EXPECT_NE(unmade.unseen[0].find("from template two-h200 is not made yet"), std::string::npos) << unmade.unseen[0];
+  PodClaimUnits unseen = podClaimUnits(c, view, claimPod("acme", "u", "elsewhere"));
+  ASSERT_EQ(unseen.unseen.size(), 1u);
+  EXPECT_NE(unseen.unseen[0].find("resourceclaim/acme/elsewhere"), std::string::npos) << unseen.unseen[0];
+}
+
+TEST_F(ClaimPods, TheFilterSendsAClaimPodWhereTallyCountsItsUnitsFree) {
+  TotalsCapacityView view(c, computeUsage(c));
+  const Pod pod = claimPod("acme", "p", "waiting");
+  PodDemand demand = podDemand(c, view, pod);
+  EXPECT_EQ(demand.requests.get(resource), 2);
+  EXPECT_EQ(demand.claimUnits.get(resource), 2);
+  EXPECT_TRUE(demand.budget.empty()) << "the claim was charged at its creation, not again by its pod";
+  NodeVerdict full = filterNode(c, view, demand, c.nodes.at("dra-1"));
+  EXPECT_EQ(full.verdict, Verdict::Unschedulable);
+  ASSERT_TRUE(full.reason);
+  EXPECT_EQ(full.reason->code, Code::NodeInsufficient);
+  EXPECT_NE(full.reason->message.find("1 of 4"), std::string::npos) << full.reason->message;
+  EXPECT_EQ(filterNode(c, view, demand, c.nodes.at("dra-2")).verdict, Verdict::Fits);
+}
+
+TEST_F(ClaimPods, AGateClosedAfterTheClaimWasAdmittedStopsItsPod) {
+  c.classes.at("h200-dra").gateOpen = false;
+  c.classes.at("h200-dra").gateReason = "invariant broken";
+  TotalsCapacityView view(c, computeUsage(c));
+  const Pod pod = claimPod("acme", "p", "waiting");
+  PodDemand demand = podDemand(c, view, pod);
+  NodeVerdict v = filterNode(c, view, demand, c.nodes.at("dra-2"));
+  EXPECT_EQ(v.verdict, Verdict::Unresolvable);
+  ASSERT_TRUE(v.reason);
+  EXPECT_EQ(v.reason->code, Code::GateClosed);
+  EXPECT_TRUE(hasCode(checkPodGates(c, demand), Code::GateClosed));
+}
+
+TEST_F(ClaimPods, AClaimNotSeenYetKeepsThePodFromEveryNodeButNotFromItsCreation) {
+  TotalsCapacityView view(c, computeUsage(c));
+  const Pod pod = claimPod("acme", "t", "", "two-h200");
+  PodDemand demand = podDemand(c, view, pod);
+  NodeVerdict v = filterNode(c, view, demand, c.nodes.at("dra-2"));
+  EXPECT_EQ(v.verdict, Verdict::Unschedulable) << "the scheduler retries once the claim is made";
+  ASSERT_TRUE(v.reason);
+  EXPECT_EQ(v.reason->code, Code::ClaimNotSeen);
+  // At its CREATE a template's claim cannot exist yet: the doors let it in.
+  Pod routed = pod;
+  routed.schedulerName = "tally-scheduler";
+  routed.containers[0].set(kClaimPodMarker, 1);
+  EXPECT_TRUE(checkGpuPodAtCreate(c, view, routed, PlacementPolicy{}).allowed())
+      << checkGpuPodAtCreate(c, view, routed, PlacementPolicy{}).summary();
+}
+
+TEST_F(ClaimPods, ThePlacementDoorRoutesAndMarksAClaimPodAndTheValidatingDoorInsists) {
+  TotalsCapacityView view(c, computeUsage(c));
+  Pod pod = claimPod("acme", "p", "waiting");
+  ASSERT_TRUE(claimPodDecided(c, pod));
+  PodDemand demand = podDemandAtCreate(c, view, pod, launchAtCreate(c, pod));
+  CreateRoute route = routeAtCreate(c, view, demand, PlacementPolicy{});
+  EXPECT_TRUE(route.decision.allowed());
+  EXPECT_EQ(route.scheduler, "tally-scheduler");
+  EXPECT_TRUE(route.claimMarker);
+  // Not routed: another scheduler is refused; routed but unmarked too (its
+  // scheduler would never ask the extender).
+  Decision other = checkGpuPodAtCreate(c, view, pod, PlacementPolicy{});
+  ASSERT_TRUE(hasCode(other, Code::SchedulerBypass)) << other.summary();
+  EXPECT_NE(other.summary().find("its ResourceClaims"), std::string::npos) << other.summary();
+  pod.schedulerName = "tally-scheduler";
+  Decision unmarked = checkGpuPodAtCreate(c, view, pod, PlacementPolicy{});
+  ASSERT_TRUE(hasCode(unmarked, Code::SchedulerBypass)) << unmarked.summary();
+  EXPECT_NE(unmarked.summary().find(std::string(kClaimPodMarker)), std::string::npos) << unmarked.summary();
+  pod.containers[0].set(kClaimPodMarker, 1);
+  EXPECT_TRUE(carriesClaimMarker(pod));
+  EXPECT_TRUE(checkGpuPodAtCreate(c, view, pod, PlacementPolicy{}).allowed());
+  demand = podDemandAtCreate(c, view, pod, launchAtCreate(c, pod));
+  EXPECT_FALSE(routeAtCreate(c, view, demand, PlacementPolicy{}).claimMarker) << "marked once";
+  EXPECT_EQ(demand.requests.get(std::string(kClaimPodMarker)), 0) << "the marker is no GPU";
+  // Without any DRA pool, claims are none of Tally's business.
+  Cluster plain = syncedCluster();
+  EXPECT_FALSE(claimPodDecided(plain, claimPod("acme", "p", "waiting")));
+}
+
+TEST_F(ClaimPods, TheIndexAndItsSnapshotsAnswerForClaimsAndHoldABoundPodsClaimUnits) {
+  UsageIndex index = UsageIndex::fromCluster(c);
+  UsageSnapshot snap = index.snapshot();
+  TotalsCapacityView scratch(c, computeUsage(c));
+  for (const char* key : {"acme/running", "acme/waiting", "acme/none"}) {
+    EXPECT_EQ(index.claimAsks(index.cluster(), key), scratch.claimAsks(c, key)) << key;
+    EXPECT_EQ(snap.claimAsks(Cluster{}, key), scratch.claimAsks(c, key)) << key << ": snapshots keep no claims";
+  }
+  // The extender's bind: the pod's claim units are held on its node until
+  // the pod is seen bound, though the pod itself requests no GPU.
+  const Pod pod = claimPod("acme", "p", "waiting");
+  index.upsertPod(pod);
+  index.assume(pod, "dra-2");
+  EXPECT_EQ(index.nodeUsed("dra-2", resource), 2);
+  const Pod next = claimPod("acme", "q", "waiting");
+  PodDemand second = podDemand(index.cluster(), index, next);
+  EXPECT_EQ(filterNode(index.cluster(), index, second, index.cluster().nodes.at("dra-2")).verdict,
+            Verdict::Unschedulable);
+  Pod bound = pod;
+  bound.nodeName = "dra-2";
+  index.upsertPod(bound);
+  EXPECT_EQ(index.assumedCount(), 0u);
+  // Allocated, the claim counts on its node by itself.
+  ResourceClaim done = allocated(draClaim("acme", "waiting", std::string(kDeviceClass), 2), "dra-2", "dra-2",
+                                 {"gpu-0", "gpu-1"});
+  index.upsertResourceClaim(done);
+  EXPECT_EQ(index.nodeUsed("dra-2", resource), 2);
+  EXPECT_EQ(index.claimAsks(index.cluster(), "acme/waiting"), ResourceList{});
+  index.removeResourceClaim("acme", "waiting");
+  EXPECT_EQ(index.claimAsks(index.cluster(), "acme/waiting"), std::nullopt);
 }
 
 }  // namespace

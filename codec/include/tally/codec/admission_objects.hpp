@@ -72,6 +72,17 @@ std::vector<PatchEdit> nodePinEdits(const RequiredAffinity& affinity, std::strin
 PatchEdit nodeNameRemoval();
 PatchEdit schedulerNameEdit(std::string_view scheduler);
 
+// The edits that make the pod's first container request and limit `resource`
+// at `quantity` (both, as an extended resource must), creating resources,
+// requests and limits where they are absent. An error when the pod's JSON has
+// no first container to edit.
+struct ContainerResourceEdits {
+  std::vector<PatchEdit> edits;
+  std::string error;
+};
+ContainerResourceEdits firstContainerResourceEdits(const simdjson::padded_string& json, std::string_view resource,
+                                                   std::string_view quantity);
+
 // --- GPUDevice, Organization and the created Pod (their webhooks) -----------
 
 // An object of the review decoded by its kind's codec, with the request's

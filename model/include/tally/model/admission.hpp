@@ -80,7 +80,8 @@ struct PodDemand {
   const VirtualMachineInstance* launcherOf = nullptr;
   std::string requiredNode;  // a launcher goes only where its devices are
   const Organization* organization = nullptr;
-  ResourceList requests;                              // effective GPU requests
+  ResourceList requests;                              // effective GPU requests, its claims' units included
+  ResourceList claimUnits;                            // of requests: what its ResourceClaims still ask (podClaimUnits)
   std::vector<const GpuDevice*> attached;             // devices of its VMI (launchers only)
   std::map<std::string, std::int64_t> poolAvailable;  // class -> pool free minus others' idle reservations
   std::vector<Refusal> podWide;                       // refusals that hold on every node (resolvable)
@@ -88,7 +89,11 @@ struct PodDemand {
 };
 
 // Builds the demand of a pod: effective requests, launcher detection through
-// status.activePods, coverage, budgets of the namespace chain, pool gates.
+// status.activePods, coverage, budgets of the namespace chain, pool gates, and
+// the units its ResourceClaims still ask of Tally's pools (podClaimUnits in
+// dra.hpp: node units and pool gates, not budgets, which charged the claims at
+// their creation); a claim not made or not seen yet refuses it (ClaimNotSeen,
+// the scheduler retries).
 PodDemand podDemand(const Cluster& cluster, const CapacityView& view, const Pod& pod);
 // The same with the launch given instead of found through status.activePods:
 // at a pod's CREATE no VMI lists it yet, so the pod doors pass the launch its

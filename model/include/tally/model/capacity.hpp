@@ -33,6 +33,13 @@ class CapacityView : public UsageReader {
   // allocated yet (claimPendingUnits): demand on the pool the claim door
   // counts. The default scans the claims; the index answers from a total.
   virtual std::int64_t pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const;
+  // What the ResourceClaim `claimKey` ("ns/name") still asks of its pools
+  // (claimPendingUnits, by GPU class name): empty once it is allocated (its
+  // node's usage counts it) or when it asks no pool Tally sells; nullopt when
+  // the view does not hold the claim (not created, or not seen yet). The
+  // default reads the cluster's claims; the index and its snapshots keep the
+  // answer for every claim, as they keep no claim objects in snapshots.
+  virtual std::optional<ResourceList> claimAsks(const ClusterObjects& cluster, std::string_view claimKey) const;
 };
 
 // A view over totals recomputed from scratch (tallyctl, tests, the controller).

@@ -145,4 +145,39 @@ std::int64_t choiceUnits(const ClusterObjects& cluster, const DeviceClass& cls, 
 // firstAvailable: the largest of its choices.
 ResourceList requestedUnits(const ClusterObjects& cluster, const DraRequest& request);
 
+// --- Pods that name ResourceClaims -----------------------------------------
+//
+// kube-scheduler asks an extender about a pod only when the pod requests one of
+// the extender's managedResources, and a pod that only names claims requests
+// none: without more its node would be chosen by the allocator alone, blind to
+// Tally's held devices, idle reservations and closed gates. So the placement
+// door routes such a pod to a Tally profile and adds this extended resource (1,
+// requests and limits, to its first container); the scheduler configuration
+// lists it `ignoredByScheduler: true`, and a kubelet ignores an extended
+// resource its node does not advertise. No class sells it: it is no GPU.
+inline constexpr std::string_view kClaimPodMarker = "gpu.tally.dev/claims";
+
+// Whether Tally decides where a pod naming ResourceClaims runs: it names one
+// and some GPUDeviceClass is a DRA pool. Every such pod is decided, not only
+// those whose claims are known to draw on a pool: a template's claims do not
+// exist at the pod's CREATE, and the claims of no pool pass the filter.
+bool claimPodDecided(const ClusterObjects& cluster, const Pod& pod);
+// Whether the pod carries kClaimPodMarker in a container's requests.
+bool carriesClaimMarker(const Pod& pod);
+
+class CapacityView;
+// What a pod's claims still ask of Tally's pools, before their allocation:
+// claimPendingUnits of each claim the pod names (view.claimAsks), by the GPU
+// class's resourceName, so the node filter counts them as a pod's own units.
+// The budget is not asked again: a claim is charged from its creation. An
+// allocated claim asks nothing more (its node already counts it). `unseen`
+// names what cannot be counted yet: an entry whose template's claim is not
+// made, or a claim the view does not hold.
+struct PodClaimUnits {
+  ResourceList byResource;
+  ResourceList byClass;
+  std::vector<std::string> unseen;
+};
+PodClaimUnits podClaimUnits(const ClusterObjects& cluster, const CapacityView& view, const Pod& pod);
+
 }  // namespace tally::model

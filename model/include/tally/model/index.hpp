@@ -73,6 +73,8 @@ class UsageIndex final : public CapacityView {
   // O(1) from running totals when asked about the index's own cluster.
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
   std::int64_t pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const override;
+  // From the index's own claims, whatever cluster is passed.
+  std::optional<ResourceList> claimAsks(const ClusterObjects& cluster, std::string_view claimKey) const override;
 
   // The objects the index holds, as a Cluster (the caller adds the kinds the
   // index does not track: quotas, organizations, plans, ledger, caches).
@@ -114,6 +116,8 @@ class UsageSnapshot final : public CapacityView {
   std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override;
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
   std::int64_t pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const override;
+  // Every claim's answer, kept as sums are (snapshots hold no claim objects).
+  std::optional<ResourceList> claimAsks(const ClusterObjects& cluster, std::string_view claimKey) const override;
 
  private:
   friend class UsageIndex;
@@ -121,6 +125,7 @@ class UsageSnapshot final : public CapacityView {
   CowMap<ResourceList> nodeUsed_, assumedUsed_, nodeHeld_, namespaceUsed_, subtreeUsed_, placedSubtree_;
   CowMap<std::int64_t> poolFree_;
   CowMap<std::int64_t> claimPending_;  // class -> units of claims not allocated yet
+  CowMap<ResourceList> claimAsks_;     // claim key -> claimPendingUnits, every claim
   CowMap<std::string> unboundPods_;    // pod key -> uid, pods without a node
 };
 

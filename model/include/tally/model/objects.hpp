@@ -145,6 +145,16 @@ struct OwnerReference {
   friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
 };
 
+// One entry of a pod's spec.resourceClaims: the ResourceClaim it names
+// (resourceClaimName), or the one kube-controller-manager made from its
+// template (status.resourceClaimStatuses; empty until then).
+struct PodClaim {
+  std::string name;       // the entry's name in the pod
+  std::string claimName;  // the ResourceClaim in the pod's namespace ("" not made yet)
+  std::string templateName;
+  friend bool operator==(const PodClaim&, const PodClaim&) = default;
+};
+
 struct Pod {
   std::string ns;
   std::string name;
@@ -155,6 +165,7 @@ struct Pod {
   std::vector<InitContainer> initContainers;
   ResourceList overhead;
   bool hasResourceClaims = false;
+  std::vector<PodClaim> claims;        // spec.resourceClaims, resolved by status
   std::vector<OwnerReference> owners;  // informative only: never proof of anything
   std::string schedulerName;
   friend bool operator==(const Pod&, const Pod&) = default;

@@ -42,6 +42,9 @@ class HeldAheadView final : public CapacityView {
   bool counts(const Pod& pod) const override;
   std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override;
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
+  std::optional<ResourceList> claimAsks(const ClusterObjects& cluster, std::string_view key) const override {
+    return base_.claimAsks(cluster, key);
+  }
 
  private:
   const Cluster& cluster_;

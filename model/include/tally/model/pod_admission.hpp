@@ -70,6 +70,9 @@ struct CreateRoute {
   Decision decision;                      // refused: the preset node cannot take the pod
   std::optional<std::string> scheduler;   // set: spec.schedulerName becomes it
   std::optional<std::string> pinnedNode;  // set: spec.nodeName moves into a required affinity to it
+  // A pod naming ResourceClaims (claimPodDecided) without kClaimPodMarker:
+  // the door adds it, so kube-scheduler asks tally-extender about the pod.
+  bool claimMarker = false;
 };
 CreateRoute routeAtCreate(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
                           const PlacementPolicy& policy);
@@ -81,7 +84,9 @@ Decision checkPresetNode(const Cluster& cluster, const CapacityView& view, const
                          std::string_view node);
 
 // The validating door's placement check: a preset node by checkPresetNode, else
-// a scheduler name among the policy's (SchedulerBypass otherwise).
+// a scheduler name among the policy's (SchedulerBypass otherwise), and for a
+// pod naming ResourceClaims (claimPodDecided) the marker that makes that
+// scheduler ask tally-extender about it (kClaimPodMarker in dra.hpp).
 Decision checkPlacedByTally(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
                             const PlacementPolicy& policy);
 

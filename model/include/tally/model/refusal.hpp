@@ -47,6 +47,7 @@ enum class Code {
   ReservationMismatch,
   CacheNotSynced,
   SchedulerBypass,
+  ClaimNotSeen,          // a ResourceClaim a pod names is not made or not seen yet
   NamespaceUnorganized,  // GPU use in a namespace no Organization holds (TenancyPolicy)
   // ledger records
   RecordSchema,
