@@ -416,8 +416,12 @@ if check(cm is not None, "scheduler", "ConfigMap tally-scheduler-config missing"
         check(re.fullmatch(r"\d+(ms|s)", str(e.get("httpTimeout", ""))) is not None, where, "httpTimeout missing or malformed")
         names = [m.get("name") for m in e.get("managedResources", [])]
         for rn in ("nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores",
-                   "nvidia.com/GH100_H200_SXM_141GB", "nvidia.com/A100-10C"):
+                   "nvidia.com/GH100_H200_SXM_141GB", "nvidia.com/A100-10C", "gpu.tally.dev/claims"):
             check(rn in names, where, f"managedResources lacks {rn}")
+        claims = [m for m in e.get("managedResources", []) if m.get("name") == "gpu.tally.dev/claims"]
+        check(all(m.get("ignoredByScheduler") is True for m in claims), where,
+              "gpu.tally.dev/claims must be ignoredByScheduler: true (no node advertises it; it only makes the "
+              "scheduler ask the extender about pods that name ResourceClaims)")
         for m in e.get("managedResources", []):
             check(isinstance(m.get("ignoredByScheduler"), bool), where, f"{m.get('name')}: ignoredByScheduler not set")
     le = cfg.get("leaderElection", {})
@@ -610,6 +614,9 @@ for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
                       and "nvidia.com/" not in text, where,
                       "a pod webhook must send every pod requesting an extended resource of any vendor "
                       "(containers and init containers): the model decides which are GPUs")
+                if w["name"] in ("gpu-pods.validate.gpu.tally.dev", "gpu-pods.mutate.gpu.tally.dev"):
+                    check("has(object.spec.resourceClaims)" in text and " || " in text, where,
+                          "the GPU pod webhooks must also send every pod naming ResourceClaims (the DRA pools' pods)")
 names = {w["name"]: (c, w) for k in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
          for c in by_kind.get(k, []) for w in c["webhooks"]}
 WANTED = {  # webhook: (configuration kind, path)

@@ -355,6 +355,58 @@ TEST_F(PodWebhooks, PlacementDoorLeavesAPodOnTallysSchedulerAndACpuPodAlone) {
   EXPECT_TRUE(cpu.patch.empty()) << cpu.patch.toJson();
 }
 
+// A pod naming a claim made from a template, as the API server sends it.
+std::string claimPodJson(const std::string& resources, std::string_view spec = kOnTallysScheduler) {
+  std::string pod = podJson(resources, "", "", spec);
+  const std::string at = R"("containers":)";
+  pod.insert(pod.find(at), R"("resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"one-h200"}],)");
+  return pod;
+}
+
+TEST_F(PodWebhooks, PlacementDoorMarksAClaimPodSoTheExtenderIsAsked) {
+  put(model::testing::draClass());
+  // No resources at all: resources, requests and limits are created.
+  auto bare = route(claimPodJson("{}", R"("schedulerName":"default-scheduler",)"));
+  ASSERT_TRUE(bare.allowed) << bare.message;
+  const std::string patch = bare.patch.toJson();
+  EXPECT_NE(patch.find(R"("path":"/spec/schedulerName")"), std::string::npos) << patch;
+  EXPECT_NE(patch.find(R"("path":"/spec/containers/0/resources/requests","value":{"gpu.tally.dev/claims":"1"})"),
+            std::string::npos)
+      << patch;
+  EXPECT_NE(patch.find(R"("path":"/spec/containers/0/resources/limits","value":{"gpu.tally.dev/claims":"1"})"),
+            std::string::npos)
+      << patch;
+  // Requests present, limits absent: the marker joins the requests (its '/' escaped).
+  auto cpu = route(claimPodJson(R"({"requests":{"cpu":"1"}})"));
+  ASSERT_TRUE(cpu.allowed) << cpu.message;
+  const std::string cpuPatch = cpu.patch.toJson();
+  EXPECT_NE(cpuPatch.find(R"("path":"/spec/containers/0/resources/requests/gpu.tally.dev~1claims","value":"1")"),
+            std::string::npos)
+      << cpuPatch;
+  EXPECT_NE(cpuPatch.find(R"("path":"/spec/containers/0/resources/limits","value":{"gpu.tally.dev/claims":"1"})"),
+            std::string::npos)
+      << cpuPatch;
+  EXPECT_EQ(cpuPatch.find("schedulerName"), std::string::npos) << "already on Tally's scheduler";
+  // Marked already: nothing to do.
+  auto marked =
+      route(claimPodJson(R"({"requests":{"gpu.tally.dev/claims":"1"},"limits":{"gpu.tally.dev/claims":"1"}})"));
+  EXPECT_TRUE(marked.allowed);
+  EXPECT_TRUE(marked.patch.empty()) << marked.patch.toJson();
+}
+
+TEST_F(PodWebhooks, ClaimPodsAreNoneOfTallysWithoutADraPoolAndRefusedUnmarkedWithOne) {
+  auto none = route(claimPodJson("{}", R"("schedulerName":"default-scheduler",)"));
+  EXPECT_TRUE(none.allowed);
+  EXPECT_TRUE(none.patch.empty()) << "no GPUDeviceClass is a DRA pool: " << none.patch.toJson();
+  EXPECT_TRUE(gpuPod(claimPodJson("{}")).allowed);
+  put(model::testing::draClass());
+  auto unmarked = gpuPod(claimPodJson("{}"));
+  EXPECT_TRUE(refusedWith(unmarked, "SchedulerBypass")) << unmarked.message;
+  EXPECT_NE(unmarked.message.find("gpu.tally.dev/claims"), std::string::npos) << unmarked.message;
+  auto marked = gpuPod(claimPodJson(R"({"requests":{"gpu.tally.dev/claims":"1"}})"));
+  EXPECT_TRUE(marked.allowed) << marked.message;
+}
+
 TEST_F(PodWebhooks, PlacementDoorRefusesAPresetFullNodeNamingItsFreeUnits) {
   put(model::testing::gpuPod("acme-ml", "busy", kH200, 2, "gpu-2", model::PodPhase::Running));
   auto r = route(podJson(gpuResources(1), "", "", R"("nodeName":"gpu-2",)"));

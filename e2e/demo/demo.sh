@@ -573,8 +573,10 @@ workload() {
 workload_created() { seen="$(workload | k apply -f - 2>&1 >/dev/null)"; }
 # A DRA workload of acme: its pod names a ResourceClaimTemplate, so
 # kube-controller-manager creates its claim (through Tally's claim door, which
-# checks it against acme's budget of 2 DRA H200 and the pool's free devices)
-# and kube-scheduler's DRA allocator picks a device of gpu-dra-0 for it.
+# checks it against acme's budget of 2 DRA H200 and the pool's free devices);
+# the placement door marks the pod gpu.tally.dev/claims, so kube-scheduler
+# asks tally-extender where its claim's units are free and tally-extender
+# binds it, and kube-scheduler's DRA allocator picks a device of gpu-dra-0.
 dra_workload='
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
@@ -613,6 +615,10 @@ await "the claim of dra-train-0 (created by kube-controller-manager from one-h20
   dra_allocated
 dra_claim="${seen%% *}"
 log "dra-train-0's claim ${dra_claim%%=*} allocated ${dra_claim#*=}"
+dra_marker="$(k get pod -n acme-research dra-train-0 -o jsonpath='{.spec.schedulerName} {.spec.containers[0].resources.requests.gpu\.tally\.dev/claims}')"
+[[ "$dra_marker" == "tally-scheduler 1" ]] ||
+  die "dra-train-0 was not routed to tally-scheduler and marked gpu.tally.dev/claims by the placement door (got '$dra_marker')"
+log "dra-train-0 was placed through tally-extender (schedulerName tally-scheduler, gpu.tally.dev/claims: 1)"
 # Created once the others are in the raw GPU pod webhook's snapshot: globex is
 # then at its H200 budget of 4 (its plan-quota), so the webhook refuses it with
 # Tally's reason. Asked by server dry run until it refuses, then created.

@@ -7,6 +7,7 @@
 #include "saturating.hpp"
 #include "tally/model/capacity.hpp"
 #include "tally/model/units.hpp"
+#include "tally/model/usage.hpp"
 
 namespace tally::model {
 
@@ -446,6 +447,10 @@ bool carriesClaimMarker(const Pod& pod) {
                      [&](const InitContainer& c) { return has(c.requests); });
 }
 
+bool needsClaimMarker(const Cluster& cluster, const Pod& pod) {
+  return claimPodDecided(cluster, pod) && gpuRequests(cluster, pod).empty();
+}
+
 PodClaimUnits podClaimUnits(const ClusterObjects& cluster, const CapacityView& view, const Pod& pod) {
   PodClaimUnits out;
   for (const PodClaim& entry : pod.claims) {
@@ -459,8 +464,8 @@ PodClaimUnits podClaimUnits(const ClusterObjects& cluster, const CapacityView& v
     const std::string key = objectKey(pod.ns, entry.claimName);
     std::optional<ResourceList> asks = view.claimAsks(cluster, key);
     if (!asks) {
-      out.unseen.push_back(fmt::format("pod {}/{}: resourceclaim/{} (its claim {}) is not seen yet", pod.ns, pod.name,
-                                       key, entry.name));
+      out.unseen.push_back(
+          fmt::format("pod {}/{}: resourceclaim/{} (its claim {}) is not seen yet", pod.ns, pod.name, key, entry.name));
       continue;
     }
     for (const auto& [className, units] : *asks) {

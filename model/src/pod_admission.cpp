@@ -123,7 +123,7 @@ Decision checkPlacedByTally(const Cluster& cluster, const CapacityView& view, co
   const bool claimPod = claimPodDecided(cluster, pod);
   const bool tallys =
       std::find(policy.schedulers.begin(), policy.schedulers.end(), scheduler) != policy.schedulers.end();
-  if (tallys && claimPod && !carriesClaimMarker(pod)) {
+  if (tallys && needsClaimMarker(cluster, pod) && !carriesClaimMarker(pod)) {
     d.refuse(Code::SchedulerBypass,
              fmt::format("{} names ResourceClaims but does not request {}, so kube-scheduler would place it without "
                          "asking tally-extender where its pools' units are free (the gpu-pods mutating webhook adds "
@@ -156,7 +156,7 @@ CreateRoute routeAtCreate(const Cluster& cluster, const CapacityView& view, cons
     route.pinnedNode = pod.nodeName;
   }
   if (policy.schedulers.empty()) return route;
-  route.claimMarker = claimPodDecided(cluster, pod) && !carriesClaimMarker(pod);
+  route.claimMarker = needsClaimMarker(cluster, pod) && !carriesClaimMarker(pod);
   const bool tallys =
       std::find(policy.schedulers.begin(), policy.schedulers.end(), pod.schedulerName) != policy.schedulers.end();
   if (!tallys) route.scheduler = policy.schedulers.front();

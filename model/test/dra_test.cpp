@@ -566,7 +566,6 @@ TEST(ClaimDoor, HugeRequestsSaturateAndAreRefused) {
   EXPECT_FALSE(door(c, shares).allowed());
 }
 
-
 // --- Pods that name claims: the extender and the pod doors decide them -----
 
 // A pod naming the claim `claim` directly, or (templateName set) through a
@@ -686,6 +685,14 @@ TEST_F(ClaimPods, ThePlacementDoorRoutesAndMarksAClaimPodAndTheValidatingDoorIns
   demand = podDemandAtCreate(c, view, pod, launchAtCreate(c, pod));
   EXPECT_FALSE(routeAtCreate(c, view, demand, PlacementPolicy{}).claimMarker) << "marked once";
   EXPECT_EQ(demand.requests.get(std::string(kClaimPodMarker)), 0) << "the marker is no GPU";
+  // A pod asking a GPU resource of its own is asked about already: no marker
+  // (on an extended resource DRA serves, the scheduler would want a node
+  // advertising the marker).
+  Pod both = claimPod("acme", "both", "waiting");
+  both.containers[0].set(resource, 1);
+  EXPECT_FALSE(needsClaimMarker(c, both));
+  demand = podDemandAtCreate(c, view, both, launchAtCreate(c, both));
+  EXPECT_FALSE(routeAtCreate(c, view, demand, PlacementPolicy{}).claimMarker);
   // Without any DRA pool, claims are none of Tally's business.
   Cluster plain = syncedCluster();
   EXPECT_FALSE(claimPodDecided(plain, claimPod("acme", "p", "waiting")));
@@ -714,8 +721,8 @@ TEST_F(ClaimPods, TheIndexAndItsSnapshotsAnswerForClaimsAndHoldABoundPodsClaimUn
   index.upsertPod(bound);
   EXPECT_EQ(index.assumedCount(), 0u);
   // Allocated, the claim counts on its node by itself.
-  ResourceClaim done = allocated(draClaim("acme", "waiting", std::string(kDeviceClass), 2), "dra-2", "dra-2",
-                                 {"gpu-0", "gpu-1"});
+  ResourceClaim done =
+      allocated(draClaim("acme", "waiting", std::string(kDeviceClass), 2), "dra-2", "dra-2", {"gpu-0", "gpu-1"});
   index.upsertResourceClaim(done);
   EXPECT_EQ(index.nodeUsed("dra-2", resource), 2);
   EXPECT_EQ(index.claimAsks(index.cluster(), "acme/waiting"), ResourceList{});

@@ -90,6 +90,7 @@ enum Relation {
   StaleRefused,           // (evaluated gates) caches older than the staleness bound: orders refused StaleCapacity
   BindVsFilter,           // the extender's bind records a pending pod's placement on N <=> its filter passes N
   ClaimVsPodDoor,  // (DRA class) the claim door's budget, gate and tenancy refusals == the pod door's for its resource
+  ClaimPodExtenderVsModel,  // a pod naming a claim of the world: extender filter per node == model::filterNode
   kRelations
 };
 constexpr const char* kRelationNames[kRelations] = {"catalogue <=> GPUDevice webhook",
@@ -111,7 +112,8 @@ constexpr const char* kRelationNames[kRelations] = {"catalogue <=> GPUDevice web
                                                     "undecided class closed 'not audited yet'",
                                                     "stale caches refused (auditor off)",
                                                     "extender bind <=> extender filter",
-                                                    "claim door <=> pod door (DRA class)"};
+                                                    "claim door <=> pod door (DRA class)",
+                                                    "extender filter == model filterNode (claim pod)"};
 
 struct Counts {
   std::int64_t checked[kRelations] = {};
@@ -1338,6 +1340,39 @@ void askDoors(World& world, Counts& counts, int questions) {
                          (unplaced.allowed ? "admits" : "refuses: " + unplaced.message) +
                          " (preset: " + (preset.allowed ? "admits" : preset.message) + "), extender " +
                          (passed.contains(name) ? "passes" : "fails"));
+      }
+      // A pod naming a claim of the namespace (waiting, allocated, being
+      // deleted, or one the world never made): the extender, which counts
+      // the claim from its snapshot's sums, and the model on the recomputed
+      // cluster send it to the same nodes.
+      if (cls.dra) {
+        model::Pod claimPod;
+        claimPod.ns = ns;
+        claimPod.name = "ask-claim-pod";
+        claimPod.uid = "uid-ask-claim-pod";
+        claimPod.hasResourceClaims = true;
+        claimPod.containers.push_back(model::ResourceList{{std::string(model::kClaimPodMarker), 1}});
+        std::vector<std::string> names = {"never-made"};
+        for (const auto& [key, claim] : mirror.resourceClaims) {
+          if (claim.ns == ns) names.push_back(claim.name);
+        }
+        const std::string& claimName = names[static_cast<std::size_t>(n) % names.size()];
+        claimPod.claims.push_back(model::PodClaim{"gpu", claimName, ""});
+        extender::wire::ExtenderArgs claimArgs;
+        claimArgs.pod = claimPod;
+        // Perturbed: the extender is asked about one more unit of the class.
+        if (bump(ClaimPodExtenderVsModel)) claimArgs.pod.containers.front().set(cls.resourceName, 1);
+        claimArgs.nodeNames = args.nodeNames;
+        const extender::wire::FilterResult claimFiltered = extender::filterNodes(*snap, claimArgs);
+        std::set<std::string_view> claimPassed(claimFiltered.passed.begin(), claimFiltered.passed.end());
+        const model::PodDemand claimDemand = model::podDemand(mirror, totals, claimPod);
+        for (const auto& [name, node] : mirror.nodes) {
+          const model::NodeVerdict v = model::filterNode(mirror, totals, claimDemand, node);
+          counts.check(ClaimPodExtenderVsModel, (v.verdict == model::Verdict::Fits) == claimPassed.contains(name),
+                       what + " pod naming resourceclaim " + ns + "/" + claimName + " on " + name + ": model " +
+                           (v.verdict == model::Verdict::Fits ? "fits" : (v.reason ? v.reason->message : "refuses")) +
+                           ", extender " + (claimPassed.contains(name) ? "passes" : "fails"));
+        }
       }
       for (const auto& [name, node] : mirror.nodes) {
         const model::NodeVerdict v = model::filterNode(mirror, totals, demand, node);

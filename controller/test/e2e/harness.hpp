@@ -121,6 +121,13 @@ struct ShippedWebhook {
 // JSON for applyYaml; empty when the script fails (its reason on stderr).
 std::string shippedWebhooks(const std::string& name, std::uint16_t port, const std::vector<ShippedWebhook>& webhooks);
 std::string leaseHolder();
+// tally-extender on loopback (plain HTTP, --gates=evaluated, unorganized GPU
+// namespaces allowed; its log in a folder named after `tag`), and the
+// cluster's kube-scheduler restarted with e2e/suite/scheduler-config.yaml
+// pointed at it; its port (verbs, /readyz, /metrics) in `extenderPort` when
+// given. False (with the reason printed) when either fails.
+bool startExtenderAndScheduler(const std::string& clusterName, const std::string& tag, pid_t& extenderPid,
+                               std::uint16_t* extenderPort = nullptr);
 // Every GPUDeviceClass carries a CreationOpen condition: the auditor decided
 // each pool once (until then every door refuses it, "not audited yet").
 bool gatesDecided();

@@ -86,49 +86,6 @@ ReplicaService service;
 
 pid_t extenderPid = -1;
 
-// tally-extender, and kube-scheduler restarted with it as its extender.
-bool startExtenderAndScheduler(const std::string& clusterName) {
-  const std::uint16_t port = freePort();
-  const auto dir = std::filesystem::temp_directory_path() / ("vmi-e2e-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string log = (dir / "tally-extender.log").string();
-  extenderPid = ::fork();
-  if (extenderPid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    const std::string kubeconfig = "--kubeconfig=" + cluster().kubeconfig(),
-                      portFlag = "--port=" + std::to_string(port);
-    // No pool auditor runs in this test (--enable-pool-auditor=false): the
-    // extender evaluates each pool's gate itself, as the controller's doors do.
-    ::execl(TALLY_EXTENDER_BINARY, TALLY_EXTENDER_BINARY, kubeconfig.c_str(), "--bind-address=127.0.0.1",
-            portFlag.c_str(), "--url-prefix=/tally", "--metrics-port=0", "--gates=evaluated",
-            "--unorganized-gpu-namespaces=allow", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  const std::string ready = "http://127.0.0.1:" + std::to_string(port) + "/readyz";
-  if (!eventually([&] { return httpStatus(ready) == 200; }, 60s)) {
-    std::printf("tally-extender never became ready; log %s\n", log.c_str());
-    return false;
-  }
-  std::ifstream in(std::string(TALLY_REPO_DIR) + "/e2e/suite/scheduler-config.yaml");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string config = text.str();
-  const std::string marker = "__EXTENDER_URL__";
-  for (auto at = config.find(marker); at != std::string::npos; at = config.find(marker)) {
-    config.replace(at, marker.size(), "http://127.0.0.1:" + std::to_string(port) + "/tally");
-  }
-  const std::string path = (dir / "scheduler-config.yaml").string();
-  std::ofstream(path) << config;
-  int rc = 0;
-  std::string out = runCommand(std::string(TALLY_REPO_DIR) + "/e2e/cluster/up --name " + clusterName +
-                                   " --restart-scheduler --scheduler-config " + path + " 2>&1",
-                               &rc);
-  if (rc != 0) std::printf("restarting kube-scheduler failed: %s\n", out.c_str());
-  return rc == 0;
-}
-
 const Resource& vmis(const std::string& ns) {
   static std::map<std::string, Resource> byNs;
   static std::mutex mu;
@@ -255,7 +212,7 @@ class VmiEnvironment : public ::testing::Environment {
             ", externalResourceProvider: true}\n",
         &rc);
     ASSERT_EQ(rc, 0);
-    ASSERT_TRUE(startExtenderAndScheduler(name));
+    ASSERT_TRUE(startExtenderAndScheduler(name, "vmi-e2e", extenderPid));
     replicas[0] = new Replica(startReplica("vmi-a", kValidating, kReplicaArgs));
     ASSERT_TRUE(eventually([] { return leaseHolder() == "vmi-a"; })) << "vmi-a never took the Lease";
     replicas[1] = new Replica(startReplica("vmi-b", kValidating, kReplicaArgs));

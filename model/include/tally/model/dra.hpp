@@ -164,6 +164,11 @@ inline constexpr std::string_view kClaimPodMarker = "gpu.tally.dev/claims";
 bool claimPodDecided(const ClusterObjects& cluster, const Pod& pod);
 // Whether the pod carries kClaimPodMarker in a container's requests.
 bool carriesClaimMarker(const Pod& pod);
+// Whether such a pod needs the marker: it asks no GPU resource of its own (one
+// it asks is among the extender's managedResources already). A pod asking an
+// extended resource a DeviceClass serves must not carry it either: the
+// scheduler's DRA plugin would find no node advertising the marker.
+bool needsClaimMarker(const Cluster& cluster, const Pod& pod);
 
 class CapacityView;
 // What a pod's claims still ask of Tally's pools, before their allocation:

@@ -70,8 +70,8 @@ struct CreateRoute {
   Decision decision;                      // refused: the preset node cannot take the pod
   std::optional<std::string> scheduler;   // set: spec.schedulerName becomes it
   std::optional<std::string> pinnedNode;  // set: spec.nodeName moves into a required affinity to it
-  // A pod naming ResourceClaims (claimPodDecided) without kClaimPodMarker:
-  // the door adds it, so kube-scheduler asks tally-extender about the pod.
+  // A pod naming ResourceClaims that needs kClaimPodMarker (needsClaimMarker)
+  // and lacks it: the door adds it, so kube-scheduler asks tally-extender.
   bool claimMarker = false;
 };
 CreateRoute routeAtCreate(const Cluster& cluster, const CapacityView& view, const PodDemand& demand,
