@@ -182,23 +182,74 @@ void PoolAuditor::startTerm() {
 }
 
 // Every kind moves a term or a finding: pods and VMIs (a launcher's coverage)
-// move a node's used units, which the over-commit check reads.
-void PoolAuditor::objectChanged(model::Kind, const std::string&) { wake_ = holdersDirty_ = true; }
+// move a node's used units, which the over-commit check reads. Only the nodes
+// a pod, claim or device left or came to are looked at again after a batch of
+// them: under churn (a claim allocated and its pod bound, per pod) the check
+// reads two nodes, not every node of every pool.
+void PoolAuditor::objectChanged(model::Kind kind, const std::string& key) {
+  wake_ = true;
+  if (kind == model::Kind::ResourceClaim || kind == model::Kind::GpuDevice) {
+    movedHolders_.emplace_back(kind, key);
+  } else {
+    allNodesDirty_ = true;
+  }
+}
 
-void PoolAuditor::podChanged(const std::string&, const model::Pod*) { wake_ = holdersDirty_ = true; }
+void PoolAuditor::podChanged(const std::string& key, const model::Pod* pod) {
+  wake_ = true;
+  moved(podNode_, key, pod ? pod->nodeName : std::string());
+}
+
+void PoolAuditor::moved(std::unordered_map<std::string, std::string>& nodes, const std::string& key,
+                        const std::string& node) {
+  auto it = nodes.find(key);
+  if (it != nodes.end()) {
+    dirtyNodes_.insert(it->second);
+    if (node.empty()) {
+      nodes.erase(it);
+    } else {
+      it->second = node;
+    }
+  } else if (!node.empty()) {
+    nodes.emplace(key, node);
+  }
+  if (!node.empty()) dirtyNodes_.insert(node);
+}
 
 void PoolAuditor::applied(const model::UsageIndex& index) {
-  if (!holdersDirty_) return;
-  holdersDirty_ = false;
-  auto found = std::make_shared<std::map<std::string, model::NodeOvercommit>>();
   const model::Cluster& live = index.cluster();
-  for (const auto& [className, cls] : live.classes) {
-    for (const auto& [name, node] : live.nodes) {
-      if (!model::inPool(node, cls)) continue;
-      if (auto over = model::nodeOvercommit(live, node, cls, index)) found->emplace(name, std::move(*over));
+  for (const auto& [kind, key] : movedHolders_) {
+    if (kind == model::Kind::ResourceClaim) {
+      auto claim = live.resourceClaims.find(key);
+      moved(claimNode_, key, claim == live.resourceClaims.end() ? std::string() : claim->second.allocatedNode);
+    } else {
+      auto device = live.devices.find(key);
+      moved(deviceNode_, key, device == live.devices.end() ? std::string() : device->second.node);
     }
   }
-  overcommits_.store(std::move(found));
+  movedHolders_.clear();
+  if (!allNodesDirty_ && dirtyNodes_.empty()) return;
+  auto check = [&](const std::string& name, const model::Node& node) {
+    for (const auto& [className, cls] : live.classes) {
+      if (!model::inPool(node, cls)) continue;
+      if (auto over = model::nodeOvercommit(live, node, cls, index)) {
+        overcommitted_.emplace(name, std::move(*over));
+        return;
+      }
+    }
+  };
+  if (allNodesDirty_) {
+    overcommitted_.clear();
+    for (const auto& [name, node] : live.nodes) check(name, node);
+  } else {
+    for (const auto& name : dirtyNodes_) {
+      overcommitted_.erase(name);
+      if (auto node = live.nodes.find(name); node != live.nodes.end()) check(name, node->second);
+    }
+  }
+  allNodesDirty_ = false;
+  dirtyNodes_.clear();
+  overcommits_.store(std::make_shared<const std::map<std::string, model::NodeOvercommit>>(overcommitted_));
 }
 
 void PoolAuditor::nameHolders(PoolAudit& audit) const {

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -154,7 +155,16 @@ class PoolAuditor final : public LeaderController {
   // The writer thread's.
   bool wake_ = true;
   bool everReady_ = false;
-  bool holdersDirty_ = true;
+  // Which nodes' over-commits to look at again after the batch: the nodes a
+  // pod, claim or device left or came to (their keys' last node remembered
+  // here), or every node after any other kind changed (a node, a class, a
+  // slice: what a node serves).
+  bool allNodesDirty_ = true;
+  std::set<std::string> dirtyNodes_;
+  std::vector<std::pair<model::Kind, std::string>> movedHolders_;  // claims and devices, resolved in applied()
+  std::unordered_map<std::string, std::string> podNode_, claimNode_, deviceNode_;
+  std::map<std::string, model::NodeOvercommit> overcommitted_;
+  void moved(std::unordered_map<std::string, std::string>& nodes, const std::string& key, const std::string& node);
   // Written by the writer thread at each tick after a change, read by the
   // worker: a batch ahead of the snapshot at most (it only names holders).
   std::atomic<std::shared_ptr<const std::map<std::string, model::NodeOvercommit>>> overcommits_;
