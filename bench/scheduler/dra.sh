@@ -28,15 +28,18 @@
 #         is kube-scheduler's plain default profile.
 #   tally tally-controller runs (one replica, leader, its pool auditor,
 #         quota controller, binder and usage recorder as shipped) with the
-#         shipped tally-resourceclaim-validating configuration registered
-#         (manifests/webhook/resourceclaims.yaml through
-#         manifests/render-webhooks.py: failurePolicy Fail, url clientConfig,
-#         the leader's CA injected); tally-extender runs and the profile
+#         shipped tally-resourceclaim-validating, tally-pod-placement-mutating
+#         and tally-gpu-pod-validating configurations registered
+#         (manifests/webhook/ through manifests/render-webhooks.py:
+#         failurePolicy Fail, url clientConfig, the leader's CA injected;
+#         --gpu-schedulers bench); tally-extender runs and the profile
 #         `bench` carries the extenders entry of
 #         manifests/scheduler/kube-scheduler-config.yaml (as run.sh does).
-#         The pods here ask for no managedResources, so kube-scheduler never
-#         calls the extender for them: the "with" side costs the claim door
-#         (at claim creation) and both processes' watches (nodes, pods,
+#         The placement door marks every pod gpu.tally.dev/claims, one of
+#         the entry's managedResources, so kube-scheduler asks the extender
+#         to filter, prioritize and bind each pod: the "with" side costs the
+#         claim door (at claim creation), both pod doors (at pod creation),
+#         the extender's verbs, both processes' watches (nodes, pods,
 #         ResourceSlices, ResourceClaims, ...) and leader work.
 # A measurement: a ResourceClaimTemplate (1 device of h200.gpu.example.com)
 # in a fresh namespace, then PODS pods using it are created while no scheduler
@@ -64,8 +67,9 @@
 # for (pods, claims and their deallocation gone) before the next one.
 # Variant tally-noext (diagnostic, not the default): tally's processes and
 # claim door exactly as in tally, but the profile `bench` without the
-# extenders entry (the baseline's profile): how much of the "with" cost is the
-# processes' CPU and watches on this machine rather than the profile.
+# extenders entry (the baseline's profile) and the pod doors unregistered (no
+# pod is marked): how much of the "with" cost is the processes' CPU and
+# watches on this machine rather than the extender's verbs.
 # Prints one line per measurement and the ratio with/without (mean of the
 # "tally" rates over the mean of the "base" rates); --min-ratio makes the exit
 # status fail below R (the CTest smoke uses a loose R). The load average
@@ -106,7 +110,7 @@ driver=gpu.example.com
 device_class=h200.gpu.example.com
 gpu_class=nvidia-h200-dra
 budget_key="requests.deviceclass.resource.kubernetes.io/$device_class"
-webhook_cfg=tally-resourceclaim-validating
+webhook_cfg=tally-resourceclaim-validating pod_cfg=tally-gpu-pod-validating placement_cfg=tally-pod-placement-mutating
 name="bench-dra-$$"
 ext_pid="" ctl_pid=""
 cleanup() {
@@ -205,8 +209,10 @@ log "$nodes ResourceSlices ($((nodes * 8)) devices of $driver) in $((SECONDS - t
 
 # ----------------------------------------------------------- Tally processes
 port="$(bench_free_port)" wh_port="$(bench_free_port)" ops_port="$(bench_free_port)"
-python3 "$repo/manifests/render-webhooks.py" --url "https://127.0.0.1:$wh_port" resourceclaims >"$state/webhooks.json" ||
-  { log "rendering manifests/webhook/resourceclaims.yaml failed"; exit 1; }
+# The claim door and both GPU pod doors (the placement door marks every pod
+# naming claims gpu.tally.dev/claims, so kube-scheduler asks tally-extender).
+python3 "$repo/manifests/render-webhooks.py" --url "https://127.0.0.1:$wh_port" resourceclaims pod-placement gpu-pods \
+  >"$state/webhooks.json" || { log "rendering manifests/webhook/{resourceclaims,pod-placement,gpu-pods}.yaml failed"; exit 1; }
 grep -q '"failurePolicy": "Fail"' "$state/webhooks.json" || { log "the rendered claim webhook is not failurePolicy Fail"; exit 1; }
 
 ctl_metrics() { curl -s --max-time 5 "http://127.0.0.1:$ops_port/metrics" 2>/dev/null; }
@@ -227,6 +233,19 @@ spec:
       exactly: {deviceClassName: $device_class, allocationMode: ExactCount, count: $1}
 EOF
 }
+probe_pod() {
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: door-probe, namespace: bench-org}
+spec:
+  schedulerName: bench
+  resourceClaims:
+  - {name: gpu, resourceClaimName: door-probe}
+  containers:
+  - {name: main, image: registry.invalid/tally/bench:1}
+EOF
+}
 refusal_checked=0
 # start_tally: tally-controller (waited for until ready), the claim door
 # registered and answering, tally-extender ready.
@@ -236,7 +255,8 @@ start_tally() {
     --ops-bind-address 127.0.0.1 --ops-port "$ops_port" --cert-dir "$state/controller-certs" \
     --cert-ip-addresses 127.0.0.1 --service-namespace tally-system \
     --webhook-client-ca-file "$state/pki/ca.crt" --webhook-allowed-clients tally-webhook-client \
-    --webhook-configurations "$webhook_cfg" --bundle-propagation 1s \
+    --webhook-configurations "$webhook_cfg,$pod_cfg" --mutating-webhook-configurations "$placement_cfg" \
+    --gpu-schedulers bench --bundle-propagation 1s \
     --leader-election-namespace tally-system --leader-election-identity tally-bench \
     --controller-identity tally-e2e-admin --unorganized-gpu-namespaces=allow --log-format=text \
     >>"$state/logs/tally-controller.log" 2>&1 </dev/null &
@@ -272,8 +292,24 @@ start_tally() {
   bench_wait_ready "$ext_pid" "$port" "$state/logs/tally-extender.log" 300 || return 1
   log "tally-controller (claim door registered, failurePolicy Fail) and tally-extender ready in $((SECONDS - t1))s"
 }
+# The pod doors for the variant: tally-noext's profile has no extender entry
+# to ignore the marker with, so there no pod is marked.
+pod_doors_off() {
+  k delete validatingwebhookconfiguration "$pod_cfg" --ignore-not-found >/dev/null &&
+    k delete mutatingwebhookconfiguration "$placement_cfg" --ignore-not-found >/dev/null
+}
+pod_doors_on() {
+  local out deadline=$((SECONDS + 120))
+  k apply -f "$state/webhooks.json" >/dev/null || { log "registering the pod doors failed"; return 1; }
+  until out="$(probe_pod | k create --dry-run=server -o 'jsonpath={.spec.containers[0].resources.requests.gpu\.tally\.dev/claims}' -f - 2>&1)" &&
+    [[ "$out" == 1 ]]; do
+    ((SECONDS < deadline)) || { log "the placement door never marked a probe pod: $out"; return 1; }
+    sleep 0.5
+  done
+}
 stop_tally() {
-  k delete validatingwebhookconfiguration "$webhook_cfg" --ignore-not-found >/dev/null
+  k delete validatingwebhookconfiguration "$webhook_cfg" "$pod_cfg" --ignore-not-found >/dev/null
+  k delete mutatingwebhookconfiguration "$placement_cfg" --ignore-not-found >/dev/null
   bench_stop "$ext_pid"; ext_pid=""
   bench_stop "$ctl_pid"; ctl_pid=""
 }
@@ -527,7 +563,8 @@ for ((r = 1; r <= rounds; r++)); do
   for mode in ${variants//,/ }; do
     case "$mode" in
       base) stop_tally ;;
-      tally|tally-noext) [[ -n "$ctl_pid" ]] || start_tally || exit 1 ;;
+      tally) { [[ -n "$ctl_pid" ]] || start_tally; } && pod_doors_on || exit 1 ;;
+      tally-noext) { [[ -n "$ctl_pid" ]] || start_tally; } && pod_doors_off || exit 1 ;;
       *) log "unknown variant $mode"; exit 2 ;;
     esac
     measure "$mode" "bench-$mode-$r" >"$state/result" || exit 1
