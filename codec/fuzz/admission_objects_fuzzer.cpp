@@ -65,6 +65,18 @@ void readObject(const simdjson::padded_string& object, std::string_view ns, std:
     }
   }
 
+  // The placement door's marker on a pod naming claims: edits of valid JSON,
+  // two of them (requests and limits) unless resources is added whole.
+  codec::ContainerResourceEdits marker = codec::firstContainerResourceEdits(object, "gpu.tally.dev/claims", "1");
+  if (marker.error.empty()) {
+    if (marker.edits.empty() || marker.edits.size() > 2) __builtin_trap();
+    for (const auto& edit : marker.edits) {
+      if (!validJson(dom, edit.valueJson)) __builtin_trap();
+    }
+  } else if (!marker.edits.empty()) {
+    __builtin_trap();
+  }
+
   // The GPUDevice webhook.
   auto device = codec::decodeAdmittedGpuDevice(object, ns, name, "created");
   if (device.error.empty() && !ns.empty() && device.value.ns.empty()) __builtin_trap();

@@ -119,6 +119,22 @@ simdjson::error_code readTerm(od::value value, std::string_view node, RequiredAf
   return simdjson::SUCCESS;
 }
 
+// The created Pod's spec, read on `parser`; the part that cannot be read
+// ("JSON", "spec") when it cannot.
+struct PodSpecOf {
+  od::parser parser;
+  od::document doc;
+  od::object spec;
+  const char* open(const simdjson::padded_string& json) {
+    od::object root;
+    od::value value;
+    bool present = false;
+    if (parser.iterate(json).get(doc) || doc.get_object().get(root)) return "JSON";
+    if (member(root, "spec", value, present) || !present || value.get_object().get(spec)) return "spec";
+    return nullptr;
+  }
+};
+
 }  // namespace
 
 RequiredAffinity readRequiredAffinity(const simdjson::padded_string& json, std::string_view node) {
@@ -127,14 +143,12 @@ RequiredAffinity readRequiredAffinity(const simdjson::padded_string& json, std::
     out.error = "the created Pod's " + where + " cannot be read";
     return out;
   };
-  od::parser parser;
-  od::document doc;
-  od::object root;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root)) return fail("JSON");
+  PodSpecOf pod;
+  if (const char* unread = pod.open(json)) return fail(unread);
+  od::object& spec = pod.spec;
   od::value value;
   bool present = false;
-  od::object spec, affinity, nodeAffinity, required;
-  if (member(root, "spec", value, present) || !present || value.get_object().get(spec)) return fail("spec");
+  od::object affinity, nodeAffinity, required;
   if (member(spec, "affinity", value, present)) return fail("spec.affinity");
   if (!present) return out;
   if (value.get_object().get(affinity)) return fail("spec.affinity");
@@ -203,25 +217,6 @@ PatchEdit nodeNameRemoval() { return {PatchEdit::Op::kRemove, "/spec/nodeName", 
 
 PatchEdit schedulerNameEdit(std::string_view scheduler) { return added("/spec/schedulerName", jsonString(scheduler)); }
 
-namespace {
-
-// A JSON Pointer token: '~' as "~0", '/' as "~1" (RFC 6901).
-std::string pointerToken(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 ContainerResourceEdits firstContainerResourceEdits(const simdjson::padded_string& json, std::string_view resource,
                                                    std::string_view quantity) {
   ContainerResourceEdits out;
@@ -229,15 +224,13 @@ ContainerResourceEdits firstContainerResourceEdits(const simdjson::padded_string
     out.error = "the created Pod's " + where + " cannot be read";
     return out;
   };
-  od::parser parser;
-  od::document doc;
-  od::object root;
-  if (parser.iterate(json).get(doc) || doc.get_object().get(root)) return fail("JSON");
+  PodSpecOf pod;
+  if (const char* unread = pod.open(json)) return fail(unread);
+  od::object& spec = pod.spec;
   od::value value;
   bool present = false;
-  od::object spec, container, resources;
+  od::object container, resources;
   od::array containers;
-  if (member(root, "spec", value, present) || !present || value.get_object().get(spec)) return fail("spec");
   if (member(spec, "containers", value, present) || !present || value.get_array().get(containers)) {
     return fail("spec.containers");
   }
@@ -264,7 +257,7 @@ ContainerResourceEdits firstContainerResourceEdits(const simdjson::padded_string
   bool hasRequests = false, hasLimits = false;
   if (member(resources, "requests", value, hasRequests)) return fail("spec.containers[0].resources.requests");
   if (member(resources, "limits", value, hasLimits)) return fail("spec.containers[0].resources.limits");
-  const std::string token = pointerToken(resource);
+  const std::string token = jsonPointerToken(resource);
   out.edits.push_back(hasRequests ? added(base + "/requests/" + token, amount) : added(base + "/requests", entry));
   out.edits.push_back(hasLimits ? added(base + "/limits/" + token, amount) : added(base + "/limits", entry));
   return out;

@@ -74,6 +74,36 @@ TEST(NodePinEdits, SchedulerAndNodeNameEdits) {
   EXPECT_EQ(nodeNameRemoval(), (PatchEdit{PatchEdit::Op::kRemove, "/spec/nodeName", ""}));
 }
 
+TEST(ContainerResourceEdits, WhatIsAbsentIsAddedWholeAndWhatIsThereGetsTheResource) {
+  auto edits = [](std::string_view pod) { return firstContainerResourceEdits(json(pod), "gpu.tally.dev/claims", "1"); };
+  auto bare = edits(R"({"spec":{"containers":[{"name":"a"},{"name":"b"}]}})");
+  ASSERT_TRUE(bare.error.empty()) << bare.error;
+  ASSERT_EQ(bare.edits.size(), 1u);
+  EXPECT_EQ(bare.edits[0].path, "/spec/containers/0/resources");
+  EXPECT_EQ(bare.edits[0].valueJson,
+            R"({"requests":{"gpu.tally.dev/claims":"1"},"limits":{"gpu.tally.dev/claims":"1"}})");
+  auto both = edits(R"({"spec":{"containers":[{"resources":{"requests":{"cpu":"1"},"limits":{"memory":"1Gi"}}}]}})");
+  ASSERT_EQ(both.edits.size(), 2u);
+  EXPECT_EQ(both.edits[0].path, "/spec/containers/0/resources/requests/gpu.tally.dev~1claims");
+  EXPECT_EQ(both.edits[0].valueJson, R"("1")");
+  EXPECT_EQ(both.edits[1].path, "/spec/containers/0/resources/limits/gpu.tally.dev~1claims");
+  auto nulls = edits(R"({"spec":{"containers":[{"resources":{"requests":null}}]}})");
+  ASSERT_EQ(nulls.edits.size(), 2u);
+  EXPECT_EQ(nulls.edits[0].path, "/spec/containers/0/resources/requests");
+  EXPECT_EQ(nulls.edits[1].path, "/spec/containers/0/resources/limits");
+}
+
+TEST(ContainerResourceEdits, APodWithoutAContainerOrOfAnotherShapeIsAnError) {
+  auto edits = [](std::string_view pod) { return firstContainerResourceEdits(json(pod), "gpu.tally.dev/claims", "1"); };
+  for (std::string_view bad :
+       {R"({"spec":{"containers":[]}})", R"({"spec":{"containers":{}}})", R"({"spec":{"containers":[7]}})",
+        R"({"spec":7})", R"([1])", R"({"spec":{"containers":[{"resources":[]}]}})"}) {
+    auto out = edits(bad);
+    EXPECT_FALSE(out.error.empty()) << bad;
+    EXPECT_TRUE(out.edits.empty()) << bad;
+  }
+}
+
 TEST(DecodeAdmittedPod, GenerateNamePodIsReadUnnamedOnlyWhenAllowed) {
   const simdjson::padded_string pod(
       std::string(R"({"metadata":{"generateName":"virt-launcher-","namespace":"t"},"spec":{"containers":[]}})"));

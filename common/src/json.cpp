@@ -40,6 +40,21 @@ void appendJsonString(std::string& out, std::string_view s) {
   out += '"';
 }
 
+std::string jsonPointerToken(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string jsonString(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);

@@ -175,6 +175,11 @@ std::int64_t PoolAuditor::now() const {
 // pool reads what the class holds.
 void PoolAuditor::startTerm() {
   for (auto& [name, p] : pools_) p.written.reset();
+  {
+    // A term's queue starts empty: nothing scheduled in the last one will run.
+    std::lock_guard lock(scheduledMu_);
+    scheduled_.clear();
+  }
   if (!cell_) return;
   auto snap = cell_->read();
   if (!snap) return;
@@ -269,7 +274,10 @@ void PoolAuditor::published(const state::Snapshot& snapshot) {
   everReady_ = everReady_ || snapshot.ready();
   if (!wake_ || !everReady_) return;
   wake_ = false;
-  for (const auto& [name, cls] : snapshot.cluster().classes) enqueue(name, options_.debounce);
+  std::lock_guard lock(scheduledMu_);
+  for (const auto& [name, cls] : snapshot.cluster().classes) {
+    if (scheduled_.insert(name).second) enqueue(name, options_.debounce);
+  }
 }
 
 void PoolAuditor::event(const std::string& pool, const std::string& uid, const PoolEvent& e) {
@@ -366,6 +374,12 @@ ReconcileResult PoolAuditor::nextAudit(const model::Cluster& cluster, const Pool
 runtime::Result<ReconcileResult> PoolAuditor::reconcile(const std::string& pool, std::stop_token) {
   using std::chrono::steady_clock;
   if (!cell_) return ReconcileResult::done();
+  {
+    // Changes published from here on schedule the next audit: this one reads
+    // the snapshot below.
+    std::lock_guard lock(scheduledMu_);
+    scheduled_.erase(pool);
+  }
   auto snap = cell_->read();
   // Until every cache synced once, an audit would only find them unsynced and
   // close every gate at each restart: it waits (the manager starts the leader's

@@ -645,6 +645,23 @@ TEST_F(ClaimPods, AGateClosedAfterTheClaimWasAdmittedStopsItsPod) {
   EXPECT_TRUE(hasCode(checkPodGates(c, demand), Code::GateClosed));
 }
 
+TEST_F(ClaimPods, AnIdleReservationOfAnotherOrganizationKeepsAClaimPodOff) {
+  // dra-1 and dra-2 have 1 + 2 free; beta reserved 2 devices of the pool and
+  // runs nothing, so acme's pod of 2 would eat into beta's reservation.
+  put(c, org("beta"));
+  put(c, ns("beta"));
+  c.ledger.records.push_back(record("dra-res-1", "beta", "h200-dra", 2, ReservationState::Active));
+  TotalsCapacityView view(c, computeUsage(c));
+  const Pod pod = claimPod("acme", "p", "waiting");
+  PodDemand demand = podDemand(c, view, pod);
+  NodeVerdict v = filterNode(c, view, demand, c.nodes.at("dra-2"));
+  EXPECT_EQ(v.verdict, Verdict::Unschedulable);
+  ASSERT_TRUE(v.reason);
+  EXPECT_EQ(v.reason->code, Code::ReservedForOthers);
+  EXPECT_NE(v.reason->message.find("pool h200-dra has 1 unit(s) left after idle reservations"), std::string::npos)
+      << v.reason->message;
+}
+
 TEST_F(ClaimPods, AClaimNotSeenYetKeepsThePodFromEveryNodeButNotFromItsCreation) {
   TotalsCapacityView view(c, computeUsage(c));
   const Pod pod = claimPod("acme", "t", "", "two-h200");

@@ -46,20 +46,7 @@ JsonPatch& JsonPatch::removeFinalizer(const std::vector<std::string>& current, s
   return testString(path, finalizer).remove(path);
 }
 
-std::string JsonPatch::escapeToken(std::string_view token) {
-  std::string out;
-  out.reserve(token.size());
-  for (char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string JsonPatch::escapeToken(std::string_view token) { return jsonPointerToken(token); }
 
 std::string JsonPatch::pointer(std::initializer_list<std::string_view> tokens) {
   std::string out;

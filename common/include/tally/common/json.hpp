@@ -48,6 +48,8 @@ void appendJsonEscaped(std::string& out, std::string_view s);
 void appendJsonString(std::string& out, std::string_view s);
 // s as a JSON string literal, quotes included.
 std::string jsonString(std::string_view s);
+// s as one reference token of a JSON Pointer (RFC 6901): '~' as "~0", '/' as "~1".
+std::string jsonPointerToken(std::string_view s);
 
 // `text` cut to at most `maxBytes` (>= 4) for a field the API server limits
 // (an Event's message, a condition's): "..." marks the cut, which falls on a

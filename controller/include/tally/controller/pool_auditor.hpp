@@ -29,6 +29,7 @@
 #include <map>
 #include <unordered_map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <stop_token>
@@ -152,6 +153,12 @@ class PoolAuditor final : public LeaderController {
   // The worker's.
   std::map<std::string, Pool> pools_;
   bool sawReady_ = false;
+  // Pools a change has scheduled an audit of that has not started yet: the
+  // writer schedules one per pool until the worker starts it (and reads the
+  // snapshot), so churn coalesces into one audit per debounce instead of an
+  // audit per publication, run back to back.
+  std::mutex scheduledMu_;
+  std::set<std::string> scheduled_;
   // The writer thread's.
   bool wake_ = true;
   bool everReady_ = false;
