@@ -5,7 +5,7 @@
 #
 #   bench/scheduler/dra.sh [--nodes 1000] [--pods 1000] [--rounds 3]
 #                          [--min-ratio R] [--json FILE] [--keep]
-#                          [--variants base,tally[,tally-noext]]
+#                          [--variants base,tally[,tally-noext][,floor]]
 #
 # One local control plane (e2e/cluster/up) WITH kube-controller-manager (its
 # resourceclaim-controller creates the claims of a pod's templates), NODES
@@ -70,6 +70,11 @@
 # extenders entry (the baseline's profile) and the pod doors unregistered (no
 # pod is marked): how much of the "with" cost is the processes' CPU and
 # watches on this machine rather than the extender's verbs.
+# Variant floor: tally's processes and all three doors exactly as in tally
+# (the pods marked), but the profile's extender entry pointed at
+# bench/scheduler/floor_extender.cpp (the same verbs, every node passes,
+# equal scores, a plain Binding): what the extender protocol costs the
+# scheduler here, so tally/floor is what Tally's decisions cost on top.
 # Prints one line per measurement and the ratio with/without (mean of the
 # "tally" rates over the mean of the "base" rates); --min-ratio makes the exit
 # status fail below R (the CTest smoke uses a loose R). The load average
@@ -112,10 +117,11 @@ gpu_class=nvidia-h200-dra
 budget_key="requests.deviceclass.resource.kubernetes.io/$device_class"
 webhook_cfg=tally-resourceclaim-validating pod_cfg=tally-gpu-pod-validating placement_cfg=tally-pod-placement-mutating
 name="bench-dra-$$"
-ext_pid="" ctl_pid=""
+ext_pid="" ctl_pid="" floor_pid=""
 cleanup() {
   bench_stop "$ext_pid"
   bench_stop "$ctl_pid"
+  bench_stop "$floor_pid"
   if ((keep)); then log "cluster $name kept (e2e/cluster/down --name $name)"; else "$cluster/down" --name "$name" >/dev/null 2>&1; fi
 }
 trap cleanup EXIT
@@ -319,6 +325,16 @@ config "$state/bench-idle.yaml" idle 0
 config "$state/bench-base.yaml" bench 0
 config "$state/bench-tally.yaml" bench 1
 grep -q "urlPrefix: http://127.0.0.1:$port/tally" "$state/bench-tally.yaml" || { log "extender entry missing"; exit 1; }
+if [[ ",$variants," == *",floor,"* ]]; then
+  floor_bin="$(dirname "$extender")/floor-extender"
+  [[ -x "$floor_bin" ]] || { log "$floor_bin not built (target floor-extender)"; exit 1; }
+  floor_port="$(bench_free_port)"
+  setsid "$floor_bin" --kubeconfig "$state/kubeconfig" --port "$floor_port" --url-prefix /tally \
+    >>"$state/logs/floor-extender.log" 2>&1 </dev/null &
+  floor_pid=$!
+  for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$floor_port/" && break; sleep 0.1; done
+  sed "s#urlPrefix: .*#urlPrefix: http://127.0.0.1:$floor_port/tally#" "$state/bench-tally.yaml" >"$state/bench-floor.yaml"
+fi
 restart() { # CONFIG
   "$cluster/up" --name "$name" --restart-scheduler --scheduler-config "$1" >/dev/null ||
     { log "restarting kube-scheduler with $1 failed"; exit 1; }
@@ -495,6 +511,7 @@ EOF
   local api_lo="" api_hi="" cnt_lo=0 cnt_hi=0 t_restart cpu_before
   local cfg="$state/bench-base.yaml"
   [[ "$label" == tally ]] && cfg="$state/bench-tally.yaml"
+  [[ "$label" == floor ]] && cfg="$state/bench-floor.yaml"
   t_restart="$(date +%s.%N)"
   restart "$cfg"
   start="$(date +%s)"
@@ -563,7 +580,7 @@ for ((r = 1; r <= rounds; r++)); do
   for mode in ${variants//,/ }; do
     case "$mode" in
       base) stop_tally ;;
-      tally) { [[ -n "$ctl_pid" ]] || start_tally; } && pod_doors_on || exit 1 ;;
+      tally|floor) { [[ -n "$ctl_pid" ]] || start_tally; } && pod_doors_on || exit 1 ;;
       tally-noext) { [[ -n "$ctl_pid" ]] || start_tally; } && pod_doors_off || exit 1 ;;
       *) log "unknown variant $mode"; exit 2 ;;
     esac
@@ -601,19 +618,24 @@ base, tally = of("base", "rate"), of("tally", "rate")
 mb, mt = mean(base), mean(tally)
 ratio = mt / mb if mb > 0 else 0.0
 ok = all(int(r["bound"]) == pods and int(r["allocated"]) == pods for r in rows)
-door_ok = all(int(r["allowed"]) >= pods and int(r["refused"]) == 0 for r in rows if r["label"].startswith("tally"))
+door_ok = all(int(r["allowed"]) >= pods and int(r["refused"]) == 0 for r in rows if r["label"] != "base")
 print(f"kube-scheduler + DynamicResources, {nodes} kwok nodes x 8 DRA devices, {pods} one-claim pods per run, {rounds} round(s)")
 print(f"  without Tally: {fmt(base)} pods/s (mean {mb:.1f})")
 print(f"  with Tally (claim door + extender entry): {fmt(tally)} pods/s (mean {mt:.1f})")
 noext = of("tally-noext", "rate")
+floor = of("floor", "rate")
+if floor:
+    mf = mean(floor)
+    print(f"  Tally's processes and doors, profile with floor-extender: {fmt(floor)} pods/s (mean {mf:.1f}); "
+          f"with Tally / floor: {(mt / mf if mf else 0):.3f}; floor / without: {(mf / mb if mb else 0):.3f}")
 if noext:
     mn = mean(noext)
     print(f"  Tally's processes and door, profile without the extender entry: {fmt(noext)} pods/s (mean {mn:.1f}, ratio {(mn / mb if mb else 0):.3f})")
-for label in ("base", "tally", "tally-noext"):
+for label in ("base", "tally", "tally-noext", "floor"):
     if not of(label, "rate"):
         continue
     print(f"  kube-apiserver CPU per pod scheduled, {label}: {fmt(of(label, 'api_ms'), 2)} ms (mean {mean(of(label, 'api_ms')):.2f})")
-for label in ("base", "tally", "tally-noext"):
+for label in ("base", "tally", "tally-noext", "floor"):
     if not of(label, "rate"):
         continue
     print(f"  creation phase (pods + claims), {label}: {fmt(of(label, 'create_s'))} s; kube-apiserver {fmt(of(label, 'create_api_ms'), 2)} ms CPU per pod")
@@ -625,6 +647,6 @@ print(f"  ratio with/without: {ratio:.3f} (goal >= 0.95)")
 print(f"  every pod bound and every claim allocated in every run: {'yes' if ok else 'NO'}; the door admitted every claim: {'yes' if door_ok else 'NO'}")
 if out:
     json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "tally": tally, "ratio": ratio,
-               "tallyNoExt": noext, "measurements": rows, "allBound": ok, "doorAdmittedAll": door_ok}, open(out, "w"), indent=1)
+               "tallyNoExt": noext, "floor": floor, "measurements": rows, "allBound": ok, "doorAdmittedAll": door_ok}, open(out, "w"), indent=1)
 sys.exit(0 if ok and door_ok and ratio >= min_ratio else 1)
 EOF
