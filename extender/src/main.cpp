@@ -2,6 +2,7 @@
 // incremental index; requests read immutable snapshots; bind records an
 // assumed placement and posts the Binding.
 
+#include <algorithm>
 #include <CLI/CLI.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <fstream>
@@ -45,8 +46,8 @@ struct Flags {
   std::string clientCa;
   std::vector<std::string> allowedClients;
   std::size_t maxBodyBytes = 16 << 20;
-  std::string assumeTtl = "30s", bindDeadline = "2s", bindPodWait = "500ms";
-  unsigned bindThreads = 64;
+  std::string assumeTtl = "30s", bindDeadline = "2s", bindPodWait = "500ms", bindPostTarget = "500ms";
+  unsigned bindThreads = 64, bindPostsMin = 4;
   state::SourceFlags source;
   std::string snapshotFile;
   std::string gates = "published", gateStaleAfter = "300s";
@@ -86,6 +87,15 @@ void addFlags(CLI::App& app, Flags& f) {
                  "Threads posting Bindings (kept apart from the filter threads). kube-scheduler binds every pod in its "
                  "own goroutine and counts a pod scheduled only once its bind returns: at ~100 ms per POST under load, "
                  "N threads cap throughput near 10*N pods/s")
+      ->capture_default_str();
+  app.add_option("--bind-post-target", f.bindPostTarget,
+                 "Binding POSTs run at most --bind-threads at once, and fewer while the API server answers them slower "
+                 "than this: each answer within it raises the limit by about one per round, a slower one or a "
+                 "failure cuts it by 30 % (once per round). Binds beyond the limit wait in arrival order, within "
+                 "--bind-queue-deadline; keep it well under the extender entry's httpTimeout")
+      ->capture_default_str();
+  app.add_option("--bind-posts-min", f.bindPostsMin, "The fewest Binding POSTs the limit allows at once")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--bind-pod-wait", f.bindPodWait,
                  "How long a bind for a pod the pod watch has not delivered yet waits for its event before it is "
@@ -245,6 +255,10 @@ int main(int argc, char** argv) {
       PodBinder::Options bo;
       bo.threads = f.bindThreads;
       bo.queueDeadline = runtime::process::durationFlag("--bind-queue-deadline", f.bindDeadline);
+      bo.postLimit.target = runtime::process::durationFlag("--bind-post-target", f.bindPostTarget);
+      bo.postLimit.min = f.bindPostsMin;
+      bo.postLimit.max = f.bindThreads;
+      bo.postLimit.initial = std::max(f.bindPostsMin, f.bindThreads / 2);
       binder = std::make_unique<PodBinder>(
           writer,
           [client](const wire::BindingArgs& a) -> std::string {

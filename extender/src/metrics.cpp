@@ -46,6 +46,13 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
                                   {"result"})
                          .with({"arrived"})),
       bindPodWaitTimedOut(registry.counter("tally_extender_bind_pod_waits_total", "", {"result"}).with({"timed_out"})),
+      bindPostLimit(registry
+                        .gauge("tally_extender_bind_post_limit",
+                               "Binding POSTs allowed at once: --bind-threads at most, fewer while the API server "
+                               "answers slower than --bind-post-target.")
+                        .with(obs::LabelValues{})),
+      bindPostsInFlight(
+          registry.gauge("tally_extender_bind_posts_in_flight", "Binding POSTs running now.").with(obs::LabelValues{})),
       unchangedUpdates(registry
                            .counter("tally_extender_informer_unchanged_total",
                                     "Watch updates that decoded to what the cache held (heartbeats, fields the "

@@ -17,6 +17,11 @@ namespace tally::extender {
 // The pool's own threads (not asio::thread_pool's), so they are named as they
 // start, like every other thread of the extender.
 struct PodBinder::Impl {
+  static common::AdaptiveLimit::Options capped(const Options& o) {
+    auto l = o.postLimit;
+    l.max = std::min(l.max, std::max(1u, o.threads));
+    return l;
+  }
   CacheWriter& writer;
   PostBinding post;
   Options options;
@@ -31,11 +36,12 @@ struct PodBinder::Impl {
   };
   std::mutex inFlightMu;
   std::unordered_map<std::string, InFlight> inFlight;
+  common::AdaptiveLimit posts;
   boost::asio::io_context pool;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> keepRunning;
   std::vector<std::thread> threads;
   Impl(CacheWriter& w, PostBinding p, Options o)
-      : writer(w), post(std::move(p)), options(o), keepRunning(pool.get_executor()) {
+      : writer(w), post(std::move(p)), options(o), posts(capped(o)), keepRunning(pool.get_executor()) {
     for (unsigned i = 0; i < std::max(1u, o.threads); ++i) {
       threads.emplace_back([this] { pool.run(); });
       nameThread(threads.back().native_handle(), "tally-bind");
@@ -137,13 +143,37 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
                       " yet, so it cannot hold its GPUs on " + args.node + "; retry",
                   times);
     }
+    // A slot for the POST, in arrival order. With a deadline, only while the
+    // POST can still answer before kube-scheduler stops waiting.
+    auto until = Clock::time_point::max();
+    if (deadline.count() > 0) until = queued + deadline - impl->posts.typicalLatency();
+    auto slot = impl->posts.acquire(until);
+    if (!slot) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - queued);
+      const unsigned limit = impl->posts.limit();
+      if (!args.podUid.empty()) impl->writer.forget(args.podUid);
+      logWarning("bind expired waiting for a Binding slot: not posted",
+                 {{"pod", args.podNamespace + "/" + args.podName},
+                  {"node", args.node},
+                  {"waitedMs", static_cast<std::int64_t>(waited.count())},
+                  {"postLimit", static_cast<std::int64_t>(limit)}});
+      return done("expired",
+                  "bind of pod " + args.podNamespace + "/" + args.podName + " to " + args.node + " waited " +
+                      std::to_string(waited.count()) + " ms for one of " + std::to_string(limit) +
+                      " Binding slots (the API server is answering slowly) and could not be answered within the " +
+                      std::to_string(deadline.count()) + " ms deadline; not posted, the pod is retried",
+                  times);
+    }
     std::string error;
     const auto posted = Clock::now();
+    bool answered = true;
     try {
       error = impl->post(args);
     } catch (const std::exception& e) {
       error = e.what();
+      answered = false;
     }
+    slot->done(Clock::now() - posted, answered);
     times.postSeconds = secondsSince(posted);
     if (!error.empty()) {
       if (!args.podUid.empty()) impl->writer.forget(args.podUid);
@@ -154,5 +184,8 @@ void PodBinder::bind(wire::BindingArgs args, Done done) {
     done("bound", "", times);
   });
 }
+
+unsigned PodBinder::postLimit() const { return impl_->posts.limit(); }
+unsigned PodBinder::postsInFlight() const { return impl_->posts.inFlight(); }
 
 }  // namespace tally::extender

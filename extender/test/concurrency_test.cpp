@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <mutex>
 #include <random>
@@ -255,6 +256,91 @@ TEST(Extender, BindsForPodsNotSeenYetAndTheirRetriesPostEachPodOnce) {
   EXPECT_GT(writer->stats().bindPodArrivals, 0u);
   std::printf("binds for pods not seen yet: %llu waited and found their pod, %d joined a bind in flight\n",
               static_cast<unsigned long long>(writer->stats().bindPodArrivals), joined.load());
+  writer->stop();
+}
+
+// An API server that answers slower the more Bindings it is sent at once
+// (25 ms per concurrent POST): 240 binds arrive together at 48 bind threads.
+// The binder cuts its POST limit, keeps the rest waiting in order, and answers
+// "expired" without posting every bind that could no longer be answered
+// within the deadline; no POST starts after its bind's deadline, every bind is
+// answered, and an expired bind holds no units.
+TEST(Extender, BindsBeyondWhatTheApiServerAnswersInTimeWaitOrExpireWithoutPosting) {
+  std::vector<state::Object> objects = {passthroughClass(), ns("tenant-a")};
+  constexpr int kNodes = 40, kPods = 240;
+  for (int n = 0; n < kNodes; ++n) objects.emplace_back(gpuNode("node-" + std::to_string(n)));
+  for (int p = 0; p < kPods; ++p) objects.emplace_back(gpuPod("tenant-a", "slow-" + std::to_string(p), kH200, 1));
+  auto writer = loadedWriter(objects, fixtureOptions());
+  writer->start();
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kDeadline = std::chrono::milliseconds(600);
+  std::atomic<int> running{0}, most{0}, late{0};
+  std::mutex mu;
+  std::map<std::string, Clock::time_point> sentAt;
+  std::set<std::string> posted;
+  PodBinder binder(
+      *writer,
+      [&](const wire::BindingArgs& a) {
+        {
+          std::lock_guard lock(mu);
+          // (10 ms for the step from the slot to this line on a loaded machine)
+          if (Clock::now() > sentAt.at(a.podName) + kDeadline + std::chrono::milliseconds(10)) ++late;
+          posted.insert(a.podName);
+        }
+        const int now = ++running;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(25) * now);
+        --running;
+        return std::string();
+      },
+      PodBinder::Options{.threads = 48,
+                         .queueDeadline = kDeadline,
+                         .postLimit = {.min = 2, .max = 48, .initial = 24, .target = std::chrono::milliseconds(100)}});
+  std::atomic<int> answered{0}, bound{0}, expired{0}, other{0};
+  std::mutex expiredMu;
+  std::set<std::string> expiredPods;
+  for (int p = 0; p < kPods; ++p) {
+    const std::string pod = "slow-" + std::to_string(p);
+    {
+      std::lock_guard lock(mu);
+      sentAt[pod] = Clock::now();
+    }
+    binder.bind({.podName = pod,
+                 .podNamespace = "tenant-a",
+                 .podUid = "uid-" + pod,
+                 .node = "node-" + std::to_string(p % kNodes)},
+                [&, pod](std::string_view outcome, std::string, PodBinder::Times) {
+                  if (outcome == "bound") {
+                    ++bound;
+                  } else if (outcome == "expired") {
+                    ++expired;
+                    std::lock_guard lock(expiredMu);
+                    expiredPods.insert(pod);
+                  } else {
+                    ++other;
+                  }
+                  ++answered;
+                });
+  }
+  for (int i = 0; i < 2000 && answered.load() < kPods; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const unsigned limitAfter = binder.postLimit();
+  binder.stop();
+  writer->flush();
+  EXPECT_EQ(answered.load(), kPods);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(bound.load() + expired.load(), kPods);
+  EXPECT_GT(expired.load(), 0);
+  EXPECT_EQ(late.load(), 0) << "a Binding was posted after its bind's deadline";
+  EXPECT_LT(limitAfter, 24u) << "the limit never fell although every answer was slower than the target";
+  EXPECT_LE(most.load(), 24) << "more POSTs ran at once than the first limit";
+  EXPECT_EQ(posted.size(), static_cast<std::size_t>(bound.load()));
+  for (const auto& pod : expiredPods) EXPECT_FALSE(posted.contains(pod)) << pod;
+  // Only the posted binds hold their units.
+  EXPECT_EQ(writer->snapshots().read()->assumedPlacements, static_cast<std::size_t>(bound.load()));
+  std::printf("slow API server: %d bound, %d expired unposted, at most %d POSTs at once, limit now %u\n", bound.load(),
+              expired.load(), most.load(), limitAfter);
   writer->stop();
 }
 

@@ -33,6 +33,10 @@ class ExtenderMetrics {
   // it arrived in time, or the bind was refused as not seen.
   observability::Counter& bindPodArrived;
   observability::Counter& bindPodWaitTimedOut;
+  // The binder's adaptive limit on Binding POSTs, and those running (set as
+  // each bind is answered).
+  observability::Gauge& bindPostLimit;
+  observability::Gauge& bindPostsInFlight;
   observability::Counter& unchangedUpdates;  // watch updates equal to the cached object, dropped
   observability::Counter& clusterCopies;     // publishes that copied the cluster (a non-pod object changed)
   // Connections the API client opened, by TLS handshake (full, resumed).

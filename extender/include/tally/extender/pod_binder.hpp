@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "tally/common/adaptive_limit.hpp"
 #include "tally/extender/assumptions.hpp"
 #include "tally/extender/wire.hpp"
 
@@ -39,6 +40,13 @@ class PodBinder {
     // late would bind a pod the scheduler is placing anew, and a backlog would
     // grow on itself. 0: no limit.
     std::chrono::milliseconds queueDeadline{0};
+    // How many Binding POSTs run at once: at most `threads`, and fewer while
+    // the API server answers slower than postLimit.target (see
+    // common::AdaptiveLimit). A bind waits for a slot in arrival order; with a
+    // queueDeadline it waits only while the POST can still be answered before
+    // the deadline (waited + the typical POST time), and is otherwise answered
+    // "expired" without posting. postLimit.max is capped at threads.
+    common::AdaptiveLimit::Options postLimit{};
   };
 
   PodBinder(CacheWriter& writer, PostBinding post, Options options);
@@ -47,6 +55,9 @@ class PodBinder {
   PodBinder& operator=(const PodBinder&) = delete;
 
   void bind(wire::BindingArgs args, Done done);
+  // The Binding POSTs allowed at once now, and running now.
+  unsigned postLimit() const;
+  unsigned postsInFlight() const;
   // Waits for binds in flight and stops the pool.
   void stop();
 
