@@ -70,6 +70,7 @@ struct UsageIndex::State {
   };
   std::unordered_map<std::string, Assumption> assumed;                                      // pod uid -> placement
   std::unordered_map<std::string, std::unordered_map<std::string, std::int64_t>> nodeFree;  // node -> class -> free
+  const Cluster* clusterCopy = nullptr;                                                     // noteClusterCopy
   CowMap<std::int64_t> poolFree;                                                            // class -> free
   // Nodes whose used, held or free units changed since takeTouchedNodes().
   std::unordered_set<std::string> touchedNodes;
@@ -619,14 +620,18 @@ std::int64_t UsageIndex::namespaceUsed(std::string_view ns, std::string_view key
   return lookup(state_->namespaceUsed, ns, key);
 }
 
+void UsageIndex::noteClusterCopy(const Cluster* copy) { state_->clusterCopy = copy; }
+
 std::int64_t UsageIndex::poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const {
-  if (&cluster != &state_->cluster) return CapacityView::poolFreeUnits(cluster, pool);
+  if (&cluster != &state_->cluster && &cluster != state_->clusterCopy)
+    return CapacityView::poolFreeUnits(cluster, pool);
   const std::int64_t* free = state_->poolFree.find(pool.name);
   return free ? *free : 0;
 }
 
 std::int64_t UsageIndex::pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const {
-  if (&cluster != &state_->cluster) return CapacityView::pendingClaimUnits(cluster, pool);
+  if (&cluster != &state_->cluster && &cluster != state_->clusterCopy)
+    return CapacityView::pendingClaimUnits(cluster, pool);
   const std::int64_t* units = state_->claimPending.find(pool.name);
   return units ? *units : 0;
 }

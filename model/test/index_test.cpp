@@ -76,6 +76,30 @@ TEST_F(IndexedCluster, PoolFreeUnitsFollowEveryEvent) {
   EXPECT_EQ(index.poolFreeUnits(index.cluster(), cls), 4);
 }
 
+// A noted copy of the index's cluster (the writer's published base, with the
+// doors' gates) is answered from the running sums, and they agree with a walk
+// over the copy's nodes; a cluster that is not noted is still walked.
+TEST_F(IndexedCluster, PoolFreeUnitsOfANotedCopyComeFromTheRunningSums) {
+  auto index = UsageIndex::fromCluster(c);
+  index.upsertDevice(device("acme", "held", "h200", 3, DevicePhase::Bound, "gpu-2"));
+  const Cluster copy = index.cluster().withoutPods();
+  const auto& cls = copy.classes.at("h200");
+  const std::int64_t walked = index.CapacityView::poolFreeUnits(copy, cls);
+  EXPECT_EQ(walked, 5);
+  index.noteClusterCopy(&copy);
+  EXPECT_EQ(index.poolFreeUnits(copy, cls), walked);
+  // The sums move with the index; the copy is answered as of the index now
+  // (as a published snapshot lags its index until the next publish).
+  index.removeDevice("acme", "held");
+  EXPECT_EQ(index.poolFreeUnits(copy, cls), 8);
+  Cluster other = copy;
+  EXPECT_EQ(index.poolFreeUnits(other, cls), 8);  // walked: nothing of `other` is held by the index's sums
+  other.nodes.erase("gpu-1");
+  EXPECT_EQ(index.poolFreeUnits(other, cls), 4) << "a cluster that is not noted must be walked";
+  index.noteClusterCopy(nullptr);
+  EXPECT_EQ(index.poolFreeUnits(copy, cls), 8);
+}
+
 TEST_F(IndexedCluster, NamespaceRelabelMovesBudgetToTheNewAncestors) {
   auto index = UsageIndex::fromCluster(c);
   index.upsertPod(gpuPod("acme-ml", "p", kH200, 2, "gpu-1"));

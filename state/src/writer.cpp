@@ -396,6 +396,10 @@ void Writer::publish() {
     out->now = options_.clock();
     if (gates) model::applyDoorGates(*out, *gates);
     base_ = std::move(out);
+    // Doors that decide on the published copy against the live index (the
+    // extender's bind) get pool totals from the running sums, not a walk
+    // over every node per decision.
+    index_.noteClusterCopy(base_.get());
     baseDirty_ = false;
   }
   snap->base = base_;

@@ -70,7 +70,15 @@ class UsageIndex final : public CapacityView {
   std::int64_t namespaceUsed(std::string_view ns, std::string_view key) const override;
   bool counts(const Pod& pod) const override;
   std::int64_t subtreePlaced(std::string_view ns, std::string_view resource) const override;
-  // O(1) from running totals when asked about the index's own cluster.
+  // `copy` was copied from this index's cluster just now (its nodes as they
+  // are; its classes may carry the gates a door applies): until the next
+  // call, pool totals asked about it come from the running sums, as for the
+  // index's own cluster, instead of a walk over every node. The copy lags the
+  // index as a published snapshot does. Null forgets it.
+  void noteClusterCopy(const Cluster* copy);
+
+  // O(1) from running totals when asked about the index's own cluster (or
+  // the copy noted above).
   std::int64_t poolFreeUnits(const Cluster& cluster, const DeviceClass& pool) const override;
   std::int64_t pendingClaimUnits(const Cluster& cluster, const DeviceClass& pool) const override;
   // From the index's own claims, whatever cluster is passed.
