@@ -31,7 +31,7 @@ RUN set -eu; \
     case "$TALLY_BINARIES" in \
       source) \
         cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-          -DTALLY_E2E=OFF -DTALLY_BENCH=OFF; \
+          '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG' -DTALLY_E2E=OFF -DTALLY_BENCH=OFF; \
         cmake --build build --target tally-extender tally-controller tallyctl ;; \
       prebuilt) \
         test -d prebuilt || { echo "TALLY_BINARIES=prebuilt: no prebuilt/ in the build context" >&2; exit 1; }; \

@@ -65,3 +65,39 @@ for group, ticks in sorted(groups.items()):
     print(f"{sys.argv[1]}/{group} {ticks}")
 PY
 }
+
+# Binding POSTs the API server has answered so far, by status code: "code
+# count" per line (apiserver_request_total, every client's: kube-scheduler's
+# own binds in the baseline, the extender's with bindVerb).
+binding_posts() {
+  k get --raw /metrics 2>/dev/null |
+    awk '/^apiserver_request_total\{/ && /subresource="binding"/ && /verb="POST"/ {
+           match($0, /code="[0-9]+"/); c = substr($0, RSTART + 6, RLENGTH - 7); n[c] += $2 }
+         END { for (c in n) print c, n[c] }'
+}
+
+# kube-scheduler's attempts of profile bench that ended in an error since it
+# started (a bind that failed, was refused or timed out among them).
+sched_errors() {
+  curl -sk -H "Authorization: Bearer $token" "https://127.0.0.1:$SCHED_PORT/metrics" 2>/dev/null |
+    awk '/^scheduler_schedule_attempts_total\{/ && /profile="bench"/ && /result="error"/ {print $2; f=1} END {if (!f) print 0}'
+}
+
+# An extender's bind outcomes so far, "result count" per line
+# (tally_extender_binds_total on the metrics of the port given).
+extender_binds() { # PORT
+  [[ -n "${1:-}" ]] || return 0
+  curl -s "http://127.0.0.1:$1/metrics" 2>/dev/null |
+    awk '/^tally_extender_binds_total\{/ { match($0, /result="[^"]*"/); print substr($0, RSTART + 8, RLENGTH - 9), $2 }'
+}
+
+# counts_used BEFORE AFTER -> "key=delta ..." for "key count" lines.
+counts_used() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def read(t):
+    return {l.split()[0]: float(l.split()[1]) for l in t.splitlines() if len(l.split()) == 2}
+a, b = read(sys.argv[1]), read(sys.argv[2])
+print(" ".join(f"{k}={int(b[k] - a.get(k, 0))}" for k in sorted(b) if b[k] - a.get(k, 0) > 0) or "none")
+PY
+}

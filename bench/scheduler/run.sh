@@ -272,6 +272,16 @@ print(line + ("; tally-extender threads: " + " ".join(threads) if threads else "
 PY
 }
 
+# The metrics port of the extender a variant's entry calls (none for the baseline).
+variant_port() {
+  case "$1" in
+    base*) ;;
+    floor) echo "${floor_port:-}" ;;
+    peer) ;;
+    *) echo "$port" ;;
+  esac
+}
+
 # measure LABEL CONFIG NAMESPACE -> prints "rate first_to_last_rate seconds"
 measure() {
   local label="$1" cfg="$2" ns="$3"
@@ -293,7 +303,9 @@ measure() {
   # When kube-scheduler binds every pod before its restart returns (a small run
   # on a loaded machine), the first sample already sees them all: the whole
   # run is then timed from the restart, start-up included.
-  local t_restart
+  local t_restart posts_before ebinds_before
+  posts_before="$(binding_posts)"
+  ebinds_before="$(extender_binds "$(variant_port "$label")")"
   t_restart="$(date +%s.%N)"
   restart "$cfg" "$flags"
   local cpu_before lat_before
@@ -333,15 +345,24 @@ measure() {
   done
   log "$label: CPU seconds while scheduling: $(cpu_used "$cpu_before" "$(cpu_now)"); batching: $(batching)"
   log "$label: kube-scheduler per pod: $(cycle_means); tally-extender server-side mean from header/from body: $(ext_latency_used "$lat_before" "$(ext_latency)")"
+  # Binding POSTs the API server answered for this measurement, by code, and
+  # the extender's bind outcomes: a bind retry storm shows as more POSTs than
+  # pods, 409s and late binds.
+  local posts errors ebinds
+  posts="$(counts_used "$posts_before" "$(binding_posts)")"
+  errors="$(sched_errors)"
+  ebinds="$(counts_used "$ebinds_before" "$(extender_binds "$(variant_port "$label")")")"
+  log "$label: Binding POSTs by code: $posts; kube-scheduler attempts ended in error: $errors; extender binds: $ebinds"
   local bound placed
   placed="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d')"
   bound="$(grep -c . <<<"$placed")"
   ((bound == pods)) || log "$label: $bound of $pods pods bound"
   # How packed the placements are (binpack with Tally's prioritize, kube-scheduler's own spreading without).
   log "$label: pods placed on $(sort -u <<<"$placed" | grep -c .) nodes"
-  python3 - "$label" "$lo" "$hi" "$t_lo" "$t_hi" "$t_first" "$t_last" "$pods" "$bound" "$c_lo" "$c_hi" "${api_lo:-0}" "${api_hi:-0}" "$(getconf CLK_TCK)" "$t_restart" <<'EOF'
+  python3 - "$label" "$lo" "$hi" "$t_lo" "$t_hi" "$t_first" "$t_last" "$pods" "$bound" "$c_lo" "$c_hi" "${api_lo:-0}" "${api_hi:-0}" "$(getconf CLK_TCK)" "$t_restart" "$posts" "$errors" <<'EOF'
 import sys
-label, lo, hi, t_lo, t_hi, t_first, t_last, pods, bound, c_lo, c_hi, api_lo, api_hi, tck, t_restart = sys.argv[1:]
+label, lo, hi, t_lo, t_hi, t_first, t_last, pods, bound, c_lo, c_hi, api_lo, api_hi, tck, t_restart, posts, errors = sys.argv[1:]
+codes = {k: int(v) for k, v in (kv.split("=") for kv in posts.split() if "=" in kv)}
 lo, hi, pods, bound = int(lo), int(hi), int(pods), int(bound)
 # kube-apiserver's CPU seconds between the samples at 10% and 90% scheduled,
 # and per pod scheduled between them (the counts when sampled, not lo/hi).
@@ -356,7 +377,8 @@ whole = (pods - 1) / span if span > 0 else 0.0
 # between two samples the window has no width, and the whole run's rate is
 # the only measurement there is (it was reported as 0 pods/s).
 rate = (hi - lo) / (float(t_hi) - float(t_lo)) if t_lo and t_hi and float(t_hi) > float(t_lo) else whole
-print(f"{label} {rate:.1f} {whole:.1f} {span:.2f} {bound} {api:.2f} {api_ms:.3f}")
+# Columns 8-10: Binding POSTs (every code), of them 409, kube-scheduler errors.
+print(f"{label} {rate:.1f} {whole:.1f} {span:.2f} {bound} {api:.2f} {api_ms:.3f} {sum(codes.values())} {codes.get('409', 0)} {int(float(errors))}")
 EOF
   k delete namespace "$ns" --wait=false >/dev/null
   # No namespace controller runs: delete the pods themselves (kwok removes them).
@@ -382,8 +404,11 @@ for ((r = 1; r <= rounds; r++)); do
     line="$(cat "$state/result")"
     [[ -n "$line" ]] || { log "round $r $mode: no result"; exit 1; }
     results+=("$line")
-    read -r _ rate whole span bound api api_ms <<<"$line"
-    log "round $r $mode: $rate pods/s (10%..90%), $whole pods/s first..last over ${span}s, $bound/$pods bound; kube-apiserver $api CPU s between 10% and 90% ($api_ms ms per pod)"
+    read -r _ rate whole span bound api api_ms posts c409 errs <<<"$line"
+    storm=""
+    # A bind retry storm: more Binding POSTs than 1.05 per pod, or 409s over 1 % of the pods.
+    if ((posts * 100 > pods * 105 || c409 * 100 > pods)); then storm=" STORM"; fi
+    log "round $r $mode: $rate pods/s (10%..90%), $whole pods/s first..last over ${span}s, $bound/$pods bound; kube-apiserver $api CPU s between 10% and 90% ($api_ms ms per pod); $posts Binding POSTs, $c409 409s, $errs scheduler errors$storm"
   done
 done
 restart "$state/bench-idle.yaml"
@@ -448,6 +473,19 @@ for v, ms in api_ms.items():
     print(f"  kube-apiserver CPU per pod, {v}: {' '.join(f'{x:.2f}' for x in ms)} ms (mean {statistics.mean(ms):.2f})")
 if "ext" in api_ms and "ext-json" in api_ms:
     print(f"  kube-apiserver CPU per pod, protobuf / JSON watches: {statistics.mean(api_ms['ext']) / statistics.mean(api_ms['ext-json']):.3f}")
+# Bind retry storms (issue 30): Binding POSTs per pod, 409s, measurements over
+# 1.05 POSTs per pod or 1 % 409s, per variant.
+for v in dict.fromkeys(r[0] for r in rows):
+    rs = [r for r in rows if r[0] == v and len(r) > 9]
+    if not rs:
+        continue
+    posts = [int(r[7]) for r in rs]
+    c409 = [int(r[8]) for r in rs]
+    errs = [int(r[9]) for r in rs]
+    storms = sum(1 for p, c in zip(posts, c409) if p * 100 > pods * 105 or c * 100 > pods)
+    print(f"  {v}: Binding POSTs per pod {' '.join(f'{p / pods:.3f}' for p in posts)} (max {max(posts) / pods:.3f}); "
+          f"409s {sum(c409)} (max {100 * max(c409) / pods:.2f} % of pods); scheduler errors {sum(errs)}; "
+          f"storms {storms} of {len(rs)}")
 print(f"  ratio with/without: {ratio:.3f} (goal >= 0.9)")
 print(f"  every pod bound in every run: {'yes' if bound_ok else 'NO'}")
 if out:

@@ -33,6 +33,8 @@ if(TALLY_CODEC_FUZZ AND NOT TALLY_SANITIZE AND NOT TALLY_COVERAGE)
       SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}
       BINARY_DIR ${TALLY_FUZZ_BINARY_DIR}
       CMAKE_ARGS -DCMAKE_CXX_COMPILER=${TALLY_FUZZ_CXX} -DCMAKE_BUILD_TYPE=RelWithDebInfo
+                 # Line tables only: a sanitizer's report still names file and line.
+                 "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG"
                  -DTALLY_SOURCE_DIR=${CMAKE_CURRENT_LIST_DIR}/../.. -DTALLY_FUZZ_REPORT=ON
                  # The main build's ccache (if any) for the clang build too.
                  -DCMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER}

@@ -116,15 +116,20 @@ missing=()
 for b in "${wanted[@]}"; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
 if ((${#missing[@]})); then
   log "missing: ${missing[*]} (cache: $bin)"
-  k8s_cmds=()
+  # The three modules build side by side: each go command spends part of its
+  # time fetching modules and linking on one core, which the others fill.
+  k8s_cmds=() jobs=() names=()
   for b in "${missing[@]}"; do
     case "$b" in
-      etcd) build_etcd ;;
-      kwok) build_kwok ;;
+      etcd) build_etcd & jobs+=($!) names+=(etcd) ;;
+      kwok) build_kwok & jobs+=($!) names+=(kwok) ;;
       *) k8s_cmds+=("$b") ;;
     esac
   done
-  ((${#k8s_cmds[@]})) && build_kubernetes "${k8s_cmds[@]}"
+  if ((${#k8s_cmds[@]})); then build_kubernetes "${k8s_cmds[@]}" & jobs+=($!) names+=(kubernetes); fi
+  failed=()
+  for i in "${!jobs[@]}"; do wait "${jobs[$i]}" || failed+=("${names[$i]}"); done
+  ((${#failed[@]} == 0)) || { log "building ${failed[*]} failed (see above)"; exit 1; }
   log "built in $(( $(date +%s) - start ))s"
 else
   log "all binaries ($what) cached in $bin"
