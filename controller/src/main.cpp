@@ -4,6 +4,8 @@
 // serving certificate and runs the device binder, the quota controller, the
 // pool auditor and the usage recorder (replica.hpp has the order).
 
+#include <chrono>
+#include <optional>
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -35,9 +37,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     observability::Registry registry;
-    controller::Replica replica(f, registry, std::move(connected).value());
-    const runtime::Status ran = replica.run(signals.token());
+    std::optional<controller::Replica> replica;
+    replica.emplace(f, registry, std::move(connected).value());
+    const runtime::Status ran = replica->run(signals.token());
+    const auto stopping = std::chrono::steady_clock::now();
     logInfo("shutting down", {{"signal", signals.received()}});
+    replica.reset();  // its threads, pools and connections
+    logInfo("stopped", {{"ms", static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                             std::chrono::steady_clock::now() - stopping)
+                                                             .count())}});
     if (!ran) {
       logError("controller manager stopped", {{"error", ran.error().describe()}});
       return 1;

@@ -17,6 +17,16 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// Runs one step of the shutdown; one that takes longer than a second is
+// named in the log, so a slow stop says which part held it.
+template <typename F>
+void timedStop(const std::string& what, F&& stop) {
+  const auto start = std::chrono::steady_clock::now();
+  stop();
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  if (took >= 1s) logWarning("slow shutdown step", {{"step", what}, {"ms", static_cast<std::int64_t>(took.count())}});
+}
+
 class FunctionRunnable final : public Runnable {
  public:
   FunctionRunnable(std::string name, std::function<void()> start, std::function<void()> stop,
@@ -154,7 +164,7 @@ void Manager::stopStage(Stage wanted) {
   const auto all = stage(wanted);
   for (std::size_t i = started_.size(); i-- > 0;) {
     if (std::find(all.begin(), all.end(), started_[i]) == all.end()) continue;
-    started_[i]->stop();
+    timedStop(started_[i]->name(), [&] { started_[i]->stop(); });
     started_.erase(started_.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
@@ -225,18 +235,31 @@ Status Manager::run(std::stop_token stop) {
     std::unique_lock lock(mu);
     cv.wait(lock, stop, [] { return false; });
   }
-  // Shut down in the reverse order: no request is served once the Lease is
-  // released, no reconcile runs then, and no cache stops under running work.
+  // Shut down in the reverse order: no reconcile runs once the Lease is
+  // released, and no cache stops under running work. The controllers stop
+  // before the replica's own listeners: a reconcile's write can pass through
+  // a webhook this replica serves, and with the listener gone first the API
+  // server waited out its webhook timeout (10 s) on it.
+  const auto stopping = std::chrono::steady_clock::now();
+  timedStop("controllers", [this] {
+    for (auto& c : controllers_) {
+      if (!c->leaderOnly()) c->stop();
+    }
+  });
+  timedStop("leader-only controllers", [this] { stopLeaderControllers(); });
   stopStage(Stage::Replica);
-  for (auto& c : controllers_) {
-    if (!c->leaderOnly()) c->stop();
-  }
-  stopLeaderControllers();
-  if (elector_) elector_->stop();
+  timedStop("leader election", [this] {
+    if (elector_) elector_->stop();
+  });
   stopStage(Stage::Caches);
-  for (auto& i : informers_) i->stop();
+  timedStop("informers", [this] {
+    for (auto& i : informers_) i->stop();
+  });
   stopStage(Stage::Serving);
   synced_ = false;
+  logInfo("manager stopped", {{"ms", static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                   std::chrono::steady_clock::now() - stopping)
+                                                                   .count())}});
   return result;
 }
 

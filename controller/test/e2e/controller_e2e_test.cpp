@@ -321,7 +321,18 @@ TEST(GpuDeviceOrdersZ, SigtermStopsAReplicaCleanly) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(WIFEXITED(status)) << "replica-b did not exit by itself: wait status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_LT(seconds, 10.0);
+  // Within seconds, and inside the 30 s a Pod is given before SIGKILL
+  // (terminationGracePeriodSeconds' default; the manifests keep it). A step of
+  // the stop that takes over a second is named in the log: here the binder's
+  // last write went through a webhook on this replica, which waited out the
+  // API server's 10 s webhook timeout while the listener stopped first.
+  std::ifstream logFile(replicaB->log);
+  const std::string log((std::istreambuf_iterator<char>(logFile)), std::istreambuf_iterator<char>());
+  std::printf("SIGTERM to exit: %.2f s\n", seconds);
+  EXPECT_LT(seconds, 8.0) << log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
+  EXPECT_EQ(log.find("slow shutdown step"), std::string::npos) << log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
+  EXPECT_TRUE(log.find("msg=stopped ") != std::string::npos || log.find("msg=\"stopped\"") != std::string::npos)
+      << log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
   // It released the Lease on its way out (no successor has to wait for expiry).
   EXPECT_EQ(kubectl("get lease -n tally-system tally-controller -o jsonpath={.spec.holderIdentity}"), "");
 }
