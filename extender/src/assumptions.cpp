@@ -19,6 +19,7 @@ void Assumptions::decide(model::UsageIndex& index, Assume& a, bool arrived) {
     // exists.
     if (!arrived && podWait_.count() > 0) {
       awaitingPod_[key].push_back({std::move(a), Clock::now() + podWait_});
+      podWaitsStarted_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     a.done->set_value(AssumeOutcome::PodUnknown);
@@ -209,6 +210,7 @@ PublishStats CacheWriter::stats() const {
   static_cast<state::PublishStats&>(s) = state::Writer::stats();
   s.lastRowsRebuilt = assumptions.lastRowsRebuilt();
   s.assumptionsExpired = assumptions.expired();
+  s.bindPodWaitsStarted = assumptions.podWaitsStarted();
   s.bindPodArrivals = assumptions.podArrivals();
   s.bindPodWaitsTimedOut = assumptions.podWaitsTimedOut();
   return s;

@@ -235,8 +235,12 @@ TEST(Extender, BindsForPodsNotSeenYetAndTheirRetriesPostEachPodOnce) {
       }
     });
   }
-  // The pod watch, behind the binds.
+  // The pod watch, behind the binds: it delivers nothing until a bind is
+  // waiting for its pod (however the threads are scheduled, under a
+  // sanitizer too).
   std::thread watch([&] {
+    for (int i = 0; i < 2000 && writer->stats().bindPodWaitsStarted == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     for (int p = 0; p < kPods; ++p) {
       writer->upsert(gpuPod("tenant-a", "late-" + std::to_string(p), kH200, 1));
       if (p % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -254,6 +258,9 @@ TEST(Extender, BindsForPodsNotSeenYetAndTheirRetriesPostEachPodOnce) {
   for (int p = 0; p < kPods; ++p) EXPECT_EQ(posted.count("late-" + std::to_string(p)), 1u) << p;
   EXPECT_EQ(writer->snapshots().read()->assumedPlacements, static_cast<std::size_t>(kPods));
   EXPECT_GT(writer->stats().bindPodArrivals, 0u);
+  // Every bind that waited found its pod.
+  EXPECT_EQ(writer->stats().bindPodArrivals, writer->stats().bindPodWaitsStarted);
+  EXPECT_EQ(writer->stats().bindPodWaitsTimedOut, 0u);
   std::printf("binds for pods not seen yet: %llu waited and found their pod, %d joined a bind in flight\n",
               static_cast<unsigned long long>(writer->stats().bindPodArrivals), joined.load());
   writer->stop();

@@ -49,6 +49,7 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
   std::uint64_t expired() const { return expired_.load(std::memory_order_relaxed); }
   std::size_t lastRowsRebuilt() const { return lastRowsRebuilt_.load(std::memory_order_relaxed); }
   // Binds that waited for their pod's event: it arrived in time, or not.
+  std::uint64_t podWaitsStarted() const { return podWaitsStarted_.load(std::memory_order_relaxed); }
   std::uint64_t podArrivals() const { return podArrivals_.load(std::memory_order_relaxed); }
   std::uint64_t podWaitsTimedOut() const { return podWaitsTimedOut_.load(std::memory_order_relaxed); }
 
@@ -79,7 +80,7 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
   };
   std::unordered_map<std::string, std::vector<AwaitingPod>> awaitingPod_;
   std::vector<Assume> arrived_;
-  std::atomic<std::uint64_t> podArrivals_{0}, podWaitsTimedOut_{0};
+  std::atomic<std::uint64_t> podWaitsStarted_{0}, podArrivals_{0}, podWaitsTimedOut_{0};
   std::unordered_map<std::string, std::string> nodeOfPod_;                       // pod key -> node
   std::unordered_map<std::string, std::unordered_set<std::string>> podsOfNode_;  // node -> pod keys
   std::unordered_set<std::string> dirtyRows_;
@@ -100,6 +101,7 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
 struct PublishStats : state::PublishStats {
   std::size_t lastRowsRebuilt = 0;  // bound-pod rows rebuilt
   std::uint64_t assumptionsExpired = 0;
+  std::uint64_t bindPodWaitsStarted = 0;   // binds that began waiting for their pod
   std::uint64_t bindPodArrivals = 0;       // binds that waited for their pod and found it
   std::uint64_t bindPodWaitsTimedOut = 0;  // binds that waited for their pod in vain
 };
