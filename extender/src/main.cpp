@@ -180,6 +180,13 @@ void exportWriterStats(CacheWriter& writer, ExtenderMetrics& metrics) {
   });
 }
 
+void exportBinderStats(const PodBinder& binder, ExtenderMetrics& metrics) {
+  metrics.registry().onScrape([&binder, &metrics] {
+    metrics.bindPostLimit.set(binder.postLimit());
+    metrics.bindPostsInFlight.set(binder.postsInFlight());
+  });
+}
+
 void exportClientStats(std::shared_ptr<runtime::Client> client, ExtenderMetrics& metrics) {
   struct Last {
     std::uint64_t full = 0, resumed = 0;
@@ -277,6 +284,7 @@ int main(int argc, char** argv) {
             return status.error().describe();
           },
           bo);
+      exportBinderStats(*binder, metrics);
     }
     writer.start();
     if (watches) watches->start();

@@ -79,8 +79,6 @@ void ExtenderService::bind(std::string& body, http::Respond respond) {
   binder_->bind(std::move(args.value), [this, respond = std::move(respond)](std::string_view outcome, std::string error,
                                                                             PodBinder::Times times) {
     metrics_.bind(outcome, times.assumeSeconds, times.postSeconds);
-    metrics_.bindPostLimit.set(binder_->postLimit());
-    metrics_.bindPostsInFlight.set(binder_->postsInFlight());
     http::Response r;
     r.body = wire::encodeError(error);
     respond(std::move(r));

@@ -17,14 +17,18 @@ using namespace std::chrono_literals;
 
 namespace {
 
+std::int64_t millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Runs one step of the shutdown; one that takes longer than a second is
 // named in the log, so a slow stop says which part held it.
 template <typename F>
 void timedStop(const std::string& what, F&& stop) {
   const auto start = std::chrono::steady_clock::now();
   stop();
-  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-  if (took >= 1s) logWarning("slow shutdown step", {{"step", what}, {"ms", static_cast<std::int64_t>(took.count())}});
+  const std::int64_t took = millisecondsSince(start);
+  if (took >= 1000) logWarning("slow shutdown step", {{"step", what}, {"ms", took}});
 }
 
 class FunctionRunnable final : public Runnable {
@@ -257,9 +261,7 @@ Status Manager::run(std::stop_token stop) {
   });
   stopStage(Stage::Serving);
   synced_ = false;
-  logInfo("manager stopped", {{"ms", static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                   std::chrono::steady_clock::now() - stopping)
-                                                                   .count())}});
+  logInfo("manager stopped", {{"ms", millisecondsSince(stopping)}});
   return result;
 }
 

@@ -33,8 +33,8 @@ class ExtenderMetrics {
   // it arrived in time, or the bind was refused as not seen.
   observability::Counter& bindPodArrived;
   observability::Counter& bindPodWaitTimedOut;
-  // The binder's adaptive limit on Binding POSTs, and those running (set as
-  // each bind is answered).
+  // The binder's adaptive limit on Binding POSTs, and those running (read at
+  // each scrape).
   observability::Gauge& bindPostLimit;
   observability::Gauge& bindPostsInFlight;
   observability::Counter& unchangedUpdates;  // watch updates equal to the cached object, dropped
