@@ -377,8 +377,12 @@ whole = (pods - 1) / span if span > 0 else 0.0
 # between two samples the window has no width, and the whole run's rate is
 # the only measurement there is (it was reported as 0 pods/s).
 rate = (hi - lo) / (float(t_hi) - float(t_lo)) if t_lo and t_hi and float(t_hi) > float(t_lo) else whole
-# Columns 8-10: Binding POSTs (every code), of them 409, kube-scheduler errors.
-print(f"{label} {rate:.1f} {whole:.1f} {span:.2f} {bound} {api:.2f} {api_ms:.3f} {sum(codes.values())} {codes.get('409', 0)} {int(float(errors))}")
+# Columns 8-11: Binding POSTs (every code), of them 409, kube-scheduler
+# errors, and 1 when that is a bind retry storm: more Binding POSTs than 1.05
+# per pod, or 409s over 1 % of the pods.
+posts_sent, conflicts = sum(codes.values()), codes.get('409', 0)
+storm = int(posts_sent * 100 > pods * 105 or conflicts * 100 > pods)
+print(f"{label} {rate:.1f} {whole:.1f} {span:.2f} {bound} {api:.2f} {api_ms:.3f} {posts_sent} {conflicts} {int(float(errors))} {storm}")
 EOF
   k delete namespace "$ns" --wait=false >/dev/null
   # No namespace controller runs: delete the pods themselves (kwok removes them).
@@ -404,10 +408,9 @@ for ((r = 1; r <= rounds; r++)); do
     line="$(cat "$state/result")"
     [[ -n "$line" ]] || { log "round $r $mode: no result"; exit 1; }
     results+=("$line")
-    read -r _ rate whole span bound api api_ms posts c409 errs <<<"$line"
+    read -r _ rate whole span bound api api_ms posts c409 errs stormed <<<"$line"
     storm=""
-    # A bind retry storm: more Binding POSTs than 1.05 per pod, or 409s over 1 % of the pods.
-    if ((posts * 100 > pods * 105 || c409 * 100 > pods)); then storm=" STORM"; fi
+    if ((${stormed:-0})); then storm=" STORM"; fi
     log "round $r $mode: $rate pods/s (10%..90%), $whole pods/s first..last over ${span}s, $bound/$pods bound; kube-apiserver $api CPU s between 10% and 90% ($api_ms ms per pod); $posts Binding POSTs, $c409 409s, $errs scheduler errors$storm"
   done
 done
@@ -476,13 +479,13 @@ if "ext" in api_ms and "ext-json" in api_ms:
 # Bind retry storms (issue 30): Binding POSTs per pod, 409s, measurements over
 # 1.05 POSTs per pod or 1 % 409s, per variant.
 for v in dict.fromkeys(r[0] for r in rows):
-    rs = [r for r in rows if r[0] == v and len(r) > 9]
+    rs = [r for r in rows if r[0] == v and len(r) > 10]
     if not rs:
         continue
     posts = [int(r[7]) for r in rs]
     c409 = [int(r[8]) for r in rs]
     errs = [int(r[9]) for r in rs]
-    storms = sum(1 for p, c in zip(posts, c409) if p * 100 > pods * 105 or c * 100 > pods)
+    storms = sum(int(r[10]) for r in rs)
     print(f"  {v}: Binding POSTs per pod {' '.join(f'{p / pods:.3f}' for p in posts)} (max {max(posts) / pods:.3f}); "
           f"409s {sum(c409)} (max {100 * max(c409) / pods:.2f} % of pods); scheduler errors {sum(errs)}; "
           f"storms {storms} of {len(rs)}")
