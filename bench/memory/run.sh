@@ -66,7 +66,7 @@ trap 'exit 130' INT TERM
 cache="${TALLY_CACHE:-$HOME/.cache/tally}"
 # shellcheck source=../../e2e/cluster/versions.env
 source "$repo/e2e/cluster/versions.env"
-wrapper="$cache/src/kubernetes-${K8S_VERSION}"
+wrapper="$cache/src/$CONTROL_PLANE_MODULE"
 loader="$cache/bin/tally-bench-pods"
 build_loader() {
   [[ -f "$wrapper/go.mod" ]] || { log "$wrapper/go.mod missing: run e2e/cluster/build-binaries.sh first"; return 1; }
