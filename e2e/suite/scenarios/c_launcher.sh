@@ -3,11 +3,13 @@
 # vm1-gpus (2 H200, Attached on h200-1). The test plays KubeVirt: it creates
 # the launcher pod behind a scheduling gate, writes the pod's UID into the
 # VMI's status.activePods, then lets the scheduler see it.
-# Step 1: h200-1 is made infeasible for kube-scheduler itself (a pod bound by
-# nodeName takes 3 of its 4 allocatable); h200-0 is empty and would fit. The
+# Step 1: h200-1 is made infeasible for kube-scheduler itself (a NoSchedule
+# taint the launcher does not tolerate); h200-0 is empty and would fit. The
 # launcher must stay Pending with Tally's unresolvable LauncherWrongNode
-# reason rather than land on h200-0.
-# Step 2: the filler goes away; the launcher binds to h200-1.
+# reason rather than land on h200-0. (Not a raw pod bound by nodeName taking
+# 3 of the 4: 2 of them are held by vm1-gpus, and where Tally's pod doors
+# run, the kind path, they refuse that pod NodeInsufficient, as they must.)
+# Step 2: the taint goes; the launcher binds to h200-1.
 class_h200
 nodes h200- 2 --mode vm-passthrough --resource nvidia.com/GH100_H200_SXM_141GB=4
 namespace vms
@@ -20,10 +22,7 @@ uid="$(vmi "$N" vm1 nvidia.com/GH100_H200_SXM_141GB 2 '["vm1-gpus"]')"
 [[ -n "$uid" ]] || fatal "VMI vm1 has no uid"
 gpudevice "$N" vm1-gpus "$(cls h200)" 2 Attached "$ID-h200-1" vm1 "$uid"
 
-# The filler: bound directly (no scheduler), a raw pod on h200-1.
-pod filler "$N" 'nvidia.com/GH100_H200_SXM_141GB: "3"' kind=filler |
-  sed "s/^  schedulerName: .*/  nodeName: $ID-h200-1/" | k apply -f - >/dev/null || fatal "creating the filler"
-wait_until 60 pod_running_on "$N" filler || fail "filler did not run on h200-1"
+k taint node "$ID-h200-1" tally.dev/e2e-closed=:NoSchedule >/dev/null || fatal "tainting h200-1"
 
 POD_GATED=1 POD_OWNER_VMI="vm1 $uid" pod virt-launcher-vm1 "$N" 'nvidia.com/GH100_H200_SXM_141GB: "2"' kind=launcher |
   k apply -f - >/dev/null || fatal "creating the launcher pod"
@@ -40,7 +39,7 @@ ungate "$N" virt-launcher-vm1
 
 wait_until 60 pod_is_unschedulable "$N" virt-launcher-vm1 || true
 wait_until 30 has_failed_event "$N" virt-launcher-vm1 || true
-stays_for 3 "launcher not placed while its devices' node is full" pod_unbound "$N" virt-launcher-vm1
+stays_for 3 "launcher not placed while its devices' node is closed" pod_unbound "$N" virt-launcher-vm1
 msg="$(pod_unsched "$N" virt-launcher-vm1)"
 say "launcher: $msg"
 if [[ "${TALLY_E2E_IN_CLUSTER:-0}" == 1 ]]; then
@@ -57,9 +56,9 @@ fi
 check_has "the free node h200-0 is refused as unresolvable (no preemption)" "Preemption is not helpful" \
   "$(failed_events "$N" virt-launcher-vm1)"
 
-k delete pod -n "$N" filler --wait=true --timeout=60s >/dev/null || fail "deleting the filler"
+k taint node "$ID-h200-1" tally.dev/e2e-closed- >/dev/null || fail "removing h200-1's taint"
 launcher_bound() { [[ -n "$(pod_node "$N" virt-launcher-vm1)" ]]; }
-wait_until 120 launcher_bound || fail "launcher not bound after its node was freed"
+wait_until 120 launcher_bound || fail "launcher not bound after its node was opened"
 check_eq "launcher lands on its devices' node" "$ID-h200-1" "$(pod_node "$N" virt-launcher-vm1)"
 status_patch vmi "$N" vm1 "{\"status\":{\"phase\":\"Running\",\"activePods\":{\"$puid\":\"$ID-h200-1\"}}}"
 wait_until 60 pod_running_on "$N" virt-launcher-vm1 || fail "launcher did not reach Running"
