@@ -2,8 +2,8 @@
 # Builds the pinned control plane (etcd, kube-apiserver, kube-scheduler,
 # kube-controller-manager, kubectl, kwok) from their Go modules, fetched by the
 # go command through one wrapper module (tools/controlplane), into a cache
-# outside the repository, keyed by version, plus
-# Tally's test fixtures tool (tools/fixtures, rebuilt when its source changes).
+# outside the repository, keyed by version, plus Tally's test fixtures tool
+# (tools/fixtures, rebuilt when its source changes).
 # Reuses what is already there. Prints the bin directory on its last line.
 # Concurrent runs wait for each other (flock on the cache).
 set -euo pipefail
@@ -12,6 +12,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/versions.env"
 cache="${TALLY_CACHE:-$HOME/.cache/tally}"
 bin="$cache/bin/$CONTROL_PLANE_MODULE"
+wrapper="$cache/src/$CONTROL_PLANE_MODULE"
 mkdir -p "$bin"
 # One build at a time per cache: a second caller waits, then finds the binaries.
 exec 9>"$cache/.build.lock"
@@ -27,7 +28,7 @@ log() { echo "[build-binaries] $*" >&2; }
 # compiles once. Measured cold on 2 cores: three modules built side by side
 # compiled k8s.io/* of kwok's own versions and a second etcd and grpc.
 build_control_plane() {
-  local work="$cache/src/$CONTROL_PLANE_MODULE"
+  local work="$wrapper"
   mkdir -p "$work"
   cp "$here/tools/controlplane/main.go" "$work/main.go"
   if [[ ! -f "$work/go.mod" ]]; then
@@ -73,7 +74,7 @@ build_control_plane() {
   rmdir "$out"
 }
 
-# The fixtures tool is keyed by the hash of its source and the Kubernetes version.
+# The fixtures tool is keyed by the hash of its source and the wrapper module's versions.
 # It is compiled as a package of the control plane's wrapper module: client-go and
 # every dependency then resolve to the versions kube-apiserver was built with,
 # so nothing new is downloaded and the compiled packages are reused.
@@ -83,7 +84,7 @@ build_fixtures() {
   if [[ -x "$bin/tally-fixtures" && "$(cat "$bin/.tally-fixtures.sum" 2>/dev/null)" == "$sum" ]]; then
     return 0
   fi
-  local work="$cache/src/$CONTROL_PLANE_MODULE"
+  local work="$wrapper"
   [[ -f "$work/go.mod" ]] || build_control_plane # writes the wrapper's go.mod
   rm -rf "$work/fixtures"
   mkdir -p "$work/fixtures"
