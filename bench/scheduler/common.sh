@@ -91,6 +91,14 @@ extender_binds() { # PORT
     awk '/^tally_extender_binds_total\{/ { match($0, /result="[^"]*"/); print substr($0, RSTART + 8, RLENGTH - 9), $2 }'
 }
 
+# Prioritize answers by where their scores came from (source="filter": the
+# filter of the same cycle; "snapshot": scored anew), "source count" lines.
+extender_prioritize_sources() { # PORT
+  [[ -n "${1:-}" ]] || return 0
+  curl -s "http://127.0.0.1:$1/metrics" 2>/dev/null |
+    awk '/^tally_extender_prioritize_answers_total\{/ { match($0, /source="[^"]*"/); print substr($0, RSTART + 8, RLENGTH - 9), $2 }'
+}
+
 # counts_used BEFORE AFTER -> "key=delta ..." for "key count" lines.
 counts_used() {
   python3 - "$1" "$2" <<'PY'

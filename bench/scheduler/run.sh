@@ -303,9 +303,10 @@ measure() {
   # When kube-scheduler binds every pod before its restart returns (a small run
   # on a loaded machine), the first sample already sees them all: the whole
   # run is then timed from the restart, start-up included.
-  local t_restart posts_before ebinds_before
+  local t_restart posts_before ebinds_before sources_before
   posts_before="$(binding_posts)"
   ebinds_before="$(extender_binds "$(variant_port "$label")")"
+  sources_before="$(extender_prioritize_sources "$(variant_port "$label")")"
   t_restart="$(date +%s.%N)"
   restart "$cfg" "$flags"
   local cpu_before lat_before
@@ -353,6 +354,9 @@ measure() {
   errors="$(sched_errors)"
   ebinds="$(counts_used "$ebinds_before" "$(extender_binds "$(variant_port "$label")")")"
   log "$label: Binding POSTs by code: $posts; kube-scheduler attempts ended in error: $errors; extender binds: $ebinds"
+  local sources
+  sources="$(counts_used "$sources_before" "$(extender_prioritize_sources "$(variant_port "$label")")")"
+  [[ "$sources" == none ]] || log "$label: tally-extender prioritize answers by source: $sources"
   local bound placed
   placed="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d')"
   bound="$(grep -c . <<<"$placed")"

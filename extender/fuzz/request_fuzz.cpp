@@ -61,6 +61,24 @@ void checkNames(const std::string& original, const wire::ExtenderArgs& args, con
       wire::encode(prioritizeNodes(snap, args, tally::model::ScoreStrategy::BinPack), args.plainNames)) {
     __builtin_trap();
   }
+  // The filter that keeps its scores answers the same, and the prioritize of
+  // its cycle (the passed names) answered from them equals scoring anew.
+  FilterScores keep;
+  DecisionTally c;
+  if (filterResponse(snap, args, &c, keep, tally::model::ScoreStrategy::Spread) != filterResponse(snap, args) ||
+      c.counts != a.counts) {
+    __builtin_trap();
+  }
+  if (!keep.kept) return;
+  const wire::FilterResult passed = filterNodes(snap, args);
+  wire::ExtenderArgs next;
+  next.pod = args.pod;
+  next.plainNames = args.plainNames;
+  next.nodeNames = passed.passed;
+  auto fromFilter = prioritizeFromFilter(keep, next, tally::model::ScoreStrategy::Spread);
+  if (!fromFilter || *fromFilter != prioritizeResponse(snap, next, tally::model::ScoreStrategy::Spread)) {
+    __builtin_trap();
+  }
 }
 
 }  // namespace

@@ -69,6 +69,15 @@ ExtenderMetrics::ExtenderMetrics(obs::Registry& registry)
                                       {"handshake"})),
       apiConnectionsFull(apiConnections.with({"full"})),
       apiConnectionsResumed(apiConnections.with({"resumed"})),
+      prioritizeFromFilter(registry
+                               .counter("tally_extender_prioritize_answers_total",
+                                        "Prioritize answers by the source of their scores: filter (the scores the "
+                                        "same pod's filter gave exactly the candidates it passed, on the snapshot it "
+                                        "decided on, kept 1s) or snapshot (scored anew).",
+                                        {"source"})
+                               .with({"filter"})),
+      prioritizeFromSnapshot(
+          registry.counter("tally_extender_prioritize_answers_total", "", {"source"}).with({"snapshot"})),
       registry_(registry),
       latency_(registry.histogram("tally_extender_request_duration_seconds",
                                   "Server-side time from the request's header read to response ready, by route.",

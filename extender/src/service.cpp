@@ -35,9 +35,21 @@ http::Response ExtenderService::filter(std::string& body) {
   if (!args.ok()) return badRequest(args.errors.front());
   DecisionTally tally;
   http::Response r;
+  // Filled here, then swapped with the kept one: its buffers serve the next
+  // filter on this thread.
+  thread_local FilterScores scores;
   {
     auto snap = snapshots_.read();
-    r.body = filterResponse(*snap, args.value, &tally);
+    r.body = filterResponse(*snap, args.value, &tally, scores, options_.strategy);
+  }
+  {
+    std::lock_guard lock(filterScoresMutex_);
+    if (scores.kept) {
+      std::swap(filterScores_, scores);
+      filterScoresAt_ = std::chrono::steady_clock::now();
+    } else {
+      filterScores_.kept = false;
+    }
   }
   metrics_.decisions(tally);
   return r;
@@ -47,8 +59,17 @@ http::Response ExtenderService::prioritize(std::string& body) {
   auto args = wire::parseExtenderArgs(body);
   if (!args.ok()) return badRequest(args.errors.front());
   http::Response r;
-  auto snap = snapshots_.read();
-  r.body = prioritizeResponse(*snap, args.value, options_.strategy);
+  {
+    std::lock_guard lock(filterScoresMutex_);
+    if (std::chrono::steady_clock::now() - filterScoresAt_ < kFilterScoresKept) {
+      if (auto answer = prioritizeFromFilter(filterScores_, args.value, options_.strategy)) r.body = std::move(*answer);
+    }
+  }
+  metrics_.prioritizeAnswered(!r.body.empty());
+  if (r.body.empty()) {
+    auto snap = snapshots_.read();
+    r.body = prioritizeResponse(*snap, args.value, options_.strategy);
+  }
   return r;
 }
 

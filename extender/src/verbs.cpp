@@ -20,11 +20,14 @@ struct Asked {
 
 // The pod's answer for every candidate, in order (verdict null: a node the
 // snapshot does not hold yet); thread-local scratch the thread's next call reuses.
+// The candidates' rows in the snapshot's FitTable, as the last answersFor on
+// this thread found them.
+thread_local std::vector<std::uint32_t> candidateRows;
+
 const std::vector<Answer>& answersFor(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, Asked& asked) {
-  thread_local std::vector<std::uint32_t> rows;
   thread_local std::vector<Answer> answers;
-  snap.fit.findAll(args.nodeNames, rows);
-  asked.query.filterAll(rows, answers);
+  snap.fit.findAll(args.nodeNames, candidateRows);
+  asked.query.filterAll(candidateRows, answers);
   return answers;
 }
 
@@ -98,6 +101,7 @@ std::string decideFilter(const ExtenderSnapshot& snap, const wire::ExtenderArgs&
       to.failForGood(i, sh.message);
     }
   }
+  if constexpr (requires { to.decided(asked); }) to.decided(asked);
   if (tally) {
     const std::size_t rejected =
         unknown + std::accumulate(shared.begin(), shared.end(), std::size_t{0},
@@ -142,7 +146,51 @@ struct Written {
   void failForGood(std::size_t i, Message m) { writer.failForGood(args.nodeNames[i], m); }
 };
 
+// Written, also keeping what prioritize will need: the passed candidates, and
+// once all are decided, their scores from the same query.
+struct WrittenAndScored : Written {
+  FilterScores& keep;
+  model::ScoreStrategy strategy;
+  std::vector<std::uint32_t> passed;  // candidate indexes
+
+  void pass(std::size_t i) {
+    Written::pass(i);
+    passed.push_back(static_cast<std::uint32_t>(i));
+  }
+  void decided(Asked& asked) {
+    thread_local std::vector<std::uint32_t> rows;
+    thread_local std::vector<int> scores;
+    rows.clear();
+    keep.names.clear();
+    keep.ends.clear();
+    keep.listed.clear();
+    for (std::uint32_t i : passed) {
+      rows.push_back(candidateRows[i]);
+      keep.names += args.nodeNames[i];
+      keep.ends.push_back(static_cast<std::uint32_t>(keep.names.size()));
+    }
+    asked.query.scoreAll(rows, strategy, scores);
+    for (std::size_t k = 0; k < scores.size(); ++k) {
+      const int score = std::clamp(scores[k], 0, 10);  // as scoresFor
+      if (wire::listedScore(score)) keep.listed.emplace_back(static_cast<std::uint32_t>(k), score);
+    }
+    keep.pod = args.pod;
+    keep.strategy = strategy;
+    keep.kept = true;
+  }
+};
+
 }  // namespace
+
+bool FilterScores::sameCandidates(const std::vector<std::string_view>& nodeNames) const {
+  if (!kept || nodeNames.size() != ends.size()) return false;
+  std::uint32_t begin = 0;
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    if (std::string_view(names).substr(begin, ends[i] - begin) != nodeNames[i]) return false;
+    begin = ends[i];
+  }
+  return true;
+}
 
 wire::FilterResult filterNodes(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
   wire::FilterResult result;
@@ -169,6 +217,30 @@ std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArg
   Written written{args, writer};
   const std::string error = decideFilter(snap, args, written, tally);
   return std::move(writer).finish(error);
+}
+
+std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally,
+                           FilterScores& keep, model::ScoreStrategy strategy) {
+  keep.kept = false;
+  if (args.fromNodeList) return filterResponse(snap, args, tally);
+  wire::FilterResultWriter writer(args.plainNames, false);
+  if (snap.ready()) writer.reserveFor(args.nodeNames);
+  WrittenAndScored written{{args, writer}, keep, strategy, {}};
+  written.passed.reserve(args.nodeNames.size());
+  const std::string error = decideFilter(snap, args, written, tally);
+  if (!error.empty()) keep.kept = false;
+  return std::move(writer).finish(error);
+}
+
+std::optional<std::string> prioritizeFromFilter(const FilterScores& kept, const wire::ExtenderArgs& args,
+                                                model::ScoreStrategy strategy) {
+  if (!kept.kept || kept.strategy != strategy || args.fromNodeList || !kept.sameCandidates(args.nodeNames) ||
+      !(kept.pod == args.pod)) {
+    return std::nullopt;
+  }
+  wire::HostPriorityWriter writer(args.plainNames);
+  for (const auto& [index, score] : kept.listed) writer.add(args.nodeNames[index], score);
+  return std::move(writer).finish();
 }
 
 std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,

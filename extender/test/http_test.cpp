@@ -111,6 +111,36 @@ TEST(Http, PrioritizeAnswersWithHostPriorityList) {
   EXPECT_EQ(r.body, R"([{"Host":"small","Score":10}])") << r.body;
 }
 
+// kube-scheduler's prioritize of a cycle (the pod its filter saw, over exactly
+// the nodes that filter passed) is answered from the filter's scores; any
+// other prioritize is scored anew. Both give the same answer here, and the
+// metric tells them apart.
+TEST(Http, PrioritizeAfterItsFilterAnswersFromTheFilter) {
+  Harness h;
+  TestClient c(h.port());
+  const std::string body = extenderArgs(podJson("tenant-a", "new", "uid-new", 1), {"free", "small"});
+  auto f = c.send("POST", "/tally/filter", body);
+  ASSERT_EQ(f.status, 200);
+  ASSERT_NE(f.body.find(R"("NodeNames":["free","small"])"), std::string::npos) << f.body;
+  auto p = c.send("POST", "/tally/prioritize", body);
+  EXPECT_EQ(p.status, 200);
+  EXPECT_EQ(p.body, R"([{"Host":"small","Score":10}])");
+  auto m = c.send("GET", "/metrics");
+  EXPECT_NE(m.body.find(R"(tally_extender_prioritize_answers_total{source="filter"} 1)"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find(R"(tally_extender_prioritize_answers_total{source="snapshot"} 0)"), std::string::npos);
+
+  // Another order, another pod: scored anew, to the same answer.
+  auto reordered =
+      c.send("POST", "/tally/prioritize", extenderArgs(podJson("tenant-a", "new", "uid-new", 1), {"small", "free"}));
+  EXPECT_EQ(reordered.body, R"([{"Host":"small","Score":10}])");
+  auto otherPod = c.send("POST", "/tally/prioritize",
+                         extenderArgs(podJson("tenant-a", "other", "uid-other", 1), {"free", "small"}));
+  EXPECT_EQ(otherPod.body, R"([{"Host":"small","Score":10}])");
+  m = c.send("GET", "/metrics");
+  EXPECT_NE(m.body.find(R"(tally_extender_prioritize_answers_total{source="filter"} 1)"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find(R"(tally_extender_prioritize_answers_total{source="snapshot"} 2)"), std::string::npos);
+}
+
 TEST(Http, UnknownPathIs404WrongMethodIs405) {
   Harness h;
   TestClient c(h.port());

@@ -490,6 +490,87 @@ TEST(Filter, OnePassAnswersEqualTheListsEncoded) {
   }
 }
 
+// Prioritize answered from what the filter of its cycle kept says byte for
+// byte what scoring the filter's snapshot again says; anything but the same
+// pod over exactly the passed candidates, with the same strategy, is scored
+// anew.
+TEST(Prioritize, FromTheFilterKeptEqualsScoringAgain) {
+  const auto strategies = {model::ScoreStrategy::BinPack, model::ScoreStrategy::Spread};
+  std::size_t answered = 0, listedSome = 0;
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    std::mt19937_64 rng(seed);
+    auto writer = loadedWriter(mixedCluster(rng, 300));
+    auto snap = writer->snapshots().read();
+    std::vector<std::string> all;
+    for (const auto& [name, node] : snap->cluster().nodes) all.push_back(name);
+    std::shuffle(all.begin(), all.end(), rng);
+    FilterScores keep;  // reused, as the service reuses it
+    for (int round = 0; round < 40; ++round) {
+      const std::int64_t units = 1 + static_cast<std::int64_t>(rng() % 8);
+      auto args =
+          argsFor(gpuPod(rng() % 2 ? "tenant-a" : "tenant-b", "new", kH200, units), candidates(rng, all, round));
+      for (auto strategy : strategies) {
+        DecisionTally plain, keeping;
+        const std::string expected = filterResponse(*snap, args, &plain);
+        ASSERT_EQ(filterResponse(*snap, args, &keeping, keep, strategy), expected) << "seed " << seed;
+        ASSERT_EQ(keeping.counts, plain.counts);
+        ASSERT_TRUE(keep.kept);
+        const wire::FilterResult lists = filterNodes(*snap, args);
+        std::vector<std::string> passedNames(lists.passed.begin(), lists.passed.end());
+        auto next = argsFor(args.pod, passedNames);  // kube-scheduler's prioritize of the cycle
+        auto fromFilter = prioritizeFromFilter(keep, next, strategy);
+        ASSERT_TRUE(fromFilter) << "seed " << seed << " round " << round;
+        ASSERT_EQ(*fromFilter, prioritizeResponse(*snap, next, strategy)) << "seed " << seed << " round " << round;
+        ++answered;
+        listedSome += *fromFilter != "[]";
+
+        const auto other =
+            strategy == model::ScoreStrategy::BinPack ? model::ScoreStrategy::Spread : model::ScoreStrategy::BinPack;
+        EXPECT_FALSE(prioritizeFromFilter(keep, next, other));
+        auto anotherPod = next;
+        anotherPod.pod.uid += "-replaced";
+        EXPECT_FALSE(prioritizeFromFilter(keep, anotherPod, strategy));
+        if (!passedNames.empty()) {
+          auto fewer = argsFor(args.pod, {passedNames.begin() + 1, passedNames.end()});
+          EXPECT_FALSE(prioritizeFromFilter(keep, fewer, strategy));
+          auto more = passedNames;
+          more.push_back(all[rng() % all.size()]);
+          EXPECT_FALSE(prioritizeFromFilter(keep, argsFor(args.pod, more), strategy));
+        }
+        if (passedNames.size() > 1 && passedNames.front() != passedNames.back()) {  // lists may repeat a name
+          std::swap(passedNames.front(), passedNames.back());
+          EXPECT_FALSE(prioritizeFromFilter(keep, argsFor(args.pod, passedNames), strategy));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(answered, 3u * 40u * 2u);
+  EXPECT_GT(listedSome, answered / 4) << "the clusters should give many candidates a score above 0";
+}
+
+// A filter that cannot decide (caches not synced) or answers Node objects
+// keeps nothing, and what it kept before is not offered for its pod.
+TEST(Prioritize, FilterKeepsNothingWhenItCannotDecide) {
+  FilterScores keep;
+  {
+    auto writer = loadedWriter(twoNodes());
+    auto snap = writer->snapshots().read();
+    auto args = argsFor(gpuPod("tenant-a", "new", kH200, 1), {"full", "free"});
+    (void)filterResponse(*snap, args, nullptr, keep, model::ScoreStrategy::BinPack);
+    ASSERT_TRUE(keep.kept);
+    EXPECT_TRUE(keep.sameCandidates({"free"}));
+    args.fromNodeList = true;
+    (void)filterResponse(*snap, args, nullptr, keep, model::ScoreStrategy::BinPack);
+    EXPECT_FALSE(keep.kept);
+  }
+  auto writer = halfSyncedWriter();
+  auto snap = writer->snapshots().read();
+  auto args = argsFor(gpuPod("tenant-a", "new", kH200, 1), {"free"});
+  (void)filterResponse(*snap, args, nullptr, keep, model::ScoreStrategy::BinPack);
+  EXPECT_FALSE(keep.kept);
+  EXPECT_FALSE(prioritizeFromFilter(keep, args, model::ScoreStrategy::BinPack));
+}
+
 TEST(Filter, OnePassAnswerPassesAndRefusesWhatTheModelSays) {
   auto writer = loadedWriter(twoNodes());
   auto snap = writer->snapshots().read();

@@ -43,6 +43,11 @@ class ExtenderMetrics {
   observability::Family<observability::Counter>& apiConnections;
   observability::Counter& apiConnectionsFull;
   observability::Counter& apiConnectionsResumed;
+  // Prioritize answers by where their scores came from: the filter of the same
+  // cycle (same pod, exactly its passed candidates) or the snapshot.
+  observability::Counter& prioritizeFromFilter;
+  observability::Counter& prioritizeFromSnapshot;
+  void prioritizeAnswered(bool fromFilter) { (fromFilter ? prioritizeFromFilter : prioritizeFromSnapshot).inc(); }
 
  private:
   observability::Registry& registry_;

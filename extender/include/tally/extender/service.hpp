@@ -3,10 +3,13 @@
 // calls the verb, encodes the answer and counts it. Also the operations
 // routes (/healthz, /readyz, /metrics), served by the runtime's HTTP server.
 
+#include <chrono>
+#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "tally/extender/metrics.hpp"
+#include "tally/extender/verbs.hpp"
 #include "tally/extender/pod_binder.hpp"
 #include "tally/common/snapshot_cell.hpp"
 #include "tally/runtime/http/operation_routes.hpp"
@@ -60,6 +63,12 @@ class ExtenderService {
   ExtenderMetrics& metrics_;
   ServiceOptions options_;
   PodBinder* binder_;
+  // The last filter's scores for the prioritize of its cycle
+  // (prioritizeFromFilter), used while younger than kFilterScoresKept.
+  static constexpr std::chrono::seconds kFilterScoresKept{1};
+  std::mutex filterScoresMutex_;
+  FilterScores filterScores_;
+  std::chrono::steady_clock::time_point filterScoresAt_{};
 };
 
 }  // namespace tally::extender

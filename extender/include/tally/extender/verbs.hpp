@@ -61,6 +61,37 @@ std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArg
 std::string prioritizeResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args,
                                model::ScoreStrategy strategy);
 
+// What a filter answer leaves for the prioritize call that follows it in the
+// same scheduling cycle: the pod, the candidates it passed (in order) and the
+// scores those have on the snapshot the filter decided on. kube-scheduler
+// scores a cycle on the snapshot it filtered on; prioritize answering from the
+// filter's snapshot does the same, without resolving the pod and 500 names a
+// second time.
+struct FilterScores {
+  model::Pod pod;
+  model::ScoreStrategy strategy = model::ScoreStrategy::BinPack;
+  std::string names;                // the passed candidates' names, end to end
+  std::vector<std::uint32_t> ends;  // where each passed name ends in `names`
+  // (index among the passed, score) of each passed candidate prioritize lists
+  // (wire::listedScore), in order.
+  std::vector<std::pair<std::uint32_t, int>> listed;
+  bool kept = false;  // false: the filter kept nothing (an error, a Nodes list)
+
+  // The candidates are exactly the passed ones, in the same order.
+  bool sameCandidates(const std::vector<std::string_view>& nodeNames) const;
+};
+
+// filterResponse, which also fills `keep` (its previous contents reused) with
+// the scores `strategy` gives the passed candidates. Same answer, same tally.
+std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally,
+                           FilterScores& keep, model::ScoreStrategy strategy);
+// The prioritize answer from what a filter kept: when `args` asks for the same
+// pod (every field equal), with the same strategy, over exactly the candidates
+// that filter passed; nullopt otherwise (answer with prioritizeResponse).
+// Byte for byte what prioritizeResponse gives on the filter's snapshot.
+std::optional<std::string> prioritizeFromFilter(const FilterScores& kept, const wire::ExtenderArgs& args,
+                                                model::ScoreStrategy strategy);
+
 // Keeps, per node, only the victims whose eviction the model needs for the pod
 // to fit; drops nodes where even all of them would not do. Victims unknown to
 // the snapshot free no GPU unit and are dropped.
