@@ -446,6 +446,14 @@ std::vector<std::string> candidates(std::mt19937_64& rng, const std::vector<std:
   return out;
 }
 
+// The snapshot's node names in a random order: the scheduler's order is not the cache's.
+std::vector<std::string> shuffledNames(const ExtenderSnapshot& snap, std::mt19937_64& rng) {
+  std::vector<std::string> all;
+  for (const auto& [name, node] : snap.cluster().nodes) all.push_back(name);
+  std::shuffle(all.begin(), all.end(), rng);
+  return all;
+}
+
 }  // namespace
 
 // filterResponse and prioritizeResponse write the answer in one pass; they must
@@ -456,9 +464,7 @@ TEST(Filter, OnePassAnswersEqualTheListsEncoded) {
     std::mt19937_64 rng(seed);
     auto writer = loadedWriter(mixedCluster(rng, 300));
     auto snap = writer->snapshots().read();
-    std::vector<std::string> all;
-    for (const auto& [name, node] : snap->cluster().nodes) all.push_back(name);
-    std::shuffle(all.begin(), all.end(), rng);  // the scheduler's order is not the cache's
+    const std::vector<std::string> all = shuffledNames(*snap, rng);
     for (int round = 0; round < 40; ++round) {
       const std::int64_t units = 1 + static_cast<std::int64_t>(rng() % 8);
       auto args =
@@ -501,9 +507,7 @@ TEST(Prioritize, FromTheFilterKeptEqualsScoringAgain) {
     std::mt19937_64 rng(seed);
     auto writer = loadedWriter(mixedCluster(rng, 300));
     auto snap = writer->snapshots().read();
-    std::vector<std::string> all;
-    for (const auto& [name, node] : snap->cluster().nodes) all.push_back(name);
-    std::shuffle(all.begin(), all.end(), rng);
+    const std::vector<std::string> all = shuffledNames(*snap, rng);
     FilterScores keep;  // reused, as the service reuses it
     for (int round = 0; round < 40; ++round) {
       const std::int64_t units = 1 + static_cast<std::int64_t>(rng() % 8);
