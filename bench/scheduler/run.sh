@@ -3,7 +3,7 @@
 # same cluster, same nodes, same pods (see bench/scheduler/README.md).
 #
 #   bench/scheduler/run.sh [--nodes 5000] [--pods 2000] [--rounds 3]
-#                          [--min-ratio R] [--json FILE] [--keep]
+#                          [--min-ratio R] [--json FILE] [--keep] [--order rotate|fixed]
 #                          [--variants base,ext[,ext-json][,ext-noprio][,base-nobatch][,ext-nobind][,ext-weighted][,ext-rt][,ext-batch][,peer][,floor]]
 #
 # One local control plane (e2e/cluster/up), NODES kwok nodes serving 8 H200
@@ -49,6 +49,8 @@
 # server and API client with no model, cache or assumption behind them (every
 # candidate passes, no host is scored, bind POSTs at once): what the
 # protocol itself costs here, the floor under any extender with these verbs.
+# --order rotate (default): every round starts with the first variant and the
+# others take turns at each later position; fixed: the order given, every round.
 # Prints one line per measurement and the ratio with/without; --min-ratio
 # makes the exit status fail below R (used by the CTest smoke with a loose R).
 #
@@ -60,12 +62,13 @@ set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cluster="$repo/e2e/cluster"
-nodes=5000 pods=2000 rounds=3 min_ratio="" json="" keep=0 variants="base,ext"
+nodes=5000 pods=2000 rounds=3 min_ratio="" json="" keep=0 variants="base,ext" order=rotate
 while (($#)); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
     --pods) pods="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
+    --order) order="$2"; shift 2 ;;
     --min-ratio) min_ratio="$2"; shift 2 ;;
     --json) json="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -75,6 +78,7 @@ while (($#)); do
   esac
 done
 log() { printf '[bench/scheduler] %s\n' "$*" >&2; }
+[[ "$order" == rotate || "$order" == fixed ]] || { log "--order is rotate or fixed, not $order"; exit 2; }
 # shellcheck source=../lib.sh
 source "$repo/bench/lib.sh"
 # shellcheck source=common.sh
@@ -400,8 +404,21 @@ EOF
 }
 
 results=()
+# Rounds start with the first variant (the baseline); with --order rotate (the
+# default) the others take turns at each position, round by round, so that none
+# is always measured right after the baseline (a drift of the host's speed
+# within a round then falls on each alike).
+read -r -a listed <<<"${variants//,/ }"
+round_order() { # ROUND -> the variants in the order measured
+  local r="$1" n=$((${#listed[@]} - 1)) k out=("${listed[0]}")
+  for ((k = 0; k < n; k++)); do
+    if [[ "$order" == rotate ]]; then out+=("${listed[1 + (k + r - 1) % n]}"); else out+=("${listed[1 + k]}"); fi
+  done
+  echo "${out[*]}"
+}
 for ((r = 1; r <= rounds; r++)); do
-  for mode in ${variants//,/ }; do
+  log "round $r order: $(round_order "$r")"
+  for mode in $(round_order "$r"); do
     if [[ "$mode" == ext-json ]]; then use_extender json; else use_extender proto; fi
     [[ "$mode" == ext-weighted ]] && echo -10 >"/proc/$ext_pid/autogroup"
     [[ "$mode" == ext-rt ]] && http_threads_policy -f -p 10
@@ -468,10 +485,17 @@ for label, xs, against in (
         ("with tally-extender's HTTP threads SCHED_BATCH", batch, None),
         ("with the Go peer extender (filter+prioritize, no bind)", peer,
          ("tally no-bind / Go peer", statistics.mean(nobind) if nobind else 0)),
-        ("with floor-extender (the verbs, no model)", floor, ("tally-extender / floor-extender", me)),
+        ("with floor-extender (the verbs, no model)", floor, ("tally-extender / floor-extender (mean over mean)", me)),
         ("with tally-extender, JSON watches", ext_json, ("protobuf / JSON watches", me))):
     if xs:
         show(label, xs, against)
+if ext and floor and len(ext) == len(floor):
+    # The same round's pair: the host's speed drifts between rounds far more
+    # than within one.
+    paired = [e / f for e, f in zip(ext, floor)]
+    spread = statistics.stdev(paired) / len(paired) ** 0.5 if len(paired) > 1 else 0.0
+    print(f"  tally-extender / floor-extender per round: {' '.join(f'{x:.3f}' for x in paired)} "
+          f"(median {statistics.median(paired):.3f}, mean {statistics.mean(paired):.3f} ± {spread:.3f} standard error)")
 if noprio:
     mn = show("with tally-extender, no prioritizeVerb", noprio)
     if me:
