@@ -83,21 +83,21 @@ sched_errors() {
     awk '/^scheduler_schedule_attempts_total\{/ && /profile="bench"/ && /result="error"/ {print $2; f=1} END {if (!f) print 0}'
 }
 
-# An extender's bind outcomes so far, "result count" per line
-# (tally_extender_binds_total on the metrics of the port given).
-extender_binds() { # PORT
+# One counter of an extender's metrics by one label, "value count" per line.
+extender_counter() { # PORT METRIC LABEL
   [[ -n "${1:-}" ]] || return 0
   curl -s "http://127.0.0.1:$1/metrics" 2>/dev/null |
-    awk '/^tally_extender_binds_total\{/ { match($0, /result="[^"]*"/); print substr($0, RSTART + 8, RLENGTH - 9), $2 }'
+    awk -v metric="$2" -v label="$3" 'index($0, metric "{") == 1 && match($0, label "=\"[^\"]*\"") {
+      print substr($0, RSTART + length(label) + 2, RLENGTH - length(label) - 3), $2 }'
 }
+
+# An extender's bind outcomes so far, "result count" per line
+# (tally_extender_binds_total on the metrics of the port given).
+extender_binds() { extender_counter "${1:-}" tally_extender_binds_total result; } # PORT
 
 # Prioritize answers by where their scores came from (source="filter": the
 # filter of the same cycle; "snapshot": scored anew), "source count" lines.
-extender_prioritize_sources() { # PORT
-  [[ -n "${1:-}" ]] || return 0
-  curl -s "http://127.0.0.1:$1/metrics" 2>/dev/null |
-    awk '/^tally_extender_prioritize_answers_total\{/ { match($0, /source="[^"]*"/); print substr($0, RSTART + 8, RLENGTH - 9), $2 }'
-}
+extender_prioritize_sources() { extender_counter "${1:-}" tally_extender_prioritize_answers_total source; } # PORT
 
 # counts_used BEFORE AFTER -> "key=delta ..." for "key count" lines.
 counts_used() {

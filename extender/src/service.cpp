@@ -59,14 +59,18 @@ http::Response ExtenderService::prioritize(std::string& body) {
   auto args = wire::parseExtenderArgs(body);
   if (!args.ok()) return badRequest(args.errors.front());
   http::Response r;
+  bool fromFilter = false;
   {
     std::lock_guard lock(filterScoresMutex_);
     if (std::chrono::steady_clock::now() - filterScoresAt_ < kFilterScoresKept) {
-      if (auto answer = prioritizeFromFilter(filterScores_, args.value, options_.strategy)) r.body = std::move(*answer);
+      if (auto answer = prioritizeFromFilter(filterScores_, args.value, options_.strategy)) {
+        r.body = std::move(*answer);
+        fromFilter = true;
+      }
     }
   }
-  metrics_.prioritizeAnswered(!r.body.empty());
-  if (r.body.empty()) {
+  metrics_.prioritizeAnswered(fromFilter);
+  if (!fromFilter) {
     auto snap = snapshots_.read();
     r.body = prioritizeResponse(*snap, args.value, options_.strategy);
   }

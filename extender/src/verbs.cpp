@@ -18,18 +18,21 @@ struct Asked {
         query(snap.fit.query(snap.cluster(), snap.usage, demand)) {}
 };
 
-// The pod's answer for every candidate, in order (verdict null: a node the
-// snapshot does not hold yet); thread-local scratch the thread's next call reuses.
 // The candidates' rows in the snapshot's FitTable, as the last answersFor on
 // this thread found them.
 thread_local std::vector<std::uint32_t> candidateRows;
 
+// The pod's answer for every candidate, in order (verdict null: a node the
+// snapshot does not hold yet); thread-local scratch the thread's next call reuses.
 const std::vector<Answer>& answersFor(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, Asked& asked) {
   thread_local std::vector<Answer> answers;
   snap.fit.findAll(args.nodeNames, candidateRows);
   asked.query.filterAll(candidateRows, answers);
   return answers;
 }
+
+// A model score as prioritize sends it: 0..10.
+int sentScore(int score) { return std::clamp(score, 0, 10); }
 
 // The pod's score (0..10) on every candidate, in order: 0 for one the snapshot
 // does not hold, neutral zeros when it is not ready; thread-local scratch the
@@ -45,7 +48,7 @@ const std::vector<int>& scoresFor(const ExtenderSnapshot& snap, const wire::Exte
   Asked asked(snap, args.pod);
   snap.fit.findAll(args.nodeNames, rows);
   asked.query.scoreAll(rows, strategy, scores);
-  for (int& score : scores) score = std::clamp(score, 0, 10);
+  for (int& score : scores) score = sentScore(score);
   return scores;
 }
 
@@ -171,7 +174,7 @@ struct WrittenAndScored : Written {
     }
     asked.query.scoreAll(rows, strategy, scores);
     for (std::size_t k = 0; k < scores.size(); ++k) {
-      const int score = std::clamp(scores[k], 0, 10);  // as scoresFor
+      const int score = sentScore(scores[k]);
       if (wire::listedScore(score)) keep.listed.emplace_back(static_cast<std::uint32_t>(k), score);
     }
     keep.pod = args.pod;
@@ -179,6 +182,18 @@ struct WrittenAndScored : Written {
     keep.kept = true;
   }
 };
+
+// The filter's answer written as it is decided, by the recipient makeTo(writer)
+// returns (Written or WrittenAndScored).
+template <class MakeTo>
+std::string writeFilter(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally,
+                        MakeTo makeTo) {
+  wire::FilterResultWriter writer(args.plainNames, args.fromNodeList);
+  if (snap.ready()) writer.reserveFor(args.fromNodeList ? args.rawNodes : args.nodeNames);
+  auto to = makeTo(writer);
+  const std::string error = decideFilter(snap, args, to, tally);
+  return std::move(writer).finish(error);
+}
 
 }  // namespace
 
@@ -212,24 +227,20 @@ std::vector<wire::HostPriority> prioritizeNodes(const ExtenderSnapshot& snap, co
 }
 
 std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally) {
-  wire::FilterResultWriter writer(args.plainNames, args.fromNodeList);
-  if (snap.ready()) writer.reserveFor(args.fromNodeList ? args.rawNodes : args.nodeNames);
-  Written written{args, writer};
-  const std::string error = decideFilter(snap, args, written, tally);
-  return std::move(writer).finish(error);
+  return writeFilter(snap, args, tally, [&](wire::FilterResultWriter& writer) { return Written{args, writer}; });
 }
 
 std::string filterResponse(const ExtenderSnapshot& snap, const wire::ExtenderArgs& args, DecisionTally* tally,
                            FilterScores& keep, model::ScoreStrategy strategy) {
+  // Kept only once every candidate is decided (WrittenAndScored::decided):
+  // not when the snapshot cannot decide, nor for a Nodes list.
   keep.kept = false;
   if (args.fromNodeList) return filterResponse(snap, args, tally);
-  wire::FilterResultWriter writer(args.plainNames, false);
-  if (snap.ready()) writer.reserveFor(args.nodeNames);
-  WrittenAndScored written{{args, writer}, keep, strategy, {}};
-  written.passed.reserve(args.nodeNames.size());
-  const std::string error = decideFilter(snap, args, written, tally);
-  if (!error.empty()) keep.kept = false;
-  return std::move(writer).finish(error);
+  return writeFilter(snap, args, tally, [&](wire::FilterResultWriter& writer) {
+    WrittenAndScored written{{args, writer}, keep, strategy, {}};
+    written.passed.reserve(args.nodeNames.size());
+    return written;
+  });
 }
 
 std::optional<std::string> prioritizeFromFilter(const FilterScores& kept, const wire::ExtenderArgs& args,
