@@ -334,6 +334,12 @@ measure() {
         perf record -q -F ${TALLY_BENCH_PERF_HZ:-499} --call-graph dwarf,16384 -p "$ext_pid" -o "$TALLY_BENCH_PERF/$ns.perf.data" -- sleep 5 \
           >/dev/null 2>&1 &
       fi
+      # TALLY_BENCH_PERF_ALL=DIR: 5 s of flat perf samples of every process
+      # (perf report --sort comm,dso: where the machine's CPU goes).
+      if [[ -n "${TALLY_BENCH_PERF_ALL:-}" ]]; then
+        mkdir -p "$TALLY_BENCH_PERF_ALL"
+        perf record -q -a -F ${TALLY_BENCH_PERF_HZ:-499} -o "$TALLY_BENCH_PERF_ALL/$ns.perf.data" -- sleep 5 >/dev/null 2>&1 &
+      fi
     fi
     if [[ -z "$t_hi" && "$n" -ge "$hi" ]]; then t_hi="$now"; c_hi="$n"; api_hi="$(api_ticks "$api_pid")"; fi
     if [[ "$n" -ge "$pods" ]]; then t_last="$now"; break; fi

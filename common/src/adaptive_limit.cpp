@@ -36,26 +36,44 @@ void AdaptiveLimit::Permit::done(Clock::duration latency, bool ok) {
 std::optional<AdaptiveLimit::Permit> AdaptiveLimit::acquire(Clock::time_point until) {
   if (Clock::now() >= until) return std::nullopt;
   std::unique_lock lock(mu_);
-  const std::uint64_t ticket = nextTicket_++;
-  waiting_.push_back(ticket);
-  auto next = [&] { return waiting_.front() == ticket && hasRoom(); };
-  bool got = true;
-  if (until == Clock::time_point::max()) {
-    room_.wait(lock, next);
-  } else {
-    got = room_.wait_until(lock, until, next);
+  if (waiting_.empty() && hasRoom()) {
+    ++inFlight_;
+    return Permit(this, Clock::now());
   }
-  waiting_.erase(std::find(waiting_.begin(), waiting_.end(), ticket));
-  // The next in line may have room now (this one took it, or left the line).
-  room_.notify_all();
+  // In line, on a condition of its own: a freed slot wakes the front waiter
+  // alone, not every waiter to find that one of them may go.
+  Waiter me;
+  waiting_.push_back(&me);
+  auto next = [&] { return waiting_.front() == &me && hasRoom(); };
+  bool got = true;
+  while (!next()) {
+    if (until == Clock::time_point::max()) {
+      me.cv.wait(lock);
+    } else if (me.cv.wait_until(lock, until) == std::cv_status::timeout) {
+      got = next();
+      break;
+    }
+    ++wakeups_;
+  }
+  const bool wasFront = waiting_.front() == &me;
+  waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
+  if (got) ++inFlight_;
+  // The next in line may have room too (the limit rose), or this one left the
+  // front without taking the slot it was woken for.
+  if (wasFront) wakeFront();
   if (!got) return std::nullopt;
-  ++inFlight_;
   return Permit(this, Clock::now());
 }
 
+void AdaptiveLimit::wakeFront() {
+  // Under mu_: a waiter that timed out leaves the line under it, so the one
+  // notified is still there.
+  if (!waiting_.empty() && hasRoom()) waiting_.front()->cv.notify_one();
+}
+
 void AdaptiveLimit::release(Clock::time_point granted, Clock::duration latency, bool ok) {
+  std::lock_guard lock(mu_);
   {
-    std::lock_guard lock(mu_);
     --inFlight_;
     const bool slow = latency > options_.target;
     if (ok && !slow) {
@@ -70,7 +88,7 @@ void AdaptiveLimit::release(Clock::time_point granted, Clock::duration latency, 
       ++cuts_;
     }
   }
-  room_.notify_all();
+  wakeFront();
 }
 
 unsigned AdaptiveLimit::limit() const {
@@ -86,6 +104,11 @@ unsigned AdaptiveLimit::inFlight() const {
 AdaptiveLimit::Clock::duration AdaptiveLimit::typicalLatency() const {
   std::lock_guard lock(mu_);
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(typicalSeconds_));
+}
+
+std::uint64_t AdaptiveLimit::wakeups() const {
+  std::lock_guard lock(mu_);
+  return wakeups_;
 }
 
 std::uint64_t AdaptiveLimit::cuts() const {

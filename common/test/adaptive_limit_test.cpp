@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -97,6 +98,39 @@ TEST(AdaptiveLimit, ConcurrentCallersNeverExceedTheLimitAndAllFinish) {
   EXPECT_GT(limit.cuts(), 0u);
   EXPECT_EQ(limit.inFlight(), 0u);
   EXPECT_GE(limit.limit(), 2u);
+}
+
+TEST(AdaptiveLimit, AFreedSlotWakesOneWaiterNotTheWholeLine) {
+  // One slot, 16 callers queued behind it: each release hands the slot to the
+  // next in line. Waking the whole line at every release would be 120 wake-ups
+  // (15 + 14 + ... + 1) of which 105 find they are not first.
+  AdaptiveLimit limit({.min = 1, .max = 1, .initial = 1, .target = 1s});
+  auto held = limit.acquire(in(1s));
+  ASSERT_TRUE(held);
+  std::mutex orderMu;
+  std::vector<int> order;
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 16; ++t) {
+    callers.emplace_back([&, t] {
+      auto p = limit.acquire(in(10s));
+      ASSERT_TRUE(p);
+      {
+        std::lock_guard lock(orderMu);
+        order.push_back(t);
+      }
+      std::this_thread::sleep_for(200us);
+      p->done(1ms, true);
+    });
+    // Queued in turn, so the order they are served in can be checked.
+    std::this_thread::sleep_for(5ms);
+  }
+  held->done(1ms, true);
+  for (auto& c : callers) c.join();
+  ASSERT_EQ(order.size(), 16u);
+  for (int t = 0; t < 16; ++t) EXPECT_EQ(order[static_cast<std::size_t>(t)], t);
+  EXPECT_LE(limit.wakeups(), 24u);
+  EXPECT_GE(limit.wakeups(), 16u);
+  EXPECT_EQ(limit.inFlight(), 0u);
 }
 
 }  // namespace

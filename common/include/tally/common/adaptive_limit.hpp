@@ -62,22 +62,29 @@ class AdaptiveLimit {
   // Smoothed latency of the answers within the target (0 before the first).
   Clock::duration typicalLatency() const;
   std::uint64_t cuts() const;
+  // Times a waiter woke and looked again (spurious wake-ups included): a freed
+  // slot wakes one waiter, so this stays near the number that waited.
+  std::uint64_t wakeups() const;
 
  private:
+  struct Waiter {
+    std::condition_variable cv;
+  };
+  // Notifies the front waiter when there is room for it; under mu_.
+  void wakeFront();
   void release(Clock::time_point granted, Clock::duration latency, bool ok);
   bool hasRoom() const { return inFlight_ < static_cast<unsigned>(limit_); }
 
   const Options options_;
   mutable std::mutex mu_;
-  std::condition_variable room_;
   double limit_;
   unsigned inFlight_ = 0;
   Clock::time_point lastCut_{};
   double typicalSeconds_ = 0;
   std::uint64_t cuts_ = 0;
-  // Arrival order of the waiters (their tickets); the front one goes next.
-  std::deque<std::uint64_t> waiting_;
-  std::uint64_t nextTicket_ = 0;
+  std::uint64_t wakeups_ = 0;
+  // The waiters in arrival order; the front one goes next.
+  std::deque<Waiter*> waiting_;
 };
 
 }  // namespace tally::common
