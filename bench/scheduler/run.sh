@@ -286,6 +286,39 @@ variant_port() {
   esac
 }
 
+# The control plane's CPU (etcd, kube-apiserver, kwok, kube-controller-manager
+# and the extenders), in cores over the last 0.5 s.
+control_plane_cores() {
+  local comp pid t0=0 t1=0 tck
+  tck="$(getconf CLK_TCK)"
+  local pids=()
+  for comp in etcd kube-apiserver kwok kube-controller-manager; do
+    pid="$(cat "$state/pids/$comp.pid" 2>/dev/null)" && pids+=("$pid")
+  done
+  pids+=($ext_pid ${floor_pid:-} ${peer_pid:-})
+  for pid in "${pids[@]}"; do [[ -r /proc/$pid/stat ]] && t0=$((t0 + $(api_ticks "$pid"))); done
+  sleep 0.5
+  for pid in "${pids[@]}"; do [[ -r /proc/$pid/stat ]] && t1=$((t1 + $(api_ticks "$pid"))); done
+  awk -v d=$((t1 - t0)) -v tck="$tck" 'BEGIN {printf "%.2f", d / tck / 0.5}'
+}
+# settle LABEL: waits (at most 30 s) until the control plane has finished
+# with what came before the measurement (the last pods' deletion, these pods'
+# creation, their watch events): below 0.3 cores twice in a row. Every
+# variant starts from the same quiet, instead of from whatever the previous
+# measurement left running.
+settle() {
+  local started=$SECONDS quiet=0 cores
+  while ((SECONDS - started < 30)); do
+    cores="$(control_plane_cores)"
+    if awk -v c="$cores" 'BEGIN {exit !(c < 0.3)}'; then
+      ((++quiet >= 2)) && break
+    else
+      quiet=0
+    fi
+  done
+  log "$1: control plane settled in $((SECONDS - started))s (last ${cores} cores)"
+}
+
 # measure LABEL CONFIG NAMESPACE -> prints "rate first_to_last_rate seconds"
 measure() {
   local label="$1" cfg="$2" ns="$3"
@@ -294,6 +327,7 @@ measure() {
   local created
   created="$(k get pods -n "$ns" --no-headers 2>/dev/null | wc -l)"
   ((created == pods)) || log "$label: only $created of $pods pods created"
+  settle "$label"
   local lo=$((pods / 10)) hi=$((pods * 9 / 10)) t_lo="" t_hi="" t_first="" t_last="" n now start stalled=0 last_n=""
   local api_pid api_lo="" api_hi="" c_lo=0 c_hi=0
   api_pid="$(cat "$state/pids/kube-apiserver.pid")"

@@ -53,7 +53,11 @@ void Assumptions::forget(model::UsageIndex& index, const std::string& uid) {
 
 void Assumptions::podChanged(const std::string& key, const model::Pod* pod) {
   const bool bound = pod && !pod->nodeName.empty() && !model::isTerminal(*pod);
-  trackPod(key, bound ? pod->nodeName : std::string());
+  if (bound) {
+    trackPod(key, pod->nodeName, std::make_shared<const model::Pod>(*pod));
+  } else {
+    trackPod(key, std::string(), nullptr);
+  }
   if (!pod || awaitingPod_.empty()) return;
   auto waiting = awaitingPod_.find(key);
   if (waiting == awaitingPod_.end()) return;
@@ -69,22 +73,23 @@ void Assumptions::podChanged(const std::string& key, const model::Pod* pod) {
   if (binds.empty()) awaitingPod_.erase(waiting);
 }
 
-void Assumptions::trackPod(const std::string& key, const std::string& node) {
+void Assumptions::trackPod(const std::string& key, const std::string& node, std::shared_ptr<const model::Pod> pod) {
   auto old = nodeOfPod_.find(key);
   if (old != nodeOfPod_.end()) {
+    auto& pods = podsOfNode_[old->second];
     if (old->second == node) {
-      dirtyRows_.insert(node);  // same node, new content
+      pods[key] = std::move(pod);  // same node, new content
+      dirtyRows_.insert(node);
       return;
     }
-    auto& keys = podsOfNode_[old->second];
-    keys.erase(key);
-    if (keys.empty()) podsOfNode_.erase(old->second);
+    pods.erase(key);
+    if (pods.empty()) podsOfNode_.erase(old->second);
     dirtyRows_.insert(old->second);
     nodeOfPod_.erase(old);
   }
   if (node.empty()) return;
   nodeOfPod_[key] = node;
-  podsOfNode_[node].insert(key);
+  podsOfNode_[node][key] = std::move(pod);
   dirtyRows_.insert(node);
 }
 
@@ -135,20 +140,17 @@ Assumptions::Clock::time_point Assumptions::nextDeadline() const {
   return at;
 }
 
-std::shared_ptr<const BoundPodRows> Assumptions::publish(const model::Cluster& live) {
+std::shared_ptr<const BoundPodRows> Assumptions::publish(const model::Cluster& /*live*/) {
   lastRowsRebuilt_.store(dirtyRows_.size(), std::memory_order_relaxed);
   for (const std::string& node : dirtyRows_) {
-    auto keys = podsOfNode_.find(node);
-    if (keys == podsOfNode_.end()) {
+    auto pods = podsOfNode_.find(node);
+    if (pods == podsOfNode_.end()) {
       rows_.erase(node);
       continue;
     }
     auto row = std::make_shared<BoundPods>();
-    row->reserve(keys->second.size());
-    for (const std::string& key : keys->second) {
-      auto pod = live.pods.find(key);
-      if (pod != live.pods.end()) row->push_back(pod->second);
-    }
+    row->reserve(pods->second.size());
+    for (const auto& [key, pod] : pods->second) row->push_back(pod);
     rows_[node] = std::move(row);
   }
   dirtyRows_.clear();

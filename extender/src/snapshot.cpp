@@ -7,8 +7,8 @@ const BoundPodRows& podsOnNode(const ExtenderSnapshot& snap) { return *snap.part
 const model::Pod* boundPod(const ExtenderSnapshot& snap, std::string_view node, std::string_view uid) {
   const auto* row = podsOnNode(snap).find(node);
   if (!row) return nullptr;
-  for (const model::Pod& pod : **row) {
-    if (pod.uid == uid) return &pod;
+  for (const auto& pod : **row) {
+    if (pod->uid == uid) return pod.get();
   }
   return nullptr;
 }

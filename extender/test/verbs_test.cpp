@@ -394,6 +394,9 @@ TEST(Snapshot, OnlyChangedNodesGetNewPodRows) {
   EXPECT_NE((*podsOnNode(*snap).find("node-3")).get(), (*before.find("node-3")).get());
   EXPECT_EQ((*podsOnNode(*snap).find("node-4")).get(), (*before.find("node-4")).get());
   EXPECT_NE(boundPod(*snap, "node-3", "uid-extra"), nullptr);
+  // The rebuilt row shares the four pods that did not change: pointers copied,
+  // not the pods.
+  for (const auto& pod : **before.find("node-3")) EXPECT_EQ(boundPod(*snap, "node-3", pod->uid), pod.get());
 }
 
 namespace {

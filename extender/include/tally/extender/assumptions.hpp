@@ -63,7 +63,8 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
   std::shared_ptr<const BoundPodRows> publish(const model::Cluster& live) override;
 
  private:
-  void trackPod(const std::string& key, const std::string& node);
+  // `pod`: the pod as it now is, bound to `node` (null with an empty node).
+  void trackPod(const std::string& key, const std::string& node, std::shared_ptr<const model::Pod> pod);
 
   // Records the assumption, or answers why not; `arrived`: the pod's event
   // has just been applied (no further wait for it).
@@ -82,7 +83,8 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
   std::vector<Assume> arrived_;
   std::atomic<std::uint64_t> podWaitsStarted_{0}, podArrivals_{0}, podWaitsTimedOut_{0};
   std::unordered_map<std::string, std::string> nodeOfPod_;                       // pod key -> node
-  std::unordered_map<std::string, std::unordered_set<std::string>> podsOfNode_;  // node -> pod keys
+  // node -> its bound pods by key, each copied once per change of the pod
+  std::unordered_map<std::string, std::unordered_map<std::string, std::shared_ptr<const model::Pod>>> podsOfNode_;
   std::unordered_set<std::string> dirtyRows_;
   BoundPodRows rows_;
   // Each assumption's deadline by pod uid, and the same deadlines in the order

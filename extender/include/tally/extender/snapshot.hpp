@@ -16,8 +16,10 @@ namespace tally::extender {
 
 using ExtenderSnapshot = state::Snapshot;
 
-// Non-terminal pods bound to one node (GPU pods only: the rest use no units).
-using BoundPods = std::vector<model::Pod>;
+// Non-terminal pods bound to one node (GPU pods only: the rest use no units),
+// each shared by every row and snapshot that holds it: a row rebuilt when one
+// of its pods changed copies pointers, not the pods that did not change.
+using BoundPods = std::vector<std::shared_ptr<const model::Pod>>;
 using BoundPodRows = CowMap<std::shared_ptr<const BoundPods>>;
 
 // The snapshot's part of that type (CacheWriter's extension publishes it).
