@@ -82,7 +82,7 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
   std::unordered_map<std::string, std::vector<AwaitingPod>> awaitingPod_;
   std::vector<Assume> arrived_;
   std::atomic<std::uint64_t> podWaitsStarted_{0}, podArrivals_{0}, podWaitsTimedOut_{0};
-  std::unordered_map<std::string, std::string> nodeOfPod_;                       // pod key -> node
+  std::unordered_map<std::string, std::string> nodeOfPod_;  // pod key -> node
   // node -> its bound pods by key, each copied once per change of the pod
   std::unordered_map<std::string, std::unordered_map<std::string, std::shared_ptr<const model::Pod>>> podsOfNode_;
   std::unordered_set<std::string> dirtyRows_;
