@@ -98,6 +98,7 @@ extender_binds() { extender_counter "${1:-}" tally_extender_binds_total result; 
 # Prioritize answers by where their scores came from (source="filter": the
 # filter of the same cycle; "snapshot": scored anew), "source count" lines.
 extender_prioritize_sources() { extender_counter "${1:-}" tally_extender_prioritize_answers_total source; } # PORT
+extender_api_connections() { extender_counter "${1:-}" tally_extender_api_connections_total handshake; } # PORT
 
 # counts_used BEFORE AFTER -> "key=delta ..." for "key count" lines.
 counts_used() {

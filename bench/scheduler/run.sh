@@ -341,10 +341,11 @@ measure() {
   # When kube-scheduler binds every pod before its restart returns (a small run
   # on a loaded machine), the first sample already sees them all: the whole
   # run is then timed from the restart, start-up included.
-  local t_restart posts_before ebinds_before sources_before
+  local t_restart posts_before ebinds_before sources_before conns_before
   posts_before="$(binding_posts)"
   ebinds_before="$(extender_binds "$(variant_port "$label")")"
   sources_before="$(extender_prioritize_sources "$(variant_port "$label")")"
+  conns_before="$(extender_api_connections "$port")"
   t_restart="$(date +%s.%N)"
   restart "$cfg" "$flags"
   local cpu_before lat_before
@@ -401,6 +402,8 @@ measure() {
   local sources
   sources="$(counts_used "$sources_before" "$(extender_prioritize_sources "$(variant_port "$label")")")"
   [[ "$sources" == none ]] || log "$label: tally-extender prioritize answers by source: $sources"
+  # tally-extender's connections to the API server (every variant: it watches in all).
+  log "$label: tally-extender opened API connections by TLS handshake: $(counts_used "$conns_before" "$(extender_api_connections "$port")")"
   local bound placed
   placed="$(k get pods -n "$ns" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sed '/^$/d')"
   bound="$(grep -c . <<<"$placed")"

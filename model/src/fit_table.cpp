@@ -1,6 +1,7 @@
 #include "tally/model/fit_table.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "filter_core.hpp"
@@ -212,6 +213,8 @@ std::optional<std::uint32_t> FitTable::find(std::string_view node) const {
   return layout_->find(node);
 }
 
+thread_local std::size_t FitTable::findAllProbes_ = 0;
+
 void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std::uint32_t>& rows) const {
   const std::size_t n = nodes.size();
   rows.resize(n);  // every entry is written below
@@ -221,45 +224,88 @@ void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std:
   }
   const Layout& l = *layout_;
   const auto count = static_cast<std::uint32_t>(l.names.size());
+  // A remembered successor is confirmed when a list follows it again; a
+  // contradiction then only takes the confirmation away, the next one
+  // replaces it. Two workers' nodes interleaving in one list contradict many
+  // links once; the order itself survives that.
   auto successorOf = [&](std::uint32_t row) {
-    return row == kNoRow ? kNoRow : l.successor[row].load(std::memory_order_relaxed);
+    if (row == kNoRow) return kNoRow;
+    const std::uint32_t raw = l.successor[row].load(std::memory_order_relaxed);
+    return raw == kNoRow ? kNoRow : raw & ~kConfirmed;
+  };
+  auto note = [&](std::uint32_t previous, std::uint32_t row) {
+    if (previous == kNoRow) return;
+    const std::uint32_t raw = l.successor[previous].load(std::memory_order_relaxed);
+    if (raw != kNoRow && (raw & ~kConfirmed) == row) {
+      if (!(raw & kConfirmed)) l.successor[previous].store(row | kConfirmed, std::memory_order_relaxed);
+    } else if (raw != kNoRow && (raw & kConfirmed)) {
+      l.successor[previous].store(raw & ~kConfirmed, std::memory_order_relaxed);
+    } else {
+      l.successor[previous].store(row, std::memory_order_relaxed);
+    }
   };
 
-  // Following the remembered order. Two scouts run ahead along the
-  // remembered successors: the far one fetches the name's string object, the
-  // near one the characters it points at (for names too long to sit inside
-  // the object), so both are in cache when the name is compared. A wrong
-  // guess sends them back to the row actually found.
-  constexpr std::size_t kNear = 4, kFar = 8;
-  std::uint32_t near = kNoRow, far = kNoRow;
-  auto resync = [&](std::uint32_t from) {
-    near = from;
-    for (std::size_t k = 0; k < kNear; ++k) near = successorOf(near);
-    far = near;
+  // Following the remembered order, along a few runs at once: kube-scheduler
+  // filters its node list in chunks on parallel workers and lists the
+  // feasible nodes as they are found, so runs of its order interleave. The
+  // next name is tried as the successor of each run's last row, most
+  // recently followed run first. Two scouts run ahead along each run: the far
+  // one fetches the name's string object, the near one the characters it
+  // points at (for names too long to sit inside the object), so both are in
+  // cache when the name is compared.
+  constexpr std::size_t kNear = 4, kFar = 8, kRuns = 3;
+  struct Run {
+    std::uint32_t last = kNoRow, near = kNoRow, far = kNoRow;
+  };
+  std::array<Run, kRuns> runs{};
+  auto startRun = [&](std::uint32_t from) {
+    Run run{from, from, kNoRow};
+    for (std::size_t k = 0; k < kNear; ++k) run.near = successorOf(run.near);
+    run.far = run.near;
     for (std::size_t k = kNear; k < kFar; ++k) {
-      far = successorOf(far);
-      if (far != kNoRow) __builtin_prefetch(&l.names[far]);
+      run.far = successorOf(run.far);
+      if (run.far != kNoRow) __builtin_prefetch(&l.names[run.far]);
     }
+    return run;
+  };
+  auto followed = [&](Run& run, std::uint32_t row) {
+    run.last = row;
+    run.near = successorOf(run.near);
+    if (run.near < count) __builtin_prefetch(l.names[run.near].data());
+    run.far = successorOf(run.far);
+    if (run.far < count) __builtin_prefetch(&l.names[run.far]);
   };
   std::uint32_t previous = kNoRow;
   std::size_t i = 0, misses = 0;
-  // A list in another order than the last one (a client other than
-  // kube-scheduler, or nodes added) misses at every name: after 64 names
+  // A list in another order than the remembered one (a client other than
+  // kube-scheduler, or nodes added) misses at most names: after 64 names
   // with more than one in eight missed, the rest go by hash.
   for (; i < n && (i < 64 || misses * 8 <= i); ++i) {
-    const std::uint32_t guess = successorOf(previous);
-    std::uint32_t row = guess;
-    if (guess >= count || !sameName(l.names[guess], nodes[i])) {
+    std::uint32_t row = kNoRow;
+    std::size_t hit = kRuns;
+    for (std::size_t r = 0; r < kRuns && runs[r].last != kNoRow; ++r) {
+      const std::uint32_t next = successorOf(runs[r].last);
+      if (next < count && sameName(l.names[next], nodes[i])) {
+        row = next;
+        hit = r;
+        break;
+      }
+    }
+    if (hit < kRuns) {
+      note(runs[hit].last, row);
+      followed(runs[hit], row);
+      std::rotate(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(hit),
+                  runs.begin() + static_cast<std::ptrdiff_t>(hit) + 1);
+    } else {
       ++misses;
+      ++findAllProbes_;
       auto found = l.probe(hashName(nodes[i]), nodes[i]);
       row = found ? *found : kNoRow;
-      if (previous != kNoRow) l.successor[previous].store(row, std::memory_order_relaxed);
-      resync(row);
-    } else {
-      near = successorOf(near);
-      if (near < count) __builtin_prefetch(l.names[near].data());
-      far = successorOf(far);
-      if (far < count) __builtin_prefetch(&l.names[far]);
+      note(previous, row);
+      if (row != kNoRow) {
+        std::move_backward(runs.begin(), runs.end() - 1, runs.end());
+        runs[0] = startRun(row);
+      }
     }
     rows[i] = row;
     previous = row;
@@ -288,9 +334,10 @@ void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std:
   for (; i < n; ++i) {
     if (i + 2 * kAhead < n) stageHash(i + 2 * kAhead);
     if (i + kAhead < n) stageSlot(i + kAhead);
+    ++findAllProbes_;
     auto found = l.probe(hashes[i], nodes[i]);
     const std::uint32_t row = found ? *found : kNoRow;
-    if (previous != kNoRow && successorOf(previous) != row) l.successor[previous].store(row, std::memory_order_relaxed);
+    note(previous, row);
     rows[i] = row;
     previous = row;
   }

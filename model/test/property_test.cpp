@@ -1545,6 +1545,63 @@ TEST(PropertyFitTable, FindAllAgreesWithFindWhateverTheOrderOfNames) {
   EXPECT_GT(hits, 0u);
 }
 
+// kube-scheduler's lists as its parallel filter makes them: its node list (an
+// order of its own, here a shuffle) from a rotating start, in chunks that
+// workers take in turn, the feasible nodes appended as the workers find them,
+// so runs of that order interleave. findAll follows the runs: after the first
+// lists few names go by hash, and every answer is still find()'s.
+TEST(PropertyFitTable, FindAllFollowsInterleavedRunsOfTheSchedulersOrder) {
+  std::mt19937_64 rng(23);
+  Cluster c;
+  fx::put(c, fx::passthroughClass());
+  std::vector<std::string> order;
+  for (int i = 0; i < 5000; ++i) {
+    order.push_back("bench-" + std::to_string(i));
+    fx::put(c, fx::gpuNode(order.back(), NodeMode::VmPassthrough, fx::kH200, 8));
+  }
+  std::shuffle(order.begin(), order.end(), rng);
+  auto index = UsageIndex::fromCluster(c);
+  FitTable table = FitTable::build(index.cluster(), index);
+  std::vector<std::uint32_t> rows;
+  std::size_t names = 0, probes = 0;
+  for (int round = 0; round < 400; ++round) {
+    const std::size_t start = rng() % order.size();
+    constexpr std::size_t kChunk = 70;
+    const std::size_t workers = 1 + round % 3;
+    std::vector<std::size_t> at(workers), end(workers);
+    std::size_t nextChunk = 0;
+    for (std::size_t w = 0; w < workers; ++w, ++nextChunk) {
+      at[w] = nextChunk * kChunk;
+      end[w] = at[w] + kChunk;
+    }
+    std::vector<std::string> list;
+    while (list.size() < 500) {
+      const std::size_t w = rng() % workers;
+      if (at[w] == end[w]) {
+        at[w] = nextChunk * kChunk;
+        end[w] = at[w] + kChunk;
+        ++nextChunk;
+      }
+      const std::string& name = order[(start + at[w]++) % order.size()];
+      if (name.back() != '7') list.push_back(name);  // the nodes ending in 7 never fit
+    }
+    std::vector<std::string_view> views(list.begin(), list.end());
+    const std::size_t before = FitTable::findAllProbesOnThisThread();
+    table.findAll(views, rows);
+    if (round >= 100) {  // once most of the order has been seen
+      names += list.size();
+      probes += FitTable::findAllProbesOnThisThread() - before;
+    }
+    ASSERT_EQ(rows.size(), list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      ASSERT_EQ(rows[i], *table.find(list[i])) << "round " << round << " name " << list[i];
+    }
+  }
+  // A run starts at every chunk a worker takes (one in about 63 names) and
+  // where the rotating start wraps around.
+  EXPECT_LT(probes * 20, names) << probes << " of " << names << " names by hash";
+}
+
 // ---------------------------------------------------------------------------
 // The invariant and unreadable inputs (issue 13)
 // ---------------------------------------------------------------------------

@@ -54,11 +54,14 @@ class FitTable {
   // The row of a node, by name.
   std::optional<std::uint32_t> find(std::string_view node) const;
   // The rows of many nodes at once (kNoRow for a node the table does not hold):
-  // following the order the last list was in while it holds (Layout::successor),
-  // else by hash, with the memory each lookup touches fetched a few names ahead.
+  // the row after one just found (runs of consecutive rows, interleaved), else
+  // following the order the last list was in (Layout::successor), else by
+  // hash, with the memory each lookup touches fetched a few names ahead.
   // Safe to call from many threads on one table.
   static constexpr std::uint32_t kNoRow = UINT32_MAX;
   void findAll(std::span<const std::string_view> nodes, std::vector<std::uint32_t>& rows) const;
+  // Names findAll() looked up by hash on this thread so far (for tests and benches).
+  static std::size_t findAllProbesOnThisThread() { return findAllProbes_; }
   const std::string& nodeName(std::uint32_t row) const;
   std::size_t size() const;
   // Blocks this table shares with the table it was updated from (for tests and stats).
@@ -157,6 +160,9 @@ class FitTable {
     std::optional<std::uint32_t> find(const Slot& slot) const;
   };
   static constexpr std::uint32_t kModeKey = 0x80000000u;
+  static thread_local std::size_t findAllProbes_;
+  // Layout::successor's mark of a successor a later list followed again.
+  static constexpr std::uint32_t kConfirmed = 0x80000000u;
   static constexpr std::uint32_t kBlockShift = 7;  // 128 rows per block
   static constexpr std::uint32_t kBlockRows = 1u << kBlockShift;
 
@@ -169,12 +175,13 @@ class FitTable {
     std::vector<NodeMode> modes;  // poolMode() per row
     // Open addressing: (hash, row + 1); a power-of-two size.
     std::vector<std::pair<std::uint64_t, std::uint32_t>> index;
-    // Per row, the row whose name followed it in the last list findAll()
-    // resolved (kNoRow: none yet). kube-scheduler lists candidates in the same
-    // order every cycle (its node tree from a rotating start), so the next
-    // name is most often this successor: one comparison of names instead of a
-    // hash and a probe. A hint only, checked before use; concurrent lookups
-    // overwrite it in no particular order.
+    // Per row, the row whose name followed it in the lists findAll() resolved
+    // (kNoRow: none yet), kConfirmed set once a later list followed it again.
+    // kube-scheduler lists candidates in the same order every cycle (its node
+    // tree from a rotating start, runs of it interleaved by its parallel
+    // workers), so the next name is most often the successor of a recent one:
+    // one comparison of names instead of a hash and a probe. A hint only,
+    // checked before use; concurrent lookups overwrite it in no particular order.
     std::unique_ptr<std::atomic<std::uint32_t>[]> successor;
     std::optional<std::uint32_t> find(std::string_view name) const;
     // The row of `name`, whose hashName() is `hash`.
