@@ -255,6 +255,9 @@ cpu_now() {
     pid="$(cat "$state/pids/$comp.pid" 2>/dev/null)" || continue
     [[ -r /proc/$pid/stat ]] && echo "$comp $(awk '{print $14 + $15}' "/proc/$pid/stat")"
   done
+  # The host's idle time (idle + iowait, both cores): the window is CPU-bound
+  # while it stays near 0.
+  echo "host-idle $(awk '/^cpu / {print $5 + $6}' /proc/stat)"
   [[ -n "$ext_pid" && -r /proc/$ext_pid/stat ]] && echo "tally-extender $(awk '{print $14 + $15}' "/proc/$ext_pid/stat")"
   # tally-extender's threads by name (tally-http-N, tally-bind, tally-writer,
   # watch-<resource>, ...), numbers dropped: "ext/<name> ticks" per group.
@@ -362,6 +365,12 @@ measure() {
         mkdir -p "$TALLY_BENCH_PPROF"
         curl -sk -H "Authorization: Bearer $token" -o "$TALLY_BENCH_PPROF/$ns.pprof" \
           "https://127.0.0.1:$SCHED_PORT/debug/pprof/profile?seconds=5" &
+      fi
+      # TALLY_BENCH_PPROF_API=DIR: the same of kube-apiserver.
+      if [[ -n "${TALLY_BENCH_PPROF_API:-}" ]]; then
+        mkdir -p "$TALLY_BENCH_PPROF_API"
+        curl -sk -H "Authorization: Bearer $token" -o "$TALLY_BENCH_PPROF_API/$ns.pprof" \
+          "https://127.0.0.1:$API_PORT/debug/pprof/profile?seconds=5" &
       fi
       # TALLY_BENCH_PERF=DIR: 5 s of perf samples (DWARF call graphs) of tally-extender from here.
       if [[ -n "${TALLY_BENCH_PERF:-}" && -n "$ext_pid" ]]; then
