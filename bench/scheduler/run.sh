@@ -366,12 +366,6 @@ measure() {
         curl -sk -H "Authorization: Bearer $token" -o "$TALLY_BENCH_PPROF/$ns.pprof" \
           "https://127.0.0.1:$SCHED_PORT/debug/pprof/profile?seconds=5" &
       fi
-      # TALLY_BENCH_PPROF_API=DIR: the same of kube-apiserver.
-      if [[ -n "${TALLY_BENCH_PPROF_API:-}" ]]; then
-        mkdir -p "$TALLY_BENCH_PPROF_API"
-        curl -sk -H "Authorization: Bearer $token" -o "$TALLY_BENCH_PPROF_API/$ns.pprof" \
-          "https://127.0.0.1:$API_PORT/debug/pprof/profile?seconds=5" &
-      fi
       # TALLY_BENCH_PERF=DIR: 5 s of perf samples (DWARF call graphs) of tally-extender from here.
       if [[ -n "${TALLY_BENCH_PERF:-}" && -n "$ext_pid" ]]; then
         mkdir -p "$TALLY_BENCH_PERF"
