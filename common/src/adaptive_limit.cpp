@@ -73,20 +73,18 @@ void AdaptiveLimit::wakeFront() {
 
 void AdaptiveLimit::release(Clock::time_point granted, Clock::duration latency, bool ok) {
   std::lock_guard lock(mu_);
-  {
-    --inFlight_;
-    const bool slow = latency > options_.target;
-    if (ok && !slow) {
-      limit_ = std::min<double>(options_.max, limit_ + 1.0 / limit_);
-      const double seconds = std::chrono::duration<double>(latency).count();
-      typicalSeconds_ = typicalSeconds_ == 0 ? seconds : 0.8 * typicalSeconds_ + 0.2 * seconds;
-    } else if (granted >= lastCut_) {
-      // Requests that started before the last cut were sent at the old limit:
-      // their slowness is already answered.
-      limit_ = std::max<double>(options_.min, limit_ * options_.backoff);
-      lastCut_ = Clock::now();
-      ++cuts_;
-    }
+  --inFlight_;
+  const bool slow = latency > options_.target;
+  if (ok && !slow) {
+    limit_ = std::min<double>(options_.max, limit_ + 1.0 / limit_);
+    const double seconds = std::chrono::duration<double>(latency).count();
+    typicalSeconds_ = typicalSeconds_ == 0 ? seconds : 0.8 * typicalSeconds_ + 0.2 * seconds;
+  } else if (granted >= lastCut_) {
+    // Requests that started before the last cut were sent at the old limit:
+    // their slowness is already answered.
+    limit_ = std::max<double>(options_.min, limit_ * options_.backoff);
+    lastCut_ = Clock::now();
+    ++cuts_;
   }
   wakeFront();
 }

@@ -53,11 +53,7 @@ void Assumptions::forget(model::UsageIndex& index, const std::string& uid) {
 
 void Assumptions::podChanged(const std::string& key, const model::Pod* pod) {
   const bool bound = pod && !pod->nodeName.empty() && !model::isTerminal(*pod);
-  if (bound) {
-    trackPod(key, pod->nodeName, std::make_shared<const model::Pod>(*pod));
-  } else {
-    trackPod(key, std::string(), nullptr);
-  }
+  trackPod(key, bound ? std::make_shared<const model::Pod>(*pod) : nullptr);
   if (!pod || awaitingPod_.empty()) return;
   auto waiting = awaitingPod_.find(key);
   if (waiting == awaitingPod_.end()) return;
@@ -73,7 +69,8 @@ void Assumptions::podChanged(const std::string& key, const model::Pod* pod) {
   if (binds.empty()) awaitingPod_.erase(waiting);
 }
 
-void Assumptions::trackPod(const std::string& key, const std::string& node, std::shared_ptr<const model::Pod> pod) {
+void Assumptions::trackPod(const std::string& key, std::shared_ptr<const model::Pod> pod) {
+  const std::string node = pod ? pod->nodeName : std::string();
   auto old = nodeOfPod_.find(key);
   if (old != nodeOfPod_.end()) {
     auto& pods = podsOfNode_[old->second];

@@ -63,8 +63,8 @@ class Assumptions final : public state::Observer, public state::Extension<BoundP
   std::shared_ptr<const BoundPodRows> publish(const model::Cluster& live) override;
 
  private:
-  // `pod`: the pod as it now is, bound to `node` (null with an empty node).
-  void trackPod(const std::string& key, const std::string& node, std::shared_ptr<const model::Pod> pod);
+  // `pod`: the pod as it now is, bound to its node; null when it is bound to none.
+  void trackPod(const std::string& key, std::shared_ptr<const model::Pod> pod);
 
   // Records the assumption, or answers why not; `arrived`: the pod's event
   // has just been applied (no further wait for it).
