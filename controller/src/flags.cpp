@@ -56,6 +56,11 @@ void addWebhookFlags(CLI::App& app, Flags& f) {
                  "How long an Organization add-on review waits for its decision on the state writer before it is "
                  "refused closed")
       ->capture_default_str();
+  app.add_option("--organization-settle", f.organizationSettle,
+                 "How long an Organization add-on review whose answer only waits on this replica's caches (an "
+                 "unknown pool equation, e.g. a plan-quota HRQ created a moment ago) is decided again before it is "
+                 "refused; 0s answers the first decision")
+      ->capture_default_str();
 }
 
 void addCertificateFlags(CLI::App& app, Flags& f) {
@@ -300,6 +305,7 @@ UsageRecorderOptions usageOptions(const Flags& f, observability::Registry& regis
 OrganizationWebhookOptions organizationOptions(const Flags& f) {
   OrganizationWebhookOptions o;
   o.decisionTimeout = duration<milliseconds>("--organization-decision-timeout", f.organizationDecisionTimeout);
+  o.settle = duration<milliseconds>("--organization-settle", f.organizationSettle);
   return o;
 }
 

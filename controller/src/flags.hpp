@@ -61,6 +61,7 @@ struct Flags {
   bool quota = true;
   std::string quotaResync = "5m";
   std::string organizationDecisionTimeout = "3s";
+  std::string organizationSettle = "2s";
   bool auditor = true;
   std::string auditInterval = "24h", auditDebounce = "1s", auditStaleAfter = "300s", releaseStuckAfter = "24h";
   std::string auditConvergence = "5m";

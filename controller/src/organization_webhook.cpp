@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <future>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "refusals.hpp"
 #include "tally/codec/admission_objects.hpp"
@@ -39,6 +42,15 @@ std::optional<Answer> unsyncedCache(const model::Cluster& cluster, const std::st
     }
   }
   return std::nullopt;
+}
+
+// An answer that more of the API server's events could change: every reason
+// is an unknown equation or a cache that has not seen something yet.
+bool waitsOnCaches(const Answer& answer) {
+  if (answer.allowed() || answer.codes.empty()) return false;
+  return std::ranges::all_of(answer.codes, [](const std::string& code) {
+    return code == codeName(model::Code::InvariantUnknown) || code == codeName(model::Code::CacheNotSynced);
+  });
 }
 
 }  // namespace
@@ -90,19 +102,25 @@ runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snap
     // The request outlives neither this call nor the task: the task gets its
     // own copy, and a late task answers a promise nobody waits on.
     auto copy = std::make_shared<AdmissionRequest>(runtime::admission::copyRequest(request));
-    auto answer = std::make_shared<std::promise<Answer>>();
-    std::future<Answer> decided = answer->get_future();
-    writer.post(
-        [copy, answer, options](model::UsageIndex& index) {
-          answer->set_value(reviewOrganization(index.cluster(), index, *copy, options));
-        },
-        false);
-    if (decided.wait_for(options.decisionTimeout) != std::future_status::ready) {
-      return forbidden("DecisionTimeout", fmt::format("[DecisionTimeout] {}: the add-on change was not decided within "
-                                                      "{} ms (the state writer is busy); retry",
-                                                      subject, options.decisionTimeout.count()));
+    const auto settled = std::chrono::steady_clock::now() + options.settle;
+    for (;;) {
+      auto answer = std::make_shared<std::promise<Answer>>();
+      std::future<Answer> decided = answer->get_future();
+      writer.post(
+          [copy, answer, options](model::UsageIndex& index) {
+            answer->set_value(reviewOrganization(index.cluster(), index, *copy, options));
+          },
+          false);
+      if (decided.wait_for(options.decisionTimeout) != std::future_status::ready) {
+        return forbidden("DecisionTimeout",
+                         fmt::format("[DecisionTimeout] {}: the add-on change was not decided within "
+                                     "{} ms (the state writer is busy); retry",
+                                     subject, options.decisionTimeout.count()));
+      }
+      Answer got = decided.get();
+      if (!waitsOnCaches(got) || std::chrono::steady_clock::now() + options.settleStep > settled) return got;
+      std::this_thread::sleep_for(options.settleStep);
     }
-    return decided.get();
   }};
 }
 

@@ -1,6 +1,7 @@
 // The Organization webhook's route: decided on the state writer's thread
 // (which sees pods no snapshot holds), answered through a promise, refused
-// closed before the caches sync or when the writer does not answer in time.
+// closed before the caches sync or when the writer does not answer in time;
+// an answer that waits on the caches is decided again for a while.
 
 #include <gtest/gtest.h>
 
@@ -60,6 +61,51 @@ TEST_F(OrganizationRoute, RefusedClosedWhenTheWriterDoesNotAnswerInTime) {
   options.decisionTimeout = 50ms;
   AdmissionResponse r = answer({{"h200-quota", 4}}, options);
   EXPECT_TRUE(refusedWith(r, "DecisionTimeout")) << r.message;
+}
+
+// The plan-quota HRQ the quota reconciler just created reaches this
+// replica's cache a moment after the API server has it: an increase decided
+// in between is unknown, and is decided again until the HRQ arrives.
+TEST_F(OrganizationRoute, UnknownAnswerIsDecidedAgainUntilTheMissingHrqArrives) {
+  const model::HierarchicalResourceQuota quota = c.hrqs.at("acme/plan-quota");
+  c.hrqs.clear();
+  start();
+  OrganizationWebhookOptions now;
+  now.settle = 0ms;
+  AdmissionResponse unknown = answer({{"h200-quota", 4}}, now);
+  EXPECT_TRUE(refusedWith(unknown, "InvariantUnknown")) << unknown.message;
+  EXPECT_NE(unknown.message.find("HRQ acme/plan-quota is missing"), std::string::npos) << unknown.message;
+
+  std::jthread arrives([&] {
+    std::this_thread::sleep_for(300ms);
+    writer->upsert(state::Object(quota));
+  });
+  const auto asked = std::chrono::steady_clock::now();
+  AdmissionResponse settled = answer({{"h200-quota", 4}});
+  EXPECT_TRUE(settled.allowed) << settled.message;
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, 250ms);
+}
+
+TEST_F(OrganizationRoute, UnknownAnswerIsRefusedOnceTheSettleTimeIsOver) {
+  c.hrqs.clear();
+  start();
+  OrganizationWebhookOptions options;
+  options.settle = 400ms;
+  const auto asked = std::chrono::steady_clock::now();
+  AdmissionResponse r = answer({{"h200-quota", 4}}, options);
+  EXPECT_TRUE(refusedWith(r, "InvariantUnknown")) << r.message;
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, 300ms);
+}
+
+// A refusal no event can change (a reduction below what holders use) is not
+// decided again.
+TEST_F(OrganizationRoute, DecidedRefusalIsAnsweredAtOnce) {
+  start();
+  OrganizationWebhookOptions options;
+  options.settle = 5s;
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_TRUE(refusedWith(answer({{"h200-quota", 2}}, options), "AddonReductionBlocked"));
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 4s);
 }
 
 }  // namespace

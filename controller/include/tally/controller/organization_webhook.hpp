@@ -38,6 +38,13 @@ struct OrganizationWebhookOptions {
   // How long a review waits for the writer thread's decision before it is
   // refused closed (keep the configuration's timeoutSeconds above it).
   std::chrono::milliseconds decisionTimeout{3'000};
+  // How long an answer that only waits on this replica's caches (an unknown
+  // pool equation, an organization not seen yet) is decided again, every
+  // `settleStep`, before it is returned: the usual cause is a cache a few
+  // events behind the API server, such as the plan-quota HRQ the quota
+  // reconciler created a moment ago. 0 answers the first decision.
+  std::chrono::milliseconds settle{2'000};
+  std::chrono::milliseconds settleStep{100};
 };
 
 // The answer to one review, decided on a cluster that holds its pods (the
@@ -47,7 +54,8 @@ runtime::admission::Answer reviewOrganization(const model::Cluster& cluster, con
                                               const OrganizationWebhookOptions& options);
 
 // The route's validator: refused closed while `cell`'s newest snapshot has
-// not synced; otherwise decided on `writer`'s thread.
+// not synced; otherwise decided on `writer`'s thread, again while the answer
+// is unknown for up to `options.settle`.
 runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snapshot>& cell, state::Writer& writer,
                                                   OrganizationWebhookOptions options);
 
