@@ -11,6 +11,7 @@
 
 #include "refusals.hpp"
 #include "tally/codec/admission_objects.hpp"
+#include "tally/common/log.hpp"
 #include "tally/model/admission.hpp"
 #include "tally/model/index.hpp"
 
@@ -103,7 +104,7 @@ runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snap
     // own copy, and a late task answers a promise nobody waits on.
     auto copy = std::make_shared<AdmissionRequest>(runtime::admission::copyRequest(request));
     const auto settled = std::chrono::steady_clock::now() + options.settle;
-    for (;;) {
+    for (int decisions = 1;; ++decisions) {
       auto answer = std::make_shared<std::promise<Answer>>();
       std::future<Answer> decided = answer->get_future();
       writer.post(
@@ -118,7 +119,17 @@ runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snap
                                      subject, options.decisionTimeout.count()));
       }
       Answer got = decided.get();
-      if (!waitsOnCaches(got) || std::chrono::steady_clock::now() + options.settleStep > settled) return got;
+      const bool waits = waitsOnCaches(got);
+      if (!waits || std::chrono::steady_clock::now() + options.settleStep > settled) {
+        if (decisions > 1) {
+          logInfo("organization review decided again while the caches caught up",
+                  {{"organization", request.namespace_ + "/" + request.name},
+                   {"decisions", std::int64_t(decisions)},
+                   {"allowed", got.allowed()},
+                   {"stillWaiting", waits}});
+        }
+        return got;
+      }
       std::this_thread::sleep_for(options.settleStep);
     }
   }};
