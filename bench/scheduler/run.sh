@@ -203,6 +203,11 @@ ext_latency() {
            if ($1 ~ /_sum/) { s[r] = $2; h[r] = $2 } else c[r] = $2 }
          END { for (r in s) print r, s[r], c[r], h[r] + 0 }'
 }
+# floor-extender's own sums, in ext_latency's form (its GET /latency).
+floor_latency() {
+  [[ -n "${floor_pid:-}" ]] || return 0
+  curl -s "http://127.0.0.1:$floor_port/latency" 2>/dev/null
+}
 # ext_latency_used BEFORE AFTER -> "route=mean_us/handling_mean_us(n) ..."
 ext_latency_used() {
   python3 - "$1" "$2" <<'PY'
@@ -351,9 +356,10 @@ measure() {
   conns_before="$(extender_api_connections "$port")"
   t_restart="$(date +%s.%N)"
   restart "$cfg" "$flags"
-  local cpu_before lat_before
+  local cpu_before lat_before floor_before
   cpu_before="$(cpu_now)"
   lat_before="$(ext_latency)"
+  floor_before="$(floor_latency)"
   while :; do
     n="$(scheduled)"
     now="$(date +%s.%N)"
@@ -393,7 +399,7 @@ measure() {
     sleep 0.2
   done
   log "$label: CPU seconds while scheduling: $(cpu_used "$cpu_before" "$(cpu_now)"); batching: $(batching)"
-  log "$label: kube-scheduler per pod: $(cycle_means); tally-extender server-side mean from header/from body: $(ext_latency_used "$lat_before" "$(ext_latency)")"
+  log "$label: kube-scheduler per pod: $(cycle_means); tally-extender server-side mean from header/from body: $(ext_latency_used "$lat_before" "$(ext_latency)"); floor-extender: $(ext_latency_used "$floor_before" "$(floor_latency)")"
   # Binding POSTs the API server answered for this measurement, by code, and
   # the extender's bind outcomes: a bind retry storm shows as more POSTs than
   # pods, 409s and late binds.
