@@ -7,7 +7,6 @@
 #include <future>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "refusals.hpp"
 #include "tally/codec/admission_objects.hpp"
@@ -89,9 +88,37 @@ Answer reviewOrganization(const model::Cluster& cluster, const model::CapacityVi
                          : model::checkAddonChange(cluster, view, before.value, after.value));
 }
 
+std::uint64_t CacheChanges::count() const {
+  std::lock_guard lock(mu_);
+  return changes_;
+}
+
+bool CacheChanges::waitPast(std::uint64_t seen, std::chrono::steady_clock::time_point until) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_until(lock, until, [&] { return changes_ > seen || stopped_; }) && !stopped_;
+}
+
+void CacheChanges::changed() {
+  {
+    std::lock_guard lock(mu_);
+    ++changes_;
+  }
+  cv_.notify_all();
+}
+
+void CacheChanges::objectChanged(model::Kind, const std::string&) { changed(); }
+
+void CacheChanges::stopped() {
+  {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+  }
+  cv_.notify_all();
+}
+
 runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snapshot>& cell, state::Writer& writer,
-                                                  OrganizationWebhookOptions options) {
-  return {[&cell, &writer, options = std::move(options)](const AdmissionRequest& request) -> Answer {
+                                                  const CacheChanges& changes, OrganizationWebhookOptions options) {
+  return {[&cell, &writer, &changes, options = std::move(options)](const AdmissionRequest& request) -> Answer {
     const std::string subject = "organization " + request.namespace_ + "/" + request.name;
     {
       auto snapshot = cell.read();
@@ -105,6 +132,8 @@ runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snap
     auto copy = std::make_shared<AdmissionRequest>(runtime::admission::copyRequest(request));
     const auto settled = std::chrono::steady_clock::now() + options.settle;
     for (int decisions = 1;; ++decisions) {
+      // Taken before the decision: a change applied while it runs wakes the wait below.
+      const std::uint64_t seen = changes.count();
       auto answer = std::make_shared<std::promise<Answer>>();
       std::future<Answer> decided = answer->get_future();
       writer.post(
@@ -120,7 +149,7 @@ runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snap
       }
       Answer got = decided.get();
       const bool waits = waitsOnCaches(got);
-      if (!waits || std::chrono::steady_clock::now() + options.settleStep > settled) {
+      if (!waits || !changes.waitPast(seen, settled)) {
         if (decisions > 1) {
           logInfo("organization review decided again while the caches caught up",
                   {{"organization", request.namespace_ + "/" + request.name},
@@ -130,7 +159,6 @@ runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snap
         }
         return got;
       }
-      std::this_thread::sleep_for(options.settleStep);
     }
   }};
 }

@@ -120,6 +120,7 @@ Replica::Replica(const Flags& flags, obs::Registry& registry, std::shared_ptr<ru
   wo.observers.push_back(vmiWebhook_.get());
   claimWebhook_ = std::make_unique<ClaimWebhook>();
   wo.observers.push_back(claimWebhook_.get());
+  wo.observers.push_back(&organizationChanges_);
   writer_ = std::make_unique<state::Writer>(std::move(wo));
   vmiWebhook_->readFrom(writer_->snapshots());
   claimWebhook_->readFrom(writer_->snapshots());
@@ -227,7 +228,7 @@ http::Router Replica::webhookRoutes() {
              gpuPodRouteWebhook(snapshots, podOptions), wo);
   addWebhook(routes, std::string(kClaimWebhookPath), std::string(kClaimWebhookName), claimWebhook_->handler(), wo);
   addWebhook(routes, std::string(kOrganizationWebhookPath), std::string(kOrganizationWebhookName),
-             organizationWebhook(snapshots, *writer_, organizationOptions(f_)), wo);
+             organizationWebhook(snapshots, *writer_, organizationChanges_, organizationOptions(f_)), wo);
   // Acknowledgements ask the API server who holds a review role; VMI reviews
   // wait for the binder: both off the listener's threads.
   admission::WebhookOptions classRoute = wo;

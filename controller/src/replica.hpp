@@ -20,6 +20,7 @@
 #include "tally/controller/catalog_endpoint.hpp"
 #include "tally/controller/claim_webhook.hpp"
 #include "tally/controller/class_webhook.hpp"
+#include "tally/controller/organization_webhook.hpp"
 #include "tally/runtime/http/server.hpp"
 #include "tally/state/informers.hpp"
 
@@ -53,6 +54,7 @@ class Replica {
   std::unique_ptr<PoolAuditor> auditor_;
   std::unique_ptr<VmiWebhook> vmiWebhook_;
   std::unique_ptr<ClaimWebhook> claimWebhook_;
+  CacheChanges organizationChanges_;  // wakes Organization reviews waiting on the caches
   std::unique_ptr<state::Writer> writer_;
   std::unique_ptr<AlertSource> alerts_;
   std::unique_ptr<UsageRecorder> usage_;

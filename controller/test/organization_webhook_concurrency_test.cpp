@@ -1,7 +1,7 @@
 // The Organization webhook's route: decided on the state writer's thread
 // (which sees pods no snapshot holds), answered through a promise, refused
 // closed before the caches sync or when the writer does not answer in time;
-// an answer that waits on the caches is decided again for a while.
+// an answer that waits on the caches is decided again as they change, for a while.
 
 #include <gtest/gtest.h>
 
@@ -20,11 +20,13 @@ using namespace std::chrono_literals;
 // --- The route: decided on the writer's thread ------------------------------
 
 struct OrganizationRoute : OrganizationChanges {
+  CacheChanges changes;
   std::unique_ptr<state::Writer> writer;
   void start(std::set<model::Kind> watched = {}) {
     state::Writer::Options o;
     o.tenancy.unorganized = model::UnorganizedGpuPolicy::Allow;  // tenants in bare namespaces
     o.watched = std::move(watched);
+    o.observers = {&changes};
     writer = std::make_unique<state::Writer>(o);
     state::upsertCluster(*writer, c);
     writer->upsert(state::Object(c.ledger));
@@ -35,7 +37,7 @@ struct OrganizationRoute : OrganizationChanges {
     if (writer) writer->stop();
   }
   AdmissionResponse answer(std::vector<std::pair<std::string, int>> to, OrganizationWebhookOptions options = {}) {
-    auto handler = organizationWebhook(writer->snapshots(), *writer, options);
+    auto handler = organizationWebhook(writer->snapshots(), *writer, changes, options);
     return handler.decide(request(reviewJson(orgJson(addons(to)), orgJson(addons({{"h200-quota", 3}}))))).response;
   }
 };

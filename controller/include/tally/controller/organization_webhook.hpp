@@ -18,6 +18,9 @@
 // tally_webhook_refusals_total{webhook="organizations",operation,code}.
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "tally/common/snapshot_cell.hpp"
@@ -26,6 +29,7 @@
 #include "tally/observability/metrics.hpp"
 #include "tally/runtime/admission/review.hpp"
 #include "tally/runtime/admission/webhook.hpp"
+#include "tally/state/extension.hpp"
 #include "tally/state/snapshot.hpp"
 #include "tally/state/writer.hpp"
 
@@ -39,12 +43,11 @@ struct OrganizationWebhookOptions {
   // refused closed (keep the configuration's timeoutSeconds above it).
   std::chrono::milliseconds decisionTimeout{3'000};
   // How long an answer that only waits on this replica's caches (an unknown
-  // pool equation, an organization not seen yet) is decided again, every
-  // `settleStep`, before it is returned: the usual cause is a cache a few
-  // events behind the API server, such as the plan-quota HRQ the quota
-  // reconciler created a moment ago. 0 answers the first decision.
+  // pool equation, an organization not seen yet) is decided again, each time
+  // an object changes in them, before it is returned: the usual cause is a
+  // cache a few events behind the API server, such as the plan-quota HRQ the
+  // quota reconciler created a moment ago. 0 answers the first decision.
   std::chrono::milliseconds settle{2'000};
-  std::chrono::milliseconds settleStep{100};
 };
 
 // The answer to one review, decided on a cluster that holds its pods (the
@@ -53,10 +56,33 @@ runtime::admission::Answer reviewOrganization(const model::Cluster& cluster, con
                                               const runtime::admission::AdmissionRequest& request,
                                               const OrganizationWebhookOptions& options);
 
+// Wakes the reviews whose answer waits on the caches when an object other
+// than a pod changes in them (pods hold no answer to an unknown equation):
+// registered as one of the writer's observers.
+class CacheChanges final : public state::Observer {
+ public:
+  // Changes applied so far.
+  std::uint64_t count() const;
+  // Waits until more than `seen` changes were applied or `until` passes (or
+  // the writer stopped); whether there were.
+  bool waitPast(std::uint64_t seen, std::chrono::steady_clock::time_point until) const;
+
+  void objectChanged(model::Kind kind, const std::string& key) override;
+  void stopped() override;
+
+ private:
+  void changed();
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::uint64_t changes_ = 0;
+  bool stopped_ = false;
+};
+
 // The route's validator: refused closed while `cell`'s newest snapshot has
-// not synced; otherwise decided on `writer`'s thread, again while the answer
-// is unknown for up to `options.settle`.
+// not synced; otherwise decided on `writer`'s thread, and again after each
+// change `changes` sees while the answer is unknown, for up to
+// `options.settle`.
 runtime::admission::Validator organizationWebhook(const SnapshotCell<state::Snapshot>& cell, state::Writer& writer,
-                                                  OrganizationWebhookOptions options);
+                                                  const CacheChanges& changes, OrganizationWebhookOptions options);
 
 }  // namespace tally::controller
