@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -166,6 +167,14 @@ int main(int argc, char** argv) {
   app.add_flag("--shuffled", shuffled, "In-process requests list the nodes in a different random order each time");
   app.add_flag("--phases", phases, "Also time filter's parsing and answering apart (one pass and lists-then-encode)");
   app.add_option("--verbs", verbs, "Verbs to measure in-process")->capture_default_str();
+  std::size_t window = 0;
+  bool cold = false;
+  app.add_option("--window", window,
+                 "In-process requests list this many of the nodes as kube-scheduler does: in the API server's "
+                 "order from a start that moves on by as many each request, two workers' chunks of 70 interleaved");
+  app.add_flag("--cold", cold,
+               "Evict the caches before every in-process request (64 MiB written), as the other processes on "
+               "a busy machine do between two of kube-scheduler's calls");
   app.add_option("--publish-nodes", publishNodes, "Nodes for --publish")->capture_default_str();
   app.add_option("--publish-pods", publishPods, "Pods for --publish")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -226,8 +235,38 @@ int main(int argc, char** argv) {
         shuffledBodies.push_back(extenderArgs(pod, names));
       }
     }
+    // With --window, the candidates of kube-scheduler's requests: its node
+    // list (the API server's order, by name) from a start that moves on by
+    // the nodes each request covered, two workers' chunks interleaved.
+    std::vector<std::string> windowBodies;
+    if (window > 0) {
+      auto names = nodeNames(nodes);
+      std::sort(names.begin(), names.end());
+      constexpr std::size_t kChunk = 70;
+      std::mt19937_64 rng(window);
+      for (std::size_t start = 0, k = 0; k < 64; ++k, start = (start + window) % names.size()) {
+        std::vector<std::string> list;
+        std::array<std::size_t, 2> at{0, kChunk}, end{kChunk, 2 * kChunk};
+        std::size_t nextChunk = 2;
+        while (list.size() < std::min(window, names.size())) {
+          const std::size_t w = rng() % 2;
+          if (at[w] == end[w]) {
+            at[w] = nextChunk * kChunk;
+            end[w] = at[w] + kChunk;
+            ++nextChunk;
+          }
+          list.push_back(names[(start + at[w]++) % names.size()]);
+        }
+        windowBodies.push_back(extenderArgs(pod, list));
+      }
+    }
     auto bodyFor = [&](int i) -> const std::string& {
+      if (!windowBodies.empty()) return windowBodies[static_cast<std::size_t>(i) % windowBodies.size()];
       return shuffled ? shuffledBodies[static_cast<std::size_t>(i) % shuffledBodies.size()] : body;
+    };
+    std::vector<char> evict(cold ? std::size_t{64} << 20 : 0);
+    auto evictCaches = [&] {
+      for (std::size_t k = 0; k < evict.size(); k += 64) evict[k] = static_cast<char>(evict[k] + 1);
     };
     if (!peerCluster.empty()) {
       writePeerCluster(peerCluster, *writer->snapshots().read());
@@ -250,6 +289,7 @@ int main(int argc, char** argv) {
       std::vector<double> us;
       for (int i = 0; i < iterations + 20; ++i) {
         std::string copy = withPadding(bodyFor(i));
+        evictCaches();
         auto t0 = Clock::now();
         http::Response r = verb == "filter" ? service.filter(copy) : service.prioritize(copy);
         auto t1 = Clock::now();
@@ -259,7 +299,10 @@ int main(int argc, char** argv) {
         }
         if (i >= 20) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       }
-      report(std::string("in-process ") + verb + (shuffled ? " (shuffled)" : ""), nodes, summarize(us));
+      std::string what = std::string("in-process ") + verb + (shuffled ? " (shuffled)" : "");
+      if (window > 0) what += " (window " + std::to_string(window) + ")";
+      if (cold) what += " (cold)";
+      report(what, nodes, summarize(us));
     }
     if (phases) {
       // Where filter's time goes: parsing the request, then the answer written

@@ -248,18 +248,20 @@ void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std:
   // Following the remembered order, along a few runs at once: kube-scheduler
   // filters its node list in chunks on parallel workers and lists the
   // feasible nodes as they are found, so runs of its order interleave. The
-  // next name is tried as the successor of each run's last row, most
-  // recently followed run first. Two scouts run ahead along each run: the far
-  // one fetches the name's string object, the near one the characters it
-  // points at (for names too long to sit inside the object), so both are in
-  // cache when the name is compared.
+  // next name is tried as the row after each run's last row, then as its
+  // remembered successor, most recently followed run first. Along the
+  // remembered order two scouts run ahead of a run: the far one fetches the
+  // name's string object, the near one the characters it points at (for
+  // names too long to sit inside the object), so both are in cache when the
+  // name is compared.
   constexpr std::size_t kNear = 4, kFar = 8, kRuns = 3;
   struct Run {
     std::uint32_t last = kNoRow, near = kNoRow, far = kNoRow;
+    bool scouted = false;  // near and far lead along the remembered order
   };
   std::array<Run, kRuns> runs{};
   auto startRun = [&](std::uint32_t from) {
-    Run run{from, from, kNoRow};
+    Run run{from, from, kNoRow, true};
     for (std::size_t k = 0; k < kNear; ++k) run.near = successorOf(run.near);
     run.far = run.near;
     for (std::size_t k = kNear; k < kFar; ++k) {
@@ -269,11 +271,23 @@ void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std:
     return run;
   };
   auto followed = [&](Run& run, std::uint32_t row) {
+    if (!run.scouted) {  // the run leaves the table's own order: scouts out
+      run = startRun(row);
+      return;
+    }
     run.last = row;
     run.near = successorOf(run.near);
     if (run.near < count) __builtin_prefetch(l.names[run.near].data());
     run.far = successorOf(run.far);
     if (run.far < count) __builtin_prefetch(&l.names[run.far]);
+  };
+  // Along the table's own rows the scouts need not chase: the far one is the
+  // string object kFar rows on, the near one the characters kNear rows on.
+  auto stepped = [&](Run& run, std::uint32_t row) {
+    run.last = row;
+    run.scouted = false;
+    if (row + kFar < count) __builtin_prefetch(&l.names[row + kFar]);
+    if (row + kNear < count) __builtin_prefetch(l.names[row + kNear].data());
   };
   std::uint32_t previous = kNoRow;
   std::size_t i = 0, misses = 0;
@@ -283,17 +297,34 @@ void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std:
   for (; i < n && (i < 64 || misses * 8 <= i); ++i) {
     std::uint32_t row = kNoRow;
     std::size_t hit = kRuns;
+    bool adjacent = false;
+    // The table's next row after each run first: rows are in name order, the
+    // order the API server lists nodes in and kube-scheduler keeps them in
+    // within a zone. That costs no load from the remembered order, whose
+    // successors miss the cache when the rows are cold.
     for (std::size_t r = 0; r < kRuns && runs[r].last != kNoRow; ++r) {
-      const std::uint32_t next = successorOf(runs[r].last);
-      if (next < count && sameName(l.names[next], nodes[i])) {
-        row = next;
+      const std::uint32_t after = runs[r].last + 1;
+      if (after < count && sameName(l.names[after], nodes[i])) {
+        row = after;
         hit = r;
+        adjacent = true;
         break;
       }
     }
+    for (std::size_t r = 0; hit == kRuns && r < kRuns && runs[r].last != kNoRow; ++r) {
+      const std::uint32_t next = successorOf(runs[r].last);
+      if (next != runs[r].last + 1 && next < count && sameName(l.names[next], nodes[i])) {
+        row = next;
+        hit = r;
+      }
+    }
     if (hit < kRuns) {
-      note(runs[hit].last, row);
-      followed(runs[hit], row);
+      if (adjacent) {
+        stepped(runs[hit], row);
+      } else {
+        note(runs[hit].last, row);
+        followed(runs[hit], row);
+      }
       std::rotate(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(hit),
                   runs.begin() + static_cast<std::ptrdiff_t>(hit) + 1);
     } else {
@@ -304,7 +335,7 @@ void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std:
       note(previous, row);
       if (row != kNoRow) {
         std::move_backward(runs.begin(), runs.end() - 1, runs.end());
-        runs[0] = startRun(row);
+        runs[0] = Run{row, kNoRow, kNoRow, false};  // scouted once it follows the remembered order
       }
     }
     rows[i] = row;

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -1600,6 +1601,62 @@ TEST(PropertyFitTable, FindAllFollowsInterleavedRunsOfTheSchedulersOrder) {
   // A run starts at every chunk a worker takes (one in about 63 names) and
   // where the rotating start wraps around.
   EXPECT_LT(probes * 20, names) << probes << " of " << names << " names by hash";
+}
+
+// The API server lists nodes by name, and kube-scheduler keeps that order
+// within a zone: the table's own row order. Lists in it (interleaved runs
+// from rotating starts) resolve by the row after each run's last without
+// the remembered order, even right after lists in another order taught
+// different successors, and every answer is still find()'s.
+TEST(PropertyFitTable, FindAllFollowsTheTablesOwnOrderWithoutRemembering) {
+  std::mt19937_64 rng(31);
+  Cluster c;
+  fx::put(c, fx::passthroughClass());
+  std::vector<std::string> byName;
+  for (int i = 0; i < 3000; ++i) {
+    byName.push_back("gpu-" + std::to_string(i) + (i % 5 == 0 ? "-with-a-name-past-the-inline-limit" : ""));
+    fx::put(c, fx::gpuNode(byName.back(), NodeMode::VmPassthrough, fx::kH200, 8));
+  }
+  std::sort(byName.begin(), byName.end());
+  auto index = UsageIndex::fromCluster(c);
+  FitTable table = FitTable::build(index.cluster(), index);
+  std::vector<std::uint32_t> rows;
+  auto check = [&](const std::vector<std::string>& list) {
+    std::vector<std::string_view> views(list.begin(), list.end());
+    const std::size_t before = FitTable::findAllProbesOnThisThread();
+    table.findAll(views, rows);
+    EXPECT_EQ(rows.size(), list.size());
+    for (std::size_t i = 0; i < list.size() && i < rows.size(); ++i) {
+      EXPECT_EQ(rows[i], *table.find(list[i])) << list[i];
+    }
+    return FitTable::findAllProbesOnThisThread() - before;
+  };
+  // Teach the remembered order a shuffle of the names, twice (confirmed).
+  std::vector<std::string> shuffled = byName;
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  check(shuffled);
+  check(shuffled);
+  std::size_t names = 0, probes = 0;
+  for (int round = 0; round < 50; ++round) {
+    const std::size_t start = rng() % byName.size();
+    std::vector<std::string> list;
+    std::array<std::size_t, 2> at{0, 70}, end{70, 140};
+    std::size_t nextChunk = 2;
+    while (list.size() < 500) {
+      const std::size_t w = rng() % 2;
+      if (at[w] == end[w]) {
+        at[w] = nextChunk * 70;
+        end[w] = at[w] + 70;
+        ++nextChunk;
+      }
+      list.push_back(byName[(start + at[w]++) % byName.size()]);
+    }
+    names += list.size();
+    probes += check(list);
+  }
+  // A run starts where a worker takes a chunk (one in 70 names) and where
+  // the rotating start wraps around; the learned shuffle is never asked.
+  EXPECT_LT(probes * 25, names) << probes << " of " << names << " names by hash";
 }
 
 // ---------------------------------------------------------------------------
