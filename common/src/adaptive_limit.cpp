@@ -109,6 +109,11 @@ std::uint64_t AdaptiveLimit::wakeups() const {
   return wakeups_;
 }
 
+std::size_t AdaptiveLimit::waiting() const {
+  std::lock_guard lock(mu_);
+  return waiting_.size();
+}
+
 std::uint64_t AdaptiveLimit::cuts() const {
   std::lock_guard lock(mu_);
   return cuts_;

@@ -121,8 +121,14 @@ TEST(AdaptiveLimit, AFreedSlotWakesOneWaiterNotTheWholeLine) {
       std::this_thread::sleep_for(200us);
       p->done(1ms, true);
     });
-    // Queued in turn, so the order they are served in can be checked.
-    std::this_thread::sleep_for(5ms);
+    // Queued in turn, so the order they are served in can be checked: the
+    // next caller starts only once this one is in the line.
+    const auto until = in(10s);
+    while (limit.waiting() < static_cast<std::size_t>(t + 1) &&
+           AdaptiveLimit::Clock::now() < until) {
+      std::this_thread::sleep_for(100us);
+    }
+    EXPECT_EQ(limit.waiting(), static_cast<std::size_t>(t + 1));
   }
   held->done(1ms, true);
   for (auto& c : callers) c.join();

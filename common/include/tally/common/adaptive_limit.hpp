@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -65,6 +66,8 @@ class AdaptiveLimit {
   // Times a waiter woke and looked again (spurious wake-ups included): a freed
   // slot wakes one waiter, so this stays near the number that waited.
   std::uint64_t wakeups() const;
+  // Callers queued for a slot now.
+  std::size_t waiting() const;
 
  private:
   struct Waiter {
