@@ -124,8 +124,7 @@ TEST(AdaptiveLimit, AFreedSlotWakesOneWaiterNotTheWholeLine) {
     // Queued in turn, so the order they are served in can be checked: the
     // next caller starts only once this one is in the line.
     const auto until = in(10s);
-    while (limit.waiting() < static_cast<std::size_t>(t + 1) &&
-           AdaptiveLimit::Clock::now() < until) {
+    while (limit.waiting() < static_cast<std::size_t>(t + 1) && AdaptiveLimit::Clock::now() < until) {
       std::this_thread::sleep_for(100us);
     }
     EXPECT_EQ(limit.waiting(), static_cast<std::size_t>(t + 1));
