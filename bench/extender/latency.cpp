@@ -172,6 +172,11 @@ int main(int argc, char** argv) {
   app.add_option("--window", window,
                  "In-process requests list this many of the nodes as kube-scheduler does: in the API server's "
                  "order from a start that moves on by as many each request, two workers' chunks of 70 interleaved");
+  double dropped = 0;
+  app.add_option("--dropped", dropped,
+                 "With --window: the share of the nodes kube-scheduler's own filters drop from every list (full, "
+                 "tainted), the same nodes each time, so its runs have gaps")
+      ->check(CLI::Range(0.0, 0.9));
   app.add_flag("--cold", cold,
                "Evict the caches before every in-process request (64 MiB written), as the other processes on "
                "a busy machine do between two of kube-scheduler's calls");
@@ -244,18 +249,23 @@ int main(int argc, char** argv) {
       std::sort(names.begin(), names.end());
       constexpr std::size_t kChunk = 70;
       std::mt19937_64 rng(window);
+      std::vector<bool> drop(names.size(), false);
+      for (std::size_t row = 0; row < names.size(); ++row) {
+        drop[row] = static_cast<double>(rng() % 1'000'000) < dropped * 1e6;
+      }
       for (std::size_t start = 0, k = 0; k < 64; ++k, start = (start + window) % names.size()) {
         std::vector<std::string> list;
         std::array<std::size_t, 2> at{0, kChunk}, end{kChunk, 2 * kChunk};
         std::size_t nextChunk = 2;
-        while (list.size() < std::min(window, names.size())) {
+        while (list.size() < std::min(window, names.size()) && nextChunk * kChunk < 2 * names.size()) {
           const std::size_t w = rng() % 2;
           if (at[w] == end[w]) {
             at[w] = nextChunk * kChunk;
             end[w] = at[w] + kChunk;
             ++nextChunk;
           }
-          list.push_back(names[(start + at[w]++) % names.size()]);
+          const std::size_t row = (start + at[w]++) % names.size();
+          if (!drop[row]) list.push_back(names[row]);
         }
         windowBodies.push_back(extenderArgs(pod, list));
       }
@@ -301,6 +311,7 @@ int main(int argc, char** argv) {
       }
       std::string what = std::string("in-process ") + verb + (shuffled ? " (shuffled)" : "");
       if (window > 0) what += " (window " + std::to_string(window) + ")";
+      if (window > 0 && dropped > 0) what += " (" + std::to_string(static_cast<int>(dropped * 100)) + "% dropped)";
       if (cold) what += " (cold)";
       report(what, nodes, summarize(us));
     }

@@ -214,6 +214,7 @@ std::optional<std::uint32_t> FitTable::find(std::string_view node) const {
 }
 
 thread_local std::size_t FitTable::findAllProbes_ = 0;
+thread_local std::size_t FitTable::findAllRemembered_ = 0;
 
 void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std::uint32_t>& rows) const {
   const std::size_t n = nodes.size();
@@ -255,6 +256,7 @@ void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std:
   // names too long to sit inside the object), so both are in cache when the
   // name is compared.
   constexpr std::size_t kNear = 4, kFar = 8, kRuns = 3;
+  constexpr std::uint32_t kGap = 4;  // rows a run may skip and still count as following the table's order
   struct Run {
     std::uint32_t last = kNoRow, near = kNoRow, far = kNoRow;
     bool scouted = false;  // near and far lead along the remembered order
@@ -311,11 +313,26 @@ void FitTable::findAll(std::span<const std::string_view> nodes, std::vector<std:
         break;
       }
     }
+    // Then a few rows on: kube-scheduler's own filters dropped the nodes
+    // between (full, tainted, cordoned). Their string objects are in cache:
+    // stepped() fetched them kFar rows ahead.
+    for (std::size_t r = 0; hit == kRuns && r < kRuns && runs[r].last != kNoRow; ++r) {
+      for (std::uint32_t ahead = runs[r].last + 2; ahead <= runs[r].last + kGap && ahead < count; ++ahead) {
+        if (sameName(l.names[ahead], nodes[i])) {
+          row = ahead;
+          hit = r;
+          adjacent = true;
+          break;
+        }
+      }
+    }
     for (std::size_t r = 0; hit == kRuns && r < kRuns && runs[r].last != kNoRow; ++r) {
       const std::uint32_t next = successorOf(runs[r].last);
-      if (next != runs[r].last + 1 && next < count && sameName(l.names[next], nodes[i])) {
+      const bool tried = next > runs[r].last && next <= runs[r].last + kGap;
+      if (!tried && next < count && sameName(l.names[next], nodes[i])) {
         row = next;
         hit = r;
+        ++findAllRemembered_;
       }
     }
     if (hit < kRuns) {

@@ -54,14 +54,18 @@ class FitTable {
   // The row of a node, by name.
   std::optional<std::uint32_t> find(std::string_view node) const;
   // The rows of many nodes at once (kNoRow for a node the table does not hold):
-  // the row after one just found (runs of consecutive rows, interleaved), else
-  // following the order the last list was in (Layout::successor), else by
+  // the row after one just found (runs of consecutive rows, interleaved), or
+  // a few rows on (the client dropped the rows between), else following the
+  // order the last list was in (Layout::successor), else by
   // hash, with the memory each lookup touches fetched a few names ahead.
   // Safe to call from many threads on one table.
   static constexpr std::uint32_t kNoRow = UINT32_MAX;
   void findAll(std::span<const std::string_view> nodes, std::vector<std::uint32_t>& rows) const;
   // Names findAll() looked up by hash on this thread so far (for tests and benches).
   static std::size_t findAllProbesOnThisThread() { return findAllProbes_; }
+  // Names findAll() resolved through the remembered order on this thread so
+  // far: each costs loads along it that miss the cache when the rows are cold.
+  static std::size_t findAllRememberedOnThisThread() { return findAllRemembered_; }
   const std::string& nodeName(std::uint32_t row) const;
   std::size_t size() const;
   // Blocks this table shares with the table it was updated from (for tests and stats).
@@ -161,6 +165,7 @@ class FitTable {
   };
   static constexpr std::uint32_t kModeKey = 0x80000000u;
   static thread_local std::size_t findAllProbes_;
+  static thread_local std::size_t findAllRemembered_;
   // Layout::successor's mark of a successor a later list followed again.
   static constexpr std::uint32_t kConfirmed = 0x80000000u;
   static constexpr std::uint32_t kBlockShift = 7;  // 128 rows per block
