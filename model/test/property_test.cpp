@@ -1546,6 +1546,34 @@ TEST(PropertyFitTable, FindAllAgreesWithFindWhateverTheOrderOfNames) {
   EXPECT_GT(hits, 0u);
 }
 
+// A list of candidates as kube-scheduler's parallel filter makes it: `order`
+// from a rotating `start`, in chunks of 70 that `workers` take in turn, the
+// nodes whose index `keep` passes appended as the workers reach them (so runs
+// of the order interleave), 500 of them.
+template <class Keep>
+std::vector<std::string> schedulerList(const std::vector<std::string>& order, std::size_t start, std::size_t workers,
+                                       std::mt19937_64& rng, Keep keep) {
+  constexpr std::size_t kChunk = 70;
+  std::vector<std::size_t> at(workers), end(workers);
+  std::size_t nextChunk = 0;
+  for (std::size_t w = 0; w < workers; ++w, ++nextChunk) {
+    at[w] = nextChunk * kChunk;
+    end[w] = at[w] + kChunk;
+  }
+  std::vector<std::string> list;
+  while (list.size() < 500) {
+    const std::size_t w = rng() % workers;
+    if (at[w] == end[w]) {
+      at[w] = nextChunk * kChunk;
+      end[w] = at[w] + kChunk;
+      ++nextChunk;
+    }
+    const std::size_t k = (start + at[w]++) % order.size();
+    if (keep(k)) list.push_back(order[k]);
+  }
+  return list;
+}
+
 // kube-scheduler's lists as its parallel filter makes them: its node list (an
 // order of its own, here a shuffle) from a rotating start, in chunks that
 // workers take in turn, the feasible nodes appended as the workers find them,
@@ -1567,25 +1595,9 @@ TEST(PropertyFitTable, FindAllFollowsInterleavedRunsOfTheSchedulersOrder) {
   std::size_t names = 0, probes = 0;
   for (int round = 0; round < 400; ++round) {
     const std::size_t start = rng() % order.size();
-    constexpr std::size_t kChunk = 70;
-    const std::size_t workers = 1 + round % 3;
-    std::vector<std::size_t> at(workers), end(workers);
-    std::size_t nextChunk = 0;
-    for (std::size_t w = 0; w < workers; ++w, ++nextChunk) {
-      at[w] = nextChunk * kChunk;
-      end[w] = at[w] + kChunk;
-    }
-    std::vector<std::string> list;
-    while (list.size() < 500) {
-      const std::size_t w = rng() % workers;
-      if (at[w] == end[w]) {
-        at[w] = nextChunk * kChunk;
-        end[w] = at[w] + kChunk;
-        ++nextChunk;
-      }
-      const std::string& name = order[(start + at[w]++) % order.size()];
-      if (name.back() != '7') list.push_back(name);  // the nodes ending in 7 never fit
-    }
+    // The nodes ending in 7 never fit.
+    const std::vector<std::string> list =
+        schedulerList(order, start, 1 + round % 3, rng, [&](std::size_t k) { return order[k].back() != '7'; });
     std::vector<std::string_view> views(list.begin(), list.end());
     const std::size_t before = FitTable::findAllProbesOnThisThread();
     table.findAll(views, rows);
@@ -1639,18 +1651,7 @@ TEST(PropertyFitTable, FindAllFollowsTheTablesOwnOrderWithoutRemembering) {
   std::size_t names = 0, probes = 0;
   for (int round = 0; round < 50; ++round) {
     const std::size_t start = rng() % byName.size();
-    std::vector<std::string> list;
-    std::array<std::size_t, 2> at{0, 70}, end{70, 140};
-    std::size_t nextChunk = 2;
-    while (list.size() < 500) {
-      const std::size_t w = rng() % 2;
-      if (at[w] == end[w]) {
-        at[w] = nextChunk * 70;
-        end[w] = at[w] + 70;
-        ++nextChunk;
-      }
-      list.push_back(byName[(start + at[w]++) % byName.size()]);
-    }
+    const std::vector<std::string> list = schedulerList(byName, start, 2, rng, [](std::size_t) { return true; });
     names += list.size();
     probes += check(list);
   }
@@ -1688,19 +1689,8 @@ TEST(PropertyFitTable, FindAllStepsOverTheNodesTheSchedulerDropped) {
   std::size_t names = 0, probes = 0, remembered = 0;
   for (int round = 0; round < 50; ++round) {
     const std::size_t start = rng() % byName.size();
-    std::vector<std::string> list;
-    std::array<std::size_t, 2> at{0, 70}, end{70, 140};
-    std::size_t nextChunk = 2;
-    while (list.size() < 500) {
-      const std::size_t w = rng() % 2;
-      if (at[w] == end[w]) {
-        at[w] = nextChunk * 70;
-        end[w] = at[w] + 70;
-        ++nextChunk;
-      }
-      const std::size_t k = (start + at[w]++) % byName.size();
-      if (!dropped[k]) list.push_back(byName[k]);
-    }
+    const std::vector<std::string> list =
+        schedulerList(byName, start, 2, rng, [&](std::size_t k) { return !dropped[k]; });
     std::vector<std::string_view> views(list.begin(), list.end());
     const std::size_t probesBefore = FitTable::findAllProbesOnThisThread();
     const std::size_t rememberedBefore = FitTable::findAllRememberedOnThisThread();
