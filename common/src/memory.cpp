@@ -31,6 +31,7 @@ bool releaseFreeMemory() {
 namespace {
 
 constexpr std::string_view kTunable = "glibc.malloc.hugetlb";
+constexpr std::string_view kArenaMax = "glibc.malloc.arena_max";
 
 // The kernel's mode, the bracketed word of "always [madvise] never"; empty
 // where the file is missing (no THP support).
@@ -74,7 +75,11 @@ HugePageHeap useHugePageHeap(char** argv) {
   const std::string_view set = tunables ? tunables : "";
   if (kernelMode() == "madvise" && set.find(kTunable) == std::string_view::npos) {
     std::string value = set.empty() ? std::string() : std::string(set) + ":";
-    value += std::string(kTunable) + "=1";
+    // glibc asks for huge pages for its main heap and its large mappings,
+    // not for the heaps of the arenas it adds for other threads, where a
+    // server's requests and watches allocate: one arena, then (each thread's
+    // cache still serves its small blocks without the arena's lock).
+    value += std::string(kTunable) + "=1:" + std::string(kArenaMax) + "=1";
     // The tunable now names this setting, so the new image does not come back here.
     if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) == 0) {
       ::execv("/proc/self/exe", argv);

@@ -27,7 +27,9 @@ struct HugePageHeap {
 // Where the kernel gives transparent huge pages only on request (its mode
 // `madvise`, Debian's default) and the environment does not already choose,
 // re-executes this program in place (same PID, argv and environment) with
-// glibc's malloc.hugetlb tunable, which makes malloc ask for them. glibc
+// glibc's malloc.hugetlb tunable, which makes malloc ask for them, and
+// malloc.arena_max=1: glibc asks only for its main heap, so every thread
+// allocates there (small blocks still come from each thread's cache). glibc
 // reads tunables only at start-up, so call this first in main(), before any
 // thread or file is opened. Returns only when it did not re-execute, with
 // what the heap has.
