@@ -14,10 +14,8 @@
 #include <fstream>
 #include <iostream>
 #include <random>
-#include <sys/mman.h>
 
 #include "tally/extender/testing/fixtures.hpp"
-#include "tally/common/memory.hpp"
 #include "tally/extender/allocator.hpp"
 #include "tally/extender/service.hpp"
 #include "tally/extender/verbs.hpp"
@@ -171,7 +169,6 @@ int main(int argc, char** argv) {
   app.add_option("--verbs", verbs, "Verbs to measure in-process")->capture_default_str();
   std::size_t window = 0;
   bool cold = false;
-  bool hugePages = true;
   app.add_option("--window", window,
                  "In-process requests list this many of the nodes as kube-scheduler does: in the API server's "
                  "order from a start that moves on by as many each request, two workers' chunks of 70 interleaved");
@@ -180,19 +177,13 @@ int main(int argc, char** argv) {
                  "With --window: the share of the nodes kube-scheduler's own filters drop from every list (full, "
                  "tainted), the same nodes each time, so its runs have gaps")
       ->check(CLI::Range(0.0, 0.9));
-  app.add_option("--huge-page-heap", hugePages,
-                 "Keep the heap in transparent huge pages, as tally-extender does by default (false: 4 KiB pages)")
-      ->capture_default_str();
   app.add_flag("--cold", cold,
                "Evict the caches before every in-process request (64 MiB written), as the other processes on "
                "a busy machine do between two of kube-scheduler's calls");
   app.add_option("--publish-nodes", publishNodes, "Nodes for --publish")->capture_default_str();
   app.add_option("--publish-pods", publishPods, "Pods for --publish")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  if (hugePages) useHugePageHeap(argv);  // as tally-extender's main does by default
-  tuneAllocatorForLargeRequests();       // as tally-extender's main does
-  std::cout << "heap in transparent huge pages: " << (hugePageHeap().enabled ? "yes" : "no") << " ("
-            << hugePageHeap().why << ")\n";
+  tuneAllocatorForLargeRequests();  // as tally-extender's main does
   setLogLevel(LogLevel::kError);
 
   if (publish) {
@@ -283,22 +274,9 @@ int main(int argc, char** argv) {
       if (!windowBodies.empty()) return windowBodies[static_cast<std::size_t>(i) % windowBodies.size()];
       return shuffled ? shuffledBodies[static_cast<std::size_t>(i) % shuffledBodies.size()] : body;
     };
-    // Mapped apart from the allocator, in 4 KiB pages whatever page size the
-    // heap gets (the busy machine's other processes fill the TLB as well as
-    // the caches): huge pages here would spare the TLB the eviction does not.
-    const std::size_t evictBytes = cold ? std::size_t{64} << 20 : 0;
-    char* evict = nullptr;
-    if (evictBytes) {
-      void* at = mmap(nullptr, evictBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (at == MAP_FAILED) {
-        std::cerr << "extender-latency: mapping the eviction buffer failed\n";
-        return 1;
-      }
-      madvise(at, evictBytes, MADV_NOHUGEPAGE);
-      evict = static_cast<char*>(at);
-    }
+    std::vector<char> evict(cold ? std::size_t{64} << 20 : 0);
     auto evictCaches = [&] {
-      for (std::size_t k = 0; k < evictBytes; k += 64) evict[k] = static_cast<char>(evict[k] + 1);
+      for (std::size_t k = 0; k < evict.size(); k += 64) evict[k] = static_cast<char>(evict[k] + 1);
     };
     if (!peerCluster.empty()) {
       writePeerCluster(peerCluster, *writer->snapshots().read());

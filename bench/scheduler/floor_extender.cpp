@@ -20,7 +20,6 @@
 #include <mutex>
 #include <sstream>
 
-#include "tally/common/memory.hpp"
 #include "tally/extender/allocator.hpp"
 #include "tally/extender/service.hpp"
 #include "tally/extender/wire.hpp"
@@ -41,7 +40,6 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "HTTP threads");
   app.add_option("--bind-threads", bindThreads, "Threads posting Bindings");
   CLI11_PARSE(app, argc, argv);
-  useHugePageHeap(argv);  // as tally-extender does by default (--huge-page-heap)
 
   sigset_t signals;
   sigemptyset(&signals);

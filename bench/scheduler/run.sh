@@ -4,7 +4,7 @@
 #
 #   bench/scheduler/run.sh [--nodes 5000] [--pods 2000] [--rounds 3]
 #                          [--min-ratio R] [--json FILE] [--keep] [--order rotate|fixed]
-#                          [--variants base,ext[,ext-json][,ext-4k][,ext-noprio][,base-nobatch][,ext-nobind][,ext-weighted][,ext-rt][,ext-batch][,peer][,floor]]
+#                          [--variants base,ext[,ext-json][,ext-noprio][,base-nobatch][,ext-nobind][,ext-weighted][,ext-rt][,ext-batch][,peer][,floor]]
 #
 # One local control plane (e2e/cluster/up), NODES kwok nodes serving 8 H200
 # each (vm-passthrough, class nvidia-h200-passthrough), one tally-extender on
@@ -22,9 +22,6 @@
 # watched as JSON instead of protobuf); only one tally-extender runs at a
 # time, restarted on the same port (and waited for until ready) when the next
 # variant wants the other format, so the API server serves one set of watches.
-# Variant ext-4k (diagnostic): ext with tally-extender started with
-# --huge-page-heap=false (its heap in 4 KiB pages instead of transparent huge
-# pages), restarted the same way: what the huge-page heap buys in place.
 # Variant ext-noprio: the ext entry without prioritizeVerb (and its weight):
 # filter, preempt and bind only, scoring left to kube-scheduler's own plugins.
 # Every measurement also reports kube-apiserver's CPU seconds (utime + stime,
@@ -105,23 +102,20 @@ t1=$SECONDS
 log "$nodes nodes Ready in $((SECONDS - t1))s"
 
 port="$(bench_free_port)"
-# use_extender proto|json [huge|4k]: the one tally-extender on $port watches
-# in that format, with its heap in those pages, restarted (and waited for
-# until ready) when it does not.
+# use_extender proto|json: the one tally-extender on $port watches in that
+# format, restarted (and waited for until ready) when it does not.
 ext_watch=""
 use_extender() {
-  local pages="${2:-huge}"
-  [[ "$1/$pages" == "$ext_watch" ]] && return 0
-  local t1=$SECONDS flag=true heap=true
+  [[ "$1" == "$ext_watch" ]] && return 0
+  local t1=$SECONDS flag=true
   [[ "$1" == json ]] && flag=false
-  [[ "$pages" == 4k ]] && heap=false
   bench_stop "$ext_pid"
   # shellcheck disable=SC2086 # TALLY_BENCH_EXTENDER_ARGS is split into flags on purpose
   bench_start_extender "$extender" "$port" "$state/logs/tally-extender.log" --protobuf-watches="$flag" \
-    --huge-page-heap="$heap" ${TALLY_BENCH_EXTENDER_ARGS:-}
+    ${TALLY_BENCH_EXTENDER_ARGS:-}
   bench_wait_ready "$ext_pid" "$port" "$state/logs/tally-extender.log" 300 || exit 1
-  ext_watch="$1/$pages"
-  log "tally-extender ($1 watches, heap in $pages pages: $(grep AnonHugePages "/proc/$ext_pid/smaps_rollup" | tr -s ' ')) ready (caches synced over $nodes nodes) in $((SECONDS - t1))s"
+  ext_watch="$1"
+  log "tally-extender ($1 watches) ready (caches synced over $nodes nodes) in $((SECONDS - t1))s"
 }
 use_extender proto
 
@@ -161,7 +155,6 @@ cp "$state/bench-ext.yaml" "$state/bench-ext-weighted.yaml"
 cp "$state/bench-ext.yaml" "$state/bench-ext-rt.yaml"
 cp "$state/bench-ext.yaml" "$state/bench-ext-batch.yaml"
 cp "$state/bench-ext.yaml" "$state/bench-ext-json.yaml"
-cp "$state/bench-ext.yaml" "$state/bench-ext-4k.yaml"
 grep -v -e '^ *prioritizeVerb:' -e '^ *weight:' "$state/bench-ext.yaml" >"$state/bench-ext-noprio.yaml"
 # http_threads_policy ARGS...: chrt ARGS on every tally-http-N thread of tally-extender.
 http_threads_policy() {
@@ -478,11 +471,7 @@ round_order() { # ROUND -> the variants in the order measured
 for ((r = 1; r <= rounds; r++)); do
   log "round $r order: $(round_order "$r")"
   for mode in $(round_order "$r"); do
-    case "$mode" in
-      ext-json) use_extender json ;;
-      ext-4k) use_extender proto 4k ;;
-      *) use_extender proto ;;
-    esac
+    if [[ "$mode" == ext-json ]]; then use_extender json; else use_extender proto; fi
     [[ "$mode" == ext-weighted ]] && echo -10 >"/proc/$ext_pid/autogroup"
     [[ "$mode" == ext-rt ]] && http_threads_policy -f -p 10
     [[ "$mode" == ext-batch ]] && http_threads_policy -b -p 0
@@ -515,7 +504,6 @@ batch = [float(r[1]) for r in rows if r[0] == "ext-batch"]
 peer = [float(r[1]) for r in rows if r[0] == "peer"]
 floor = [float(r[1]) for r in rows if r[0] == "floor"]
 ext_json = [float(r[1]) for r in rows if r[0] == "ext-json"]
-ext_4k = [float(r[1]) for r in rows if r[0] == "ext-4k"]
 noprio = [float(r[1]) for r in rows if r[0] == "ext-noprio"]
 # kube-apiserver CPU ms per pod scheduled (10%..90%), per variant in run order
 api_ms = {}
@@ -550,8 +538,7 @@ for label, xs, against in (
         ("with the Go peer extender (filter+prioritize, no bind)", peer,
          ("tally no-bind / Go peer", statistics.mean(nobind) if nobind else 0)),
         ("with floor-extender (the verbs, no model)", floor, ("tally-extender / floor-extender (mean over mean)", me)),
-        ("with tally-extender, JSON watches", ext_json, ("protobuf / JSON watches", me)),
-        ("with tally-extender, heap in 4 KiB pages", ext_4k, ("huge-page heap / 4 KiB pages (mean over mean)", me))):
+        ("with tally-extender, JSON watches", ext_json, ("protobuf / JSON watches", me))):
     if xs:
         show(label, xs, against)
 if ext and floor and len(ext) == len(floor):
@@ -560,16 +547,6 @@ if ext and floor and len(ext) == len(floor):
     paired = [e / f for e, f in zip(ext, floor)]
     spread = statistics.stdev(paired) / len(paired) ** 0.5 if len(paired) > 1 else 0.0
     print(f"  tally-extender / floor-extender per round: {' '.join(f'{x:.3f}' for x in paired)} "
-          f"(median {statistics.median(paired):.3f}, mean {statistics.mean(paired):.3f} ± {spread:.3f} standard error)")
-if ext and ext_4k and len(ext) == len(ext_4k):
-    paired = [e / f for e, f in zip(ext, ext_4k)]
-    spread = statistics.stdev(paired) / len(paired) ** 0.5 if len(paired) > 1 else 0.0
-    print(f"  huge-page heap / 4 KiB pages per round: {' '.join(f'{x:.3f}' for x in paired)} "
-          f"(median {statistics.median(paired):.3f}, mean {statistics.mean(paired):.3f} ± {spread:.3f} standard error)")
-if ext_4k and floor and len(ext_4k) == len(floor):
-    paired = [e / f for e, f in zip(ext_4k, floor)]
-    spread = statistics.stdev(paired) / len(paired) ** 0.5 if len(paired) > 1 else 0.0
-    print(f"  tally-extender (4 KiB pages) / floor-extender per round: {' '.join(f'{x:.3f}' for x in paired)} "
           f"(median {statistics.median(paired):.3f}, mean {statistics.mean(paired):.3f} ± {spread:.3f} standard error)")
 if noprio:
     mn = show("with tally-extender, no prioritizeVerb", noprio)
@@ -595,7 +572,7 @@ for v in dict.fromkeys(r[0] for r in rows):
 print(f"  ratio with/without: {ratio:.3f} (goal >= 0.9)")
 print(f"  every pod bound in every run: {'yes' if bound_ok else 'NO'}")
 if out:
-    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "extWeighted": weighted, "extRt": realtime, "peer": peer, "floor": floor, "extJson": ext_json, "ext4k": ext_4k, "extNoPrio": noprio, "apiserverCpuMsPerPod": api_ms, "ratio": ratio,
+    json.dump({"nodes": nodes, "pods": pods, "rounds": rounds, "base": base, "baseNoBatch": nobatch, "ext": ext, "extNoBind": nobind, "extWeighted": weighted, "extRt": realtime, "peer": peer, "floor": floor, "extJson": ext_json, "extNoPrio": noprio, "apiserverCpuMsPerPod": api_ms, "ratio": ratio,
                "allBound": bound_ok}, open(out, "w"), indent=1)
 sys.exit(0 if bound_ok and ratio >= min_ratio else 1)
 EOF

@@ -15,7 +15,6 @@
 #include "tally/codec/json_text.hpp"
 #include "tally/codec/snapshot.hpp"
 #include "tally/common/log.hpp"
-#include "tally/common/memory.hpp"
 #include "tally/extender/allocator.hpp"
 #include "tally/extender/assumptions.hpp"
 #include "tally/extender/metrics.hpp"
@@ -52,7 +51,6 @@ struct Flags {
   state::SourceFlags source;
   std::string snapshotFile;
   std::string gates = "published", gateStaleAfter = "300s";
-  bool hugePageHeap = true;
 };
 
 void addFlags(CLI::App& app, Flags& f) {
@@ -79,12 +77,6 @@ void addFlags(CLI::App& app, Flags& f) {
                  "Names (subject CN or DNS subjectAltName) a verb caller's certificate must carry (comma-separated); "
                  "empty: any certificate --client-ca-file verifies")
       ->delimiter(',');
-  app.add_option("--huge-page-heap", f.hugePageHeap,
-                 "Keep the heap in transparent huge pages where the kernel gives them on request (its mode madvise): "
-                 "the process re-executes itself once at start with GLIBC_TUNABLES=glibc.malloc.hugetlb=1 unless "
-                 "GLIBC_TUNABLES already sets it. A filter walks the cluster model at random, and on a busy node "
-                 "most of its loads miss the TLB with 4 KiB pages")
-      ->capture_default_str();
   app.add_option("--max-body-bytes", f.maxBodyBytes, "Largest request body; larger ones get 413")
       ->capture_default_str();
   state::addSourceFlags(app, f.source, "the verbs");
@@ -215,8 +207,6 @@ int main(int argc, char** argv) {
   Flags f;
   addFlags(app, f);
   CLI11_PARSE(app, argc, argv);
-  // First, before a thread or a file is opened: it may re-execute the program.
-  const tally::HugePageHeap heap = f.hugePageHeap ? tally::useHugePageHeap(argv) : tally::hugePageHeap();
 
   if (auto logging = runtime::process::setUpLogging(f.process.logLevel, f.process.logFormat); !logging) {
     std::cerr << logging.error().message << "\n";
@@ -356,9 +346,7 @@ int main(int argc, char** argv) {
                                        {"tls", server.tls()},
                                        {"metricsPort", opsServer ? opsServer->port() : 0},
                                        {"offline", offline},
-                                       {"jsonKernel", std::string(runtime::kJsonKernel)},
-                                       {"hugePageHeap", heap.enabled},
-                                       {"hugePageHeapWhy", heap.why}});
+                                       {"jsonKernel", std::string(runtime::kJsonKernel)}});
 
     signals.wait();
     logInfo("shutting down", {{"signal", signals.received()}});
